@@ -1,0 +1,210 @@
+//! GPU busy and idle time per device, over the whole trace and over the profiled steps.
+//!
+//! Definition (matches AMD TraceLens `gpu_timeline.csv`): busy = union of kernel, memcpy and
+//! memset intervals on the device; total = last GPU op end − first GPU op start; idle =
+//! total − busy. The step-clipped variant first clips every op to the hull of the GPU-side
+//! `ProfilerStep#N` ranges (or, when the trace has none, the CPU-side ones).
+
+use crate::intervals::{total_ns, union};
+use serde::Serialize;
+use tracelens_model::{Interval, SpanKind, TimeNs, Trace};
+
+/// Which window a measurement covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSource {
+    /// First to last GPU op of the device.
+    WholeTrace,
+    /// Hull of the GPU-side `ProfilerStep#N` ranges (`gpu_user_annotation`).
+    GpuProfilerSteps,
+    /// Hull of the CPU-side `ProfilerStep#N` ranges (no GPU-side ones in the trace).
+    CpuProfilerSteps,
+}
+
+/// Busy and idle time of one device over one window.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BusyIdle {
+    /// What the window is.
+    pub window_source: WindowSource,
+    /// The clipping window (for whole-trace: the device's GPU extent).
+    pub window: Interval,
+    /// Last GPU op end − first GPU op start, after clipping.
+    pub total_ns: TimeNs,
+    /// Union of kernel ∪ memcpy ∪ memset.
+    pub busy_ns: TimeNs,
+    /// `total_ns − busy_ns`.
+    pub idle_ns: TimeNs,
+    /// `busy / total` in percent (0 when total is 0).
+    pub busy_percent: f64,
+    /// Union of kernels alone.
+    pub kernel_ns: TimeNs,
+    /// Union of copies alone.
+    pub memcpy_ns: TimeNs,
+    /// Union of fills alone.
+    pub memset_ns: TimeNs,
+}
+
+/// Utilization of one GPU device.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceUtilization {
+    /// Device index.
+    pub device: i64,
+    /// Device name, when known.
+    pub name: Option<String>,
+    /// Stream ids with activity.
+    pub streams: Vec<i64>,
+    /// Kernels, copies and fills on the device.
+    pub gpu_ops: u64,
+    /// Over the whole trace.
+    pub whole_trace: Option<BusyIdle>,
+    /// Over the profiled steps, when the trace has any.
+    pub steps: Option<BusyIdle>,
+}
+
+impl DeviceUtilization {
+    /// The figure to lead with: step-clipped when steps exist, else whole-trace.
+    pub fn headline(&self) -> Option<&BusyIdle> {
+        self.steps.as_ref().or(self.whole_trace.as_ref())
+    }
+}
+
+/// Busy/idle for every device of the trace.
+pub fn device_utilization(trace: &Trace) -> Vec<DeviceUtilization> {
+    let any_gpu_steps = trace.steps.iter().any(|s| s.gpu.is_some());
+    trace
+        .devices
+        .iter()
+        .map(|device| {
+            let mut work: Vec<(SpanKind, Interval)> = Vec::new();
+            let mut step_window: Option<Interval> = None;
+            for &lane in &device.lanes {
+                for id in trace.lane_span_ids(lane) {
+                    let s = trace.span(id);
+                    if s.kind.is_gpu_work() {
+                        work.push((s.kind, s.interval()));
+                    } else if s.kind == SpanKind::GpuUserAnnotation
+                        && tracelens_model::profiler_step_number(trace.names.get(s.name)).is_some()
+                    {
+                        step_window =
+                            Some(step_window.map_or(s.interval(), |w| w.hull(s.interval())));
+                    }
+                }
+            }
+            let (steps_window, source) = match step_window {
+                Some(w) => (Some(w), WindowSource::GpuProfilerSteps),
+                None if any_gpu_steps => (gpu_steps_hull(trace), WindowSource::GpuProfilerSteps),
+                None => (cpu_steps_hull(trace), WindowSource::CpuProfilerSteps),
+            };
+            DeviceUtilization {
+                device: device.index,
+                name: device.name.clone(),
+                streams: device.streams.clone(),
+                gpu_ops: work.len() as u64,
+                whole_trace: measure(&work, None, WindowSource::WholeTrace),
+                steps: steps_window.and_then(|w| measure(&work, Some(w), source)),
+            }
+        })
+        .collect()
+}
+
+fn gpu_steps_hull(trace: &Trace) -> Option<Interval> {
+    trace
+        .steps
+        .iter()
+        .filter_map(|s| s.gpu)
+        .reduce(|a, b| a.hull(b))
+}
+
+fn cpu_steps_hull(trace: &Trace) -> Option<Interval> {
+    trace
+        .steps
+        .iter()
+        .filter_map(|s| s.cpu)
+        .reduce(|a, b| a.hull(b))
+}
+
+/// Busy/idle of `work` clipped to `window` (or unclipped).
+pub fn measure(
+    work: &[(SpanKind, Interval)],
+    window: Option<Interval>,
+    window_source: WindowSource,
+) -> Option<BusyIdle> {
+    let clipped: Vec<(SpanKind, Interval)> = work
+        .iter()
+        .filter_map(|&(k, iv)| match window {
+            None => Some((k, iv)),
+            // A zero-length op at the window edge still marks the extent.
+            Some(w) => iv
+                .clip(w)
+                .or_else(|| {
+                    (iv.dur_ns() == 0 && iv.start_ns > w.start_ns && iv.start_ns < w.end_ns)
+                        .then_some(iv)
+                })
+                .map(|c| (k, c)),
+        })
+        .collect();
+    let first = clipped.iter().map(|(_, iv)| iv.start_ns).min()?;
+    let last = clipped.iter().map(|(_, iv)| iv.end_ns).max()?;
+    let of = |pred: &dyn Fn(SpanKind) -> bool| {
+        total_ns(&union(
+            clipped
+                .iter()
+                .filter(|(k, _)| pred(*k))
+                .map(|&(_, iv)| iv)
+                .collect(),
+        ))
+    };
+    let busy_ns = of(&|_| true);
+    let total_ns = last - first;
+    Some(BusyIdle {
+        window_source,
+        window: window.unwrap_or(Interval::new(first, last)),
+        total_ns,
+        busy_ns,
+        idle_ns: total_ns - busy_ns,
+        busy_percent: if total_ns > 0 {
+            busy_ns as f64 * 100.0 / total_ns as f64
+        } else {
+            0.0
+        },
+        kernel_ns: of(&|k| k == SpanKind::Kernel),
+        memcpy_ns: of(&|k| k == SpanKind::Memcpy),
+        memset_ns: of(&|k| k == SpanKind::Memset),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clipping_drops_work_outside_the_window_and_shrinks_total() {
+        let work = vec![
+            (SpanKind::Kernel, Interval::new(0, 100)),
+            (SpanKind::Kernel, Interval::new(150, 250)),
+            (SpanKind::Memcpy, Interval::new(200, 300)),
+        ];
+        let whole = measure(&work, None, WindowSource::WholeTrace).unwrap();
+        assert_eq!(
+            (whole.total_ns, whole.busy_ns, whole.idle_ns),
+            (300, 250, 50)
+        );
+        assert_eq!((whole.kernel_ns, whole.memcpy_ns), (200, 100));
+        let steps = measure(
+            &work,
+            Some(Interval::new(120, 280)),
+            WindowSource::GpuProfilerSteps,
+        )
+        .unwrap();
+        assert_eq!(
+            (steps.total_ns, steps.busy_ns, steps.idle_ns),
+            (130, 130, 0)
+        );
+        assert!(measure(
+            &work,
+            Some(Interval::new(400, 500)),
+            WindowSource::GpuProfilerSteps
+        )
+        .is_none());
+    }
+}

@@ -1,0 +1,437 @@
+//! One trace event → the model: category to span kind, pid/tid to lane, args to links.
+
+use crate::json::{decode_str, has_fraction, micros_to_ns, text_of, to_i64, to_u64, Fields};
+use std::collections::BTreeMap;
+use tracelens_model::{
+    CopyDirection, CopyInfo, FlowInput, Ident, LaneKey, MemoryKind, SpanInput, SpanKind,
+    TraceBuilder, NO_DETAIL,
+};
+
+/// Counts gathered while reading events; they describe the file, not the timeline.
+#[derive(Debug, Default)]
+pub struct EventStats {
+    /// Every array element seen.
+    pub events: u64,
+    /// Elements that became spans.
+    pub kept: u64,
+    /// Elements that could not be read.
+    pub malformed: u64,
+    /// Decoded byte offset of the first malformed element.
+    pub first_malformed_at: Option<u64>,
+    /// Elements that carried a `ph` field.
+    pub with_phase: u64,
+    /// Per phase.
+    pub by_phase: BTreeMap<String, u64>,
+    /// Categories read but not kept, per category.
+    pub ignored_categories: BTreeMap<String, u64>,
+    /// Events in 2021-era capitalised categories (`Operator`, `Runtime`, `Kernel`).
+    pub old_categories: u64,
+    /// Events in modern categories (`cpu_op`, `cuda_runtime`, `kernel`).
+    pub modern_categories: u64,
+    /// Timestamps written with a fraction (ns-precision float µs).
+    pub ts_with_fraction: u64,
+    /// Timestamps written as integers.
+    pub ts_integer: u64,
+}
+
+/// Feeds events into a [`TraceBuilder`].
+#[derive(Default)]
+pub struct EventReader {
+    /// The model being built.
+    pub builder: TraceBuilder,
+    /// What was seen.
+    pub stats: EventStats,
+}
+
+#[derive(Default)]
+struct RawEvent<'a> {
+    ph: &'a [u8],
+    cat: &'a [u8],
+    name: &'a [u8],
+    pid: &'a [u8],
+    tid: &'a [u8],
+    ts: &'a [u8],
+    dur: &'a [u8],
+    id: &'a [u8],
+    args: &'a [u8],
+}
+
+#[derive(Default)]
+struct Args<'a> {
+    correlation: Option<&'a [u8]>,
+    external_id: Option<&'a [u8]>,
+    device: Option<&'a [u8]>,
+    stream: Option<&'a [u8]>,
+    bytes: Option<&'a [u8]>,
+    kind: Option<&'a [u8]>,
+    copy_kind: Option<&'a [u8]>,
+    src_kind: Option<&'a [u8]>,
+    dst_kind: Option<&'a [u8]>,
+    call_stack: Option<&'a [u8]>,
+    name: Option<&'a [u8]>,
+}
+
+fn read_args(raw: &[u8]) -> Args<'_> {
+    let mut a = Args::default();
+    if raw.first() != Some(&b'{') {
+        return a;
+    }
+    for (k, v) in Fields::new(raw) {
+        let slot = match k {
+            b"correlation" => &mut a.correlation,
+            b"External id" | b"external id" => &mut a.external_id,
+            b"device" => &mut a.device,
+            b"stream" => &mut a.stream,
+            b"bytes" => &mut a.bytes,
+            b"kind" => &mut a.kind,
+            b"copy kind" => &mut a.copy_kind,
+            b"src kind" => &mut a.src_kind,
+            b"dst kind" => &mut a.dst_kind,
+            b"Call stack" => &mut a.call_stack,
+            b"name" => &mut a.name,
+            _ => continue,
+        };
+        *slot = Some(v);
+    }
+    a
+}
+
+/// The span kind of a `ph: X` category (case-insensitive, old and new names), and whether
+/// the name is a 2021-era one.
+pub fn kind_of_category(cat: &str) -> Option<(SpanKind, bool)> {
+    let old = cat.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && matches!(
+            cat,
+            "Operator" | "Runtime" | "Kernel" | "Memcpy" | "Memset" | "Python"
+        );
+    let kind = match cat.to_ascii_lowercase().as_str() {
+        "cpu_op" | "operator" => SpanKind::CpuOp,
+        "user_annotation" => SpanKind::UserAnnotation,
+        "gpu_user_annotation" => SpanKind::GpuUserAnnotation,
+        "python_function" | "python" => SpanKind::PythonFunction,
+        "cuda_runtime" | "runtime" => SpanKind::Runtime,
+        "cuda_driver" => SpanKind::Driver,
+        "kernel" => SpanKind::Kernel,
+        "gpu_memcpy" | "memcpy" => SpanKind::Memcpy,
+        "gpu_memset" | "memset" => SpanKind::Memset,
+        "cuda_sync" => SpanKind::CudaSync,
+        _ => return None,
+    };
+    Some((kind, old))
+}
+
+/// Whether a flow category is a CPU→GPU launch flow.
+fn is_launch_flow(cat: &str) -> bool {
+    matches!(
+        cat.to_ascii_lowercase().as_str(),
+        "ac2g" | "async" | "async_gpu" | "async_cpu_to_gpu" | "cpu_to_cuda"
+    )
+}
+
+impl EventReader {
+    /// Reads one array element found at decoded byte `offset`.
+    pub fn read(&mut self, raw: &[u8], offset: u64) {
+        self.stats.events += 1;
+        let mut e = RawEvent::default();
+        let mut fields = Fields::new(raw);
+        for (k, v) in fields.by_ref() {
+            match k {
+                b"ph" => e.ph = v,
+                b"cat" => e.cat = v,
+                b"name" => e.name = v,
+                b"pid" => e.pid = v,
+                b"tid" => e.tid = v,
+                b"ts" => e.ts = v,
+                b"dur" => e.dur = v,
+                b"id" => e.id = v,
+                b"args" => e.args = v,
+                _ => {}
+            }
+        }
+        if fields.malformed && e.ph.is_empty() {
+            self.malformed(offset);
+            return;
+        }
+        let ph = text_of(e.ph);
+        if ph.is_empty() {
+            return;
+        }
+        self.stats.with_phase += 1;
+        if let Some(n) = self.stats.by_phase.get_mut(ph.as_ref()) {
+            *n += 1;
+        } else {
+            self.stats.by_phase.insert(ph.to_string(), 1);
+        }
+        let ok = match ph.as_ref() {
+            "X" => self.read_complete(&e),
+            "M" => {
+                self.read_metadata(&e);
+                true
+            }
+            "s" | "f" => self.read_flow(&e, ph.as_ref() == "s"),
+            _ => true,
+        };
+        if !ok || fields.malformed {
+            self.malformed(offset);
+        }
+    }
+
+    fn malformed(&mut self, offset: u64) {
+        self.stats.malformed += 1;
+        self.stats.first_malformed_at.get_or_insert(offset);
+    }
+
+    fn ident(&mut self, raw: &[u8]) -> Ident {
+        if let Some(n) = to_i64(raw) {
+            return Ident::Num(n);
+        }
+        let text = text_of(raw);
+        Ident::Text(self.builder.intern(&text))
+    }
+
+    fn ignore_category(&mut self, cat: &str) {
+        let cat = if cat.is_empty() { "(none)" } else { cat };
+        if let Some(n) = self.stats.ignored_categories.get_mut(cat) {
+            *n += 1;
+        } else {
+            self.stats.ignored_categories.insert(cat.to_string(), 1);
+        }
+    }
+
+    /// A duration event. Returns `false` when it is malformed.
+    fn read_complete(&mut self, e: &RawEvent) -> bool {
+        let cat = text_of(e.cat);
+        let kind = match kind_of_category(&cat) {
+            Some((kind, old)) => {
+                if old {
+                    self.stats.old_categories += 1;
+                } else {
+                    self.stats.modern_categories += 1;
+                }
+                kind
+            }
+            // The pre-Kineto autograd profiler wrote no category, only these pids.
+            None if e.cat.is_empty() => match text_of(e.pid).as_ref() {
+                "CPU functions" => SpanKind::CpuOp,
+                "CUDA functions" => SpanKind::Kernel,
+                _ => {
+                    self.ignore_category(&cat);
+                    return true;
+                }
+            },
+            None => {
+                self.ignore_category(&cat);
+                return true;
+            }
+        };
+        let Some(start_ns) = micros_to_ns(e.ts) else {
+            return false;
+        };
+        if has_fraction(e.ts) {
+            self.stats.ts_with_fraction += 1;
+        } else {
+            self.stats.ts_integer += 1;
+        }
+        let dur_ns = if e.dur.is_empty() {
+            0
+        } else {
+            match micros_to_ns(e.dur) {
+                Some(d) => d,
+                None => return false,
+            }
+        };
+        let args = read_args(e.args);
+        let pid = self.ident(e.pid);
+        let tid = self.ident(e.tid);
+        let lane_key = if kind.is_gpu() {
+            LaneKey::Gpu {
+                device: args
+                    .device
+                    .and_then(to_i64)
+                    .or(match pid {
+                        Ident::Num(n) => Some(n),
+                        Ident::Text(_) => None,
+                    })
+                    .unwrap_or(0),
+                stream: args
+                    .stream
+                    .and_then(to_i64)
+                    .unwrap_or_else(|| self.stream_from_tid(tid)),
+            }
+        } else {
+            LaneKey::Cpu { pid, tid }
+        };
+        let lane = self.builder.lane(lane_key);
+        let name_text = text_of(e.name);
+        let name = self.builder.intern(&name_text);
+        let detail = self.detail(kind, &name_text, &args);
+        let input = SpanInput {
+            kind,
+            lane,
+            start_ns,
+            dur_ns,
+            name,
+            correlation: args.correlation.and_then(to_u64),
+            external_id: args.external_id.and_then(to_i64),
+            detail,
+        };
+        let wants_link =
+            kind.is_api_call() || (kind.is_gpu() && kind != SpanKind::GpuUserAnnotation);
+        let kept = if input.correlation.is_none() && wants_link {
+            self.builder.add_span_linked_by_flow(input, pid, tid)
+        } else {
+            self.builder.add_span(input)
+        };
+        if kept {
+            self.stats.kept += 1;
+        }
+        true
+    }
+
+    fn stream_from_tid(&self, tid: Ident) -> i64 {
+        match tid {
+            Ident::Num(n) => n,
+            // Older Kineto wrote `"stream 7"`.
+            Ident::Text(t) => self
+                .builder
+                .text(t)
+                .split_whitespace()
+                .last()
+                .and_then(|w| w.parse().ok())
+                .unwrap_or(0),
+        }
+    }
+
+    fn detail(&mut self, kind: SpanKind, name: &str, args: &Args) -> u32 {
+        match kind {
+            SpanKind::Memcpy | SpanKind::Memset => {
+                let mut info = CopyInfo::from_name(name);
+                if let Some(d) = args
+                    .copy_kind
+                    .or(args.kind)
+                    .and_then(|k| CopyDirection::parse(&text_of(k)))
+                {
+                    info.direction = d;
+                }
+                if let Some(m) = args.src_kind.and_then(|k| MemoryKind::parse(&text_of(k))) {
+                    info.src = m;
+                }
+                if let Some(m) = args.dst_kind.and_then(|k| MemoryKind::parse(&text_of(k))) {
+                    info.dst = m;
+                }
+                info.bytes = args.bytes.and_then(to_u64);
+                self.builder.add_copy(info)
+            }
+            SpanKind::Runtime | SpanKind::Driver
+                if name.to_ascii_lowercase().contains("memcpy") =>
+            {
+                // HIP runtime calls say `kind: "2"` (hipMemcpyKind) and `bytes: "1"`.
+                let direction = match args.kind.and_then(to_i64) {
+                    Some(0) => CopyDirection::HtoH,
+                    Some(1) => CopyDirection::HtoD,
+                    Some(2) => CopyDirection::DtoH,
+                    Some(3) => CopyDirection::DtoD,
+                    _ => CopyDirection::Unknown,
+                };
+                let bytes = args.bytes.and_then(to_u64);
+                if direction == CopyDirection::Unknown && bytes.is_none() {
+                    return NO_DETAIL;
+                }
+                self.builder.add_copy(CopyInfo {
+                    direction,
+                    bytes,
+                    ..CopyInfo::default()
+                })
+            }
+            SpanKind::CpuOp | SpanKind::UserAnnotation => {
+                match args.call_stack.and_then(decode_str) {
+                    Some(stack) if !stack.is_empty() => self.builder.add_call_stack(&stack),
+                    _ => NO_DETAIL,
+                }
+            }
+            _ => NO_DETAIL,
+        }
+    }
+
+    fn read_metadata(&mut self, e: &RawEvent) {
+        let args = read_args(e.args);
+        let Some(value) = args.name.map(text_of) else {
+            return;
+        };
+        let pid = self.ident(e.pid);
+        match text_of(e.name).as_ref() {
+            "process_name" => self.builder.name_process(pid, &value),
+            "thread_name" => {
+                let tid = self.ident(e.tid);
+                if value.trim_start().starts_with("stream") {
+                    if let (Ident::Num(device), Ident::Num(stream)) = (pid, tid) {
+                        self.builder.name_stream(device, stream, &value);
+                    }
+                }
+                self.builder.name_thread(pid, tid, &value);
+            }
+            _ => {}
+        }
+    }
+
+    fn read_flow(&mut self, e: &RawEvent, is_start: bool) -> bool {
+        if !is_launch_flow(&text_of(e.cat)) {
+            return true;
+        }
+        let (Some(id), Some(ts_ns)) = (to_u64(e.id), micros_to_ns(e.ts)) else {
+            return false;
+        };
+        let pid = self.ident(e.pid);
+        let tid = self.ident(e.tid);
+        self.builder.add_flow(FlowInput {
+            id,
+            is_start,
+            pid,
+            tid,
+            ts_ns,
+        });
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracelens_model::SourceInfo;
+
+    #[test]
+    fn categories_old_and_new() {
+        assert_eq!(kind_of_category("Kernel"), Some((SpanKind::Kernel, true)));
+        assert_eq!(kind_of_category("kernel"), Some((SpanKind::Kernel, false)));
+        assert_eq!(
+            kind_of_category("gpu_user_Annotation"),
+            Some((SpanKind::GpuUserAnnotation, false))
+        );
+        assert_eq!(kind_of_category("Trace"), None);
+    }
+
+    #[test]
+    fn rocm_string_args_and_old_stream_tids() {
+        let mut r = EventReader::default();
+        r.read(br#"{"ph":"X","cat":"kernel","name":"k","pid":2,"tid":0,"ts":10.5,"dur":1,"args":{"stream":"0x3","correlation":"801"}}"#, 0);
+        r.read(br#"{"ph":"X","cat":"Kernel","name":"k2","pid":0,"tid":"stream 7","ts":20,"dur":1,"args":{"correlation":5}}"#, 0);
+        r.read(br#"{"ph":"X","cat":"cuda_runtime","name":"hipMemcpyWithStream","pid":6,"tid":6,"ts":1,"dur":2,"args":{"kind":"2","bytes":"1","correlation":801}}"#, 0);
+        r.read(br#"{"ph":"X","cat":"kernel","ts":"oops"}"#, 99);
+        assert_eq!(r.stats.malformed, 1);
+        assert_eq!(r.stats.first_malformed_at, Some(99));
+        let t = r.builder.finish(SourceInfo::default());
+        let keys: Vec<_> = t.lanes.iter().map(|l| l.key).collect();
+        assert!(keys.contains(&LaneKey::Gpu {
+            device: 2,
+            stream: 3
+        }));
+        assert!(keys.contains(&LaneKey::Gpu {
+            device: 0,
+            stream: 7
+        }));
+        assert_eq!(t.links.gpu_ops_linked, 1);
+        let rt = t.spans_of_kind(SpanKind::Runtime).next().unwrap();
+        let c = t.copy_info(rt).unwrap();
+        assert_eq!((c.direction, c.bytes), (CopyDirection::DtoH, Some(1)));
+    }
+}

@@ -1,0 +1,217 @@
+//! Streaming importer of PyTorch Profiler (Kineto) Chrome traces into the tracelens model.
+//!
+//! Reads every generation of the format — the 2020 bare array, 2021 capitalised categories,
+//! integer-µs Kineto, and float-µs traces relative to `baseTimeNanoseconds` — plain or
+//! gzip-compressed (detected by magic bytes). The file is read in chunks: each element of
+//! `traceEvents` is located by a byte scanner and decoded on its own, so memory follows the
+//! events kept, not the file size, and one broken event is skipped and counted rather than
+//! fatal. A file cut short keeps every complete event and says where it was cut.
+//!
+//! ```no_run
+//! let trace = tracelens_kineto::import_file(std::path::Path::new("trace.json.gz"))?;
+//! println!("{} spans on {} lanes", trace.spans.len(), trace.lanes.len());
+//! # Ok::<(), tracelens_kineto::ImportError>(())
+//! ```
+#![deny(missing_docs)]
+
+mod document;
+mod error;
+mod event;
+mod input;
+mod json;
+mod scan;
+
+pub use error::{ImportError, Problem};
+pub use event::kind_of_category;
+
+use document::{read_document, Container, Start};
+use event::EventReader;
+use input::Input;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use tracelens_model::{SourceInfo, Trace, WarningKind};
+
+/// The gzip magic bytes.
+pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Imports the trace at `path` (plain or gzip-compressed JSON).
+pub fn import_file(path: &Path) -> Result<Trace, ImportError> {
+    let file = File::open(path).map_err(|e| ImportError::new(path, Problem::Io(e)))?;
+    let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let head = reader
+        .fill_buf()
+        .map_err(|e| ImportError::new(path, Problem::Io(e)))?;
+    if head.is_empty() {
+        return Err(ImportError::new(path, Problem::Empty));
+    }
+    if head.starts_with(&GZIP_MAGIC) {
+        let decoder = flate2::bufread::MultiGzDecoder::new(reader);
+        import_reader(decoder, path, file_bytes, true)
+    } else {
+        import_reader(reader, path, file_bytes, false)
+    }
+}
+
+/// Imports a trace from any reader of decoded (or, with `gzip`, gzip-decoding) bytes.
+/// `path` and `file_bytes` only label the result and its messages.
+pub fn import_reader<R: Read>(
+    reader: R,
+    path: &Path,
+    file_bytes: u64,
+    gzip: bool,
+) -> Result<Trace, ImportError> {
+    let fail = |problem| ImportError::new(path, problem);
+    let mut input = Input::new(reader);
+    let mut events = EventReader::default();
+    let doc = match read_document(&mut input, &mut events) {
+        Ok(doc) => doc,
+        Err(Start::Empty) => {
+            return Err(fail(match input.error.take() {
+                Some(e) if gzip => Problem::CorruptGzip(e.to_string()),
+                Some(e) => Problem::Io(e),
+                None => Problem::Empty,
+            }))
+        }
+        Err(Start::Unexpected(byte, offset)) => {
+            return Err(fail(Problem::NotJson {
+                offset,
+                found: describe_byte(byte),
+            }))
+        }
+    };
+    let stats = &events.stats;
+    let salvaged = stats.kept > 0 || stats.with_phase > 0;
+    if let Some(e) = input.error.take() {
+        if !salvaged {
+            return Err(fail(if gzip {
+                Problem::CorruptGzip(e.to_string())
+            } else {
+                Problem::Io(e)
+            }));
+        }
+        let what = if gzip { "gzip stream" } else { "file" };
+        let message = format!(
+            "the {what} is corrupt or cut short after decoded byte {} ({e}); kept the {} complete events before it",
+            input.bytes_read(),
+            stats.events
+        );
+        events.builder.warn(WarningKind::Truncated, message, 1);
+    } else if let Some(at) = doc.truncated_at {
+        if !salvaged {
+            return Err(fail(Problem::TruncatedBeforeEvents { offset: at }));
+        }
+        let message = format!(
+            "the trace is truncated: it ends mid-document at byte {at} of {} (job killed while writing?); kept the {} complete events before it",
+            input.bytes_read(),
+            stats.events
+        );
+        events.builder.warn(WarningKind::Truncated, message, 1);
+    }
+    check_is_trace(&doc, &events).map_err(fail)?;
+    if stats.malformed > 0 {
+        let message = format!(
+            "{} malformed events were skipped (first at byte {})",
+            stats.malformed,
+            stats.first_malformed_at.unwrap_or(0)
+        );
+        let n = stats.malformed;
+        events.builder.warn(WarningKind::MalformedEvent, message, n);
+    }
+    let (generation, note) = generation(&doc, &events);
+    let has_metadata_events = events.stats.by_phase.contains_key("M");
+    let stats = events.stats;
+    let source = SourceInfo {
+        path: path.display().to_string(),
+        format: "kineto_json".into(),
+        container: match doc.container {
+            Container::Object => "object".into(),
+            Container::Array => "array".into(),
+        },
+        compression: gzip.then(|| "gzip".to_string()),
+        generation: generation.into(),
+        generation_note: if has_metadata_events || stats.with_phase == 0 {
+            note.into()
+        } else {
+            format!("{note}; re-serialized (no metadata events)")
+        },
+        file_bytes,
+        decoded_bytes: input.bytes_read(),
+        events_read: stats.events,
+        events_kept: stats.kept,
+        events_by_phase: stats.by_phase,
+        ignored_categories: stats.ignored_categories,
+        truncated_at_byte: doc.truncated_at,
+    };
+    Ok(events.builder.finish(source))
+}
+
+fn describe_byte(b: u8) -> String {
+    if b.is_ascii_graphic() {
+        format!("'{}'", b as char)
+    } else {
+        format!("byte 0x{b:02x}")
+    }
+}
+
+/// Refuses JSON that is not a trace, with a precise reason.
+fn check_is_trace(doc: &document::Document, events: &EventReader) -> Result<(), Problem> {
+    match doc.container {
+        Container::Object if !doc.has_trace_events => {
+            if doc.top_keys.iter().any(|k| k == "nodes") {
+                return Err(Problem::ExecutionTrace);
+            }
+            let keys: Vec<&str> = doc.top_keys.iter().take(6).map(String::as_str).collect();
+            let listed = if keys.is_empty() {
+                "it is an empty object".to_string()
+            } else {
+                format!("top-level keys: {}", keys.join(", "))
+            };
+            Err(Problem::NotATrace(format!(
+                "the JSON object has no \"traceEvents\" array ({listed})"
+            )))
+        }
+        Container::Array if events.stats.events > 0 && events.stats.with_phase == 0 => {
+            Err(Problem::NotATrace(format!(
+                "a JSON array of {} values, none of them a trace event (no \"ph\" field)",
+                events.stats.events
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Names the format generation from the evidence gathered while reading.
+fn generation(doc: &document::Document, events: &EventReader) -> (&'static str, &'static str) {
+    let s = &events.stats;
+    let old = s.old_categories > s.modern_categories;
+    let float_ts = s.ts_with_fraction > 0;
+    let base = events.builder.metadata.base_time_ns.is_some();
+    match (doc.container, old, float_ts, base) {
+        (Container::Array, true, _, _) => (
+            "kineto_2020_array",
+            "bare JSON array with 2020 category names (Operator/Runtime/Kernel), integer epoch µs",
+        ),
+        (Container::Array, false, _, _) => (
+            "legacy_array",
+            "bare JSON array (PyTorch 1.7 and older, or a re-serialized trace)",
+        ),
+        (_, true, _, _) => (
+            "kineto_2021",
+            "PyTorch 1.8-1.10: capitalised categories (Operator/Runtime/Kernel), integer epoch µs",
+        ),
+        (_, false, false, _) => (
+            "kineto_int_us",
+            "PyTorch 1.11-2.3: integer epoch µs (External id on runtime events unreliable 2022-04…2024-02)",
+        ),
+        (_, false, true, false) => (
+            "kineto_float_us",
+            "PyTorch 2.4 era: float µs with ns precision, no baseTimeNanoseconds",
+        ),
+        (_, false, true, true) => (
+            "kineto_base_ns",
+            "PyTorch 2.4+: float µs with ns precision relative to baseTimeNanoseconds",
+        ),
+    }
+}

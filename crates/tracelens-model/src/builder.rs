@@ -1,0 +1,762 @@
+//! Building a [`Trace`]: importers append spans in file order; `finish` sorts, nests and links.
+
+use crate::copy::CopyInfo;
+use crate::diagnostics::{Warning, WarningKind};
+use crate::lane::{Ident, Lane, LaneId, LaneKey};
+use crate::metadata::Metadata;
+use crate::names::{NameId, StringTable};
+use crate::span::{Span, SpanKind};
+use crate::time::{Interval, TimeNs, NS_PER_S, NS_PER_US};
+use crate::trace::{Device, LinkStats, SourceInfo, Step, Trace, NO_SPAN};
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+
+/// Durations above this are CUPTI garbage or clock errors, and such spans are dropped.
+pub const MAX_SPAN_DUR_NS: TimeNs = 24 * 3600 * NS_PER_S;
+/// A child may end this much after its parent and still nest (timestamp rounding).
+pub const NESTING_TOLERANCE_NS: TimeNs = NS_PER_US;
+
+/// A span as an importer hands it over.
+#[derive(Clone, Copy, Debug)]
+pub struct SpanInput {
+    /// What it records.
+    pub kind: SpanKind,
+    /// Lane it runs on.
+    pub lane: LaneId,
+    /// Start in nanoseconds.
+    pub start_ns: TimeNs,
+    /// Duration in nanoseconds; negative values are clamped to zero with a warning.
+    pub dur_ns: TimeNs,
+    /// Interned name.
+    pub name: NameId,
+    /// Launch correlation id.
+    pub correlation: Option<u64>,
+    /// Profiler `External id`.
+    pub external_id: Option<i64>,
+    /// Side-table index (see [`Span::detail`]).
+    pub detail: u32,
+}
+
+/// One end of a launch flow (`ac2g` and its older names).
+#[derive(Clone, Copy, Debug)]
+pub struct FlowInput {
+    /// Flow id (equals the correlation id).
+    pub id: u64,
+    /// `true` for the start (`s`, on the API call), `false` for the end (`f`, on the GPU op).
+    pub is_start: bool,
+    /// Raw pid of the event.
+    pub pid: Ident,
+    /// Raw tid of the event.
+    pub tid: Ident,
+    /// Timestamp.
+    pub ts_ns: TimeNs,
+}
+
+/// Accumulates spans and metadata, then produces a sorted, linked [`Trace`].
+#[derive(Default)]
+pub struct TraceBuilder {
+    names: StringTable,
+    lane_keys: Vec<LaneKey>,
+    lane_index: FxHashMap<LaneKey, LaneId>,
+    spans: Vec<Span>,
+    copies: Vec<CopyInfo>,
+    call_stacks: Vec<NameId>,
+    flows: Vec<FlowInput>,
+    awaiting_flow: Vec<(u32, Ident, Ident)>,
+    thread_names: FxHashMap<(Ident, Ident), NameId>,
+    process_names: FxHashMap<Ident, NameId>,
+    stream_names: FxHashMap<(i64, i64), NameId>,
+    negative_durations: u64,
+    absurd_durations: u64,
+    metadata_links_from_flows: u64,
+    warnings: Vec<Warning>,
+    /// Trace metadata; importers fill it directly.
+    pub metadata: Metadata,
+}
+
+impl TraceBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Interns a string.
+    pub fn intern(&mut self, text: &str) -> NameId {
+        self.names.intern(text)
+    }
+
+    /// The text of an interned string.
+    pub fn text(&self, id: NameId) -> &str {
+        self.names.get(id)
+    }
+
+    /// The lane for `key`, created on first use.
+    pub fn lane(&mut self, key: LaneKey) -> LaneId {
+        if let Some(&id) = self.lane_index.get(&key) {
+            return id;
+        }
+        let id = LaneId(self.lane_keys.len() as u32);
+        self.lane_keys.push(key);
+        self.lane_index.insert(key, id);
+        id
+    }
+
+    /// Stores copy details and returns the index for [`SpanInput::detail`].
+    pub fn add_copy(&mut self, info: CopyInfo) -> u32 {
+        self.copies.push(info);
+        (self.copies.len() - 1) as u32
+    }
+
+    /// Stores a `Call stack` string and returns the index for [`SpanInput::detail`].
+    pub fn add_call_stack(&mut self, stack: &str) -> u32 {
+        let id = self.names.intern(stack);
+        self.call_stacks.push(id);
+        (self.call_stacks.len() - 1) as u32
+    }
+
+    /// Appends a span. Negative durations are clamped to zero and absurd ones (over a day)
+    /// dropped, each counted into a warning. Returns whether it was kept.
+    pub fn add_span(&mut self, input: SpanInput) -> bool {
+        let mut dur_ns = input.dur_ns;
+        if dur_ns < 0 {
+            self.negative_durations += 1;
+            dur_ns = 0;
+        }
+        if dur_ns > MAX_SPAN_DUR_NS || input.start_ns.checked_add(dur_ns).is_none() {
+            self.absurd_durations += 1;
+            return false;
+        }
+        self.spans.push(Span {
+            start_ns: input.start_ns,
+            dur_ns,
+            name: input.name,
+            lane: input.lane,
+            kind: input.kind,
+            correlation: input.correlation,
+            external_id: input.external_id,
+            detail: input.detail,
+        });
+        true
+    }
+
+    /// Like [`Self::add_span`] for a span without a correlation id: the link is recovered
+    /// from a flow event at the same pid, tid and timestamp, if one exists.
+    pub fn add_span_linked_by_flow(&mut self, input: SpanInput, pid: Ident, tid: Ident) -> bool {
+        let kept = self.add_span(input);
+        if kept {
+            self.awaiting_flow
+                .push(((self.spans.len() - 1) as u32, pid, tid));
+        }
+        kept
+    }
+
+    /// Records one end of a launch flow.
+    pub fn add_flow(&mut self, flow: FlowInput) {
+        self.flows.push(flow);
+    }
+
+    /// Names a CPU thread (from `thread_name` metadata events; the first name wins).
+    pub fn name_thread(&mut self, pid: Ident, tid: Ident, name: &str) {
+        let id = self.names.intern(name.trim());
+        self.thread_names.entry((pid, tid)).or_insert(id);
+    }
+
+    /// Names a process (from `process_name` metadata events; the first name wins).
+    pub fn name_process(&mut self, pid: Ident, name: &str) {
+        let id = self.names.intern(name.trim());
+        self.process_names.entry(pid).or_insert(id);
+    }
+
+    /// Names a GPU stream.
+    pub fn name_stream(&mut self, device: i64, stream: i64, name: &str) {
+        let id = self.names.intern(name.trim());
+        self.stream_names.entry((device, stream)).or_insert(id);
+    }
+
+    /// Adds a warning.
+    pub fn warn(&mut self, kind: WarningKind, message: impl Into<String>, count: u64) {
+        self.warnings.push(Warning {
+            kind,
+            message: message.into(),
+            count,
+        });
+    }
+
+    /// Number of spans appended so far.
+    pub fn span_count(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Sorts, nests and links everything into a [`Trace`].
+    pub fn finish(mut self, source: SourceInfo) -> Trace {
+        self.link_by_flows();
+        let mut trace = Trace {
+            source,
+            metadata: std::mem::take(&mut self.metadata),
+            ..Trace::default()
+        };
+        self.sort_into(&mut trace);
+        nest(&mut trace);
+        link_launches(&mut trace);
+        check_external_ids(&mut trace);
+        trace.steps = collect_steps(&trace);
+        trace.devices = collect_devices(&trace);
+        trace.warnings = std::mem::take(&mut self.warnings);
+        self.add_count_warnings(&mut trace);
+        trace
+    }
+
+    fn link_by_flows(&mut self) {
+        if self.awaiting_flow.is_empty() {
+            return;
+        }
+        let mut by_place: FxHashMap<(bool, Ident, Ident, TimeNs), u64> = FxHashMap::default();
+        for f in &self.flows {
+            by_place
+                .entry((f.is_start, f.pid, f.tid, f.ts_ns))
+                .or_insert(f.id);
+        }
+        let mut recovered = 0;
+        for &(idx, pid, tid) in &self.awaiting_flow {
+            let span = &mut self.spans[idx as usize];
+            let is_start = !span.kind.is_gpu();
+            if let Some(&id) = by_place.get(&(is_start, pid, tid, span.start_ns)) {
+                span.correlation = Some(id);
+                recovered += 1;
+            }
+        }
+        self.metadata_links_from_flows = recovered;
+    }
+
+    fn sort_into(&mut self, trace: &mut Trace) {
+        // Lanes: GPU streams first, then CPU threads, each in key order.
+        let mut order: Vec<u32> = (0..self.lane_keys.len() as u32).collect();
+        order.sort_by_key(|&i| self.lane_keys[i as usize]);
+        let mut remap = vec![0u32; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            remap[old as usize] = new as u32;
+        }
+        let mut spans = std::mem::take(&mut self.spans);
+        for s in &mut spans {
+            s.lane = LaneId(remap[s.lane.0 as usize]);
+        }
+        spans.sort_unstable_by(|a, b| {
+            (
+                a.lane,
+                a.start_ns,
+                std::cmp::Reverse(a.dur_ns),
+                a.kind,
+                a.name,
+            )
+                .cmp(&(
+                    b.lane,
+                    b.start_ns,
+                    std::cmp::Reverse(b.dur_ns),
+                    b.kind,
+                    b.name,
+                ))
+        });
+        let mut lanes = Vec::with_capacity(order.len());
+        let mut cursor = 0usize;
+        for (new, &old) in order.iter().enumerate() {
+            let key = self.lane_keys[old as usize];
+            let begin = cursor;
+            while cursor < spans.len() && spans[cursor].lane.0 == new as u32 {
+                cursor += 1;
+            }
+            let (name, process_name) = match key {
+                LaneKey::Cpu { pid, tid } => (
+                    self.thread_names.get(&(pid, tid)).copied(),
+                    self.process_names.get(&pid).copied(),
+                ),
+                LaneKey::Gpu { device, stream } => {
+                    (self.stream_names.get(&(device, stream)).copied(), None)
+                }
+            };
+            lanes.push(Lane {
+                key,
+                name,
+                process_name,
+                spans: begin as u32..cursor as u32,
+            });
+        }
+        trace.lanes = lanes;
+        trace.spans = spans;
+        trace.names = std::mem::take(&mut self.names);
+        trace.copies = std::mem::take(&mut self.copies);
+        trace.call_stacks = std::mem::take(&mut self.call_stacks);
+        trace.links.links_from_flows = self.metadata_links_from_flows;
+    }
+
+    fn add_count_warnings(&self, trace: &mut Trace) {
+        if self.negative_durations > 0 {
+            trace.warnings.push(Warning {
+                kind: WarningKind::NegativeDuration,
+                message: format!(
+                    "{} events had a negative duration; clamped to 0",
+                    self.negative_durations
+                ),
+                count: self.negative_durations,
+            });
+        }
+        if self.absurd_durations > 0 {
+            trace.warnings.push(Warning {
+                kind: WarningKind::AbsurdDuration,
+                message: format!(
+                    "{} events lasted over a day or overflowed the clock; dropped",
+                    self.absurd_durations
+                ),
+                count: self.absurd_durations,
+            });
+        }
+        let l = &trace.links;
+        if l.gpu_ops == 0 {
+            trace.warnings.push(Warning {
+                kind: WarningKind::NoGpuActivity,
+                message: "no GPU activity: the trace holds no kernel, memcpy or memset".into(),
+                count: 1,
+            });
+        }
+        let unlinked = l.gpu_ops - l.gpu_ops_linked;
+        let cpu_side_present = trace.spans.iter().any(|s| s.kind.is_api_call());
+        if unlinked > 0 && cpu_side_present {
+            trace.warnings.push(Warning {
+                kind: WarningKind::UnlinkedGpuOp,
+                message: format!(
+                    "{unlinked} of {} GPU ops have no launch call in the trace ({} launch missing, {} without correlation id); their cause cannot be attributed",
+                    l.gpu_ops, l.gpu_ops_launch_missing, l.gpu_ops_without_correlation
+                ),
+                count: unlinked,
+            });
+        }
+        if l.graph_launches > 0 {
+            trace.warnings.push(Warning {
+                kind: WarningKind::GraphLaunches,
+                message: format!(
+                    "{} CUDA/HIP graph launches feed {} GPU ops; graph replays are often under-recorded, so idle attribution around them is unreliable",
+                    l.graph_launches, l.graph_launched_ops
+                ),
+                count: l.graph_launches,
+            });
+        }
+        if l.external_id_mismatched > 0 {
+            trace.warnings.push(Warning {
+                kind: WarningKind::ExternalIdMismatch,
+                message: format!(
+                    "{} of {} API calls carry an External id that differs from their enclosing op's (Kineto 2022-04…2024-02 wrote correlation ids there); ops are attributed by time containment",
+                    l.external_id_mismatched, l.external_id_checked
+                ),
+                count: l.external_id_mismatched,
+            });
+        }
+    }
+}
+
+/// Builds the `parent` column: on each CPU lane, the innermost span containing each span.
+fn nest(trace: &mut Trace) {
+    let mut parent = vec![NO_SPAN; trace.spans.len()];
+    // (span index, end clamped to the parent's end): a child that overruns its parent by
+    // rounding must not swallow the parent's next sibling.
+    let mut stack: Vec<(u32, TimeNs)> = Vec::new();
+    for lane in &trace.lanes {
+        if lane.key.is_gpu() {
+            continue;
+        }
+        stack.clear();
+        for i in lane.spans.clone() {
+            let s = trace.spans[i as usize];
+            while let Some(&(top, top_end)) = stack.last() {
+                let p = trace.spans[top as usize];
+                let inside = s.start_ns < top_end || (s.start_ns == p.start_ns && p.dur_ns == 0);
+                if inside && s.end_ns() <= top_end + NESTING_TOLERANCE_NS {
+                    break;
+                }
+                stack.pop();
+            }
+            let end = match stack.last() {
+                Some(&(top, top_end)) => {
+                    parent[i as usize] = top;
+                    s.end_ns().min(top_end)
+                }
+                None => s.end_ns(),
+            };
+            stack.push((i, end));
+        }
+    }
+    trace.parent = parent;
+}
+
+/// Joins GPU-lane spans to the API call with the same correlation id.
+fn link_launches(trace: &mut Trace) {
+    let mut api_by_corr: FxHashMap<u64, u32> = FxHashMap::default();
+    let mut duplicates = 0u64;
+    for (i, s) in trace.spans.iter().enumerate() {
+        if s.kind.is_api_call() {
+            if let Some(c) = s.correlation {
+                if api_by_corr.insert(c, i as u32).is_some() {
+                    duplicates += 1;
+                }
+            }
+        }
+    }
+    let mut launch = vec![NO_SPAN; trace.spans.len()];
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    let mut stats = LinkStats {
+        links_from_flows: trace.links.links_from_flows,
+        ..LinkStats::default()
+    };
+    for (i, s) in trace.spans.iter().enumerate() {
+        if !s.kind.is_gpu() || s.kind == SpanKind::GpuUserAnnotation {
+            continue;
+        }
+        let is_work = s.kind.is_gpu_work();
+        if is_work {
+            stats.gpu_ops += 1;
+        }
+        match s.correlation.map(|c| api_by_corr.get(&c)) {
+            Some(Some(&api)) => {
+                launch[i] = api;
+                if is_work {
+                    stats.gpu_ops_linked += 1;
+                    pairs.push((api, i as u32));
+                }
+            }
+            Some(None) if is_work => stats.gpu_ops_launch_missing += 1,
+            None if is_work => stats.gpu_ops_without_correlation += 1,
+            _ => {}
+        }
+    }
+    pairs.sort_unstable();
+    let mut offsets: Vec<(u32, u32, u32)> = Vec::new();
+    for (pos, &(api, _)) in pairs.iter().enumerate() {
+        match offsets.last_mut() {
+            Some(last) if last.0 == api => last.2 += 1,
+            _ => offsets.push((api, pos as u32, 1)),
+        }
+    }
+    for &(_, _, n) in &offsets {
+        if n > 1 {
+            stats.graph_launches += 1;
+            stats.graph_launched_ops += n as u64;
+        }
+    }
+    trace.launch = launch;
+    trace.launched_ops = pairs.into_iter().map(|(_, op)| op).collect();
+    trace.launched_offsets = offsets;
+    trace.links = stats;
+    if duplicates > 0 {
+        trace.warnings.push(Warning {
+            kind: WarningKind::DuplicateCorrelation,
+            message: format!(
+                "{duplicates} API calls reuse a correlation id; the last one is linked"
+            ),
+            count: duplicates,
+        });
+    }
+}
+
+/// Compares each API call's `External id` with that of its innermost enclosing op.
+fn check_external_ids(trace: &mut Trace) {
+    let (mut checked, mut mismatched) = (0, 0);
+    for i in 0..trace.spans.len() {
+        let s = trace.spans[i];
+        let Some(ext) = s.external_id.filter(|_| s.kind.is_api_call()) else {
+            continue;
+        };
+        let op = trace.ancestors(crate::span::SpanId(i as u32)).find(|&p| {
+            matches!(
+                trace.span(p).kind,
+                SpanKind::CpuOp | SpanKind::UserAnnotation
+            ) && trace.span(p).external_id.is_some()
+        });
+        if let Some(op) = op {
+            checked += 1;
+            if trace.span(op).external_id != Some(ext) {
+                mismatched += 1;
+            }
+        }
+    }
+    trace.links.external_id_checked = checked;
+    trace.links.external_id_mismatched = mismatched;
+}
+
+/// The `N` of a `ProfilerStep#N` name.
+pub fn profiler_step_number(name: &str) -> Option<i64> {
+    name.strip_prefix("ProfilerStep#")?.trim().parse().ok()
+}
+
+fn collect_steps(trace: &Trace) -> Vec<Step> {
+    let mut steps: BTreeMap<i64, Step> = BTreeMap::new();
+    for s in &trace.spans {
+        let side_gpu = match s.kind {
+            SpanKind::UserAnnotation | SpanKind::CpuOp => false,
+            SpanKind::GpuUserAnnotation => true,
+            _ => continue,
+        };
+        let Some(n) = profiler_step_number(trace.names.get(s.name)) else {
+            continue;
+        };
+        let step = steps.entry(n).or_insert(Step {
+            number: n,
+            cpu: None,
+            gpu: None,
+        });
+        let slot = if side_gpu {
+            &mut step.gpu
+        } else {
+            &mut step.cpu
+        };
+        let iv: Interval = s.interval();
+        *slot = Some(slot.map_or(iv, |prev| prev.hull(iv)));
+    }
+    steps.into_values().collect()
+}
+
+fn collect_devices(trace: &Trace) -> Vec<Device> {
+    let mut by_index: BTreeMap<i64, Device> = BTreeMap::new();
+    for (i, lane) in trace.lanes.iter().enumerate() {
+        if let LaneKey::Gpu { device, stream } = lane.key {
+            let d = by_index.entry(device).or_insert(Device {
+                index: device,
+                name: None,
+                lanes: Vec::new(),
+                streams: Vec::new(),
+            });
+            d.lanes.push(LaneId(i as u32));
+            d.streams.push(stream);
+        }
+    }
+    let props = &trace.metadata.device_properties;
+    for d in by_index.values_mut() {
+        let matched = props
+            .iter()
+            .find(|p| p.id == d.index)
+            .or_else(|| (props.len() == 1 && by_index_len_is_one(trace)).then(|| &props[0]));
+        d.name = matched.map(|p| p.name.clone()).filter(|n| !n.is_empty());
+    }
+    by_index.into_values().collect()
+}
+
+/// ROCm numbers the traced GPU by its system index (2, 9) while `deviceProperties` says id 0:
+/// with one device and one property entry, they are the same GPU.
+fn by_index_len_is_one(trace: &Trace) -> bool {
+    let mut devices = trace.lanes.iter().filter_map(|l| l.key.device());
+    match devices.next() {
+        Some(first) => devices.all(|d| d == first),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::span::{SpanId, NO_DETAIL};
+
+    fn cpu(b: &mut TraceBuilder) -> LaneId {
+        b.lane(LaneKey::Cpu {
+            pid: Ident::Num(1),
+            tid: Ident::Num(1),
+        })
+    }
+
+    fn add(
+        b: &mut TraceBuilder,
+        lane: LaneId,
+        kind: SpanKind,
+        name: &str,
+        start: i64,
+        dur: i64,
+        corr: Option<u64>,
+    ) {
+        let name = b.intern(name);
+        b.add_span(SpanInput {
+            kind,
+            lane,
+            start_ns: start,
+            dur_ns: dur,
+            name,
+            correlation: corr,
+            external_id: None,
+            detail: NO_DETAIL,
+        });
+    }
+
+    #[test]
+    fn nests_links_and_fans_out_graph_launches() {
+        let mut b = TraceBuilder::new();
+        let c = cpu(&mut b);
+        let g = b.lane(LaneKey::Gpu {
+            device: 0,
+            stream: 7,
+        });
+        add(&mut b, g, SpanKind::Kernel, "k1", 1_000, 100, Some(5));
+        add(
+            &mut b,
+            c,
+            SpanKind::Runtime,
+            "cudaLaunchKernel",
+            120,
+            30,
+            Some(5),
+        );
+        add(&mut b, c, SpanKind::CpuOp, "aten::mm", 100, 100, None);
+        add(
+            &mut b,
+            c,
+            SpanKind::Runtime,
+            "cudaGraphLaunch",
+            300,
+            10,
+            Some(9),
+        );
+        add(&mut b, g, SpanKind::Kernel, "g1", 2_000, 10, Some(9));
+        add(&mut b, g, SpanKind::Kernel, "g2", 2_010, 10, Some(9));
+        add(&mut b, g, SpanKind::Kernel, "orphan", 3_000, 10, Some(77));
+        let t = b.finish(SourceInfo::default());
+        assert!(t.lanes[0].key.is_gpu(), "GPU lanes sort first");
+        let launch = t.spans_of_kind(SpanKind::Runtime).next().unwrap();
+        assert_eq!(t.name(launch), "cudaLaunchKernel");
+        assert_eq!(t.name(t.parent(launch).unwrap()), "aten::mm");
+        let k1 = (0..t.spans.len() as u32)
+            .map(SpanId)
+            .find(|&s| t.name(s) == "k1")
+            .unwrap();
+        assert_eq!(t.launch_of(k1), Some(launch));
+        let graph = (0..t.spans.len() as u32)
+            .map(SpanId)
+            .find(|&s| t.name(s) == "cudaGraphLaunch")
+            .unwrap();
+        assert_eq!(t.launched_by(graph).len(), 2);
+        assert_eq!(t.links.graph_launches, 1);
+        assert_eq!(t.links.gpu_ops, 4);
+        assert_eq!(t.links.gpu_ops_linked, 3);
+        assert_eq!(t.links.gpu_ops_launch_missing, 1);
+        assert!(t
+            .warnings
+            .iter()
+            .any(|w| w.kind == WarningKind::UnlinkedGpuOp));
+        assert!(t
+            .warnings
+            .iter()
+            .any(|w| w.kind == WarningKind::GraphLaunches));
+    }
+
+    #[test]
+    fn clamps_negative_and_drops_absurd_durations() {
+        let mut b = TraceBuilder::new();
+        let c = cpu(&mut b);
+        add(&mut b, c, SpanKind::CpuOp, "neg", 10, -5, None);
+        add(
+            &mut b,
+            c,
+            SpanKind::CpuOp,
+            "huge",
+            10,
+            MAX_SPAN_DUR_NS + 1,
+            None,
+        );
+        let t = b.finish(SourceInfo::default());
+        assert_eq!(t.spans.len(), 1);
+        assert_eq!(t.spans[0].dur_ns, 0);
+        let kinds: Vec<_> = t.warnings.iter().map(|w| w.kind).collect();
+        assert!(kinds.contains(&WarningKind::NegativeDuration));
+        assert!(kinds.contains(&WarningKind::AbsurdDuration));
+        assert!(kinds.contains(&WarningKind::NoGpuActivity));
+    }
+
+    #[test]
+    fn child_ending_slightly_after_parent_still_nests() {
+        let mut b = TraceBuilder::new();
+        let c = cpu(&mut b);
+        add(&mut b, c, SpanKind::CpuOp, "parent", 0, 1_000, None);
+        add(&mut b, c, SpanKind::CpuOp, "child", 500, 900, None);
+        add(&mut b, c, SpanKind::CpuOp, "next", 1_000, 10, None);
+        let t = b.finish(SourceInfo::default());
+        let find = |n: &str| {
+            (0..t.spans.len() as u32)
+                .map(SpanId)
+                .find(|&s| t.name(s) == n)
+                .unwrap()
+        };
+        assert_eq!(t.parent(find("child")), Some(find("parent")));
+        assert_eq!(t.parent(find("next")), None);
+    }
+
+    #[test]
+    fn steps_collect_cpu_and_gpu_sides() {
+        let mut b = TraceBuilder::new();
+        let c = cpu(&mut b);
+        let g = b.lane(LaneKey::Gpu {
+            device: 0,
+            stream: 7,
+        });
+        add(
+            &mut b,
+            c,
+            SpanKind::UserAnnotation,
+            "ProfilerStep#3",
+            0,
+            100,
+            None,
+        );
+        add(
+            &mut b,
+            g,
+            SpanKind::GpuUserAnnotation,
+            "ProfilerStep#3",
+            50,
+            100,
+            None,
+        );
+        add(&mut b, c, SpanKind::CpuOp, "ProfilerStep#4", 100, 100, None);
+        let t = b.finish(SourceInfo::default());
+        assert_eq!(t.steps.len(), 2);
+        assert_eq!(t.steps[0].gpu, Some(Interval::new(50, 150)));
+        assert_eq!(t.steps[1].cpu, Some(Interval::new(100, 200)));
+    }
+
+    #[test]
+    fn flows_recover_missing_correlations() {
+        let mut b = TraceBuilder::new();
+        let c = cpu(&mut b);
+        let g = b.lane(LaneKey::Gpu {
+            device: 0,
+            stream: 7,
+        });
+        let rt = b.intern("cudaLaunchKernel");
+        let k = b.intern("k");
+        let mk = |kind, lane, start, name| SpanInput {
+            kind,
+            lane,
+            start_ns: start,
+            dur_ns: 5,
+            name,
+            correlation: None,
+            external_id: None,
+            detail: NO_DETAIL,
+        };
+        b.add_span_linked_by_flow(
+            mk(SpanKind::Runtime, c, 10, rt),
+            Ident::Num(1),
+            Ident::Num(1),
+        );
+        b.add_span_linked_by_flow(mk(SpanKind::Kernel, g, 50, k), Ident::Num(0), Ident::Num(7));
+        b.add_flow(FlowInput {
+            id: 42,
+            is_start: true,
+            pid: Ident::Num(1),
+            tid: Ident::Num(1),
+            ts_ns: 10,
+        });
+        b.add_flow(FlowInput {
+            id: 42,
+            is_start: false,
+            pid: Ident::Num(0),
+            tid: Ident::Num(7),
+            ts_ns: 50,
+        });
+        let t = b.finish(SourceInfo::default());
+        assert_eq!(t.links.gpu_ops_linked, 1);
+        assert_eq!(t.links.links_from_flows, 2);
+    }
+}

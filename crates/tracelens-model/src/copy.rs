@@ -1,0 +1,143 @@
+//! Memory copies and fills: direction, memory kinds and size.
+
+use serde::Serialize;
+
+/// Direction of a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum CopyDirection {
+    /// Host to device.
+    HtoD,
+    /// Device to host.
+    DtoH,
+    /// Device to device (same device).
+    DtoD,
+    /// Host to host.
+    HtoH,
+    /// Peer to peer (between devices).
+    PtoP,
+    /// Not stated.
+    Unknown,
+}
+
+/// Kind of memory at one end of a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum MemoryKind {
+    /// Pageable host memory: the copy cannot overlap compute and the host blocks.
+    Pageable,
+    /// Page-locked (pinned) host memory.
+    Pinned,
+    /// Device memory.
+    Device,
+    /// Host memory whose pinned/pageable kind the tracer does not say (ROCm).
+    Host,
+    /// CUDA array memory.
+    Array,
+    /// Managed (unified) memory.
+    Managed,
+    /// Not stated.
+    Unknown,
+}
+
+impl CopyDirection {
+    /// Parses `HtoD`, `DtoH`, `DtoD`, `HtoH`, `PtoP` (any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text.to_ascii_lowercase().as_str() {
+            "htod" => CopyDirection::HtoD,
+            "dtoh" => CopyDirection::DtoH,
+            "dtod" => CopyDirection::DtoD,
+            "htoh" => CopyDirection::HtoH,
+            "ptop" => CopyDirection::PtoP,
+            _ => return None,
+        })
+    }
+}
+
+impl MemoryKind {
+    /// Parses `Pageable`, `Pinned`, `Device`, `Host`, `Array`, `Managed` (any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text.trim().to_ascii_lowercase().as_str() {
+            "pageable" => MemoryKind::Pageable,
+            "pinned" => MemoryKind::Pinned,
+            "device" => MemoryKind::Device,
+            "host" => MemoryKind::Host,
+            "array" => MemoryKind::Array,
+            "managed" => MemoryKind::Managed,
+            _ => return None,
+        })
+    }
+}
+
+/// What is known about one copy or fill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CopyInfo {
+    /// Copy direction.
+    pub direction: CopyDirection,
+    /// Source memory kind.
+    pub src: MemoryKind,
+    /// Destination memory kind.
+    pub dst: MemoryKind,
+    /// Bytes moved, when stated.
+    pub bytes: Option<u64>,
+}
+
+impl Default for CopyInfo {
+    fn default() -> Self {
+        Self {
+            direction: CopyDirection::Unknown,
+            src: MemoryKind::Unknown,
+            dst: MemoryKind::Unknown,
+            bytes: None,
+        }
+    }
+}
+
+impl CopyInfo {
+    /// Reads a CUPTI/roctracer copy name: `Memcpy HtoD (Pageable -> Device)`.
+    pub fn from_name(name: &str) -> Self {
+        let mut info = CopyInfo::default();
+        let mut words = name.split_whitespace();
+        if words.next().is_some() {
+            if let Some(dir) = words.next().and_then(CopyDirection::parse) {
+                info.direction = dir;
+            }
+        }
+        if let (Some(open), Some(close)) = (name.find('('), name.rfind(')')) {
+            if open < close {
+                let inner = &name[open + 1..close];
+                if let Some((src, dst)) = inner.split_once("->") {
+                    info.src = MemoryKind::parse(src).unwrap_or(MemoryKind::Unknown);
+                    info.dst = MemoryKind::parse(dst).unwrap_or(MemoryKind::Unknown);
+                }
+            }
+        }
+        info
+    }
+
+    /// Whether a host end of this copy is pageable memory.
+    pub fn touches_pageable(&self) -> bool {
+        self.src == MemoryKind::Pageable || self.dst == MemoryKind::Pageable
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cupti_and_rocm_names() {
+        let c = CopyInfo::from_name("Memcpy HtoD (Pageable -> Device)");
+        assert_eq!(c.direction, CopyDirection::HtoD);
+        assert_eq!(c.src, MemoryKind::Pageable);
+        assert_eq!(c.dst, MemoryKind::Device);
+        assert!(c.touches_pageable());
+        let r = CopyInfo::from_name("Memcpy DtoH (Device -> Host)");
+        assert_eq!(
+            (r.direction, r.src, r.dst),
+            (CopyDirection::DtoH, MemoryKind::Device, MemoryKind::Host)
+        );
+        let m = CopyInfo::from_name("Memset (Device)");
+        assert_eq!(m.direction, CopyDirection::Unknown);
+        let bare = CopyInfo::from_name("Memcpy");
+        assert_eq!(bare, CopyInfo::default());
+    }
+}

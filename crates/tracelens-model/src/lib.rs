@@ -1,0 +1,53 @@
+//! The tracelens timeline model: one format-agnostic picture of a GPU training trace.
+//!
+//! Importers (Kineto JSON, Nsight Systems SQLite) only convert into this model; analyses only
+//! read it. Everything is in integer nanoseconds ([`TimeNs`]).
+//!
+//! - [`TraceBuilder`] takes spans in any order and [`TraceBuilder::finish`]es them into a
+//!   [`Trace`]: lanes sorted (GPU streams, then CPU threads), spans sorted per lane, nested
+//!   per thread (`parent`), GPU ops joined to their launch call by correlation id
+//!   (one launch → many ops for CUDA/HIP graphs), profiler steps and devices collected.
+//! - [`Span`]s carry a [`SpanKind`], an interned name, a lane and side-table details
+//!   ([`CopyInfo`] for copies, `Call stack` strings for 2021-era ops).
+//! - [`Metadata`] keeps device properties, versions and distributed info; free-form entries
+//!   are flattened and secret-looking values redacted.
+//!
+//! ```
+//! use tracelens_model::*;
+//! let mut b = TraceBuilder::new();
+//! let gpu = b.lane(LaneKey::Gpu { device: 0, stream: 7 });
+//! let name = b.intern("volta_sgemm_128x64_nn");
+//! b.add_span(SpanInput { kind: SpanKind::Kernel, lane: gpu, start_ns: 1_000, dur_ns: 250,
+//!     name, correlation: Some(7), external_id: None, detail: NO_DETAIL });
+//! let trace = b.finish(SourceInfo::default());
+//! assert_eq!(trace.devices.len(), 1);
+//! assert_eq!(trace.links.gpu_ops, 1);
+//! ```
+#![deny(missing_docs)]
+
+mod builder;
+mod copy;
+mod diagnostics;
+mod lane;
+mod metadata;
+mod names;
+mod python;
+mod span;
+mod time;
+mod trace;
+
+pub use builder::{
+    profiler_step_number, FlowInput, SpanInput, TraceBuilder, MAX_SPAN_DUR_NS, NESTING_TOLERANCE_NS,
+};
+pub use copy::{CopyDirection, CopyInfo, MemoryKind};
+pub use diagnostics::{Warning, WarningKind};
+pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
+pub use metadata::{
+    is_secret, shorten, DeviceProperties, DistributedInfo, Metadata, MAX_EXTRA_ENTRIES,
+    MAX_EXTRA_VALUE_CHARS,
+};
+pub use names::{NameId, StringTable};
+pub use python::{parse_call_stack, PyFrame};
+pub use span::{Span, SpanId, SpanKind, NO_DETAIL};
+pub use time::{format_ms, Interval, TimeNs, NS_PER_MS, NS_PER_S, NS_PER_US};
+pub use trace::{Device, LinkStats, SourceInfo, Step, Trace};

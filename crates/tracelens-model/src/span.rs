@@ -1,0 +1,127 @@
+//! Spans: timed intervals on a lane, with their kind and cross-lane identifiers.
+
+use crate::lane::LaneId;
+use crate::names::NameId;
+use crate::time::{Interval, TimeNs};
+use serde::Serialize;
+
+/// Handle of a span in [`crate::Trace::spans`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SpanId(pub u32);
+
+/// What a span records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanKind {
+    /// An ATen or `record_function` operator (`cpu_op`, 2021 `Operator`).
+    CpuOp,
+    /// A user range on the CPU (`user_annotation`): `ProfilerStep#N`, `enumerate(DataLoader)#…`.
+    UserAnnotation,
+    /// A Python frame recorded with `with_stack=True` (`python_function`).
+    PythonFunction,
+    /// A CUDA runtime or HIP API call (`cuda_runtime`).
+    Runtime,
+    /// A CUDA driver API call (`cuda_driver`).
+    Driver,
+    /// A GPU kernel.
+    Kernel,
+    /// A GPU memory copy.
+    Memcpy,
+    /// A GPU memory fill.
+    Memset,
+    /// A CUPTI synchronization record on a GPU lane (`cuda_sync`).
+    CudaSync,
+    /// The GPU-side projection of a user range (`gpu_user_annotation`).
+    GpuUserAnnotation,
+}
+
+impl SpanKind {
+    /// Every kind, in output order.
+    pub const ALL: [SpanKind; 10] = [
+        SpanKind::CpuOp,
+        SpanKind::UserAnnotation,
+        SpanKind::PythonFunction,
+        SpanKind::Runtime,
+        SpanKind::Driver,
+        SpanKind::Kernel,
+        SpanKind::Memcpy,
+        SpanKind::Memset,
+        SpanKind::CudaSync,
+        SpanKind::GpuUserAnnotation,
+    ];
+
+    /// Whether spans of this kind sit on GPU stream lanes.
+    pub fn is_gpu(self) -> bool {
+        matches!(
+            self,
+            SpanKind::Kernel
+                | SpanKind::Memcpy
+                | SpanKind::Memset
+                | SpanKind::CudaSync
+                | SpanKind::GpuUserAnnotation
+        )
+    }
+
+    /// Whether this is GPU work that makes a device busy (kernel, copy, fill).
+    pub fn is_gpu_work(self) -> bool {
+        matches!(self, SpanKind::Kernel | SpanKind::Memcpy | SpanKind::Memset)
+    }
+
+    /// Whether this is a host API call that may launch GPU work.
+    pub fn is_api_call(self) -> bool {
+        matches!(self, SpanKind::Runtime | SpanKind::Driver)
+    }
+
+    /// Snake-case label used in output.
+    pub fn label(self) -> &'static str {
+        match self {
+            SpanKind::CpuOp => "cpu_op",
+            SpanKind::UserAnnotation => "user_annotation",
+            SpanKind::PythonFunction => "python_function",
+            SpanKind::Runtime => "runtime",
+            SpanKind::Driver => "driver",
+            SpanKind::Kernel => "kernel",
+            SpanKind::Memcpy => "memcpy",
+            SpanKind::Memset => "memset",
+            SpanKind::CudaSync => "cuda_sync",
+            SpanKind::GpuUserAnnotation => "gpu_user_annotation",
+        }
+    }
+}
+
+/// Sentinel for "no side-table entry" in [`Span::detail`].
+pub const NO_DETAIL: u32 = u32::MAX;
+
+/// One timed interval on a lane.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// Start, in trace nanoseconds.
+    pub start_ns: TimeNs,
+    /// Duration in nanoseconds, never negative (importers clamp and warn).
+    pub dur_ns: TimeNs,
+    /// Interned name.
+    pub name: NameId,
+    /// The lane it runs on.
+    pub lane: LaneId,
+    /// What it records.
+    pub kind: SpanKind,
+    /// Launch correlation id (runtime/driver call ↔ GPU op).
+    pub correlation: Option<u64>,
+    /// Profiler `External id` (op ↔ runtime ↔ GPU op; unreliable in 2022-04 … 2024-02 traces).
+    pub external_id: Option<i64>,
+    /// Index into a kind-specific side table: copies for memcpy/memset/runtime copy calls,
+    /// call stacks for CPU ops; [`NO_DETAIL`] when none.
+    pub detail: u32,
+}
+
+impl Span {
+    /// End, in trace nanoseconds.
+    pub fn end_ns(&self) -> TimeNs {
+        self.start_ns + self.dur_ns
+    }
+
+    /// The span as an interval.
+    pub fn interval(&self) -> Interval {
+        Interval::new(self.start_ns, self.end_ns())
+    }
+}

@@ -1,0 +1,267 @@
+//! The finished timeline: sorted span tables per lane, links between them, and queries.
+
+use crate::copy::CopyInfo;
+use crate::diagnostics::Warning;
+use crate::lane::{Lane, LaneId, LaneKey};
+use crate::metadata::Metadata;
+use crate::names::{NameId, StringTable};
+use crate::python::{parse_call_stack, PyFrame};
+use crate::span::{Span, SpanId, SpanKind, NO_DETAIL};
+use crate::time::Interval;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Sentinel for "no span" in the dense link columns.
+pub(crate) const NO_SPAN: u32 = u32::MAX;
+
+/// Where the trace came from and how it was read.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SourceInfo {
+    /// Path as given by the user.
+    pub path: String,
+    /// Input format (`kineto_json`).
+    pub format: String,
+    /// Container shape (`object` with `traceEvents`, or bare `array`).
+    pub container: String,
+    /// Compression detected from magic bytes (`gzip`), if any.
+    pub compression: Option<String>,
+    /// Format generation id (e.g. `kineto_2024_base_ns`).
+    pub generation: String,
+    /// One-line description of that generation.
+    pub generation_note: String,
+    /// Size of the file on disk.
+    pub file_bytes: u64,
+    /// Bytes of trace text after decompression.
+    pub decoded_bytes: u64,
+    /// Events read from the file (all phases).
+    pub events_read: u64,
+    /// Events kept as spans.
+    pub events_kept: u64,
+    /// Events per phase (`X`, `i`, `s`, `f`, `M`, `C`, …).
+    pub events_by_phase: BTreeMap<String, u64>,
+    /// Events of categories the model does not keep, per category.
+    pub ignored_categories: BTreeMap<String, u64>,
+    /// Byte offset (in decoded text) where a truncated file stopped making sense.
+    pub truncated_at_byte: Option<u64>,
+}
+
+/// One profiler step (`ProfilerStep#N`) with its CPU and GPU extents.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// N in `ProfilerStep#N`.
+    pub number: i64,
+    /// The CPU `ProfilerStep#N` range.
+    pub cpu: Option<Interval>,
+    /// Hull of the GPU-side `ProfilerStep#N` ranges (`gpu_user_annotation`).
+    pub gpu: Option<Interval>,
+}
+
+/// A GPU device seen in the trace.
+#[derive(Clone, Debug, Serialize)]
+pub struct Device {
+    /// Device index as the trace numbers it (ROCm may use the system index).
+    pub index: i64,
+    /// Name from `deviceProperties`, when known.
+    pub name: Option<String>,
+    /// Stream lanes of this device.
+    #[serde(skip)]
+    pub lanes: Vec<LaneId>,
+    /// Stream ids.
+    pub streams: Vec<i64>,
+}
+
+/// How well launches and GPU ops could be joined.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LinkStats {
+    /// GPU ops (kernels, copies, fills).
+    pub gpu_ops: u64,
+    /// GPU ops joined to the API call that launched them.
+    pub gpu_ops_linked: u64,
+    /// GPU ops with a correlation id whose launch call is missing from the trace.
+    pub gpu_ops_launch_missing: u64,
+    /// GPU ops with neither a correlation id nor a flow.
+    pub gpu_ops_without_correlation: u64,
+    /// Links recovered from `ac2g`-style flow events instead of `args.correlation`.
+    pub links_from_flows: u64,
+    /// API calls that launched more than one GPU op (CUDA/HIP graph launches).
+    pub graph_launches: u64,
+    /// GPU ops fed by those graph launches.
+    pub graph_launched_ops: u64,
+    /// API calls whose `External id` was compared with their enclosing op's.
+    pub external_id_checked: u64,
+    /// Of those, how many disagreed.
+    pub external_id_mismatched: u64,
+}
+
+/// The timeline of one trace file.
+///
+/// Spans are sorted by lane, then start (longer first on ties), so each lane's spans form the
+/// contiguous slice `lanes[i].spans`. Link columns (`parent`, `launch`) are indexed by span.
+#[derive(Clone, Debug, Default)]
+pub struct Trace {
+    /// Origin and reading statistics.
+    pub source: SourceInfo,
+    /// Interned strings.
+    pub names: StringTable,
+    /// Lanes: GPU streams first (by device, stream), then CPU threads (by pid, tid).
+    pub lanes: Vec<Lane>,
+    /// All spans, sorted as described above.
+    pub spans: Vec<Span>,
+    /// Copy details, addressed by [`Span::detail`] of memcpy/memset/runtime copy spans.
+    pub copies: Vec<CopyInfo>,
+    /// Call-stack strings, addressed by [`Span::detail`] of CPU ops.
+    pub call_stacks: Vec<NameId>,
+    /// Profiler steps by number.
+    pub steps: Vec<Step>,
+    /// GPU devices with activity, by index.
+    pub devices: Vec<Device>,
+    /// Trace metadata, redacted.
+    pub metadata: Metadata,
+    /// Warnings about the input.
+    pub warnings: Vec<Warning>,
+    /// Launch-link statistics.
+    pub links: LinkStats,
+    pub(crate) parent: Vec<u32>,
+    pub(crate) launch: Vec<u32>,
+    pub(crate) launched_offsets: Vec<(u32, u32, u32)>,
+    pub(crate) launched_ops: Vec<u32>,
+}
+
+impl Trace {
+    /// The span behind `id`.
+    pub fn span(&self, id: SpanId) -> &Span {
+        &self.spans[id.0 as usize]
+    }
+
+    /// The name of a span.
+    pub fn name(&self, id: SpanId) -> &str {
+        self.names.get(self.span(id).name)
+    }
+
+    /// The lane behind `id`.
+    pub fn lane(&self, id: LaneId) -> &Lane {
+        &self.lanes[id.0 as usize]
+    }
+
+    /// Span ids of one lane, sorted by start.
+    pub fn lane_span_ids(&self, id: LaneId) -> impl Iterator<Item = SpanId> {
+        self.lane(id).spans.clone().map(SpanId)
+    }
+
+    /// Span ids of every span of `kind`.
+    pub fn spans_of_kind(&self, kind: SpanKind) -> impl Iterator<Item = SpanId> + '_ {
+        self.spans
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| s.kind == kind)
+            .map(|(i, _)| SpanId(i as u32))
+    }
+
+    /// Lanes that are GPU streams.
+    pub fn gpu_lanes(&self) -> impl Iterator<Item = LaneId> + '_ {
+        self.lanes
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| l.key.is_gpu())
+            .map(|(i, _)| LaneId(i as u32))
+    }
+
+    /// The innermost span on the same CPU thread that contains `id`.
+    pub fn parent(&self, id: SpanId) -> Option<SpanId> {
+        let p = *self.parent.get(id.0 as usize)?;
+        (p != NO_SPAN).then_some(SpanId(p))
+    }
+
+    /// The enclosing chain of `id`, innermost first (not including `id`).
+    pub fn ancestors(&self, id: SpanId) -> impl Iterator<Item = SpanId> + '_ {
+        std::iter::successors(self.parent(id), move |&p| self.parent(p))
+    }
+
+    /// The runtime/driver call that launched GPU op `id`.
+    pub fn launch_of(&self, id: SpanId) -> Option<SpanId> {
+        let l = *self.launch.get(id.0 as usize)?;
+        (l != NO_SPAN).then_some(SpanId(l))
+    }
+
+    /// The GPU ops launched by API call `id` (many for a graph launch).
+    pub fn launched_by(&self, id: SpanId) -> Vec<SpanId> {
+        match self
+            .launched_offsets
+            .binary_search_by_key(&id.0, |&(api, _, _)| api)
+        {
+            Ok(i) => {
+                let (_, start, len) = self.launched_offsets[i];
+                self.launched_ops[start as usize..(start + len) as usize]
+                    .iter()
+                    .map(|&s| SpanId(s))
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Copy details of a memcpy/memset span or a runtime copy call.
+    pub fn copy_info(&self, id: SpanId) -> Option<&CopyInfo> {
+        let s = self.span(id);
+        match s.kind {
+            SpanKind::Memcpy | SpanKind::Memset | SpanKind::Runtime | SpanKind::Driver
+                if s.detail != NO_DETAIL =>
+            {
+                self.copies.get(s.detail as usize)
+            }
+            _ => None,
+        }
+    }
+
+    /// The raw 2021-style `Call stack` of a CPU op.
+    pub fn call_stack(&self, id: SpanId) -> Option<&str> {
+        let s = self.span(id);
+        match s.kind {
+            SpanKind::CpuOp | SpanKind::UserAnnotation if s.detail != NO_DETAIL => self
+                .call_stacks
+                .get(s.detail as usize)
+                .map(|&n| self.names.get(n)),
+            _ => None,
+        }
+    }
+
+    /// Python frames around `id`, innermost first: from enclosing `python_function` spans, or
+    /// else from the nearest enclosing op's `Call stack`.
+    pub fn python_stack(&self, id: SpanId) -> Vec<PyFrame> {
+        let mut frames = Vec::new();
+        for sid in std::iter::once(id).chain(self.ancestors(id)) {
+            if self.span(sid).kind == SpanKind::PythonFunction {
+                if let Some(f) = PyFrame::parse(self.name(sid)) {
+                    frames.push(f);
+                }
+            }
+        }
+        if frames.is_empty() {
+            for sid in std::iter::once(id).chain(self.ancestors(id)) {
+                if let Some(stack) = self.call_stack(sid) {
+                    return parse_call_stack(stack);
+                }
+            }
+        }
+        frames
+    }
+
+    /// Number of spans per kind (every kind listed, zero included).
+    pub fn count_by_kind(&self) -> BTreeMap<SpanKind, u64> {
+        let mut counts: BTreeMap<SpanKind, u64> = SpanKind::ALL.iter().map(|&k| (k, 0)).collect();
+        for s in &self.spans {
+            *counts.entry(s.kind).or_default() += 1;
+        }
+        counts
+    }
+
+    /// Whether any kernel, copy or fill is present.
+    pub fn has_gpu_activity(&self) -> bool {
+        self.links.gpu_ops > 0
+    }
+
+    /// The lane key of a span.
+    pub fn lane_key(&self, id: SpanId) -> LaneKey {
+        self.lane(self.span(id).lane).key
+    }
+}

@@ -1,0 +1,47 @@
+//! The versioned JSON document of `tracelens analyze --format json`.
+//!
+//! Key order is fixed by the struct field order and maps are sorted, so two runs on the same
+//! trace produce byte-identical output. See `docs/json-output.md` for the schema.
+
+use serde::Serialize;
+use tracelens_analysis::Overview;
+use tracelens_model::{LinkStats, Metadata, SourceInfo, Trace, Warning};
+
+/// Version of the document layout; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct Tool {
+    name: &'static str,
+    version: &'static str,
+}
+
+#[derive(Serialize)]
+struct Document<'a> {
+    schema_version: u32,
+    tool: Tool,
+    input: &'a SourceInfo,
+    metadata: &'a Metadata,
+    overview: &'a Overview,
+    links: &'a LinkStats,
+    warnings: &'a [Warning],
+}
+
+/// Renders the analyze document as pretty-printed JSON (ending with a newline).
+pub fn render_json(trace: &Trace, overview: &Overview) -> String {
+    let doc = Document {
+        schema_version: SCHEMA_VERSION,
+        tool: Tool {
+            name: "tracelens",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        input: &trace.source,
+        metadata: &trace.metadata,
+        overview,
+        links: &trace.links,
+        warnings: &trace.warnings,
+    };
+    let mut out = serde_json::to_string_pretty(&doc).expect("the document always serializes");
+    out.push('\n');
+    out
+}

@@ -1,0 +1,118 @@
+//! The terminal summary of `tracelens analyze`: short, aligned, one screen.
+
+use std::fmt::Write;
+use tracelens_analysis::{BusyIdle, Overview, WindowSource};
+use tracelens_model::{format_ms, Trace};
+
+/// Renders the text summary (ending with a newline).
+pub fn render_text(trace: &Trace, overview: &Overview) -> String {
+    let mut out = String::new();
+    let s = &trace.source;
+    let _ = writeln!(out, "tracelens {} - {}", env!("CARGO_PKG_VERSION"), s.path);
+    let compression = s
+        .compression
+        .as_deref()
+        .map(|c| format!(", {c}"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "format      Kineto JSON ({} container{compression}), {}",
+        s.container, s.generation
+    );
+    let _ = writeln!(out, "            {}", s.generation_note);
+    let _ = writeln!(
+        out,
+        "events      {} read, {} kept as spans ({:.1} MB of JSON)",
+        s.events_read,
+        s.events_kept,
+        s.decoded_bytes as f64 / 1e6
+    );
+    let kinds: Vec<String> = overview
+        .spans_by_kind
+        .iter()
+        .filter(|(_, &n)| n > 0)
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    if !kinds.is_empty() {
+        let _ = writeln!(out, "spans       {}", kinds.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "lanes       {} CPU threads, {} GPU streams",
+        overview.cpu_threads, overview.gpu_streams
+    );
+    if let Some(d) = &trace.metadata.distributed {
+        let rank = d.rank.map(|r| r.to_string()).unwrap_or_else(|| "?".into());
+        let world = d.world_size.map(|w| format!(" of {w}")).unwrap_or_default();
+        let _ = writeln!(out, "rank        {rank}{world}");
+    }
+    if !overview.has_gpu_activity {
+        let _ = writeln!(
+            out,
+            "devices     none: this trace has no GPU activity (no kernel, memcpy or memset)"
+        );
+    }
+    for d in &overview.devices {
+        let name = d.name.as_deref().unwrap_or("unnamed GPU");
+        let streams: Vec<String> = d.streams.iter().map(i64::to_string).collect();
+        let _ = writeln!(
+            out,
+            "GPU {:<7} {name}, {} ops on stream{} {}",
+            d.device,
+            d.gpu_ops,
+            if streams.len() == 1 { "" } else { "s" },
+            streams.join(", ")
+        );
+        if let Some(b) = &d.whole_trace {
+            let _ = writeln!(out, "{}", busy_line("whole trace", b));
+        }
+        if let Some(b) = &d.steps {
+            let label = match b.window_source {
+                WindowSource::GpuProfilerSteps => "steps (GPU)",
+                _ => "steps (CPU)",
+            };
+            let _ = writeln!(out, "{}", busy_line(label, b));
+        }
+    }
+    let st = &overview.steps;
+    if st.count > 0 {
+        let first = st.numbers.first().copied().unwrap_or_default();
+        let last = st.numbers.last().copied().unwrap_or_default();
+        let range = if st.count == 1 {
+            format!("ProfilerStep#{first}")
+        } else {
+            format!("ProfilerStep#{first}..#{last}")
+        };
+        let timing = match (st.cpu_mean_ns, st.cpu_min_ns, st.cpu_max_ns) {
+            (Some(mean), Some(min), Some(max)) => format!(
+                ", CPU step mean {} (min {}, max {})",
+                format_ms(mean),
+                format_ms(min),
+                format_ms(max)
+            ),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "steps       {} ({range}){timing}", st.count);
+    } else {
+        let _ = writeln!(out, "steps       none (no ProfilerStep#N ranges)");
+    }
+    if trace.warnings.is_empty() {
+        let _ = writeln!(out, "warnings    none");
+    } else {
+        for (i, w) in trace.warnings.iter().enumerate() {
+            let label = if i == 0 { "warnings" } else { "" };
+            let _ = writeln!(out, "{label:<11} - {}", w.message);
+        }
+    }
+    out
+}
+
+fn busy_line(label: &str, b: &BusyIdle) -> String {
+    format!(
+        "  {label:<13} total {:>12}  busy {:>12} ({:5.1} %)  idle {:>12}",
+        format_ms(b.total_ns),
+        format_ms(b.busy_ns),
+        b.busy_percent,
+        format_ms(b.idle_ns)
+    )
+}
