@@ -65,3 +65,23 @@ pub fn io_problem(e: &std::io::Error) -> String {
         _ => format!("read error: {e}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_read_plainly() {
+        let e = |k| std::io::Error::new(k, "x");
+        assert_eq!(io_problem(&e(ErrorKind::NotFound)), "no such file");
+        assert_eq!(
+            io_problem(&e(ErrorKind::PermissionDenied)),
+            "permission denied"
+        );
+        assert_eq!(
+            io_problem(&e(ErrorKind::IsADirectory)),
+            "is a directory, not a trace file"
+        );
+        assert_eq!(io_problem(&e(ErrorKind::Other)), "read error: x");
+    }
+}

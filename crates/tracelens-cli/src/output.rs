@@ -4,7 +4,22 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// Writes `text` to `path` so that readers see either nothing or the whole file.
+/// Special files (`/dev/null`, pipes) are written in place: they cannot be replaced.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            if meta.is_dir() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    "is a directory",
+                ));
+            }
+            return std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)?
+                .write_all(text.as_bytes());
+        }
+    }
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
@@ -24,4 +39,27 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_whole_files_and_leaves_special_files_in_place() {
+        let dir = std::env::temp_dir().join(format!("tracelens-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("out.txt");
+        write_atomically(&target, "first").unwrap();
+        write_atomically(&target, "second").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "second");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        assert!(write_atomically(&dir, "x").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+        write_atomically(Path::new("/dev/null"), "discarded").unwrap();
+        assert!(
+            !std::fs::metadata("/dev/null").unwrap().is_file(),
+            "/dev/null must survive"
+        );
+    }
 }

@@ -120,6 +120,7 @@ pub fn import_reader<R: Read>(
         events.builder.warn(WarningKind::MalformedEvent, message, n);
     }
     let (generation, note) = generation(&doc, &events);
+    let truncated = doc.truncated_at.is_some() || events.stats.events == 0;
     let has_metadata_events = events.stats.by_phase.contains_key("M");
     let stats = events.stats;
     let source = SourceInfo {
@@ -131,7 +132,7 @@ pub fn import_reader<R: Read>(
         },
         compression: gzip.then(|| "gzip".to_string()),
         generation: generation.into(),
-        generation_note: if has_metadata_events || stats.with_phase == 0 {
+        generation_note: if has_metadata_events || stats.with_phase == 0 || truncated {
             note.into()
         } else {
             format!("{note}; re-serialized (no metadata events)")

@@ -22,10 +22,10 @@ pub fn render_text(trace: &Trace, overview: &Overview) -> String {
     let _ = writeln!(out, "            {}", s.generation_note);
     let _ = writeln!(
         out,
-        "events      {} read, {} kept as spans ({:.1} MB of JSON)",
+        "events      {} read, {} kept as spans ({} of JSON)",
         s.events_read,
         s.events_kept,
-        s.decoded_bytes as f64 / 1e6
+        format_bytes(s.decoded_bytes)
     );
     let kinds: Vec<String> = overview
         .spans_by_kind
@@ -115,4 +115,13 @@ fn busy_line(label: &str, b: &BusyIdle) -> String {
         b.busy_percent,
         format_ms(b.idle_ns)
     )
+}
+
+fn format_bytes(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1_000_000_000 => format!("{:.2} GB", b as f64 / 1e9),
+        b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
+        b if b >= 1_000 => format!("{:.1} kB", b as f64 / 1e3),
+        b => format!("{b} B"),
+    }
 }

@@ -1,0 +1,95 @@
+//! `tracelens-bench [--sizes 100,1000] [--tracelens PATH] [--dir DIR] [--gzip]`
+//!
+//! For each size, generates (once) a synthetic trace under DIR, then in the same run times
+//! `cat FILE > /dev/null` and `tracelens analyze FILE --format json` (output discarded), and
+//! prints throughput in MB/s of trace text, the ratio to `cat`, and peak RSS of tracelens.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+struct Measure {
+    seconds: f64,
+    peak_rss_kb: i64,
+}
+
+/// Runs a command with stdout discarded; wall time and the child's peak RSS (wait4).
+// The child is reaped by wait4 below, which std cannot do while also returning rusage.
+#[allow(clippy::zombie_processes)]
+fn measure(cmd: &mut Command) -> Measure {
+    let start = Instant::now();
+    let child = cmd
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: wait4 on our own child with valid out-pointers.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let seconds = start.elapsed().as_secs_f64();
+    assert_eq!(rc, pid, "wait4 failed");
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "{cmd:?} failed with status {status}"
+    );
+    Measure {
+        seconds,
+        peak_rss_kb: usage.ru_maxrss,
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opt = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let sizes: Vec<u64> = opt("--sizes")
+        .unwrap_or_else(|| "100,1000".into())
+        .split(',')
+        .map(|s| s.trim().parse().expect("--sizes takes MB numbers"))
+        .collect();
+    let dir = PathBuf::from(opt("--dir").unwrap_or_else(|| "bench-traces".into()));
+    let tracelens = opt("--tracelens").unwrap_or_else(|| "target/release/tracelens".into());
+    let gzip = args.iter().any(|a| a == "--gzip");
+    let gen = Path::new(&std::env::args().next().unwrap()).with_file_name("tracelens-gen");
+    std::fs::create_dir_all(&dir).expect("bench dir");
+    println!(
+        "| trace | file MB | text MB | cat s | tracelens s | tracelens MB/s | cat MB/s | time vs cat | peak RSS MB |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for size in sizes {
+        let name = format!("synthetic_{size}mb.json{}", if gzip { ".gz" } else { "" });
+        let path = dir.join(&name);
+        if !path.exists() {
+            let mut cmd = Command::new(&gen);
+            cmd.arg(size.to_string()).arg(&path);
+            if gzip {
+                cmd.arg("--gzip");
+            }
+            let ok = cmd.status().map(|s| s.success()).unwrap_or(false);
+            assert!(ok, "generating {} failed", path.display());
+        }
+        let file_mb = std::fs::metadata(&path).unwrap().len() as f64 / 1e6;
+        let text_mb = if gzip { size as f64 } else { file_mb };
+        // Warm the page cache once so both commands read from memory.
+        measure(Command::new("cat").arg(&path));
+        let cat = measure(Command::new("cat").arg(&path));
+        let tl = measure(
+            Command::new(&tracelens)
+                .args(["analyze", "--format", "json"])
+                .arg(&path),
+        );
+        println!(
+            "| {name} | {file_mb:.0} | {text_mb:.0} | {:.3} | {:.3} | {:.0} | {:.0} | {:.1}x | {:.0} |",
+            cat.seconds,
+            tl.seconds,
+            text_mb / tl.seconds,
+            file_mb / cat.seconds,
+            tl.seconds / cat.seconds,
+            tl.peak_rss_kb as f64 / 1024.0
+        );
+    }
+}

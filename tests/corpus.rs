@@ -1,0 +1,245 @@
+//! The real-trace corpus (`$TRACELENS_CORPUS`, default `../shared/traces`): every Kineto
+//! trace reads, the timeline invariants hold, and GPU busy/idle equals the 16 applicable
+//! AMD TraceLens `gpu_timeline.csv` oracles to 1 µs (shared/oracles/README.md §1).
+
+use std::path::{Path, PathBuf};
+use tracelens_analysis::device_utilization;
+use tracelens_kineto::{import_file, Problem};
+use tracelens_model::{SpanId, SpanKind, Trace, WarningKind, NESTING_TOLERANCE_NS};
+use tracelens_tests::corpus_dir;
+
+fn trace_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack: Vec<PathBuf> = ["hta", "kineto", "other"]
+        .iter()
+        .map(|d| root.join(d))
+        .collect();
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            if p.is_dir() {
+                stack.push(p);
+            } else if name.ends_with(".json") || name.ends_with(".json.gz") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Files that are JSON but not profiler traces, and must be refused precisely.
+fn expected_refusal(path: &Path) -> Option<fn(&Problem) -> bool> {
+    let name = path.file_name()?.to_string_lossy();
+    if name.ends_with("_et.json.gz") {
+        return Some(|p| matches!(p, Problem::ExecutionTrace));
+    }
+    if name == "execution_details.json" {
+        return Some(|p| matches!(p, Problem::NotATrace(_)));
+    }
+    None
+}
+
+fn check_invariants(path: &Path, t: &Trace) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut covered = 0u32;
+    for (li, lane) in t.lanes.iter().enumerate() {
+        if lane.spans.start != covered {
+            errors.push(format!("lane {li} does not start where the previous ended"));
+        }
+        covered = lane.spans.end;
+        let spans = &t.spans[lane.spans.start as usize..lane.spans.end as usize];
+        if spans.windows(2).any(|w| w[0].start_ns > w[1].start_ns) {
+            errors.push(format!("lane {li} is not sorted by start"));
+        }
+        for s in spans {
+            if s.dur_ns < 0 {
+                errors.push(format!("negative duration on lane {li}"));
+            }
+            if s.lane.0 as usize != li {
+                errors.push("span lane id disagrees with its lane range".into());
+            }
+            if s.kind.is_gpu() != lane.key.is_gpu() {
+                errors.push(format!("{:?} span on a {:?} lane", s.kind, lane.key));
+            }
+        }
+    }
+    if covered as usize != t.spans.len() {
+        errors.push("lane ranges do not cover every span".into());
+    }
+    // Launches are resolved wherever both ends are present.
+    let api_correlations: std::collections::HashSet<u64> = t
+        .spans
+        .iter()
+        .filter(|s| s.kind.is_api_call())
+        .filter_map(|s| s.correlation)
+        .collect();
+    for i in 0..t.spans.len() as u32 {
+        let id = SpanId(i);
+        let s = t.span(id);
+        if s.kind.is_gpu_work() {
+            let both_ends = s.correlation.is_some_and(|c| api_correlations.contains(&c));
+            match t.launch_of(id) {
+                Some(l) if !both_ends || t.span(l).correlation != s.correlation => {
+                    errors.push(format!("GPU op {i} linked to the wrong launch"))
+                }
+                None if both_ends => {
+                    errors.push(format!("GPU op {i} unlinked though its launch is present"))
+                }
+                _ => {}
+            }
+        }
+        if let Some(p) = t.parent(id) {
+            let (ps, cs) = (t.span(p), s);
+            if cs.start_ns < ps.start_ns
+                || cs.end_ns() > ps.end_ns() + NESTING_TOLERANCE_NS
+                || ps.lane != cs.lane
+            {
+                errors.push(format!("span {i} is not inside its parent"));
+            }
+        }
+    }
+    if !t.has_gpu_activity()
+        && !t
+            .warnings
+            .iter()
+            .any(|w| w.kind == WarningKind::NoGpuActivity)
+    {
+        errors.push("a trace without GPU activity must say so".into());
+    }
+    errors.truncate(5);
+    errors
+        .into_iter()
+        .map(|e| format!("{}: {e}", path.display()))
+        .collect()
+}
+
+#[test]
+fn every_corpus_trace_reads_and_keeps_the_invariants() {
+    let Some(root) = corpus_dir("every_corpus_trace_reads_and_keeps_the_invariants") else {
+        return;
+    };
+    let files = trace_files(&root);
+    assert!(
+        files.len() >= 70,
+        "expected the ~80 Kineto files of the corpus, found {}",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    let (mut read, mut cpu_only) = (0, 0);
+    for path in &files {
+        match (import_file(path), expected_refusal(path)) {
+            (Ok(t), None) => {
+                read += 1;
+                if !t.has_gpu_activity() {
+                    cpu_only += 1;
+                }
+                failures.extend(check_invariants(path, &t));
+            }
+            (Ok(_), Some(_)) => {
+                failures.push(format!("{}: should have been refused", path.display()))
+            }
+            (Err(e), Some(ok)) if ok(&e.problem) => {}
+            (Err(e), _) => failures.push(format!("{e}")),
+        }
+    }
+    eprintln!(
+        "corpus: {read} traces read ({cpu_only} without GPU activity), {} files",
+        files.len()
+    );
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+    assert!(
+        cpu_only >= 4,
+        "the CPU-only and MTIA traces should be recognised as having no GPU activity"
+    );
+}
+
+/// (trace, its gpu_timeline.csv), relative to the corpus root.
+const TRACELENS_ORACLES: [(&str, &str); 16] = [
+    ("other/TraceLens/h100/Falconsai_nsfw_image_detection__1016002.json.gz", "other/TraceLens/h100/Falconsai_nsfw_image_detection__1016002_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "other/TraceLens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/h100/facebook_timesformer-base-finetuned-k400__1016002.json.gz", "other/TraceLens/h100/facebook_timesformer-base-finetuned-k400__1016002_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/h100/gaunernst_bert-small-uncased__1016001.json.gz", "other/TraceLens/h100/gaunernst_bert-small-uncased__1016001_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz", "other/TraceLens/h100/google_owlv2-large-patch14-ensemble__1016001_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/mi300/Falconsai_nsfw_image_detection__1016002.json.gz", "other/TraceLens/mi300/Falconsai_nsfw_image_detection__1016002_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "other/TraceLens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/mi300/facebook_timesformer-base-finetuned-k400__1016002.json.gz", "other/TraceLens/mi300/facebook_timesformer-base-finetuned-k400__1016002_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/mi300/gaunernst_bert-small-uncased__1016001.json.gz", "other/TraceLens/mi300/gaunernst_bert-small-uncased__1016001_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/mi300/google_owlv2-large-patch14-ensemble__1016001.json.gz", "other/TraceLens/mi300/google_owlv2-large-patch14-ensemble__1016001_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/mi210/gpu_only_trace/gpu_only_trace.json.gz", "other/TraceLens/mi210/gpu_only_trace/gpu_only_trace_perf_report_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz", "other/TraceLens/inference/sglang_decode/perf_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/inference/sglang_prefilldecode/sglang_Qwen3-8B_prefilldecode.json.gz", "other/TraceLens/inference/sglang_prefilldecode/perf_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/inference/vllm_decode_full/graph_execution.json.gz", "other/TraceLens/inference/vllm_decode_full/perf_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/inference/vllm_prefilldecode_piecewise/graph_execution.json.gz", "other/TraceLens/inference/vllm_prefilldecode_piecewise/perf_csvs/gpu_timeline.csv"),
+    ("other/TraceLens/inference/xdit_flux.1_aiter_sage/profile_trace_rank_0.json.gz", "other/TraceLens/inference/xdit_flux.1_aiter_sage/perf_csvs/gpu_timeline.csv"),
+];
+
+/// `busy_time` and `idle_time` in ms from a `gpu_timeline.csv` (`type,time ms,percent`).
+fn oracle_ms(csv: &Path) -> (f64, f64) {
+    let text = std::fs::read_to_string(csv).unwrap_or_else(|e| panic!("{}: {e}", csv.display()));
+    let value = |row: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{row},")))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or_else(|| panic!("{}: no {row} row", csv.display()))
+    };
+    (value("busy_time"), value("idle_time"))
+}
+
+#[test]
+fn gpu_busy_idle_matches_the_tracelens_oracles_to_one_microsecond() {
+    let Some(root) = corpus_dir("gpu_busy_idle_matches_the_tracelens_oracles_to_one_microsecond")
+    else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for (trace, csv) in TRACELENS_ORACLES {
+        let (busy_ms, idle_ms) = oracle_ms(&root.join(csv));
+        let t = import_file(&root.join(trace)).unwrap_or_else(|e| panic!("{e}"));
+        let devices = device_utilization(&t);
+        assert_eq!(devices.len(), 1, "{trace}: one GPU expected");
+        let got = devices[0].headline().expect("GPU activity");
+        let (busy_err, idle_err) = (
+            (got.busy_ns as f64 - busy_ms * 1e6).abs(),
+            (got.idle_ns as f64 - idle_ms * 1e6).abs(),
+        );
+        if busy_err > 1000.0 || idle_err > 1000.0 {
+            failures.push(format!(
+                "{trace}: busy {} ns vs {busy_ms} ms, idle {} ns vs {idle_ms} ms",
+                got.busy_ns, got.idle_ns
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn cpu_steps_and_generations_of_known_traces() {
+    let Some(root) = corpus_dir("cpu_steps_and_generations_of_known_traces") else {
+        return;
+    };
+    let cases = [
+        ("kineto/plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz", "kineto_2020_array", 6),
+        ("kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz", "kineto_2021", 6),
+        ("hta/trace_diff/test/test.json.gz", "kineto_int_us", 6),
+        ("hta/ns_resolution_trace/rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", "kineto_float_us", 5),
+        ("other/TraceLens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz", "kineto_base_ns", 1),
+    ];
+    for (path, generation, steps) in cases {
+        let t = import_file(&root.join(path)).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(t.source.generation, generation, "{path}");
+        assert_eq!(t.steps.len(), steps, "{path}");
+    }
+    // 2021-style `Call stack` args become Python frames.
+    let t = import_file(&root.join(cases[1].0)).unwrap();
+    let op = t
+        .spans_of_kind(SpanKind::CpuOp)
+        .find(|&s| t.call_stack(s).is_some())
+        .expect("a call stack");
+    assert!(!t.python_stack(op).is_empty());
+}
