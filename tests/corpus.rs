@@ -243,3 +243,29 @@ fn cpu_steps_and_generations_of_known_traces() {
         .expect("a call stack");
     assert!(!t.python_stack(op).is_empty());
 }
+
+#[test]
+fn environment_secrets_in_real_traces_are_redacted() {
+    let Some(root) = corpus_dir("environment_secrets_in_real_traces_are_redacted") else {
+        return;
+    };
+    for gpu in ["h100", "mi300"] {
+        let path = root.join(format!(
+            "other/TraceLens/{gpu}/gaunernst_bert-small-uncased__1016001.json.gz"
+        ));
+        let t = import_file(&path).unwrap_or_else(|e| panic!("{e}"));
+        let token = t
+            .metadata
+            .extra
+            .iter()
+            .find(|(k, _)| k.ends_with("env.HF_TOKEN"))
+            .unwrap_or_else(|| panic!("{}: the HF_TOKEN entry should be listed", path.display()));
+        assert_eq!(token.1, "<redacted>");
+        assert!(t.metadata.extra.values().all(|v| !v.starts_with("hf_")));
+        assert!(t
+            .metadata
+            .redacted
+            .iter()
+            .all(|k| !k.contains("TOKENIZERS")));
+    }
+}

@@ -92,27 +92,19 @@ pub fn shorten(text: &str, max_chars: usize) -> String {
 
 /// Whether a metadata entry looks like a credential, by its key or by its value.
 ///
-/// Keys: any path segment containing TOKEN, SECRET, PASSWORD, PASSWD, CREDENTIAL, API_KEY,
-/// ACCESS_KEY, PRIVATE_KEY, AUTH or COOKIE, or ending in `KEY`. Values: well-known token
-/// prefixes (`hf_`, `ghp_`, `github_pat_`, `sk-`, `xoxb-`, `AKIA…`, PEM headers).
+/// Keys: the last path segment contains SECRET, PASSWORD, PASSWD or CREDENTIAL, or one of its
+/// `_`/`-`-separated words is TOKEN, AUTH, COOKIE, KEY or APIKEY (so `HF_TOKEN` and
+/// `WANDB_API_KEY` are secret, `TOKENIZERS_PARALLELISM` and `KEYBOARD` are not). Values:
+/// well-known token prefixes (`hf_`, `ghp_`, `github_pat_`, `sk-`, `xoxb-`, `AKIA…`, PEM).
 pub fn is_secret(path: &str, value: &str) -> bool {
     let key = path.rsplit('.').next().unwrap_or(path).to_ascii_uppercase();
-    const WORDS: [&str; 9] = [
-        "TOKEN",
-        "SECRET",
-        "PASSWORD",
-        "PASSWD",
-        "CREDENTIAL",
-        "API_KEY",
-        "ACCESS_KEY",
-        "PRIVATE_KEY",
-        "COOKIE",
-    ];
-    if WORDS.iter().any(|w| key.contains(w))
-        || key.ends_with("KEY")
-        || key.ends_with("_AUTH")
-        || key.starts_with("AUTH")
-    {
+    let by_key = ["SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"]
+        .iter()
+        .any(|w| key.contains(w))
+        || key
+            .split(['_', '-', ' '])
+            .any(|w| matches!(w, "TOKEN" | "TOKENS" | "AUTH" | "COOKIE" | "KEY" | "APIKEY"));
+    if by_key {
         return !value.is_empty();
     }
     let v = value.trim();
@@ -159,6 +151,10 @@ mod tests {
         assert!(is_secret("x", "AKIAABCDEFGHIJKLMNOP"));
         assert!(!is_secret("metadata.env.PATH", "/usr/bin:/bin"));
         assert!(!is_secret("metadata.env.HF_TOKEN", ""));
+        assert!(!is_secret("metadata.env.TOKENIZERS_PARALLELISM", "false"));
+        assert!(!is_secret("metadata.env.KEYBOARD", "us"));
+        assert!(is_secret("metadata.env.DB_PASSWORD", "x"));
+        assert!(is_secret("metadata.env.GITHUB_TOKEN", "x"));
     }
 
     #[test]
