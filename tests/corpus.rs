@@ -3,7 +3,9 @@
 //! AMD TraceLens `gpu_timeline.csv` oracles to 1 µs (shared/oracles/README.md §1).
 
 use std::path::{Path, PathBuf};
-use tracelens_analysis::device_utilization;
+use tracelens_analysis::idle::IdleCause;
+use tracelens_analysis::syncs::SyncTrigger;
+use tracelens_analysis::{device_utilization, diagnose, FindingKind};
 use tracelens_kineto::{import_file, Problem};
 use tracelens_model::{SpanId, SpanKind, Trace, WarningKind, NESTING_TOLERANCE_NS};
 use tracelens_tests::corpus_dir;
@@ -118,6 +120,41 @@ fn check_invariants(path: &Path, t: &Trace) -> Vec<String> {
         .collect()
 }
 
+/// The causes of idle time sum exactly to each device's idle time, which equals the
+/// utilization's headline idle; every gap's segments tile the gap.
+fn check_idle_conservation(path: &Path, t: &Trace) -> Vec<String> {
+    let mut errors = Vec::new();
+    let d = diagnose(t);
+    let util = device_utilization(t);
+    for (idle, u) in d.device_idle.iter().zip(&util) {
+        let by_cause: i64 = idle.by_cause.values().sum();
+        let headline = u.headline().map_or(0, |h| h.idle_ns);
+        if by_cause != idle.idle_ns || idle.idle_ns != headline {
+            errors.push(format!(
+                "{}: GPU {} causes sum to {by_cause} ns, idle {} ns, utilization idle {headline} ns",
+                path.display(),
+                idle.device,
+                idle.idle_ns
+            ));
+        }
+        for g in &idle.gaps {
+            let segs = &idle.segments[g.segments.start as usize..g.segments.end as usize];
+            let sum: i64 = segs.iter().map(|s| s.interval.dur_ns()).sum();
+            let inside = segs.iter().all(|s| {
+                s.interval.start_ns >= g.interval.start_ns && s.interval.end_ns <= g.interval.end_ns
+            });
+            if sum != g.interval.dur_ns() || !inside {
+                errors.push(format!(
+                    "{}: a gap's segments do not tile it",
+                    path.display()
+                ));
+                break;
+            }
+        }
+    }
+    errors
+}
+
 #[test]
 fn every_corpus_trace_reads_and_keeps_the_invariants() {
     let Some(root) = corpus_dir("every_corpus_trace_reads_and_keeps_the_invariants") else {
@@ -139,6 +176,7 @@ fn every_corpus_trace_reads_and_keeps_the_invariants() {
                     cpu_only += 1;
                 }
                 failures.extend(check_invariants(path, &t));
+                failures.extend(check_idle_conservation(path, &t));
             }
             (Ok(_), Some(_)) => {
                 failures.push(format!("{}: should have been refused", path.display()))
@@ -268,4 +306,175 @@ fn environment_secrets_in_real_traces_are_redacted() {
             .iter()
             .all(|k| !k.contains("TOKENIZERS")));
     }
+}
+
+fn diagnose_corpus(root: &Path, rel: &str) -> tracelens_analysis::Diagnosis {
+    let t = import_file(&root.join(rel)).unwrap_or_else(|e| panic!("{e}"));
+    diagnose(&t)
+}
+
+#[test]
+fn tb_plugin_step_breakdown_oracle() {
+    let Some(root) = corpus_dir("tb_plugin_step_breakdown_oracle") else {
+        return;
+    };
+    // shared/oracles/README.md §2: ProfilerStep#5..#10, priority Kernel > Memcpy > Memset >
+    // Communication > Runtime > DataLoader > CPU Exec > Other.
+    let d = diagnose_corpus(
+        &root,
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
+    );
+    let b = d.breakdown.expect("a breakdown");
+    assert_eq!(
+        b.steps.iter().map(|s| s.step).collect::<Vec<_>>(),
+        vec![5, 6, 7, 8, 9, 10]
+    );
+    assert!(
+        (b.mean_step_ns - 141_068_000).abs() <= 1_000,
+        "mean step {} ns",
+        b.mean_step_ns
+    );
+    let p = b.percent;
+    for (name, got, want) in [
+        ("kernel", p.kernel, 70.28),
+        ("memcpy", p.memcpy, 2.24),
+        ("memset", p.memset, 0.07),
+        ("runtime", p.runtime, 7.49),
+        ("dataloader", p.dataloader, 0.84),
+        ("cpu_exec", p.cpu_exec, 16.07),
+        ("other", p.other, 3.01),
+        ("gpu_utilization", b.gpu_utilization_percent, 70.27),
+    ] {
+        assert!(
+            (got - want).abs() <= 0.5,
+            "{name}: {got:.2} % vs tb_plugin {want} %"
+        );
+    }
+}
+
+#[test]
+fn data_loader_stall_ranks_first_with_num_workers_0_and_is_absent_with_4() {
+    let Some(root) =
+        corpus_dir("data_loader_stall_ranks_first_with_num_workers_0_and_is_absent_with_4")
+    else {
+        return;
+    };
+    let d = diagnose_corpus(
+        &root,
+        "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
+    );
+    assert_eq!(
+        d.findings[0].kind,
+        FindingKind::DataLoaderStall,
+        "{:#?}",
+        d.findings[0]
+    );
+    assert!(
+        d.findings[0].title.contains("single-process"),
+        "{}",
+        d.findings[0].title
+    );
+    for rel in [
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz",
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.pt.trace.json.gz",
+    ] {
+        let d = diagnose_corpus(&root, rel);
+        assert!(
+            d.findings
+                .iter()
+                .all(|f| f.kind != FindingKind::DataLoaderStall),
+            "{rel}: no DataLoader advice expected"
+        );
+    }
+}
+
+#[test]
+fn item_syncs_and_pageable_copies_are_ranked_with_their_cost() {
+    let Some(root) = corpus_dir("item_syncs_and_pageable_copies_are_ranked_with_their_cost") else {
+        return;
+    };
+    // 30 aten::item syncs and 60 pageable DtoH copies that block the host.
+    let d = diagnose_corpus(&root, "hta/trace_diff/test/test.json.gz");
+    let item = d
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::ImplicitSync && f.title.starts_with(".item()"))
+        .expect("an .item() finding");
+    assert!(
+        item.cpu_cost_per_step_ns.unwrap_or(0) > 10_000_000,
+        "{item:#?}"
+    );
+    let copies = d
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::PageableCopies)
+        .expect("a pageable-copy finding");
+    assert_eq!(copies.evidence.counts["dtoh_pageable"], 60);
+    assert!(copies.evidence.counts["host_blocked_ns"] > 300_000_000);
+    let site = d
+        .syncs
+        .sites
+        .iter()
+        .find(|s| s.trigger == SyncTrigger::Item)
+        .unwrap();
+    assert!(
+        site.count >= 20 && site.blocked_ns > 100_000_000,
+        "{site:#?}"
+    );
+}
+
+#[test]
+fn every_sync_kind_of_the_event_sync_trace_is_classified() {
+    let Some(root) = corpus_dir("every_sync_kind_of_the_event_sync_trace_is_classified") else {
+        return;
+    };
+    let d = diagnose_corpus(
+        &root,
+        "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+    );
+    let mut triggers: Vec<SyncTrigger> = d.syncs.sites.iter().map(|s| s.trigger).collect();
+    triggers.sort();
+    assert_eq!(
+        triggers,
+        vec![
+            SyncTrigger::TensorTruthValue,
+            SyncTrigger::DeviceSynchronize,
+            SyncTrigger::EventSynchronize
+        ]
+    );
+    let truth = &d
+        .syncs
+        .sites
+        .iter()
+        .find(|s| s.trigger == SyncTrigger::TensorTruthValue)
+        .unwrap();
+    assert_eq!(
+        truth.op_chain,
+        vec![
+            "aten::_local_scalar_dense",
+            "aten::item",
+            "aten::is_nonzero"
+        ]
+    );
+    assert!(
+        truth.gpu_idle_ns > 0,
+        "the truth-value sync drains the queue"
+    );
+    assert!(d.device_idle[0].by_cause[&IdleCause::SyncDrain] > 0);
+}
+
+#[test]
+fn graph_replays_mark_attribution_unreliable() {
+    let Some(root) = corpus_dir("graph_replays_mark_attribution_unreliable") else {
+        return;
+    };
+    let d = diagnose_corpus(
+        &root,
+        "other/TraceLens/inference/vllm_decode_full/graph_execution.json.gz",
+    );
+    assert!(d
+        .idle
+        .iter()
+        .any(|i| !i.attribution_reliable && i.graph_replay_ops >= 421));
 }

@@ -4,11 +4,30 @@
 //! - [`intervals`]: unions and gaps of time intervals.
 //! - [`utilization`]: GPU busy/idle per device, whole trace and step-clipped.
 //! - [`overview`]: counts, steps and devices at a glance.
+//! - [`idle`]: every idle gap split by cause (data loading, sync drain, host compute, launch
+//!   latency, cross-stream wait, unattributed); causes sum exactly to the idle time.
+//! - [`syncs`], [`copies`], [`dataloader`], [`launch`]: the evidence each detector needs.
+//! - [`breakdown`]: tb_plugin's per-step time breakdown.
+//! - [`detectors`]: one [`detectors::Detector`] per problem, producing [`finding::Finding`]s;
+//!   [`diagnose()`] runs them all and ranks the findings by estimated win.
 #![deny(missing_docs)]
 
+pub mod api;
+pub mod breakdown;
+pub mod copies;
+pub mod dataloader;
+pub mod detectors;
+pub mod diagnose;
+pub mod finding;
+pub mod idle;
 pub mod intervals;
+pub mod launch;
 pub mod overview;
+pub mod syncs;
+pub mod threads;
 pub mod utilization;
 
+pub use diagnose::{diagnose, Diagnosis};
+pub use finding::{Finding, FindingKind};
 pub use overview::{overview, Overview, StepSummary};
 pub use utilization::{device_utilization, BusyIdle, DeviceUtilization, WindowSource};

@@ -7,7 +7,7 @@
 
 use crate::intervals::{total_ns, union};
 use serde::Serialize;
-use tracelens_model::{Interval, SpanKind, TimeNs, Trace};
+use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
 
 /// Which window a measurement covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -68,20 +68,42 @@ impl DeviceUtilization {
     }
 }
 
-/// Busy/idle for every device of the trace.
-pub fn device_utilization(trace: &Trace) -> Vec<DeviceUtilization> {
+/// The GPU work of one device and the step window its measurements clip to.
+#[derive(Clone, Debug)]
+pub struct DeviceWork {
+    /// Device index.
+    pub device: i64,
+    /// Kernels, copies and fills: kind, interval, span.
+    pub ops: Vec<(SpanKind, Interval, SpanId)>,
+    /// The step window, when the trace has steps.
+    pub step_window: Option<(Interval, WindowSource)>,
+}
+
+impl DeviceWork {
+    /// The window of the headline measurement (steps when present, else none = whole trace)
+    /// and its source.
+    pub fn headline_window(&self) -> (Option<Interval>, WindowSource) {
+        match self.step_window {
+            Some((w, src)) => (Some(w), src),
+            None => (None, WindowSource::WholeTrace),
+        }
+    }
+}
+
+/// Collects each device's GPU work and step window.
+pub fn device_work(trace: &Trace) -> Vec<DeviceWork> {
     let any_gpu_steps = trace.steps.iter().any(|s| s.gpu.is_some());
     trace
         .devices
         .iter()
         .map(|device| {
-            let mut work: Vec<(SpanKind, Interval)> = Vec::new();
+            let mut ops = Vec::new();
             let mut step_window: Option<Interval> = None;
             for &lane in &device.lanes {
                 for id in trace.lane_span_ids(lane) {
                     let s = trace.span(id);
                     if s.kind.is_gpu_work() {
-                        work.push((s.kind, s.interval()));
+                        ops.push((s.kind, s.interval(), id));
                     } else if s.kind == SpanKind::GpuUserAnnotation
                         && tracelens_model::profiler_step_number(trace.names.get(s.name)).is_some()
                     {
@@ -90,18 +112,59 @@ pub fn device_utilization(trace: &Trace) -> Vec<DeviceUtilization> {
                     }
                 }
             }
-            let (steps_window, source) = match step_window {
-                Some(w) => (Some(w), WindowSource::GpuProfilerSteps),
-                None if any_gpu_steps => (gpu_steps_hull(trace), WindowSource::GpuProfilerSteps),
-                None => (cpu_steps_hull(trace), WindowSource::CpuProfilerSteps),
+            let step_window = match step_window {
+                Some(w) => Some((w, WindowSource::GpuProfilerSteps)),
+                None if any_gpu_steps => {
+                    gpu_steps_hull(trace).map(|w| (w, WindowSource::GpuProfilerSteps))
+                }
+                None => cpu_steps_hull(trace).map(|w| (w, WindowSource::CpuProfilerSteps)),
             };
+            DeviceWork {
+                device: device.index,
+                ops,
+                step_window,
+            }
+        })
+        .collect()
+}
+
+/// Clips ops to `window` as the measurements do: an op keeps its part inside the window, and
+/// a zero-length op strictly inside still marks the extent.
+pub fn clip_ops(
+    ops: &[(SpanKind, Interval, SpanId)],
+    window: Option<Interval>,
+) -> Vec<(SpanKind, Interval, SpanId)> {
+    ops.iter()
+        .filter_map(|&(k, iv, id)| match window {
+            None => Some((k, iv, id)),
+            Some(w) => iv
+                .clip(w)
+                .or_else(|| {
+                    (iv.dur_ns() == 0 && iv.start_ns > w.start_ns && iv.start_ns < w.end_ns)
+                        .then_some(iv)
+                })
+                .map(|c| (k, c, id)),
+        })
+        .collect()
+}
+
+/// Busy/idle for every device of the trace.
+pub fn device_utilization(trace: &Trace) -> Vec<DeviceUtilization> {
+    device_work(trace)
+        .into_iter()
+        .zip(&trace.devices)
+        .map(|(work, device)| {
+            let kinds: Vec<(SpanKind, Interval)> =
+                work.ops.iter().map(|&(k, iv, _)| (k, iv)).collect();
             DeviceUtilization {
                 device: device.index,
                 name: device.name.clone(),
                 streams: device.streams.clone(),
-                gpu_ops: work.len() as u64,
-                whole_trace: measure(&work, None, WindowSource::WholeTrace),
-                steps: steps_window.and_then(|w| measure(&work, Some(w), source)),
+                gpu_ops: kinds.len() as u64,
+                whole_trace: measure(&kinds, None, WindowSource::WholeTrace),
+                steps: work
+                    .step_window
+                    .and_then(|(w, src)| measure(&kinds, Some(w), src)),
             }
         })
         .collect()
@@ -129,19 +192,11 @@ pub fn measure(
     window: Option<Interval>,
     window_source: WindowSource,
 ) -> Option<BusyIdle> {
-    let clipped: Vec<(SpanKind, Interval)> = work
-        .iter()
-        .filter_map(|&(k, iv)| match window {
-            None => Some((k, iv)),
-            // A zero-length op at the window edge still marks the extent.
-            Some(w) => iv
-                .clip(w)
-                .or_else(|| {
-                    (iv.dur_ns() == 0 && iv.start_ns > w.start_ns && iv.start_ns < w.end_ns)
-                        .then_some(iv)
-                })
-                .map(|c| (k, c)),
-        })
+    let with_ids: Vec<(SpanKind, Interval, SpanId)> =
+        work.iter().map(|&(k, iv)| (k, iv, SpanId(0))).collect();
+    let clipped: Vec<(SpanKind, Interval)> = clip_ops(&with_ids, window)
+        .into_iter()
+        .map(|(k, iv, _)| (k, iv))
         .collect();
     let first = clipped.iter().map(|(_, iv)| iv.start_ns).min()?;
     let last = clipped.iter().map(|(_, iv)| iv.end_ns).max()?;

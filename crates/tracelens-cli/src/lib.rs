@@ -85,6 +85,7 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
         }
     };
     let overview = tracelens_analysis::overview(&trace);
+    let diagnosis = tracelens_analysis::diagnose(&trace);
     let to_file = args.output.as_ref().filter(|p| p.as_os_str() != "-");
     let format = args.format.unwrap_or_else(|| match to_file {
         Some(p)
@@ -96,8 +97,8 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
         _ => Format::Text,
     });
     let text = match format {
-        Format::Text => tracelens_report::render_text(&trace, &overview),
-        Format::Json => tracelens_report::render_json(&trace, &overview),
+        Format::Text => tracelens_report::render_text(&trace, &overview, &diagnosis),
+        Format::Json => tracelens_report::render_json(&trace, &overview, &diagnosis),
     };
     match to_file {
         Some(path) => {

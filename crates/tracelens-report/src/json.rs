@@ -4,7 +4,7 @@
 //! trace produce byte-identical output. See `docs/json-output.md` for the schema.
 
 use serde::Serialize;
-use tracelens_analysis::Overview;
+use tracelens_analysis::{Diagnosis, Overview};
 use tracelens_model::{LinkStats, Metadata, SourceInfo, Trace, Warning};
 
 /// Version of the document layout; bumped on any incompatible change.
@@ -23,12 +23,13 @@ struct Document<'a> {
     input: &'a SourceInfo,
     metadata: &'a Metadata,
     overview: &'a Overview,
+    diagnosis: &'a Diagnosis,
     links: &'a LinkStats,
     warnings: &'a [Warning],
 }
 
 /// Renders the analyze document as pretty-printed JSON (ending with a newline).
-pub fn render_json(trace: &Trace, overview: &Overview) -> String {
+pub fn render_json(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> String {
     let doc = Document {
         schema_version: SCHEMA_VERSION,
         tool: Tool {
@@ -38,6 +39,7 @@ pub fn render_json(trace: &Trace, overview: &Overview) -> String {
         input: &trace.source,
         metadata: &trace.metadata,
         overview,
+        diagnosis,
         links: &trace.links,
         warnings: &trace.warnings,
     };

@@ -1,11 +1,11 @@
 //! The terminal summary of `tracelens analyze`: short, aligned, one screen.
 
 use std::fmt::Write;
-use tracelens_analysis::{BusyIdle, Overview, WindowSource};
+use tracelens_analysis::{BusyIdle, Diagnosis, Overview, WindowSource};
 use tracelens_model::{format_ms, Trace};
 
 /// Renders the text summary (ending with a newline).
-pub fn render_text(trace: &Trace, overview: &Overview) -> String {
+pub fn render_text(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> String {
     let mut out = String::new();
     let s = &trace.source;
     let _ = writeln!(out, "tracelens {} - {}", env!("CARGO_PKG_VERSION"), s.path);
@@ -96,6 +96,7 @@ pub fn render_text(trace: &Trace, overview: &Overview) -> String {
     } else {
         let _ = writeln!(out, "steps       none (no ProfilerStep#N ranges)");
     }
+    render_diagnosis(&mut out, diagnosis);
     if trace.warnings.is_empty() {
         let _ = writeln!(out, "warnings    none");
     } else {
@@ -123,5 +124,87 @@ fn format_bytes(bytes: u64) -> String {
         b if b >= 1_000_000 => format!("{:.1} MB", b as f64 / 1e6),
         b if b >= 1_000 => format!("{:.1} kB", b as f64 / 1e3),
         b => format!("{b} B"),
+    }
+}
+
+/// Findings shown in the terminal summary.
+const TEXT_FINDINGS: usize = 5;
+
+fn render_diagnosis(out: &mut String, d: &Diagnosis) {
+    for idle in &d.idle {
+        if idle.idle_ns == 0 {
+            continue;
+        }
+        let parts: Vec<String> = idle
+            .by_cause
+            .iter()
+            .filter(|(_, &ns)| ns > 0)
+            .map(|(cause, &ns)| {
+                format!(
+                    "{cause} {} ({:.0} %)",
+                    format_ms(ns),
+                    ns as f64 * 100.0 / idle.idle_ns as f64
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "idle GPU {:<3} {}", idle.device, parts.join(", "));
+        if !idle.attribution_reliable {
+            let _ = writeln!(
+                out,
+                "            ({} GPU ops come from graph replays: idle attribution is unreliable)",
+                idle.graph_replay_ops
+            );
+        }
+    }
+    if let Some(b) = &d.breakdown {
+        let p = &b.percent;
+        let _ = writeln!(
+            out,
+            "breakdown   step {} mean: kernel {:.1} %, memcpy {:.1} %, memset {:.1} %, comm {:.1} %, runtime {:.1} %, dataloader {:.1} %, cpu {:.1} %, other {:.1} %",
+            format_ms(b.mean_step_ns),
+            p.kernel, p.memcpy, p.memset, p.communication, p.runtime, p.dataloader, p.cpu_exec, p.other
+        );
+    }
+    if d.findings.is_empty() {
+        let _ = writeln!(
+            out,
+            "findings    none: no idle cause above the reporting thresholds"
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "findings    {} (largest estimated win first; wins are upper bounds)",
+        d.findings.len()
+    );
+    for (i, f) in d.findings.iter().take(TEXT_FINDINGS).enumerate() {
+        let _ = writeln!(out, "  {}. [{:?}] {}", i + 1, f.severity, f.title);
+        let cost = if f.estimated_win_ns > 0 {
+            format!(
+                "win up to {} per step ({:.1} %)",
+                format_ms(f.estimated_win_per_step_ns),
+                f.estimated_win_percent
+            )
+        } else {
+            format!(
+                "no GPU idle caused; frees {} of CPU per step",
+                format_ms(f.cpu_cost_per_step_ns.unwrap_or(0))
+            )
+        };
+        let _ = writeln!(out, "     {cost}; fix: {}", first_sentence(&f.advice));
+    }
+    if d.findings.len() > TEXT_FINDINGS {
+        let _ = writeln!(
+            out,
+            "  … {} more in --format json",
+            d.findings.len() - TEXT_FINDINGS
+        );
+    }
+}
+
+fn first_sentence(text: &str) -> &str {
+    match text.find(". ") {
+        Some(i) => &text[..=i],
+        None => text,
     }
 }

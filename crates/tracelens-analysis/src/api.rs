@@ -1,0 +1,178 @@
+//! What CUDA/HIP API and ATen op names mean: which calls block the host, which wait on
+//! streams, and which ops trigger a sync.
+
+/// A runtime/driver API name without version suffixes (`_v2`, `_v3020`, `_ptsz`, `_ptds`).
+pub fn normalize_api(name: &str) -> &str {
+    let mut n = name;
+    loop {
+        let before = n;
+        for suffix in ["_ptsz", "_ptds", "_spt"] {
+            if let Some(s) = n.strip_suffix(suffix) {
+                n = s;
+            }
+        }
+        if let Some(pos) = n.rfind("_v") {
+            if n[pos + 2..].chars().all(|c| c.is_ascii_digit()) && pos + 2 < n.len() {
+                n = &n[..pos];
+            }
+        }
+        if n == before {
+            return n;
+        }
+    }
+}
+
+/// How an API call blocks the calling CPU thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BlockingKind {
+    /// Waits for one stream (`cudaStreamSynchronize`).
+    StreamSync,
+    /// Waits for the whole device (`cudaDeviceSynchronize`, `torch.cuda.synchronize()`).
+    DeviceSync,
+    /// Waits for an event (`cudaEventSynchronize`).
+    EventSync,
+    /// A synchronous copy or fill (`cudaMemcpy`, `hipMemcpyWithStream`, `cudaMemset`).
+    BlockingCopy,
+    /// An "async" copy from or to pageable memory: CUDA syncs the stream first, so it blocks.
+    PageableAsyncCopy,
+}
+
+/// Whether `name` is an asynchronous copy API (`cudaMemcpyAsync`, `hipMemcpyAsync`, …).
+pub fn is_async_copy(name: &str) -> bool {
+    let n = normalize_api(name);
+    n.starts_with("cudaMemcpy") && n.contains("Async")
+        || n.starts_with("hipMemcpy") && n.contains("Async")
+        || n.starts_with("cuMemcpy") && n.contains("Async")
+}
+
+/// How API call `id` blocks the host, looking at the copy it launched for async copies.
+pub fn call_blocking_kind(
+    trace: &tracelens_model::Trace,
+    id: tracelens_model::SpanId,
+) -> Option<BlockingKind> {
+    let name = trace.name(id);
+    if let Some(kind) = blocking_kind(name) {
+        return Some(kind);
+    }
+    if is_async_copy(name) {
+        let pageable = trace
+            .launched_by(id)
+            .iter()
+            .any(|&op| trace.copy_info(op).is_some_and(|c| c.touches_pageable()));
+        if pageable {
+            return Some(BlockingKind::PageableAsyncCopy);
+        }
+    }
+    None
+}
+
+/// Whether `name` (raw API name) blocks the host until GPU work completes.
+pub fn blocking_kind(name: &str) -> Option<BlockingKind> {
+    Some(match normalize_api(name) {
+        "cudaStreamSynchronize" | "cuStreamSynchronize" | "hipStreamSynchronize" => {
+            BlockingKind::StreamSync
+        }
+        "cudaDeviceSynchronize"
+        | "cuCtxSynchronize"
+        | "hipDeviceSynchronize"
+        | "hipCtxSynchronize" => BlockingKind::DeviceSync,
+        "cudaEventSynchronize" | "cuEventSynchronize" | "hipEventSynchronize" => {
+            BlockingKind::EventSync
+        }
+        "cudaMemcpy"
+        | "cudaMemcpy2D"
+        | "cudaMemcpy3D"
+        | "cudaMemcpyToSymbol"
+        | "cudaMemcpyFromSymbol"
+        | "cudaMemset"
+        | "cudaMemset2D"
+        | "cuMemcpy"
+        | "cuMemcpyDtoH"
+        | "cuMemcpyHtoD"
+        | "cuMemcpyDtoD"
+        | "cuMemsetD8"
+        | "cuMemsetD32"
+        | "hipMemcpy"
+        | "hipMemcpyWithStream"
+        | "hipMemset"
+        | "hipMemcpyDtoH"
+        | "hipMemcpyHtoD" => BlockingKind::BlockingCopy,
+        _ => return None,
+    })
+}
+
+/// Whether `name` makes a stream wait for an event recorded on another stream (GPU-side
+/// wait, not a host sync).
+pub fn is_stream_wait(name: &str) -> bool {
+    matches!(
+        normalize_api(name),
+        "cudaStreamWaitEvent" | "cuStreamWaitEvent" | "hipStreamWaitEvent"
+    )
+}
+
+/// Whether a CPU range is a DataLoader (or DataPipe) fetch, as tb_plugin defines it.
+pub fn is_data_loader(name: &str) -> bool {
+    (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
+        || name.starts_with("enumerate(DataPipe)#")
+}
+
+/// ATen ops that copy between host and device (`.to()`, `.cpu()`, `.tolist()`, `.numpy()`).
+pub fn is_copy_op(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::copy_" | "aten::_to_copy" | "aten::to" | "aten::cpu" | "aten::_copy_from"
+    )
+}
+
+/// ATen ops whose output shape depends on data, so they read a count back from the GPU.
+pub fn is_data_dependent_op(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::nonzero"
+            | "aten::nonzero_numpy"
+            | "aten::masked_select"
+            | "aten::unique"
+            | "aten::_unique"
+            | "aten::_unique2"
+            | "aten::unique_dim"
+            | "aten::unique_consecutive"
+            | "aten::repeat_interleave"
+            | "aten::bincount"
+            | "aten::histc"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalizes_and_classifies_api_names() {
+        assert_eq!(
+            normalize_api("cudaMemcpy2DAsync_v3020"),
+            "cudaMemcpy2DAsync"
+        );
+        assert_eq!(
+            normalize_api("cudaStreamSynchronize_ptsz"),
+            "cudaStreamSynchronize"
+        );
+        assert_eq!(normalize_api("cuLaunchKernel"), "cuLaunchKernel");
+        assert_eq!(
+            blocking_kind("cudaDeviceSynchronize"),
+            Some(BlockingKind::DeviceSync)
+        );
+        assert_eq!(
+            blocking_kind("hipMemcpyWithStream"),
+            Some(BlockingKind::BlockingCopy)
+        );
+        assert_eq!(blocking_kind("cudaMemcpyAsync"), None);
+        assert_eq!(blocking_kind("cudaStreamQuery"), None);
+        assert!(is_stream_wait("hipStreamWaitEvent"));
+        assert!(is_data_loader(
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+        ));
+        assert!(!is_data_loader(
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__init__"
+        ));
+    }
+}

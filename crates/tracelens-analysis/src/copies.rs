@@ -1,0 +1,140 @@
+//! Host↔device copies: pageable versus pinned, how much of their GPU time is exposed (not
+//! overlapped by any kernel), how long they block the host, and pinned copies still followed
+//! by a blocking sync.
+
+use crate::intervals::union;
+use crate::syncs::{SyncCall, SyncTrigger};
+use serde::Serialize;
+use tracelens_model::{CopyDirection, Interval, MemoryKind, SpanKind, TimeNs, Trace};
+
+/// Totals for one class of copies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CopyStats {
+    /// Number of copies.
+    pub count: u64,
+    /// Bytes moved (where stated).
+    pub bytes: u64,
+    /// GPU time.
+    pub gpu_ns: TimeNs,
+    /// GPU time not overlapped by any kernel on the device.
+    pub exposed_ns: TimeNs,
+    /// Duration of the launching API calls (the host is blocked by pageable copies).
+    pub host_blocked_ns: TimeNs,
+}
+
+impl CopyStats {
+    fn add(&mut self, bytes: Option<u64>, gpu_ns: TimeNs, exposed_ns: TimeNs, host_ns: TimeNs) {
+        self.count += 1;
+        self.bytes += bytes.unwrap_or(0);
+        self.gpu_ns += gpu_ns;
+        self.exposed_ns += exposed_ns;
+        self.host_blocked_ns += host_ns;
+    }
+}
+
+/// All copies of a trace, classified.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CopyReport {
+    /// Host→device from pageable memory.
+    pub htod_pageable: CopyStats,
+    /// Device→host into pageable memory.
+    pub dtoh_pageable: CopyStats,
+    /// Host→device from pinned memory.
+    pub htod_pinned: CopyStats,
+    /// Device→host into pinned memory.
+    pub dtoh_pinned: CopyStats,
+    /// Host↔device where the tracer does not say pageable or pinned (ROCm).
+    pub host_kind_unknown: CopyStats,
+    /// Device→device and peer copies.
+    pub device_to_device: CopyStats,
+    /// Copies whose direction is not stated.
+    pub other: CopyStats,
+    /// Host→device copies on a stream that also runs kernels, exposed (serialized with compute).
+    pub htod_serialized_with_compute: u64,
+    /// Syncs right after a pinned copy: `pin_memory=True` without `non_blocking=True`.
+    pub pinned_copies_then_synced: u64,
+}
+
+impl CopyReport {
+    /// Pageable copies in both directions.
+    pub fn pageable(&self) -> CopyStats {
+        let (a, b) = (self.htod_pageable, self.dtoh_pageable);
+        CopyStats {
+            count: a.count + b.count,
+            bytes: a.bytes + b.bytes,
+            gpu_ns: a.gpu_ns + b.gpu_ns,
+            exposed_ns: a.exposed_ns + b.exposed_ns,
+            host_blocked_ns: a.host_blocked_ns + b.host_blocked_ns,
+        }
+    }
+}
+
+/// Classifies every memcpy of the trace.
+pub fn copy_report(trace: &Trace, syncs: &[SyncCall]) -> CopyReport {
+    let mut report = CopyReport::default();
+    for device in &trace.devices {
+        let mut kernels = Vec::new();
+        let mut kernel_streams = std::collections::BTreeSet::new();
+        for &lane in &device.lanes {
+            for id in trace.lane_span_ids(lane) {
+                let s = trace.span(id);
+                if s.kind == SpanKind::Kernel {
+                    kernels.push(s.interval());
+                    kernel_streams.insert(lane);
+                }
+            }
+        }
+        let busy = union(kernels);
+        for &lane in &device.lanes {
+            for id in trace.lane_span_ids(lane) {
+                let s = trace.span(id);
+                if s.kind != SpanKind::Memcpy {
+                    continue;
+                }
+                let info = trace.copy_info(id).copied().unwrap_or_default();
+                let exposed = s.dur_ns - overlap(&busy, s.interval());
+                let host_ns = trace.launch_of(id).map_or(0, |l| trace.span(l).dur_ns);
+                let slot = match (info.direction, info.src, info.dst) {
+                    (CopyDirection::HtoD, MemoryKind::Pageable, _) => &mut report.htod_pageable,
+                    (CopyDirection::DtoH, _, MemoryKind::Pageable) => &mut report.dtoh_pageable,
+                    (CopyDirection::HtoD, MemoryKind::Pinned, _) => &mut report.htod_pinned,
+                    (CopyDirection::DtoH, _, MemoryKind::Pinned) => &mut report.dtoh_pinned,
+                    (CopyDirection::HtoD | CopyDirection::DtoH, _, _) => {
+                        &mut report.host_kind_unknown
+                    }
+                    (CopyDirection::DtoD | CopyDirection::PtoP, _, _) => {
+                        &mut report.device_to_device
+                    }
+                    _ => &mut report.other,
+                };
+                slot.add(info.bytes, s.dur_ns, exposed, host_ns);
+                if info.direction == CopyDirection::HtoD
+                    && exposed > 0
+                    && kernel_streams.contains(&lane)
+                {
+                    report.htod_serialized_with_compute += 1;
+                }
+            }
+        }
+    }
+    report.pinned_copies_then_synced = syncs
+        .iter()
+        .filter(|c| c.trigger == SyncTrigger::SyncCopy)
+        .filter(|c| {
+            c.copy
+                .is_some_and(|k| k.src == MemoryKind::Pinned || k.dst == MemoryKind::Pinned)
+        })
+        .count() as u64;
+    report
+}
+
+/// Time of `iv` covered by sorted disjoint `busy`.
+fn overlap(busy: &[Interval], iv: Interval) -> TimeNs {
+    let first = busy.partition_point(|b| b.end_ns <= iv.start_ns);
+    busy[first..]
+        .iter()
+        .take_while(|b| b.start_ns < iv.end_ns)
+        .filter_map(|b| b.clip(iv))
+        .map(|c| c.dur_ns())
+        .sum()
+}

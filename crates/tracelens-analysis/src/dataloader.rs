@@ -1,0 +1,144 @@
+//! DataLoader waits: time in the iterator's `__next__` per step, its share of the step, the
+//! GPU idle it caused, and which iterator (single- or multi-process) was used.
+
+use crate::api::is_data_loader;
+use crate::idle::{DeviceIdle, IdleCause};
+use crate::intervals::{total_ns, union};
+use serde::Serialize;
+use tracelens_model::{Interval, SpanKind, TimeNs, Trace};
+
+/// Which DataLoader iterator the trace shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IteratorKind {
+    /// `_SingleProcessDataLoaderIter`: `num_workers=0`, loading runs on the training thread.
+    SingleProcess,
+    /// `_MultiProcessingDataLoaderIter`: worker processes; the main thread waits for batches.
+    MultiProcess,
+    /// A DataPipe.
+    DataPipe,
+    /// Another iterator name.
+    Other,
+}
+
+/// One step's loading.
+#[derive(Clone, Debug, Serialize)]
+pub struct StepLoading {
+    /// Step number.
+    pub step: i64,
+    /// CPU step duration.
+    pub step_ns: TimeNs,
+    /// Time inside `__next__` during the step.
+    pub next_ns: TimeNs,
+    /// `next_ns / step_ns` in percent.
+    pub share_percent: f64,
+    /// GPU idle attributed to data loading in the step.
+    pub gpu_idle_ns: TimeNs,
+}
+
+/// The DataLoader over the whole trace.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DataLoaderReport {
+    /// Iterator kind, when any `__next__` range is present.
+    pub iterator: Option<IteratorKind>,
+    /// Number of `__next__` calls.
+    pub calls: u64,
+    /// Time in `__next__` inside steps (or overall when there are no steps).
+    pub next_ns: TimeNs,
+    /// Total CPU step time (0 without steps).
+    pub step_ns: TimeNs,
+    /// `next_ns / step_ns` in percent (tb_plugin's DataLoader share).
+    pub share_percent: f64,
+    /// GPU idle attributed to data loading (the device with the most).
+    pub gpu_idle_ns: TimeNs,
+    /// Per step.
+    pub per_step: Vec<StepLoading>,
+}
+
+/// Analyses the DataLoader ranges.
+pub fn data_loader_report(trace: &Trace, idle: &[DeviceIdle]) -> DataLoaderReport {
+    let mut ranges = Vec::new();
+    let mut iterator = None;
+    for s in &trace.spans {
+        if !matches!(s.kind, SpanKind::CpuOp | SpanKind::UserAnnotation) {
+            continue;
+        }
+        let name = trace.names.get(s.name);
+        if !is_data_loader(name) {
+            continue;
+        }
+        ranges.push(s.interval());
+        let kind = if name.contains("_SingleProcessDataLoaderIter") {
+            IteratorKind::SingleProcess
+        } else if name.contains("_MultiProcessingDataLoaderIter") {
+            IteratorKind::MultiProcess
+        } else if name.starts_with("enumerate(DataPipe)") {
+            IteratorKind::DataPipe
+        } else {
+            IteratorKind::Other
+        };
+        // Single-process wins: it is the one to fix.
+        iterator = Some(match (iterator, kind) {
+            (Some(IteratorKind::SingleProcess), _) => IteratorKind::SingleProcess,
+            _ => kind,
+        });
+    }
+    let calls = ranges.len() as u64;
+    let merged = union(ranges);
+    let idle_dev = idle.iter().max_by_key(|d| {
+        d.by_cause
+            .get(&IdleCause::DataLoading)
+            .copied()
+            .unwrap_or(0)
+    });
+    let mut per_step = Vec::new();
+    for step in &trace.steps {
+        let Some(w) = step.cpu else { continue };
+        let next_ns = total_ns(
+            &merged
+                .iter()
+                .filter_map(|r| r.clip(w))
+                .collect::<Vec<Interval>>(),
+        );
+        let gpu_idle_ns = idle_dev.map_or(0, |d| {
+            d.segments
+                .iter()
+                .filter(|s| s.cause == IdleCause::DataLoading && s.step == Some(step.number))
+                .map(|s| s.interval.dur_ns())
+                .sum()
+        });
+        per_step.push(StepLoading {
+            step: step.number,
+            step_ns: w.dur_ns(),
+            next_ns,
+            share_percent: percent(next_ns, w.dur_ns()),
+            gpu_idle_ns,
+        });
+    }
+    let (next_ns, step_ns) = if per_step.is_empty() {
+        (total_ns(&merged), 0)
+    } else {
+        (
+            per_step.iter().map(|s| s.next_ns).sum(),
+            per_step.iter().map(|s| s.step_ns).sum(),
+        )
+    };
+    DataLoaderReport {
+        iterator,
+        calls,
+        next_ns,
+        step_ns,
+        share_percent: percent(next_ns, step_ns),
+        gpu_idle_ns: idle_dev.map_or(0, |d| d.by_cause[&IdleCause::DataLoading]),
+        per_step,
+    }
+}
+
+/// `part / whole` in percent, 0 for an empty whole.
+pub fn percent(part: TimeNs, whole: TimeNs) -> f64 {
+    if whole > 0 {
+        part as f64 * 100.0 / whole as f64
+    } else {
+        0.0
+    }
+}

@@ -1,0 +1,284 @@
+//! Host-blocking calls (implicit and explicit syncs): what triggered each, where in the
+//! Python code, how long the CPU was blocked and how much GPU idle it caused.
+
+use crate::api::{
+    call_blocking_kind, is_copy_op, is_data_dependent_op, normalize_api, BlockingKind,
+};
+use crate::idle::{DeviceIdle, IdleCause};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use tracelens_model::{
+    profiler_step_number, CopyInfo, Interval, MemoryKind, PyFrame, SpanId, SpanKind, TimeNs, Trace,
+};
+
+/// What made the host wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncTrigger {
+    /// `tensor.item()` / `float(t)` / `int(t)` (`aten::item`, `aten::_local_scalar_dense`).
+    Item,
+    /// `if tensor:` / `bool(t)` (`aten::is_nonzero`).
+    TensorTruthValue,
+    /// Synchronous `.to()` / `.cpu()` / `.tolist()` / `.numpy()` (`aten::to` › `aten::copy_`).
+    SyncCopy,
+    /// Data-dependent output shape (`nonzero`, boolean masks, `unique`, `masked_select`).
+    DataDependentShape,
+    /// `torch.cuda.synchronize()` (device sync with no enclosing op).
+    DeviceSynchronize,
+    /// `stream.synchronize()` or a stream sync under another op.
+    StreamSynchronize,
+    /// `event.synchronize()`.
+    EventSynchronize,
+    /// A blocking copy or fill API called directly (extensions, `cudaMemcpy`).
+    BlockingCopyApi,
+    /// The profiler's own start/stop `cudaDeviceSynchronize` (ignored).
+    ProfilerInjected,
+}
+
+impl SyncTrigger {
+    /// What the user wrote, in words.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SyncTrigger::Item => ".item()",
+            SyncTrigger::TensorTruthValue => "tensor truth value (if tensor: / bool(t))",
+            SyncTrigger::SyncCopy => "synchronous .to()/.cpu()/.tolist()",
+            SyncTrigger::DataDependentShape => "data-dependent shape (nonzero/mask/unique)",
+            SyncTrigger::DeviceSynchronize => "torch.cuda.synchronize()",
+            SyncTrigger::StreamSynchronize => "stream synchronize",
+            SyncTrigger::EventSynchronize => "event synchronize",
+            SyncTrigger::BlockingCopyApi => "blocking copy/fill API",
+            SyncTrigger::ProfilerInjected => "profiler start/stop sync",
+        }
+    }
+}
+
+/// One host-blocking call.
+#[derive(Clone, Debug)]
+pub struct SyncCall {
+    /// The API call.
+    pub span: SpanId,
+    /// Normalized API name.
+    pub api: String,
+    /// What triggered it.
+    pub trigger: SyncTrigger,
+    /// Enclosing ops, innermost first (at most 6).
+    pub op_chain: Vec<String>,
+    /// The first Python frame outside torch and site-packages.
+    pub call_site: Option<PyFrame>,
+    /// The copy involved, for copy triggers.
+    pub copy: Option<CopyInfo>,
+    /// The innermost enclosing op: several blocking calls under one op (a pageable copy and
+    /// its stream sync) are one sync of the user's code.
+    pub trigger_op: Option<SpanId>,
+    /// Time the CPU thread was blocked (the call's duration).
+    pub blocked_ns: TimeNs,
+    /// GPU idle charged to this call by the idle attribution (`sync_drain`).
+    pub gpu_idle_ns: TimeNs,
+}
+
+/// Syncs grouped by (trigger, call site).
+#[derive(Clone, Debug, Serialize)]
+pub struct SyncSite {
+    /// What triggered them.
+    pub trigger: SyncTrigger,
+    /// `file:line function`, when the trace has Python stacks.
+    pub call_site: Option<String>,
+    /// API names seen.
+    pub apis: Vec<String>,
+    /// Innermost op chain of the first call (`aten::is_nonzero › aten::item › …`).
+    pub op_chain: Vec<String>,
+    /// Number of syncs in the user's code (blocking calls under one op count once).
+    pub count: u64,
+    /// Number of blocking API calls.
+    pub api_calls: u64,
+    /// Calls per profiled step (count / steps; count when there are no steps).
+    pub per_step: f64,
+    /// Total host-blocked time.
+    pub blocked_ns: TimeNs,
+    /// Total GPU idle caused.
+    pub gpu_idle_ns: TimeNs,
+    /// Host memory kind of the copies involved, for copy triggers (`Pageable`, `Pinned`, …).
+    pub host_memory: Option<MemoryKind>,
+    /// Up to five example calls.
+    #[serde(skip)]
+    pub examples: Vec<SpanId>,
+    /// Time ranges of up to five example calls.
+    pub example_ranges: Vec<Interval>,
+}
+
+/// Every host-blocking call of a trace.
+pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle]) -> Vec<SyncCall> {
+    let mut idle_by_sync: FxHashMap<SpanId, TimeNs> = FxHashMap::default();
+    for d in idle {
+        for seg in &d.segments {
+            if let (IdleCause::SyncDrain, Some(s)) = (seg.cause, seg.sync) {
+                *idle_by_sync.entry(s).or_default() += seg.interval.dur_ns();
+            }
+        }
+    }
+    let cpu_steps: Vec<Interval> = trace.steps.iter().filter_map(|s| s.cpu).collect();
+    let mut calls = Vec::new();
+    for (i, s) in trace.spans.iter().enumerate() {
+        if !s.kind.is_api_call() {
+            continue;
+        }
+        let raw = trace.names.get(s.name);
+        let id = SpanId(i as u32);
+        let Some(kind) = call_blocking_kind(trace, id) else {
+            continue;
+        };
+        let ops: Vec<SpanId> = trace
+            .ancestors(id)
+            .filter(|&a| {
+                matches!(
+                    trace.span(a).kind,
+                    SpanKind::CpuOp | SpanKind::UserAnnotation
+                ) && profiler_step_number(trace.name(a)).is_none()
+            })
+            .collect();
+        let op_names: Vec<&str> = ops.iter().map(|&o| trace.name(o)).collect();
+        let mut copy = None;
+        let trigger = if op_names.contains(&"aten::is_nonzero") {
+            SyncTrigger::TensorTruthValue
+        } else if op_names
+            .iter()
+            .any(|n| matches!(*n, "aten::item" | "aten::_local_scalar_dense"))
+        {
+            SyncTrigger::Item
+        } else if op_names.iter().any(|n| is_data_dependent_op(n)) {
+            SyncTrigger::DataDependentShape
+        } else if let Some(&op) = ops.iter().find(|&&o| is_copy_op(trace.name(o))) {
+            copy = copy_under(trace, op);
+            SyncTrigger::SyncCopy
+        } else {
+            match kind {
+                BlockingKind::DeviceSync if ops.is_empty() => {
+                    let inside_steps = cpu_steps
+                        .iter()
+                        .any(|w| w.start_ns <= s.start_ns && s.end_ns() <= w.end_ns);
+                    let from_user = trace.python_stack(id).iter().any(|f| !f.is_library());
+                    if !cpu_steps.is_empty() && !inside_steps && !from_user {
+                        SyncTrigger::ProfilerInjected
+                    } else {
+                        SyncTrigger::DeviceSynchronize
+                    }
+                }
+                BlockingKind::DeviceSync | BlockingKind::StreamSync => {
+                    SyncTrigger::StreamSynchronize
+                }
+                BlockingKind::EventSync => SyncTrigger::EventSynchronize,
+                BlockingKind::BlockingCopy | BlockingKind::PageableAsyncCopy => {
+                    SyncTrigger::BlockingCopyApi
+                }
+            }
+        };
+        if copy.is_none()
+            && matches!(
+                kind,
+                BlockingKind::BlockingCopy | BlockingKind::PageableAsyncCopy
+            )
+        {
+            copy = trace
+                .launched_by(id)
+                .first()
+                .and_then(|&g| trace.copy_info(g))
+                .or_else(|| trace.copy_info(id))
+                .copied();
+        }
+        calls.push(SyncCall {
+            span: id,
+            api: normalize_api(raw).to_string(),
+            trigger,
+            op_chain: op_names.iter().take(6).map(|n| n.to_string()).collect(),
+            call_site: trace.python_stack(id).into_iter().find(|f| !f.is_library()),
+            copy,
+            trigger_op: ops.first().copied(),
+            blocked_ns: s.dur_ns,
+            gpu_idle_ns: idle_by_sync.get(&id).copied().unwrap_or(0),
+        });
+    }
+    calls
+}
+
+/// The copy launched under `op` (by any API call inside it), if any.
+fn copy_under(trace: &Trace, op: SpanId) -> Option<CopyInfo> {
+    let o = trace.span(op);
+    let lane = trace.lane(o.lane).spans.clone();
+    let from = op.0 + 1;
+    (from..lane.end)
+        .map(SpanId)
+        .take_while(|&s| trace.span(s).start_ns < o.end_ns())
+        .filter(|&s| trace.span(s).kind.is_api_call())
+        .flat_map(|s| trace.launched_by(s))
+        .find_map(|g| trace.copy_info(g).copied())
+}
+
+/// Groups calls by (trigger, call site), largest GPU idle first, then largest blocked time.
+pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<SyncSite> {
+    let mut sites: Vec<SyncSite> = Vec::new();
+    let mut index: FxHashMap<(SyncTrigger, Option<String>), usize> = FxHashMap::default();
+    let mut seen_ops = rustc_hash::FxHashSet::default();
+    for c in calls {
+        let site = c
+            .call_site
+            .as_ref()
+            .map(|f| format!("{}:{} {}", f.file, f.line, f.function));
+        let key = (c.trigger, site.clone());
+        let i = *index.entry(key).or_insert_with(|| {
+            sites.push(SyncSite {
+                trigger: c.trigger,
+                call_site: site,
+                apis: Vec::new(),
+                op_chain: c.op_chain.clone(),
+                count: 0,
+                api_calls: 0,
+                per_step: 0.0,
+                blocked_ns: 0,
+                gpu_idle_ns: 0,
+                host_memory: None,
+                examples: Vec::new(),
+                example_ranges: Vec::new(),
+            });
+            sites.len() - 1
+        });
+        let s = &mut sites[i];
+        s.api_calls += 1;
+        if c.trigger_op.is_none_or(|op| seen_ops.insert(op)) {
+            s.count += 1;
+        }
+        s.blocked_ns += c.blocked_ns;
+        s.gpu_idle_ns += c.gpu_idle_ns;
+        if !s.apis.contains(&c.api) {
+            s.apis.push(c.api.clone());
+        }
+        if let Some(copy) = c.copy {
+            let host = if matches!(copy.src, MemoryKind::Device) {
+                copy.dst
+            } else {
+                copy.src
+            };
+            if host != MemoryKind::Device && host != MemoryKind::Unknown {
+                s.host_memory = Some(match s.host_memory {
+                    Some(MemoryKind::Pageable) => MemoryKind::Pageable,
+                    _ => host,
+                });
+            }
+        }
+        if s.examples.len() < 5 {
+            s.examples.push(c.span);
+            s.example_ranges.push(trace.span(c.span).interval());
+        }
+    }
+    for s in &mut sites {
+        s.apis.sort();
+        s.per_step = s.count as f64 / steps.max(1) as f64;
+    }
+    sites.sort_by(|a, b| {
+        b.gpu_idle_ns
+            .cmp(&a.gpu_idle_ns)
+            .then(b.blocked_ns.cmp(&a.blocked_ns))
+            .then(a.trigger.cmp(&b.trigger))
+            .then(a.call_site.cmp(&b.call_site))
+    });
+    sites
+}
