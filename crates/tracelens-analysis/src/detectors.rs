@@ -76,8 +76,8 @@ pub fn all_detectors() -> Vec<Box<dyn Detector>> {
 /// Share of step time in the DataLoader, or of GPU idle it causes, above which it is a finding
 /// (tb_plugin's threshold for its DataLoader recommendation).
 pub const DATA_LOADER_SHARE_PERCENT: f64 = 5.0;
-/// A sync that blocks the host at least this share of step time is a finding even when the
-/// GPU stayed busy (its CPU thread could not run ahead).
+/// A sync that recurs every step and blocks the host at least this share of step time is a
+/// finding even when the GPU stayed busy (its CPU thread cannot run ahead).
 pub const HOST_BLOCKED_FINDING_PERCENT: f64 = 1.0;
 /// Syncs, launch stretches and host compute below this share of step time are details.
 pub const MIN_FINDING_PERCENT: f64 = 0.5;
@@ -170,8 +170,12 @@ impl Detector for ImplicitSyncs {
             let (win, per_step, share, severity) = cx.win(site.gpu_idle_ns);
             // A sync that neither idles the GPU nor blocks the host noticeably is a detail.
             let blocked_share = percent(site.blocked_ns, cx.analysed_ns);
-            let costly = site.gpu_idle_ns > 0 && (share >= MIN_FINDING_PERCENT || out.len() < 3);
-            if !costly && blocked_share < HOST_BLOCKED_FINDING_PERCENT {
+            let costly = site.gpu_idle_ns > 0 && share >= MIN_FINDING_PERCENT;
+            // Blocking alone matters when it recurs every step: a one-off wait of a CPU that ran
+            // ahead (a final loss read) costs nothing.
+            let blocks_every_step =
+                site.per_step >= 1.0 && blocked_share >= HOST_BLOCKED_FINDING_PERCENT;
+            if !costly && !blocks_every_step {
                 continue;
             }
             let where_ = site
@@ -182,20 +186,20 @@ impl Detector for ImplicitSyncs {
             let blocked_per_step = format_ms(site.blocked_ns / cx.steps.max(1) as TimeNs);
             let title = if site.gpu_idle_ns > 0 {
                 format!(
-                    "{}{} ({} calls) blocks the CPU {} per step and leaves the GPU idle {} per step ({:.1} %)",
+                    "{}{} ({}) blocks the CPU {} per step and leaves the GPU idle {} per step ({:.1} %)",
                     site.trigger.describe(),
                     where_,
-                    site.count,
+                    plural(site.count, "call"),
                     blocked_per_step,
                     format_ms(per_step),
                     share
                 )
             } else {
                 format!(
-                    "{}{} ({} calls) blocks the CPU {} per step ({:.1} % of step time); the GPU stayed busy meanwhile",
+                    "{}{} ({}) blocks the CPU {} per step ({:.1} % of step time); the GPU stayed busy meanwhile",
                     site.trigger.describe(),
                     where_,
-                    site.count,
+                    plural(site.count, "call"),
                     blocked_per_step,
                     blocked_share
                 )
@@ -430,5 +434,14 @@ impl Detector for HostCompute {
             snippet: "opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)".into(),
             confidence: Confidence::Medium,
         }]
+    }
+}
+
+/// `1 call`, `2 calls`.
+fn plural(n: u64, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
     }
 }

@@ -1,0 +1,375 @@
+//! A tiny training-loop simulator that writes Kineto traces with known problems.
+//!
+//! It keeps a CPU clock and a GPU clock: launches are queued behind earlier GPU work, blocking
+//! calls wait until the queue drains, and every event is written the way PyTorch 2.4+ writes
+//! it (float µs, `ac2g` flows, `python_function` frames, `ProfilerStep#N` on both sides).
+
+use std::fmt::Write;
+
+/// How each step gets its batch.
+#[derive(Clone, Copy, Debug)]
+pub enum Loader {
+    /// No DataLoader range.
+    None,
+    /// `num_workers=0`: loading takes this many µs on the training thread.
+    SingleProcess(f64),
+    /// Worker processes: the main thread waits this many µs for a batch.
+    MultiProcess(f64),
+}
+
+/// How the input reaches the GPU.
+#[derive(Clone, Copy, Debug)]
+pub enum InputCopy {
+    /// No input copy.
+    None,
+    /// `.to(device)` from pageable memory: the call blocks until the queue drains.
+    PageableSync,
+    /// `pin_memory=True` + `.to(device, non_blocking=True)`.
+    PinnedNonBlocking,
+}
+
+/// One simulated training run.
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    /// Profiled steps.
+    pub steps: usize,
+    /// Batch loading.
+    pub loader: Loader,
+    /// Input copy.
+    pub input_copy: InputCopy,
+    /// `loss.item()` every this many steps (at the end of the step); `None` for never.
+    pub item_every: Option<usize>,
+    /// `torch.cuda.synchronize()` at the end of every step, followed by CPU bookkeeping.
+    pub device_sync_every_step: bool,
+    /// Forward kernels per step.
+    pub kernels: usize,
+    /// Kernel duration, µs.
+    pub kernel_us: f64,
+    /// Launch call duration, µs.
+    pub launch_us: f64,
+    /// CPU time of each op around its launch, µs.
+    pub op_cpu_us: f64,
+    /// Forward pass replayed as one CUDA graph, of which only every `n`-th kernel is recorded.
+    pub graph_replay_recorded_every: Option<usize>,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Scenario {
+            steps: 6,
+            loader: Loader::None,
+            input_copy: InputCopy::None,
+            item_every: None,
+            device_sync_every_step: false,
+            kernels: 40,
+            kernel_us: 200.0,
+            launch_us: 6.0,
+            op_cpu_us: 15.0,
+            graph_replay_recorded_every: None,
+        }
+    }
+}
+
+struct Sim {
+    out: String,
+    first: bool,
+    t: i64,
+    gpu_free: i64,
+    corr: u64,
+}
+
+const PID: u32 = 4242;
+
+fn us(ns: i64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+fn ns(us: f64) -> i64 {
+    (us * 1000.0).round() as i64
+}
+
+impl Sim {
+    fn ev(&mut self, text: String) {
+        if !self.first {
+            self.out.push_str(",\n");
+        }
+        self.first = false;
+        self.out.push_str("  ");
+        self.out.push_str(&text);
+    }
+
+    fn cpu(&mut self, cat: &str, name: &str, start: i64, end: i64) {
+        self.ev(format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {PID}, "tid": {PID}, "ts": {}, "dur": {}}}"#,
+            us(start),
+            us(end - start)
+        ));
+    }
+
+    /// A runtime call at `start` lasting `dur`, launching `gpu` ops `(name, cat, start, dur, extra args)`.
+    fn launch(&mut self, api: &str, start: i64, dur: i64, gpu: &[(&str, &str, i64, i64, &str)]) {
+        self.corr += 1;
+        let c = self.corr;
+        self.ev(format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "{api}", "pid": {PID}, "tid": {PID}, "ts": {}, "dur": {}, "args": {{"correlation": {c}}}}}"#,
+            us(start),
+            us(dur)
+        ));
+        if !gpu.is_empty() {
+            self.ev(format!(
+                r#"{{"ph": "s", "id": {c}, "pid": {PID}, "tid": {PID}, "ts": {}, "cat": "ac2g", "name": "ac2g"}}"#,
+                us(start)
+            ));
+        }
+        for &(name, cat, s, d, extra) in gpu {
+            self.ev(format!(
+                r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 0, "tid": 7, "ts": {}, "dur": {}, "args": {{"device": 0, "stream": 7, "correlation": {c}{extra}}}}}"#,
+                us(s),
+                us(d)
+            ));
+            self.ev(format!(
+                r#"{{"ph": "f", "id": {c}, "pid": 0, "tid": 7, "ts": {}, "cat": "ac2g", "name": "ac2g", "bp": "e"}}"#,
+                us(s)
+            ));
+        }
+    }
+
+    /// An op with one kernel launch; returns nothing, advances the clocks.
+    fn op_with_kernel(&mut self, op: &str, kernel: &str, sc: &Scenario) {
+        let start = self.t;
+        let launch_at = start + ns(sc.op_cpu_us / 2.0);
+        let launch_dur = ns(sc.launch_us);
+        let k_start = (launch_at + launch_dur + 2_000).max(self.gpu_free);
+        let k_dur = ns(sc.kernel_us);
+        self.launch(
+            "cudaLaunchKernel",
+            launch_at,
+            launch_dur,
+            &[(kernel, "kernel", k_start, k_dur, "")],
+        );
+        self.gpu_free = k_start + k_dur;
+        let end = launch_at + launch_dur + ns(sc.op_cpu_us / 2.0);
+        self.cpu("cpu_op", op, start, end);
+        self.t = end + 2_000;
+    }
+
+    /// A blocking call that returns when the GPU queue has drained.
+    fn blocking(&mut self, api: &str, gpu: &[(&str, &str, i64, &str)]) {
+        let start = self.t;
+        let mut ops = Vec::new();
+        let mut free = self.gpu_free;
+        for &(name, cat, dur, extra) in gpu {
+            let s = (start + 5_000).max(free);
+            ops.push((name, cat, s, dur, extra));
+            free = s + dur;
+        }
+        self.gpu_free = free;
+        let end = free.max(start + 2_000) + 3_000;
+        self.launch(api, start, end - start, &ops);
+        self.t = end + 1_000;
+    }
+}
+
+/// Writes the trace of `sc`.
+pub fn generate(sc: &Scenario) -> String {
+    let mut sim = Sim {
+        out: String::new(),
+        first: true,
+        t: 1_000_000,
+        gpu_free: 1_000_000,
+        corr: 0,
+    };
+    for step in 0..sc.steps {
+        let step_start = sim.t;
+        let gpu_first = sim.gpu_free.max(step_start);
+        // optimizer.zero_grad() and Python bookkeeping: CPU only.
+        let zero_start = sim.t;
+        sim.t += ns(300.0);
+        sim.cpu(
+            "user_annotation",
+            "Optimizer.zero_grad#SGD.zero_grad",
+            zero_start,
+            sim.t,
+        );
+        sim.t += 2_000;
+        match sc.loader {
+            Loader::None => {}
+            Loader::SingleProcess(d) | Loader::MultiProcess(d) => {
+                let iter = if matches!(sc.loader, Loader::SingleProcess(_)) {
+                    "_SingleProcessDataLoaderIter"
+                } else {
+                    "_MultiProcessingDataLoaderIter"
+                };
+                let end = sim.t + ns(d);
+                sim.cpu(
+                    "python_function",
+                    "torch/utils/data/dataloader.py(733): __next__",
+                    sim.t,
+                    end,
+                );
+                sim.cpu(
+                    "user_annotation",
+                    &format!("enumerate(DataLoader)#{iter}.__next__"),
+                    sim.t,
+                    end,
+                );
+                sim.t = end + 2_000;
+            }
+        }
+        match sc.input_copy {
+            InputCopy::None => {}
+            InputCopy::PageableSync | InputCopy::PinnedNonBlocking => {
+                let pageable = matches!(sc.input_copy, InputCopy::PageableSync);
+                let op_start = sim.t;
+                sim.t += 3_000;
+                let name = if pageable {
+                    "Memcpy HtoD (Pageable -> Device)"
+                } else {
+                    "Memcpy HtoD (Pinned -> Device)"
+                };
+                let extra = r#", "bytes": 12582912"#;
+                if pageable {
+                    sim.blocking("cudaMemcpyAsync", &[(name, "gpu_memcpy", 250_000, extra)]);
+                    sim.blocking("cudaStreamSynchronize", &[]);
+                } else {
+                    let at = sim.t;
+                    let s = (at + 10_000).max(sim.gpu_free);
+                    sim.launch(
+                        "cudaMemcpyAsync",
+                        at,
+                        8_000,
+                        &[(name, "gpu_memcpy", s, 250_000, extra)],
+                    );
+                    sim.gpu_free = s + 250_000;
+                    sim.t = at + 10_000;
+                }
+                let end = sim.t;
+                for op in ["aten::to", "aten::_to_copy", "aten::copy_"] {
+                    sim.cpu("cpu_op", op, op_start, end);
+                }
+                sim.cpu("python_function", "train.py(44): train_step", op_start, end);
+                sim.t = end + 2_000;
+            }
+        }
+        // Forward and backward.
+        match sc.graph_replay_recorded_every {
+            None => {
+                for k in 0..sc.kernels {
+                    let op = ["aten::linear", "aten::relu", "aten::add"][k % 3];
+                    sim.op_with_kernel(op, "sm90_xmma_gemm_bf16_kernel", sc);
+                }
+            }
+            Some(every) => {
+                let at = sim.t;
+                let k_dur = ns(sc.kernel_us);
+                let first = (at + 25_000).max(sim.gpu_free);
+                let mut ops = Vec::new();
+                for k in 0..sc.kernels {
+                    if k % every == 0 {
+                        ops.push((
+                            "graph_kernel",
+                            "kernel",
+                            first + k as i64 * k_dur,
+                            k_dur,
+                            "",
+                        ));
+                    }
+                }
+                sim.launch("cudaGraphLaunch", at, 20_000, &ops);
+                sim.cpu("cpu_op", "CUDAGraph.replay", at - 1_000, at + 21_000);
+                sim.gpu_free = first + sc.kernels as i64 * k_dur;
+                sim.t = at + 23_000;
+            }
+        }
+        // Optimizer: CPU bookkeeping, then a few kernels.
+        let opt_start = sim.t;
+        sim.t += ns(400.0);
+        for _ in 0..3 {
+            sim.op_with_kernel("aten::_foreach_add_", "multi_tensor_apply_kernel", sc);
+        }
+        sim.cpu(
+            "user_annotation",
+            "Optimizer.step#SGD.step",
+            opt_start,
+            sim.t,
+        );
+        if sc.item_every.is_some_and(|n| step % n == n - 1) {
+            // total_loss += loss.item(): an async copy into pinned memory, then a stream sync.
+            let start = sim.t;
+            let at = start + 2_000;
+            let s = (at + 5_000).max(sim.gpu_free);
+            sim.launch(
+                "cudaMemcpyAsync",
+                at,
+                6_000,
+                &[(
+                    "Memcpy DtoH (Device -> Pinned)",
+                    "gpu_memcpy",
+                    s,
+                    2_000,
+                    r#", "bytes": 4"#,
+                )],
+            );
+            sim.gpu_free = s + 2_000;
+            sim.t = at + 7_000;
+            sim.blocking("cudaStreamSynchronize", &[]);
+            let end = sim.t;
+            sim.cpu("cpu_op", "aten::item", start, end);
+            sim.cpu(
+                "cpu_op",
+                "aten::_local_scalar_dense",
+                start + 1_000,
+                end - 500,
+            );
+            sim.cpu(
+                "python_function",
+                "train.py(52): log_loss",
+                start - 1_000,
+                end + 500,
+            );
+            sim.t = end + 2_000;
+        }
+        if sc.device_sync_every_step {
+            let start = sim.t;
+            sim.blocking("cudaDeviceSynchronize", &[]);
+            sim.cpu(
+                "python_function",
+                "train.py(61): train_step",
+                start - 500,
+                sim.t,
+            );
+            // Logging after the sync: the GPU has nothing queued meanwhile.
+            let log_start = sim.t;
+            sim.t += ns(600.0);
+            sim.cpu("cpu_op", "aten::to", log_start, sim.t);
+        }
+        sim.cpu(
+            "user_annotation",
+            &format!("ProfilerStep#{step}"),
+            step_start,
+            sim.t,
+        );
+        sim.cpu(
+            "python_function",
+            "train.py(40): train_step",
+            step_start,
+            sim.t,
+        );
+        sim.ev(format!(
+            r#"{{"ph": "X", "cat": "gpu_user_annotation", "name": "ProfilerStep#{step}", "pid": 0, "tid": 7, "ts": {}, "dur": {}}}"#,
+            us(gpu_first),
+            us(sim.gpu_free.max(gpu_first) - gpu_first)
+        ));
+        sim.t += 5_000;
+    }
+    sim.ev(format!(r#"{{"name": "process_name", "ph": "M", "ts": 0, "pid": {PID}, "tid": 0, "args": {{"name": "python3"}}}}"#));
+    sim.ev(format!(r#"{{"name": "thread_name", "ph": "M", "ts": 0, "pid": {PID}, "tid": {PID}, "args": {{"name": "thread {PID} (python3)"}}}}"#));
+    sim.ev(r#"{"name": "thread_name", "ph": "M", "ts": 0, "pid": 0, "tid": 7, "args": {"name": "stream 7 "}}"#.to_string());
+    let mut doc = String::new();
+    let _ = write!(
+        doc,
+        "{{\n \"schemaVersion\": 1,\n \"deviceProperties\": [{{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", \"computeMajor\": 9, \"computeMinor\": 0, \"numSms\": 132}}],\n \"with_stack\": 1,\n \"baseTimeNanoseconds\": 1767189312000000000,\n \"traceEvents\": [\n{}\n ],\n \"traceName\": \"scenario\"\n}}\n",
+        sim.out
+    );
+    doc
+}
