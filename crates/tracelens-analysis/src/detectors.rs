@@ -26,9 +26,29 @@ pub struct Context<'a> {
     pub steps: usize,
     /// The analysed GPU time (the longest device extent), the denominator of shares.
     pub analysed_ns: TimeNs,
+    /// Whether the trace has `ProfilerStep#N` ranges (else "per step" means the whole trace).
+    pub has_steps: bool,
 }
 
 impl Context<'_> {
+    /// "per step", or "in the trace" when there are no steps.
+    fn per(&self) -> &'static str {
+        if self.has_steps {
+            "per step"
+        } else {
+            "in the trace"
+        }
+    }
+
+    /// "step time", or "profiled time" when there are no steps.
+    fn step_time(&self) -> &'static str {
+        if self.has_steps {
+            "step time"
+        } else {
+            "profiled time"
+        }
+    }
+
     /// Builds a finding's win fields from a total over the window.
     fn win(&self, ns: TimeNs) -> (TimeNs, TimeNs, f64, Severity) {
         let share = percent(ns, self.analysed_ns);
@@ -101,9 +121,11 @@ impl Detector for DataLoaderStall {
         }
         let single = dl.iterator == Some(IteratorKind::SingleProcess);
         let title = format!(
-            "{:.0} % of step time the GPU waits for the DataLoader ({} per step){}",
+            "{:.0} % of {} the GPU waits for the DataLoader ({} {}){}",
             share,
+            cx.step_time(),
             format_ms(per_step),
+            cx.per(),
             if single {
                 " on a single-process iterator (num_workers=0)"
             } else {
@@ -186,22 +208,25 @@ impl Detector for ImplicitSyncs {
             let blocked_per_step = format_ms(site.blocked_ns / cx.steps.max(1) as TimeNs);
             let title = if site.gpu_idle_ns > 0 {
                 format!(
-                    "{}{} ({}) blocks the CPU {} per step and leaves the GPU idle {} per step ({:.1} %)",
+                    "{}{} ({}) blocks the CPU {} {per} and leaves the GPU idle {} {per} ({:.1} %)",
                     site.trigger.describe(),
                     where_,
                     plural(site.count, "call"),
                     blocked_per_step,
                     format_ms(per_step),
-                    share
+                    share,
+                    per = cx.per()
                 )
             } else {
                 format!(
-                    "{}{} ({}) blocks the CPU {} per step ({:.1} % of step time); the GPU stayed busy meanwhile",
+                    "{}{} ({}) blocks the CPU {} {} ({:.1} % of {}); the GPU stayed busy meanwhile",
                     site.trigger.describe(),
                     where_,
                     plural(site.count, "call"),
                     blocked_per_step,
-                    blocked_share
+                    cx.per(),
+                    blocked_share,
+                    cx.step_time()
                 )
             };
             let (advice, snippet) = sync_advice(site);
@@ -287,8 +312,8 @@ impl Detector for PageableCopies {
         }
         let (win, per_step, share, severity) = cx.win(p.exposed_ns);
         let title = format!(
-            "{} copies use pageable host memory ({:.1} MB, {} of GPU copy time not overlapped with compute, host blocked {})",
-            p.count,
+            "{} use pageable host memory ({:.1} MB, {} of GPU copy time not overlapped with compute, host blocked {})",
+            plural(p.count, "copy").replace("copys", "copies"),
             p.bytes as f64 / 1e6,
             format_ms(p.exposed_ns),
             format_ms(p.host_blocked_ns)
@@ -346,8 +371,12 @@ impl Detector for LaunchBound {
         }
         let depth = l.stretches.first().map_or(0.0, |s| s.mean_queue_depth);
         let title = format!(
-            "Launch-bound: {} kernels in {} stretches run shorter than their launch calls; the GPU starves {} per step ({:.1} %)",
-            l.stretch_kernels, l.stretch_count, format_ms(per_step), share
+            "Launch-bound: {} kernels in {} run shorter than their launch calls; the GPU starves {} {} ({:.1} %)",
+            l.stretch_kernels,
+            plural(l.stretch_count, "stretch"),
+            format_ms(per_step),
+            cx.per(),
+            share
         );
         let mut evidence = Evidence::default();
         evidence
@@ -406,8 +435,9 @@ impl Detector for HostCompute {
             .map(|(n, t)| format!("{n} ({})", format_ms(*t)))
             .collect();
         let title = format!(
-            "GPU idle {} per step ({:.1} %) while the CPU runs other work: {}",
+            "GPU idle {} {} ({:.1} %) while the CPU runs other work: {}",
             format_ms(per_step),
+            cx.per(),
             share,
             if top.is_empty() {
                 "unnamed CPU work".to_string()
@@ -439,9 +469,9 @@ impl Detector for HostCompute {
 
 /// `1 call`, `2 calls`.
 fn plural(n: u64, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
+    match (n, word.ends_with("ch")) {
+        (1, _) => format!("1 {word}"),
+        (_, true) => format!("{n} {word}es"),
+        _ => format!("{n} {word}s"),
     }
 }

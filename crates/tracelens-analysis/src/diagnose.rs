@@ -117,6 +117,7 @@ pub fn diagnose(trace: &Trace) -> Diagnosis {
         launch: &launch,
         steps,
         analysed_ns,
+        has_steps: !trace.steps.is_empty(),
     };
     let mut findings: Vec<Finding> = all_detectors().iter().flat_map(|d| d.detect(&cx)).collect();
     findings.sort_by(|a, b| {

@@ -96,7 +96,7 @@ pub fn render_text(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
     } else {
         let _ = writeln!(out, "steps       none (no ProfilerStep#N ranges)");
     }
-    render_diagnosis(&mut out, diagnosis);
+    render_diagnosis(&mut out, diagnosis, !trace.steps.is_empty());
     if trace.warnings.is_empty() {
         let _ = writeln!(out, "warnings    none");
     } else {
@@ -130,7 +130,12 @@ fn format_bytes(bytes: u64) -> String {
 /// Findings shown in the terminal summary.
 const TEXT_FINDINGS: usize = 5;
 
-fn render_diagnosis(out: &mut String, d: &Diagnosis) {
+fn render_diagnosis(out: &mut String, d: &Diagnosis, has_steps: bool) {
+    let per = if has_steps {
+        "per step"
+    } else {
+        "in the trace"
+    };
     for idle in &d.idle {
         if idle.idle_ns == 0 {
             continue;
@@ -181,14 +186,16 @@ fn render_diagnosis(out: &mut String, d: &Diagnosis) {
         let _ = writeln!(out, "  {}. [{:?}] {}", i + 1, f.severity, f.title);
         let cost = if f.estimated_win_ns > 0 {
             format!(
-                "win up to {} per step ({:.1} %)",
+                "win up to {} {} ({:.1} %)",
                 format_ms(f.estimated_win_per_step_ns),
+                per,
                 f.estimated_win_percent
             )
         } else {
             format!(
-                "no GPU idle caused; frees {} of CPU per step",
-                format_ms(f.cpu_cost_per_step_ns.unwrap_or(0))
+                "no GPU idle caused; frees {} of CPU {}",
+                format_ms(f.cpu_cost_per_step_ns.unwrap_or(0)),
+                per
             )
         };
         let _ = writeln!(out, "     {cost}; fix: {}", first_sentence(&f.advice));
