@@ -6,6 +6,7 @@ use crate::dataloader::{data_loader_report, DataLoaderReport};
 use crate::detectors::{all_detectors, Context};
 use crate::finding::Finding;
 use crate::idle::{attribute_idle, DeviceIdle, IdleCause, UnattributedReason};
+use crate::kernels::{top_kernels, KernelStat};
 use crate::launch::{launch_report, LaunchReport};
 use crate::syncs::{find_syncs, group_sync_sites, SyncSite, SyncTrigger};
 use crate::threads::ThreadIndex;
@@ -84,6 +85,8 @@ pub struct Diagnosis {
     pub launch: LaunchReport,
     /// tb_plugin-style per-step breakdown.
     pub breakdown: Option<Breakdown>,
+    /// The 20 kernels with the most GPU time.
+    pub top_kernels: Vec<KernelStat>,
     /// Full idle attribution (for renderers and tests; not serialized).
     #[serde(skip)]
     pub device_idle: Vec<DeviceIdle>,
@@ -144,6 +147,7 @@ pub fn diagnose(trace: &Trace) -> Diagnosis {
         dataloader,
         launch,
         breakdown: breakdown(trace),
+        top_kernels: top_kernels(trace, 20),
         device_idle,
     }
 }

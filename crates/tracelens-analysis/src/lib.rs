@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 pub mod api;
+pub mod blocking;
 pub mod breakdown;
 pub mod copies;
 pub mod dataloader;
@@ -21,6 +22,7 @@ pub mod diagnose;
 pub mod finding;
 pub mod idle;
 pub mod intervals;
+pub mod kernels;
 pub mod launch;
 pub mod overview;
 pub mod syncs;

@@ -8,8 +8,8 @@ mod output;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 
 /// Exit code for success.
 pub const EXIT_OK: i32 = 0;
@@ -37,18 +37,55 @@ enum Command {
 struct AnalyzeArgs {
     /// Trace file: Kineto/Chrome JSON, plain or gzip-compressed.
     trace: PathBuf,
-    /// Output format (default: json when -o ends in .json, else text).
+    /// Output format. Without -o: `text` prints the summary and writes the HTML report;
+    /// `json`, `md` and `html` print that format to stdout. With -o: the file's format
+    /// (default: from its extension, .html/.json/.md, else text).
     #[arg(long, value_enum)]
     format: Option<Format>,
-    /// Write the output to FILE instead of stdout (`-` for stdout). Written atomically.
+    /// Write the output to FILE (atomically) instead of the default report; `-` for stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Do not write the HTML report next to the summary.
+    #[arg(long)]
+    no_report: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Format {
     Text,
     Json,
+    #[value(alias = "markdown")]
+    Md,
+    Html,
+}
+
+impl Format {
+    fn from_extension(path: &Path) -> Format {
+        match path
+            .extension()
+            .map(|e| e.to_string_lossy().to_ascii_lowercase())
+            .as_deref()
+        {
+            Some("html" | "htm") => Format::Html,
+            Some("json") => Format::Json,
+            Some("md" | "markdown") => Format::Md,
+            _ => Format::Text,
+        }
+    }
+}
+
+/// The default report path: `./<trace stem>.tracelens.html` (stem without `.json`/`.gz`).
+pub fn default_report_path(trace: &Path) -> PathBuf {
+    let mut stem = trace
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace".into());
+    for suffix in [".gz", ".json", ".pt.trace"] {
+        if let Some(s) = stem.strip_suffix(suffix) {
+            stem = s.to_string();
+        }
+    }
+    PathBuf::from(format!("{stem}.tracelens.html"))
 }
 
 /// Runs the command line `args` (including the program name), writing to the given streams.
@@ -86,36 +123,59 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
     };
     let overview = tracelens_analysis::overview(&trace);
     let diagnosis = tracelens_analysis::diagnose(&trace);
-    let to_file = args.output.as_ref().filter(|p| p.as_os_str() != "-");
-    let format = args.format.unwrap_or_else(|| match to_file {
-        Some(p)
-            if p.extension()
-                .is_some_and(|e| e.eq_ignore_ascii_case("json")) =>
-        {
-            Format::Json
-        }
-        _ => Format::Text,
-    });
-    let text = match format {
-        Format::Text => tracelens_report::render_text(&trace, &overview, &diagnosis),
+    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let render = |format: Format, color: bool| match format {
+        Format::Text => tracelens_report::render_text(&trace, &overview, &diagnosis, color),
         Format::Json => tracelens_report::render_json(&trace, &overview, &diagnosis),
+        Format::Md => tracelens_report::render_markdown(&trace, &overview, &diagnosis),
+        Format::Html => tracelens_report::render_html(&trace, &overview, &diagnosis),
     };
-    match to_file {
-        Some(path) => {
-            if let Err(e) = output::write_atomically(path, &text) {
+    let write_file = |path: &Path, text: &str, stderr: &mut dyn Write| -> bool {
+        match output::write_atomically(path, text) {
+            Ok(()) => true,
+            Err(e) => {
                 let _ = writeln!(
                     stderr,
                     "tracelens: error: {}: cannot write output: {}",
                     path.display(),
                     input::io_problem(&e)
                 );
+                false
+            }
+        }
+    };
+    match (&args.output, args.format) {
+        // -o -: the chosen format (default text) on stdout, nothing else.
+        (Some(p), format) if p.as_os_str() == "-" => {
+            let text = render(format.unwrap_or(Format::Text), color);
+            if stdout.write_all(text.as_bytes()).is_err() {
+                return EXIT_INPUT;
+            }
+        }
+        // -o FILE: the summary on stdout, the file in its format, its path last.
+        (Some(path), format) => {
+            let format = format.unwrap_or_else(|| Format::from_extension(path));
+            if format != Format::Text {
+                let _ = stdout.write_all(render(Format::Text, color).as_bytes());
+            }
+            if !write_file(path, &render(format, false), stderr) {
                 return EXIT_INPUT;
             }
             let _ = writeln!(stdout, "wrote {}", path.display());
         }
-        None => {
-            if stdout.write_all(text.as_bytes()).is_err() {
-                return EXIT_INPUT;
+        // --format json|md|html: that format on stdout.
+        (None, Some(format)) if format != Format::Text => {
+            let _ = stdout.write_all(render(format, false).as_bytes());
+        }
+        // The plain command: summary, then the HTML report beside it.
+        (None, _) => {
+            let _ = stdout.write_all(render(Format::Text, color).as_bytes());
+            if !args.no_report {
+                let path = default_report_path(&args.trace);
+                if !write_file(&path, &render(Format::Html, false), stderr) {
+                    return EXIT_INPUT;
+                }
+                let _ = writeln!(stdout, "report: {}", path.display());
             }
         }
     }

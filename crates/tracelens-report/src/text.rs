@@ -4,11 +4,38 @@ use std::fmt::Write;
 use tracelens_analysis::{BusyIdle, Diagnosis, Overview, WindowSource};
 use tracelens_model::{format_ms, Trace};
 
-/// Renders the text summary (ending with a newline).
-pub fn render_text(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> String {
+/// ANSI styles for the terminal, or none.
+#[derive(Clone, Copy)]
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, text: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+/// Renders the text summary (ending with a newline); `color` adds ANSI colours.
+pub fn render_text(
+    trace: &Trace,
+    overview: &Overview,
+    diagnosis: &Diagnosis,
+    color: bool,
+) -> String {
+    let style = Style { on: color };
     let mut out = String::new();
     let s = &trace.source;
     let _ = writeln!(out, "tracelens {} - {}", env!("CARGO_PKG_VERSION"), s.path);
+    let _ = writeln!(
+        out,
+        "verdict     {}",
+        style.paint("1", &crate::verdict::verdict(trace, overview, diagnosis))
+    );
     let compression = s
         .compression
         .as_deref()
@@ -96,7 +123,7 @@ pub fn render_text(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
     } else {
         let _ = writeln!(out, "steps       none (no ProfilerStep#N ranges)");
     }
-    render_diagnosis(&mut out, diagnosis, !trace.steps.is_empty());
+    render_diagnosis(&mut out, diagnosis, !trace.steps.is_empty(), style);
     if trace.warnings.is_empty() {
         let _ = writeln!(out, "warnings    none");
     } else {
@@ -130,7 +157,7 @@ fn format_bytes(bytes: u64) -> String {
 /// Findings shown in the terminal summary.
 const TEXT_FINDINGS: usize = 5;
 
-fn render_diagnosis(out: &mut String, d: &Diagnosis, has_steps: bool) {
+fn render_diagnosis(out: &mut String, d: &Diagnosis, has_steps: bool, style: Style) {
     let per = if has_steps {
         "per step"
     } else {
@@ -183,7 +210,13 @@ fn render_diagnosis(out: &mut String, d: &Diagnosis, has_steps: bool) {
         d.findings.len()
     );
     for (i, f) in d.findings.iter().take(TEXT_FINDINGS).enumerate() {
-        let _ = writeln!(out, "  {}. [{:?}] {}", i + 1, f.severity, f.title);
+        let badge = format!("[{:?}]", f.severity);
+        let badge = match f.severity {
+            tracelens_analysis::finding::Severity::High => style.paint("1;31", &badge),
+            tracelens_analysis::finding::Severity::Medium => style.paint("1;33", &badge),
+            tracelens_analysis::finding::Severity::Low => style.paint("2", &badge),
+        };
+        let _ = writeln!(out, "  {}. {badge} {}", i + 1, f.title);
         let cost = if f.estimated_win_ns > 0 {
             format!(
                 "win up to {} {} ({:.1} %)",

@@ -1,0 +1,492 @@
+//! The self-contained HTML report: a view model of pre-formatted strings rendered by an
+//! askama template (which escapes every value), an inline SVG timeline, inline CSS and a few
+//! lines of inline JS for sorting tables. Nothing is loaded from the network.
+
+use crate::timeline::{self, Timeline, PLOT_WIDTH};
+use crate::verdict::verdict;
+use askama::Template;
+use tracelens_analysis::finding::Severity;
+use tracelens_analysis::{Diagnosis, Overview};
+use tracelens_model::{format_ms, shorten, Trace};
+
+/// Longest kernel or op name shown in tables, in characters.
+const NAME_CHARS: usize = 140;
+/// Most findings in the report.
+const MAX_FINDINGS: usize = 20;
+/// Most sync sites in the table.
+const MAX_SYNC_ROWS: usize = 30;
+/// Most redacted paths listed.
+const MAX_REDACTED_LISTED: usize = 10;
+
+/// Width of the label column left of the timeline.
+const LABEL_WIDTH: usize = 190;
+
+struct FindingView {
+    rank: usize,
+    severity: &'static str,
+    title: String,
+    win: String,
+    call_site: Option<String>,
+    advice: String,
+    snippet: String,
+    confidence: String,
+    counts: Vec<(String, String)>,
+    ranges: Vec<String>,
+}
+
+struct Bar {
+    class: &'static str,
+    label: &'static str,
+    width: String,
+    value: String,
+}
+
+struct IdleView {
+    title: String,
+    bars: Vec<Bar>,
+    host_ops: Vec<(String, String)>,
+}
+
+#[derive(Template)]
+#[template(path = "report.html")]
+struct ReportPage {
+    file_name: String,
+    verdict: String,
+    facts: Vec<(String, String)>,
+    findings: Vec<FindingView>,
+    findings_total: usize,
+    timeline: Option<Timeline>,
+    plot_width: usize,
+    label_width: usize,
+    svg_width: usize,
+    idle: Vec<IdleView>,
+    breakdown_head: Vec<&'static str>,
+    breakdown_rows: Vec<Vec<String>>,
+    spread: Option<String>,
+    sync_rows: Vec<Vec<String>>,
+    copy_rows: Vec<Vec<String>>,
+    kernel_rows: Vec<Vec<String>>,
+    health: Vec<(&'static str, String)>,
+    version: &'static str,
+}
+
+fn pct(x: f64) -> String {
+    format!("{x:.1} %")
+}
+
+/// Renders the HTML report.
+pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> String {
+    let origin = trace
+        .spans
+        .iter()
+        .filter(|s| s.kind.is_gpu_work())
+        .map(|s| s.start_ns)
+        .min()
+        .unwrap_or(0);
+    let rel = |t: i64| format!("+{}", format_ms(t - origin));
+    let page = ReportPage {
+        file_name: std::path::Path::new(&trace.source.path)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| trace.source.path.clone()),
+        verdict: verdict(trace, overview, diagnosis),
+        facts: facts(trace, overview, diagnosis),
+        findings: diagnosis
+            .findings
+            .iter()
+            .take(MAX_FINDINGS)
+            .enumerate()
+            .map(|(i, f)| FindingView {
+                rank: i + 1,
+                severity: match f.severity {
+                    Severity::High => "high",
+                    Severity::Medium => "medium",
+                    Severity::Low => "low",
+                },
+                title: f.title.clone(),
+                win: if f.estimated_win_ns > 0 {
+                    format!(
+                        "Estimated win: up to {} per step ({:.1} % of step time) — {}",
+                        format_ms(f.estimated_win_per_step_ns),
+                        f.estimated_win_percent,
+                        f.win_basis
+                    )
+                } else {
+                    format!(
+                        "No GPU idle caused; the host is blocked {} per step",
+                        format_ms(f.cpu_cost_per_step_ns.unwrap_or(0))
+                    )
+                },
+                call_site: f.call_site.clone(),
+                advice: f.advice.clone(),
+                snippet: f.snippet.clone(),
+                confidence: format!("{:?}", f.confidence).to_lowercase(),
+                counts: f
+                    .evidence
+                    .counts
+                    .iter()
+                    .map(|(k, v)| {
+                        // Host-compute evidence maps op names to nanoseconds.
+                        let is_time = k.ends_with("_ns")
+                            || f.kind == tracelens_analysis::FindingKind::HostCompute;
+                        let value = if is_time {
+                            format_ms(*v)
+                        } else {
+                            v.to_string()
+                        };
+                        (shorten(k, NAME_CHARS), value)
+                    })
+                    .collect(),
+                ranges: f
+                    .evidence
+                    .time_ranges
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{} – {} ({})",
+                            rel(r.start_ns),
+                            rel(r.end_ns),
+                            format_ms(r.dur_ns())
+                        )
+                    })
+                    .collect(),
+            })
+            .collect(),
+        findings_total: diagnosis.findings.len(),
+        timeline: timeline::build(trace, diagnosis),
+        plot_width: PLOT_WIDTH,
+        label_width: LABEL_WIDTH,
+        svg_width: PLOT_WIDTH + LABEL_WIDTH + 40,
+        idle: idle_views(diagnosis),
+        breakdown_head: vec![
+            "step",
+            "duration",
+            "kernel",
+            "memcpy",
+            "memset",
+            "comm",
+            "runtime",
+            "dataloader",
+            "CPU exec",
+            "other",
+            "GPU util",
+        ],
+        breakdown_rows: breakdown_rows(diagnosis),
+        spread: diagnosis.breakdown.as_ref().map(|b| {
+            format!(
+                "{} steps: mean {}, min {}, max {}, standard deviation {}",
+                b.steps.len(),
+                format_ms(b.mean_step_ns),
+                format_ms(b.min_step_ns),
+                format_ms(b.max_step_ns),
+                format_ms(b.stddev_step_ns)
+            )
+        }),
+        sync_rows: diagnosis
+            .syncs
+            .sites
+            .iter()
+            .take(MAX_SYNC_ROWS)
+            .map(|s| {
+                vec![
+                    s.trigger.describe().to_string(),
+                    s.call_site.clone().unwrap_or_else(|| "–".into()),
+                    s.apis.join(", "),
+                    s.count.to_string(),
+                    format!("{:.1}", s.per_step),
+                    format_ms(s.blocked_ns),
+                    format_ms(s.gpu_idle_ns),
+                    shorten(&s.op_chain.join(" › "), NAME_CHARS),
+                ]
+            })
+            .collect(),
+        copy_rows: copy_rows(diagnosis),
+        kernel_rows: diagnosis
+            .top_kernels
+            .iter()
+            .map(|k| {
+                vec![
+                    shorten(&k.name, NAME_CHARS),
+                    k.count.to_string(),
+                    format_ms(k.total_ns),
+                    format_ms(k.mean_ns),
+                    pct(k.share_percent),
+                ]
+            })
+            .collect(),
+        health: health(trace, diagnosis),
+        version: env!("CARGO_PKG_VERSION"),
+    };
+    page.render().expect("the report template renders")
+}
+
+fn facts(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> Vec<(String, String)> {
+    let mut f = vec![("Trace".to_string(), trace.source.path.clone())];
+    let gpus: Vec<String> = overview
+        .devices
+        .iter()
+        .map(|d| {
+            format!(
+                "GPU {}: {}",
+                d.device,
+                d.name.as_deref().unwrap_or("unnamed")
+            )
+        })
+        .collect();
+    f.push((
+        "GPUs".into(),
+        if gpus.is_empty() {
+            "none".into()
+        } else {
+            gpus.join("; ")
+        },
+    ));
+    let versions: Vec<String> = trace
+        .metadata
+        .versions
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    if !versions.is_empty() {
+        f.push(("Versions".into(), versions.join(", ")));
+    }
+    f.push((
+        "Format".into(),
+        format!(
+            "{} — {}",
+            trace.source.generation, trace.source.generation_note
+        ),
+    ));
+    if let Some(d) = &trace.metadata.distributed {
+        f.push((
+            "Rank".into(),
+            format!(
+                "{} of {} ({})",
+                d.rank.map_or("?".into(), |r| r.to_string()),
+                d.world_size.map_or("?".into(), |w| w.to_string()),
+                d.backend.clone().unwrap_or_default()
+            ),
+        ));
+    }
+    if let Some(d) = overview.devices.first().and_then(|d| d.headline()) {
+        let source = match d.window_source {
+            tracelens_analysis::WindowSource::WholeTrace => "first to last GPU op",
+            tracelens_analysis::WindowSource::GpuProfilerSteps => "GPU side of the profiled steps",
+            tracelens_analysis::WindowSource::CpuProfilerSteps => "CPU side of the profiled steps",
+        };
+        f.push((
+            "Profiled window".into(),
+            format!("{} ({source})", format_ms(d.total_ns)),
+        ));
+        f.push((
+            "GPU utilization".into(),
+            format!(
+                "{:.1} % busy, {} idle",
+                d.busy_percent,
+                format_ms(d.idle_ns)
+            ),
+        ));
+    }
+    let st = &overview.steps;
+    if st.count > 0 {
+        let first = st.numbers.first().copied().unwrap_or(0);
+        let last = st.numbers.last().copied().unwrap_or(0);
+        let range = if first == last {
+            format!("ProfilerStep#{first}")
+        } else {
+            format!("ProfilerStep#{first}..#{last}")
+        };
+        f.push(("Steps".into(), format!("{} ({range})", st.count)));
+    }
+    if let Some(b) = &diagnosis.breakdown {
+        f.push(("Average step".into(), format_ms(b.mean_step_ns)));
+    }
+    f
+}
+
+fn idle_views(diagnosis: &Diagnosis) -> Vec<IdleView> {
+    diagnosis
+        .idle
+        .iter()
+        .filter(|d| d.idle_ns > 0)
+        .map(|d| {
+            let classes = [
+                ("data_loading", "idle-data", "data loading"),
+                ("sync_drain", "idle-sync", "sync drain"),
+                ("host_compute", "idle-host", "host compute"),
+                ("launch_latency", "idle-launch", "launch latency"),
+                ("cross_stream_wait", "idle-stream", "cross-stream wait"),
+                ("unattributed", "idle-unattributed", "unattributed"),
+            ];
+            IdleView {
+                title: format!("GPU {}: {} idle", d.device, format_ms(d.idle_ns)),
+                bars: classes
+                    .iter()
+                    .filter_map(|&(key, class, label)| {
+                        let ns = *d.by_cause.get(key)?;
+                        (ns > 0).then(|| {
+                            let share = ns as f64 * 100.0 / d.idle_ns as f64;
+                            Bar {
+                                class,
+                                label,
+                                width: format!("{share:.2}"),
+                                value: format!("{} ({share:.1} %)", format_ms(ns)),
+                            }
+                        })
+                    })
+                    .collect(),
+                host_ops: d
+                    .host_compute_ops
+                    .iter()
+                    .map(|(n, t)| (shorten(n, NAME_CHARS), format_ms(*t)))
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+fn breakdown_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
+    let Some(b) = &diagnosis.breakdown else {
+        return Vec::new();
+    };
+    let mut rows: Vec<Vec<String>> = b
+        .steps
+        .iter()
+        .map(|s| {
+            let d = s.window.dur_ns();
+            let t = &s.times;
+            let share = |v: i64| {
+                pct(if d > 0 {
+                    v as f64 * 100.0 / d as f64
+                } else {
+                    0.0
+                })
+            };
+            vec![
+                format!("#{}", s.step),
+                format_ms(d),
+                share(t.kernel_ns),
+                share(t.memcpy_ns),
+                share(t.memset_ns),
+                share(t.communication_ns),
+                share(t.runtime_ns),
+                share(t.dataloader_ns),
+                share(t.cpu_exec_ns),
+                share(t.other_ns),
+                pct(s.gpu_utilization_percent),
+            ]
+        })
+        .collect();
+    let p = &b.percent;
+    rows.push(vec![
+        "mean".into(),
+        format_ms(b.mean_step_ns),
+        pct(p.kernel),
+        pct(p.memcpy),
+        pct(p.memset),
+        pct(p.communication),
+        pct(p.runtime),
+        pct(p.dataloader),
+        pct(p.cpu_exec),
+        pct(p.other),
+        pct(b.gpu_utilization_percent),
+    ]);
+    rows
+}
+
+fn copy_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
+    let c = &diagnosis.copies;
+    [
+        ("host → device, pageable", c.htod_pageable),
+        ("device → host, pageable", c.dtoh_pageable),
+        ("host → device, pinned", c.htod_pinned),
+        ("device → host, pinned", c.dtoh_pinned),
+        (
+            "host ↔ device, kind not recorded (ROCm)",
+            c.host_kind_unknown,
+        ),
+        ("device → device", c.device_to_device),
+        ("other", c.other),
+    ]
+    .into_iter()
+    .filter(|(_, s)| s.count > 0)
+    .map(|(label, s)| {
+        vec![
+            label.to_string(),
+            s.count.to_string(),
+            format!("{:.1} MB", s.bytes as f64 / 1e6),
+            format_ms(s.gpu_ns),
+            format_ms(s.exposed_ns),
+            format_ms(s.host_blocked_ns),
+        ]
+    })
+    .collect()
+}
+
+fn health(trace: &Trace, diagnosis: &Diagnosis) -> Vec<(&'static str, String)> {
+    let s = &trace.source;
+    let mut h = vec![(
+        "info",
+        format!(
+            "Read {} events ({} kept as spans) from {:.1} MB of JSON{}; format {}: {}",
+            s.events_read,
+            s.events_kept,
+            s.decoded_bytes as f64 / 1e6,
+            s.compression
+                .as_deref()
+                .map(|c| format!(" ({c})"))
+                .unwrap_or_default(),
+            s.generation,
+            s.generation_note
+        ),
+    )];
+    if let Some(at) = s.truncated_at_byte {
+        h.push((
+            "warn",
+            format!("Truncated trace: salvaged the events before byte {at}"),
+        ));
+    }
+    for w in &trace.warnings {
+        h.push(("warn", w.message.clone()));
+    }
+    for d in &diagnosis.idle {
+        if !d.attribution_reliable {
+            h.push((
+                "warn",
+                format!(
+                    "GPU {}: {} ops come from CUDA/HIP graph replays, which are often under-recorded; idle figures and their attribution are unreliable",
+                    d.device, d.graph_replay_ops
+                ),
+            ));
+        }
+    }
+    let m = &trace.metadata;
+    if !m.redacted.is_empty() {
+        let listed: Vec<&str> = m
+            .redacted
+            .iter()
+            .take(MAX_REDACTED_LISTED)
+            .map(String::as_str)
+            .collect();
+        h.push((
+            "info",
+            format!(
+                "Redacted {} secret-looking metadata values: {}",
+                m.redacted.len(),
+                listed.join(", ")
+            ),
+        ));
+    }
+    if !s.ignored_categories.is_empty() {
+        let cats: Vec<String> = s
+            .ignored_categories
+            .iter()
+            .map(|(k, v)| format!("{k} ×{v}"))
+            .collect();
+        h.push((
+            "info",
+            format!("Categories not analysed: {}", cats.join(", ")),
+        ));
+    }
+    h
+}

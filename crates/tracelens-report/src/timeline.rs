@@ -1,0 +1,258 @@
+//! The timeline picture: one representative step, CPU threads and GPU streams as lanes, idle
+//! gaps shaded by cause. Spans are binned to pixels, so the SVG stays small for any trace.
+
+use tracelens_analysis::blocking::is_blocking_call;
+use tracelens_analysis::idle::IdleCause;
+use tracelens_analysis::Diagnosis;
+use tracelens_model::{format_ms, Interval, LaneId, LaneKey, SpanKind, TimeNs, Trace};
+
+/// Width of the time axis in pixels.
+pub const PLOT_WIDTH: usize = 960;
+/// Height of one lane row.
+const ROW_HEIGHT: usize = 16;
+/// Most CPU threads drawn.
+const MAX_CPU_LANES: usize = 4;
+/// Most GPU streams drawn.
+const MAX_GPU_LANES: usize = 6;
+
+/// One filled run of pixels.
+pub struct Rect {
+    /// Left edge.
+    pub x: usize,
+    /// Width.
+    pub w: usize,
+    /// CSS class (the category).
+    pub class: &'static str,
+}
+
+/// One lane row.
+pub struct Row {
+    /// Top edge.
+    pub y: usize,
+    /// Label shown left of the plot.
+    pub label: String,
+    /// Filled runs.
+    pub rects: Vec<Rect>,
+}
+
+/// The whole picture.
+pub struct Timeline {
+    /// What the window is (`ProfilerStep#7, 31.2 ms`).
+    pub caption: String,
+    /// Rows, top to bottom.
+    pub rows: Vec<Row>,
+    /// Axis ticks: x and label.
+    pub ticks: Vec<(usize, String)>,
+    /// Total SVG height.
+    pub height: usize,
+}
+
+/// Builds the timeline of the median-length step (or the whole GPU extent without steps).
+pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
+    let dev = diagnosis.device_idle.iter().max_by_key(|d| d.idle_ns)?;
+    let (window, caption) = match &diagnosis.breakdown {
+        Some(b) if !b.steps.is_empty() && !trace.steps.is_empty() => {
+            let mut steps: Vec<_> = b.steps.iter().collect();
+            steps.sort_by_key(|s| (s.window.dur_ns(), s.step));
+            let s = steps[steps.len() / 2];
+            (
+                s.window,
+                format!(
+                    "ProfilerStep#{} (median step, {})",
+                    s.step,
+                    format_ms(s.window.dur_ns())
+                ),
+            )
+        }
+        _ => {
+            let e = dev.extent?;
+            (e, format!("whole GPU extent ({})", format_ms(e.dur_ns())))
+        }
+    };
+    if window.dur_ns() <= 0 {
+        return None;
+    }
+    let px = |t: TimeNs| -> usize {
+        let rel = (t - window.start_ns).clamp(0, window.dur_ns()) as i128;
+        ((rel * PLOT_WIDTH as i128) / window.dur_ns() as i128) as usize
+    };
+    let mut rows = Vec::new();
+    let mut y = 0;
+    // GPU streams of the device, busiest first.
+    let device = trace.devices.iter().find(|d| d.index == dev.device)?;
+    let mut gpu_lanes: Vec<(TimeNs, LaneId)> = device
+        .lanes
+        .iter()
+        .map(|&l| (busy_in(trace, l, window), l))
+        .filter(|(b, _)| *b > 0)
+        .collect();
+    gpu_lanes.sort_by_key(|&(b, l)| (std::cmp::Reverse(b), l));
+    for &(_, lane) in gpu_lanes.iter().take(MAX_GPU_LANES) {
+        let LaneKey::Gpu { device, stream } = trace.lane(lane).key else {
+            continue;
+        };
+        let bins = bin_lane(trace, lane, window, &px, |k, _| match k {
+            SpanKind::Kernel => 3,
+            SpanKind::Memcpy => 2,
+            SpanKind::Memset => 1,
+            _ => 0,
+        });
+        rows.push(Row {
+            y,
+            label: format!("GPU {device} stream {stream}"),
+            rects: runs(&bins, &["", "memset", "memcpy", "kernel"]),
+        });
+        y += ROW_HEIGHT + 4;
+    }
+    // Idle shading by cause.
+    let mut idle_bins = vec![0u8; PLOT_WIDTH];
+    for seg in &dev.segments {
+        let Some(c) = seg.interval.clip(window) else {
+            continue;
+        };
+        let code = match seg.cause {
+            IdleCause::DataLoading => 1,
+            IdleCause::SyncDrain => 2,
+            IdleCause::HostCompute => 3,
+            IdleCause::LaunchLatency => 4,
+            IdleCause::CrossStreamWait => 5,
+            IdleCause::Unattributed => 6,
+        };
+        fill(&mut idle_bins, px(c.start_ns), px(c.end_ns), code);
+    }
+    rows.push(Row {
+        y,
+        label: format!("GPU {} idle, by cause", dev.device),
+        rects: runs(
+            &idle_bins,
+            &[
+                "",
+                "idle-data",
+                "idle-sync",
+                "idle-host",
+                "idle-launch",
+                "idle-stream",
+                "idle-unattributed",
+            ],
+        ),
+    });
+    y += ROW_HEIGHT + 10;
+    // CPU threads with the most activity in the window.
+    let mut cpu_lanes: Vec<(TimeNs, LaneId)> = (0..trace.lanes.len() as u32)
+        .map(LaneId)
+        .filter(|&l| !trace.lane(l).key.is_gpu())
+        .map(|l| (busy_in(trace, l, window), l))
+        .filter(|(b, _)| *b > 0)
+        .collect();
+    cpu_lanes.sort_by_key(|&(b, l)| (std::cmp::Reverse(b), l));
+    for &(_, lane) in cpu_lanes.iter().take(MAX_CPU_LANES) {
+        let bins = bin_lane(trace, lane, window, &px, |k, id| match k {
+            SpanKind::Runtime | SpanKind::Driver if is_blocking_call(trace, id) => 5,
+            SpanKind::CpuOp | SpanKind::UserAnnotation
+                if tracelens_analysis::api::is_data_loader(trace.name(id)) =>
+            {
+                4
+            }
+            SpanKind::Runtime | SpanKind::Driver => 3,
+            SpanKind::CpuOp | SpanKind::UserAnnotation
+                if tracelens_model::profiler_step_number(trace.name(id)).is_none() =>
+            {
+                2
+            }
+            SpanKind::PythonFunction => 1,
+            _ => 0,
+        });
+        let l = trace.lane(lane);
+        let name = l.name.map(|n| trace.names.get(n).to_string());
+        let label = match l.key {
+            LaneKey::Cpu { tid, .. } => name.unwrap_or_else(|| match tid {
+                tracelens_model::Ident::Num(n) => format!("thread {n}"),
+                tracelens_model::Ident::Text(t) => trace.names.get(t).to_string(),
+            }),
+            LaneKey::Gpu { .. } => continue,
+        };
+        rows.push(Row {
+            y,
+            label: tracelens_model::shorten(&label, 28),
+            rects: runs(
+                &bins,
+                &["", "python", "cpu-op", "runtime", "dataloader", "sync"],
+            ),
+        });
+        y += ROW_HEIGHT + 4;
+    }
+    let ticks = (0..=4)
+        .map(|i| {
+            let x = i * PLOT_WIDTH / 4;
+            (x, format_ms(window.dur_ns() * i as i64 / 4))
+        })
+        .collect();
+    Some(Timeline {
+        caption,
+        rows,
+        ticks,
+        height: y + 20,
+    })
+}
+
+fn busy_in(trace: &Trace, lane: LaneId, window: Interval) -> TimeNs {
+    trace
+        .lane_span_ids(lane)
+        .filter_map(|id| trace.span(id).interval().clip(window))
+        .map(|c| c.dur_ns())
+        .sum()
+}
+
+fn bin_lane(
+    trace: &Trace,
+    lane: LaneId,
+    window: Interval,
+    px: &dyn Fn(TimeNs) -> usize,
+    code: impl Fn(SpanKind, tracelens_model::SpanId) -> u8,
+) -> Vec<u8> {
+    let mut bins = vec![0u8; PLOT_WIDTH];
+    for id in trace.lane_span_ids(lane) {
+        let s = trace.span(id);
+        if s.start_ns >= window.end_ns {
+            break;
+        }
+        if s.end_ns() <= window.start_ns && s.dur_ns > 0 {
+            continue;
+        }
+        let c = code(s.kind, id);
+        if c > 0 {
+            fill(&mut bins, px(s.start_ns), px(s.end_ns()), c);
+        }
+    }
+    bins
+}
+
+/// Marks pixels `[x0, x1]` (at least one) with `code` where it outranks what is there.
+fn fill(bins: &mut [u8], x0: usize, x1: usize, code: u8) {
+    let x0 = x0.min(PLOT_WIDTH - 1);
+    let x1 = x1.clamp(x0 + 1, PLOT_WIDTH);
+    for b in &mut bins[x0..x1] {
+        *b = (*b).max(code);
+    }
+}
+
+/// Runs of equal non-zero codes as rectangles.
+fn runs(bins: &[u8], classes: &[&'static str]) -> Vec<Rect> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bins.len() {
+        let c = bins[i];
+        let start = i;
+        while i < bins.len() && bins[i] == c {
+            i += 1;
+        }
+        if c > 0 {
+            out.push(Rect {
+                x: start,
+                w: i - start,
+                class: classes[c as usize],
+            });
+        }
+    }
+    out
+}

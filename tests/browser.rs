@@ -1,0 +1,221 @@
+//! A real browser opens the report of a real corpus trace: the page renders its verdict and
+//! findings, logs nothing to the console and makes no network request. A control page that
+//! does both proves the checks can fail. A screenshot is saved for people to look at.
+//!
+//! Needs Chromium (`chromium`, `chromium-browser`, `google-chrome`, or `$TRACELENS_CHROMIUM`);
+//! skipped loudly without it unless `TRACELENS_REQUIRE_BROWSER=1` (set by `.ci/run`).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tracelens_tests::{corpus_dir, tracelens};
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("TRACELENS_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    for dir in std::env::split_paths(&path) {
+        for name in [
+            "chromium",
+            "chromium-browser",
+            "google-chrome",
+            "google-chrome-stable",
+        ] {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    None
+}
+
+/// What one headless run saw.
+struct PageRun {
+    dom: String,
+    console: Vec<String>,
+    page_requests: Vec<String>,
+}
+
+fn open(browser: &Path, page: &Path, work: &Path, extra: &[String]) -> PageRun {
+    let netlog = work.join(format!(
+        "net-{}.json",
+        page.file_stem().unwrap().to_string_lossy()
+    ));
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            work.join("profile").display()
+        ))
+        .arg(format!("--log-net-log={}", netlog.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("chromium starts");
+    // Read both pipes on threads so a chatty browser cannot block on a full pipe.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut out, &mut s).ok();
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        std::io::Read::read_to_string(&mut err, &mut s).ok();
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium did not finish within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let dom = out_t.join().unwrap();
+    let stderr = err_t.join().unwrap();
+    let console = stderr
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    PageRun {
+        dom,
+        console,
+        page_requests: page_requests(&netlog),
+    }
+}
+
+/// URLs requested by the page itself (the browser's own background requests carry the
+/// initiator "not an origin"; the document's own file:// load is not a request to a network).
+fn page_requests(netlog: &Path) -> Vec<String> {
+    let raw = std::fs::read_to_string(netlog).unwrap_or_default();
+    let doc: Value = serde_json::from_str(&raw)
+        .or_else(|_| serde_json::from_str(&format!("{}]}}", raw.trim_end().trim_end_matches(','))))
+        .unwrap_or(Value::Null);
+    let Some(start_job) = doc["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"].as_i64()
+    else {
+        return vec!["<net log unreadable>".into()];
+    };
+    doc["events"]
+        .as_array()
+        .map(|events| {
+            events
+                .iter()
+                .filter(|e| e["type"].as_i64() == Some(start_job))
+                .filter_map(|e| {
+                    let url = e["params"]["url"].as_str()?;
+                    let initiator = e["params"]["initiator"].as_str().unwrap_or("");
+                    (initiator != "not an origin"
+                        && !url.starts_with("file:")
+                        && !url.starts_with("data:"))
+                    .then(|| url.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn report_renders_offline_in_chromium_without_errors_or_requests() {
+    let Some(browser) = chromium() else {
+        if std::env::var_os("TRACELENS_REQUIRE_BROWSER").is_some_and(|v| v == "1") {
+            panic!("TRACELENS_REQUIRE_BROWSER=1 but no chromium found");
+        }
+        eprintln!("\n*** SKIPPED report_renders_offline_in_chromium: no chromium on PATH (apt-get install chromium) ***\n");
+        return;
+    };
+    let Some(corpus) = corpus_dir("report_renders_offline_in_chromium_without_errors_or_requests")
+    else {
+        return;
+    };
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("browser");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+
+    // The checks must be able to fail: a page that logs an error and loads a loopback image.
+    let control = work.join("control.html");
+    std::fs::write(
+        &control,
+        "<!DOCTYPE html><html><body><img src=\"http://127.0.0.1:9/probe.png\"><script>console.error('control')</script></body></html>",
+    )
+    .unwrap();
+    let c = open(&browser, &control, &work, &["--dump-dom".into()]);
+    assert!(
+        !c.console.is_empty(),
+        "console messages must be visible to the test"
+    );
+    assert!(
+        c.page_requests.iter().any(|u| u.contains("127.0.0.1:9")),
+        "{:?}",
+        c.page_requests
+    );
+
+    let trace =
+        corpus.join("other/TraceLens/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz");
+    let report = work.join("owlv2.tracelens.html");
+    let run = tracelens([
+        "analyze".into(),
+        trace.into_os_string(),
+        "-o".into(),
+        report.clone().into_os_string(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let r = open(&browser, &report, &work, &["--dump-dom".into()]);
+    assert!(
+        r.dom.contains(
+            "id=\"verdict\">GPU idle 47 % of each step, mostly waiting for the DataLoader"
+        ),
+        "{}",
+        &r.dom[..r.dom.len().min(2000)]
+    );
+    assert!(
+        r.dom.contains("class=\"finding high\""),
+        "a high-severity finding is shown"
+    );
+    assert!(r.dom.contains("single-process iterator (num_workers=0)"));
+    assert!(r.dom.contains("<svg"), "the timeline is drawn");
+    assert!(r.console.is_empty(), "console: {:?}", r.console);
+    assert!(
+        r.page_requests.is_empty(),
+        "network requests: {:?}",
+        r.page_requests
+    );
+
+    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
+    let _ = std::fs::remove_file(&shot);
+    open(
+        &browser,
+        &report,
+        &work,
+        &[
+            "--hide-scrollbars".into(),
+            "--window-size=1280,1800".into(),
+            format!("--screenshot={}", shot.display()),
+        ],
+    );
+    let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+    assert!(
+        size > 20_000,
+        "screenshot {} has {size} bytes",
+        shot.display()
+    );
+    eprintln!("report screenshot: {}", shot.display());
+}

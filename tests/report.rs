@@ -1,0 +1,184 @@
+//! The report renderers end to end: snapshots of HTML, Markdown and JSON on project fixtures
+//! (deterministic output), escaping of hostile names, the default report file, and the size
+//! bound.
+
+use std::path::PathBuf;
+use tracelens_tests::{repo_root, tracelens};
+
+/// Fixtures rendered into `tests/snapshots/`, by path relative to the tests crate (the CLI
+/// runs in-process with that directory as cwd, so the path in the output is stable).
+const SNAPSHOTS: [(&str, &str); 3] = [
+    ("modern_base_ns", "../fixtures/kineto/modern_base_ns.json"),
+    (
+        "item_every_step",
+        "../fixtures/scenarios/item_every_step.json",
+    ),
+    (
+        "dataloader_single_process",
+        "../fixtures/scenarios/dataloader_single_process.json",
+    ),
+];
+
+fn render(trace: &str, format: &str) -> String {
+    let run = tracelens(["analyze", trace, "--format", format]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    run.stdout
+}
+
+#[test]
+fn html_markdown_and_json_match_their_snapshots() {
+    let dir = repo_root().join("tests/snapshots");
+    let bless = std::env::var_os("TRACELENS_BLESS").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for (name, trace) in SNAPSHOTS {
+        for (format, ext) in [("html", "html"), ("md", "md"), ("json", "json")] {
+            let out = render(trace, format);
+            let path = dir.join(format!("{name}.{ext}"));
+            if bless {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::write(&path, &out).unwrap();
+            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(out.as_str()) {
+                stale.push(path.display().to_string());
+            }
+            assert_eq!(
+                out,
+                render(trace, format),
+                "{name}.{ext} differs between two runs"
+            );
+        }
+    }
+    assert!(
+        stale.is_empty(),
+        "snapshots differ (review, then TRACELENS_BLESS=1): {stale:?}"
+    );
+}
+
+#[test]
+fn markdown_stays_under_sixty_lines() {
+    for (_, trace) in SNAPSHOTS {
+        let md = render(trace, "md");
+        assert!(
+            md.lines().count() < 60,
+            "{trace}: {} lines",
+            md.lines().count()
+        );
+    }
+}
+
+#[test]
+fn hostile_names_are_escaped_everywhere() {
+    let trace = "../fixtures/kineto/xss_names.json";
+    let html = render(trace, "html");
+    // Only the report's own script tag; every trace string is inert text.
+    assert_eq!(
+        html.matches("<script").count(),
+        1,
+        "one inline script, ours"
+    );
+    for raw in ["<img", "<b onmouseover", "</script><script>"] {
+        assert!(!html.contains(raw), "raw {raw:?} in the HTML");
+    }
+    // The hostile text is still there, as inert escaped text.
+    assert!(html.contains("img src=x onerror=alert"));
+    assert!(html.contains("&#60;script&#62;alert(&#39;gpu&#39;)&#60;/script&#62;"));
+    assert!(html.contains("Content-Security-Policy"));
+    assert!(html.contains("default-src 'none'"));
+    assert!(
+        !html.contains("hf_abcdefghijklmnopqrstuvwxyz"),
+        "secrets never reach the report"
+    );
+    let md = render(trace, "md");
+    assert!(!md.contains("<script") && !md.contains("<img"), "{md}");
+}
+
+#[test]
+fn report_loads_nothing_from_the_network() {
+    for (_, trace) in SNAPSHOTS {
+        let html = render(trace, "html");
+        for needle in ["http://", "https://", "src=", "@import", "url(", "<link"] {
+            assert!(!html.contains(needle), "{trace}: {needle:?} in the report");
+        }
+    }
+}
+
+#[test]
+fn plain_command_writes_the_report_beside_the_summary() {
+    let dir = std::env::temp_dir().join(format!("tracelens-default-report-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = repo_root().join("fixtures/scenarios/item_every_step.json");
+    let copy = dir.join("run7.pt.trace.json");
+    std::fs::copy(&trace, &copy).unwrap();
+    // The default report goes to the current directory; the CLI is in-process, so run the
+    // binary with `dir` as its cwd instead of changing the test's.
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_tracelens_for_tests"));
+    let out = std::process::Command::new(exe)
+        .arg("analyze")
+        .arg(&copy)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        stdout.lines().last(),
+        Some("report: run7.tracelens.html"),
+        "{stdout}"
+    );
+    let html = std::fs::read_to_string(dir.join("run7.tracelens.html")).unwrap();
+    assert!(html.contains("id=\"verdict\""));
+    let out = std::process::Command::new(PathBuf::from(env!("CARGO_BIN_EXE_tracelens_for_tests")))
+        .args(["analyze", "--no-report"])
+        .arg(&copy)
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("report:"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn output_format_follows_the_extension_and_stdout_dash() {
+    let dir = std::env::temp_dir().join(format!("tracelens-ext-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = "../fixtures/kineto/modern_base_ns.json";
+    for (file, starts) in [
+        ("r.html", "<!DOCTYPE html>"),
+        ("r.md", "## tracelens"),
+        ("r.json", "{"),
+        ("r.txt", "tracelens "),
+    ] {
+        let path = dir.join(file);
+        let run = tracelens([
+            "analyze".into(),
+            trace.into(),
+            "-o".into(),
+            path.clone().into_os_string(),
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert!(run
+            .stdout
+            .trim_end()
+            .ends_with(&format!("wrote {}", path.display())));
+        assert!(
+            std::fs::read_to_string(&path).unwrap().starts_with(starts),
+            "{file}"
+        );
+    }
+    let run = tracelens(["analyze", trace, "-o", "-", "--format", "md"]);
+    assert!(run.stdout.starts_with("## tracelens"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Report sizes stay bounded: evidence is sampled and the timeline binned to pixels.
+#[test]
+fn report_size_is_bounded_on_the_largest_scenario() {
+    let html = render(
+        "../fixtures/scenarios/launch_bound_tiny_kernels.json",
+        "html",
+    );
+    assert!(html.len() < 400_000, "{} bytes", html.len());
+}
