@@ -18,6 +18,9 @@ const MAX_SYNC_ROWS: usize = 30;
 /// Most redacted paths listed.
 const MAX_REDACTED_LISTED: usize = 10;
 
+/// Steps listed at each end of the breakdown table when there are more.
+const BREAKDOWN_EDGE_ROWS: usize = 20;
+
 /// Width of the label column left of the timeline.
 const LABEL_WIDTH: usize = 190;
 
@@ -349,32 +352,18 @@ fn breakdown_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
     let Some(b) = &diagnosis.breakdown else {
         return Vec::new();
     };
-    let mut rows: Vec<Vec<String>> = b
-        .steps
-        .iter()
-        .map(|s| {
-            let d = s.window.dur_ns();
-            let t = &s.times;
-            let share = |v: i64| {
-                pct(if d > 0 {
-                    v as f64 * 100.0 / d as f64
-                } else {
-                    0.0
-                })
-            };
-            vec![
-                format!("#{}", s.step),
-                format_ms(d),
-                share(t.kernel_ns),
-                share(t.memcpy_ns),
-                share(t.memset_ns),
-                share(t.communication_ns),
-                share(t.runtime_ns),
-                share(t.dataloader_ns),
-                share(t.cpu_exec_ns),
-                share(t.other_ns),
-                pct(s.gpu_utilization_percent),
-            ]
+    let n = b.steps.len();
+    let shown = b.steps.iter().enumerate().filter(|(i, _)| {
+        n <= 2 * BREAKDOWN_EDGE_ROWS || *i < BREAKDOWN_EDGE_ROWS || *i >= n - BREAKDOWN_EDGE_ROWS
+    });
+    let mut rows: Vec<Vec<String>> = shown
+        .flat_map(|(i, s)| {
+            let gap = (n > 2 * BREAKDOWN_EDGE_ROWS && i == n - BREAKDOWN_EDGE_ROWS).then(|| {
+                let mut row = vec![format!("… {} steps", n - 2 * BREAKDOWN_EDGE_ROWS)];
+                row.resize(11, String::new());
+                row
+            });
+            gap.into_iter().chain(std::iter::once(step_row(s)))
         })
         .collect();
     let p = &b.percent;
@@ -392,6 +381,31 @@ fn breakdown_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
         pct(b.gpu_utilization_percent),
     ]);
     rows
+}
+
+fn step_row(s: &tracelens_analysis::breakdown::StepBreakdown) -> Vec<String> {
+    let d = s.window.dur_ns();
+    let t = &s.times;
+    let share = |v: i64| {
+        pct(if d > 0 {
+            v as f64 * 100.0 / d as f64
+        } else {
+            0.0
+        })
+    };
+    vec![
+        format!("#{}", s.step),
+        format_ms(d),
+        share(t.kernel_ns),
+        share(t.memcpy_ns),
+        share(t.memset_ns),
+        share(t.communication_ns),
+        share(t.runtime_ns),
+        share(t.dataloader_ns),
+        share(t.cpu_exec_ns),
+        share(t.other_ns),
+        pct(s.gpu_utilization_percent),
+    ]
 }
 
 fn copy_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
