@@ -155,6 +155,30 @@ fn check_idle_conservation(path: &Path, t: &Trace) -> Vec<String> {
     errors
 }
 
+/// Every renderer handles the trace, and the HTML stays bounded and offline.
+fn check_reports_render(path: &Path, t: &Trace) -> Vec<String> {
+    let overview = tracelens_analysis::overview(t);
+    let d = diagnose(t);
+    let html = tracelens_report::render_html(t, &overview, &d);
+    let md = tracelens_report::render_markdown(t, &overview, &d);
+    let mut errors = Vec::new();
+    if html.len() > 600_000 || !html.contains("id=\"verdict\"") || html.contains("https://") {
+        errors.push(format!(
+            "{}: HTML report of {} bytes is off",
+            path.display(),
+            html.len()
+        ));
+    }
+    if md.lines().count() >= 60 {
+        errors.push(format!(
+            "{}: Markdown has {} lines",
+            path.display(),
+            md.lines().count()
+        ));
+    }
+    errors
+}
+
 #[test]
 fn every_corpus_trace_reads_and_keeps_the_invariants() {
     let Some(root) = corpus_dir("every_corpus_trace_reads_and_keeps_the_invariants") else {
@@ -177,6 +201,7 @@ fn every_corpus_trace_reads_and_keeps_the_invariants() {
                 }
                 failures.extend(check_invariants(path, &t));
                 failures.extend(check_idle_conservation(path, &t));
+                failures.extend(check_reports_render(path, &t));
             }
             (Ok(_), Some(_)) => {
                 failures.push(format!("{}: should have been refused", path.display()))
