@@ -121,10 +121,10 @@ fn nsight_systems_report() {
 }
 
 #[test]
-fn sqlite_export_not_supported_yet() {
+fn corrupt_sqlite_file() {
     expect(
         "export.sqlite",
-        "an SQLite database (Nsight Systems export): Nsight Systems input is not supported yet; pass a PyTorch Profiler (Kineto) JSON trace",
+        "cannot read the SQLite database: file is not a database",
     );
 }
 

@@ -5,10 +5,35 @@ use std::io::{ErrorKind, Read};
 use std::path::Path;
 use tracelens_model::Trace;
 
-/// First bytes of an SQLite database (an Nsight Systems export).
-const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
+use tracelens_nsys::SQLITE_MAGIC;
 /// First bytes of an Nsight Systems `.nsys-rep` / `.qdrep` report.
 const NSYS_REP_MAGIC: &[u8] = b"NVIDIA Tegra Pro";
+
+/// Checks that `path` is a readable file and returns its first bytes.
+fn sniff(path: &Path) -> Result<Vec<u8>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| io_problem(&e))?;
+    if meta.is_dir() {
+        return Err("is a directory, not a trace file".into());
+    }
+    let mut head = [0u8; 16];
+    let mut f = File::open(path).map_err(|e| io_problem(&e))?;
+    let n = read_up_to(&mut f, &mut head).map_err(|e| io_problem(&e))?;
+    if n == 0 {
+        return Err("file is empty".into());
+    }
+    Ok(head[..n].to_vec())
+}
+
+/// Opens an Nsight Systems export for the nsys-compatible rules.
+pub fn open_nsys(path: &Path) -> Result<tracelens_nsys::Db, String> {
+    let head = sniff(path)?;
+    if !head.starts_with(SQLITE_MAGIC) {
+        return Err(
+            "--rules nsys needs an Nsight Systems SQLite export (nsys export --type sqlite)".into(),
+        );
+    }
+    tracelens_nsys::open(path)
+}
 
 /// Reads the trace at `path`, or says in one line (without the path) what is wrong.
 pub fn load(path: &Path) -> Result<Trace, String> {
@@ -32,10 +57,7 @@ pub fn load(path: &Path) -> Result<Trace, String> {
         );
     }
     if head.starts_with(SQLITE_MAGIC) {
-        return Err(
-            "an SQLite database (Nsight Systems export): Nsight Systems input is not supported yet; pass a PyTorch Profiler (Kineto) JSON trace"
-                .into(),
-        );
+        return tracelens_nsys::import_file(path);
     }
     tracelens_kineto::import_file(path).map_err(|e| match e.problem {
         tracelens_kineto::Problem::Io(io) => io_problem(&io),

@@ -48,6 +48,15 @@ struct AnalyzeArgs {
     /// Do not write the HTML report next to the summary.
     #[arg(long)]
     no_report: bool,
+    /// Compatibility mode: run another tool's rules instead of the native diagnoses.
+    /// `nsys` reproduces the six CUDA rules of `nsys analyze` on an Nsight Systems export.
+    #[arg(long, value_enum, value_name = "SET")]
+    rules: Option<RuleSet>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RuleSet {
+    Nsys,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -72,6 +81,61 @@ impl Format {
             _ => Format::Text,
         }
     }
+}
+
+/// `--rules nsys`: the six `nsys analyze` CUDA rules, printed as nsys prints them, or with
+/// `-o DIR` written as one `<stem>_<rule>.csv` per rule, as `nsys analyze --format csv` does.
+fn nsys_rules(args: &AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+    let db = match input::open_nsys(&args.trace) {
+        Ok(db) => db,
+        Err(problem) => {
+            let _ = writeln!(
+                stderr,
+                "tracelens: error: {}: {problem}",
+                args.trace.display()
+            );
+            return EXIT_INPUT;
+        }
+    };
+    let results = tracelens_nsys::rules::run_all(&db);
+    let name = args
+        .trace
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match &args.output {
+        Some(dir) if dir.as_os_str() != "-" => {
+            // Like `nsys analyze --format csv --output DIR`: one <stem>_<rule>.csv per rule.
+            let stem = name.strip_suffix(".sqlite").unwrap_or(&name);
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                let _ = writeln!(
+                    stderr,
+                    "tracelens: error: {}: cannot write output: {}",
+                    dir.display(),
+                    input::io_problem(&e)
+                );
+                return EXIT_INPUT;
+            }
+            for r in results.iter().filter(|r| r.skipped.is_none()) {
+                let path = dir.join(format!("{stem}_{}.csv", r.rule));
+                if let Err(e) = output::write_atomically(&path, &r.to_csv()) {
+                    let _ = writeln!(
+                        stderr,
+                        "tracelens: error: {}: cannot write output: {}",
+                        path.display(),
+                        input::io_problem(&e)
+                    );
+                    return EXIT_INPUT;
+                }
+                let _ = writeln!(stdout, "wrote {}", path.display());
+            }
+        }
+        _ => {
+            let _ =
+                stdout.write_all(tracelens_nsys::rules::render_text(&results, &name).as_bytes());
+        }
+    }
+    EXIT_OK
 }
 
 /// The default report path: `./<trace stem>.tracelens.html` (stem without `.json`/`.gz`).
@@ -110,6 +174,9 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
 }
 
 fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+    if args.rules == Some(RuleSet::Nsys) {
+        return nsys_rules(&args, stdout, stderr);
+    }
     let trace = match input::load(&args.trace) {
         Ok(t) => t,
         Err(problem) => {

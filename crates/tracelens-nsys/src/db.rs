@@ -1,0 +1,158 @@
+//! A read-only connection to an export, and what its schema holds: exports are lazy (a table
+//! without data is absent) and columns drift between versions, so everything is probed.
+
+use rusqlite::{Connection, OpenFlags};
+use rustc_hash::FxHashMap;
+use std::path::Path;
+
+/// An open export with its tables and their columns.
+pub struct Db {
+    /// The connection (read-only, immutable: no lock, journal or write ever touches the file).
+    pub conn: Connection,
+    tables: FxHashMap<String, Vec<String>>,
+}
+
+impl Db {
+    /// Opens `path` read-only and reads its schema.
+    pub fn open(path: &Path) -> rusqlite::Result<Db> {
+        let mut uri = String::from("file:");
+        for c in path.to_string_lossy().chars() {
+            match c {
+                '?' => uri.push_str("%3f"),
+                '#' => uri.push_str("%23"),
+                '%' => uri.push_str("%25"),
+                c => uri.push(c),
+            }
+        }
+        uri.push_str("?mode=ro&immutable=1");
+        let conn = Connection::open_with_flags(
+            &uri,
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let names: Vec<String> = {
+            let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
+            rows.collect::<Result<_, _>>()?
+        };
+        let mut tables = FxHashMap::default();
+        for name in names {
+            let cols: Vec<String> = {
+                let mut stmt = conn.prepare(&format!(
+                    "PRAGMA table_info(\"{}\")",
+                    name.replace('"', "\"\"")
+                ))?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(1))?;
+                rows.collect::<Result<_, _>>()?
+            };
+            tables.insert(name, cols);
+        }
+        Ok(Db { conn, tables })
+    }
+
+    /// Whether the export has `table`.
+    pub fn has(&self, table: &str) -> bool {
+        self.tables.contains_key(table)
+    }
+
+    /// Whether `table` has `column`.
+    pub fn has_col(&self, table: &str, column: &str) -> bool {
+        self.tables
+            .get(table)
+            .is_some_and(|c| c.iter().any(|x| x == column))
+    }
+
+    /// `column` for a SELECT list, or `NULL` when the table lacks it.
+    pub fn col(&self, table: &str, column: &str) -> String {
+        if self.has_col(table, column) {
+            format!("\"{column}\"")
+        } else {
+            "NULL".to_string()
+        }
+    }
+
+    /// Number of rows of `table` (0 when absent).
+    pub fn count(&self, table: &str) -> u64 {
+        if !self.has(table) {
+            return 0;
+        }
+        self.conn
+            .query_row(&format!("SELECT count(*) FROM \"{table}\""), [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .map(|n| n as u64)
+            .unwrap_or(0)
+    }
+
+    /// `id → label` of an `ENUM_*` table (empty when absent).
+    pub fn enum_labels(&self, table: &str) -> FxHashMap<i64, String> {
+        let mut out = FxHashMap::default();
+        if !self.has(table) {
+            return out;
+        }
+        if let Ok(mut stmt) = self
+            .conn
+            .prepare(&format!("SELECT id, label FROM \"{table}\""))
+        {
+            if let Ok(rows) =
+                stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))
+            {
+                out.extend(rows.flatten());
+            }
+        }
+        out
+    }
+
+    /// `name → value` of the export metadata (`META_DATA_EXPORT`, or `EXPORT_META_DATA` before 2023.4).
+    pub fn export_meta(&self) -> Vec<(String, String)> {
+        self.name_values(if self.has("META_DATA_EXPORT") {
+            "META_DATA_EXPORT"
+        } else {
+            "EXPORT_META_DATA"
+        })
+    }
+
+    /// All `(name, value)` rows of a name/value table.
+    pub fn name_values(&self, table: &str) -> Vec<(String, String)> {
+        if !self.has(table) {
+            return Vec::new();
+        }
+        let Ok(mut stmt) = self
+            .conn
+            .prepare(&format!("SELECT name, value FROM \"{table}\""))
+        else {
+            return Vec::new();
+        };
+        stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Option<String>>(1)?.unwrap_or_default(),
+            ))
+        })
+        .map(|rows| rows.flatten().collect())
+        .unwrap_or_default()
+    }
+}
+
+/// The pid packed in a `globalTid`/`globalPid`: `(id >> 24) & 0xFFFFFF`.
+pub fn pid_of(global: i64) -> i64 {
+    (global >> 24) & 0xFF_FFFF
+}
+
+/// The tid packed in a `globalTid`: `id & 0xFFFFFF`.
+pub fn tid_of(global: i64) -> i64 {
+    global & 0xFF_FFFF
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn global_ids_unpack() {
+        let g = (1i64 << 48) | (26601 << 24) | 26605;
+        assert_eq!(pid_of(g), 26601);
+        assert_eq!(tid_of(g), 26605);
+    }
+}

@@ -1,0 +1,562 @@
+//! An export's rows → the timeline model. Each table is scanned once; joins (strings, launch
+//! ↔ GPU op, thread names) are done in memory by the model's builder, never row by row in SQL.
+
+use crate::db::{pid_of, tid_of, Db};
+use rusqlite::types::Value;
+use rustc_hash::FxHashMap;
+use std::collections::BTreeMap;
+use tracelens_model::{
+    CopyDirection, CopyInfo, DeviceProperties, Ident, LaneKey, MemoryKind, NameId, SourceInfo,
+    SpanInput, SpanKind, Trace, TraceBuilder, NO_DETAIL,
+};
+
+/// Tables whose rows are counted but not modelled.
+const COUNTED_ONLY: [&str; 6] = [
+    "OSRT_API",
+    "SCHED_EVENTS",
+    "COMPOSITE_EVENTS",
+    "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
+    "PROFILER_OVERHEAD",
+    "CUDA_GPU_MEMORY_USAGE_EVENTS",
+];
+
+/// The correlation key: CUPTI correlation ids are unique within a process only.
+pub fn correlation_key(pid: i64, correlation: i64) -> u64 {
+    ((pid as u64 & 0xFF_FFFF) << 32) | (correlation as u64 & 0xFFFF_FFFF)
+}
+
+fn int(v: &Value) -> Option<i64> {
+    match v {
+        Value::Integer(i) => Some(*i),
+        Value::Real(f) => Some(*f as i64),
+        Value::Text(t) => t.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn text(v: &Value) -> Option<&str> {
+    match v {
+        Value::Text(t) => Some(t.as_str()),
+        _ => None,
+    }
+}
+
+struct Importer<'a> {
+    db: &'a Db,
+    b: TraceBuilder,
+    strings: FxHashMap<i64, String>,
+    interned: FxHashMap<i64, NameId>,
+    rows_by_table: BTreeMap<String, u64>,
+    mem_kinds: FxHashMap<i64, String>,
+}
+
+impl Importer<'_> {
+    fn name(&mut self, id: Option<i64>) -> NameId {
+        let Some(id) = id else {
+            return self.b.intern("(unnamed)");
+        };
+        if let Some(&n) = self.interned.get(&id) {
+            return n;
+        }
+        let n = match self.strings.get(&id) {
+            Some(s) => self.b.intern(s),
+            None => self.b.intern(&format!("(string {id})")),
+        };
+        self.interned.insert(id, n);
+        n
+    }
+
+    /// Runs `sql` and hands every row to `f`; returns the row count.
+    fn scan(
+        &mut self,
+        table: &str,
+        sql: &str,
+        mut f: impl FnMut(&mut Self, &[Value]),
+    ) -> rusqlite::Result<()> {
+        if !self.db.has(table) {
+            return Ok(());
+        }
+        let mut stmt = self.db.conn.prepare(sql)?;
+        let n = stmt.column_count();
+        let mut rows = stmt.query([])?;
+        let mut count = 0u64;
+        let mut buf: Vec<Value> = Vec::with_capacity(n);
+        while let Some(row) = rows.next()? {
+            buf.clear();
+            for i in 0..n {
+                buf.push(row.get::<_, Value>(i)?);
+            }
+            f(self, &buf);
+            count += 1;
+        }
+        *self.rows_by_table.entry(table.to_string()).or_default() += count;
+        Ok(())
+    }
+
+    fn mem_kind(&self, id: Option<i64>) -> MemoryKind {
+        let label = id
+            .and_then(|i| self.mem_kinds.get(&i).cloned())
+            .unwrap_or_else(|| {
+                match id {
+                    Some(0) => "Pageable",
+                    Some(1) => "Pinned",
+                    Some(2) | Some(5) => "Device",
+                    Some(3) => "Array",
+                    Some(4) | Some(6) => "Managed",
+                    _ => "Unknown",
+                }
+                .to_string()
+            });
+        MemoryKind::parse(&label)
+            .or_else(|| label.split_whitespace().next().and_then(MemoryKind::parse))
+            .unwrap_or(MemoryKind::Unknown)
+    }
+}
+
+fn kind_label(k: MemoryKind) -> &'static str {
+    match k {
+        MemoryKind::Pageable => "Pageable",
+        MemoryKind::Pinned => "Pinned",
+        MemoryKind::Device => "Device",
+        MemoryKind::Host => "Host",
+        MemoryKind::Array => "Array",
+        MemoryKind::Managed => "Managed",
+        MemoryKind::Unknown => "Unknown",
+    }
+}
+
+/// `(direction, unified)` of `ENUM_CUDA_MEMCPY_OPER`.
+fn copy_direction(kind: Option<i64>) -> (CopyDirection, bool) {
+    match kind {
+        Some(1) | Some(3) => (CopyDirection::HtoD, false),
+        Some(2) | Some(4) => (CopyDirection::DtoH, false),
+        Some(5..=8) => (CopyDirection::DtoD, false),
+        Some(9) => (CopyDirection::HtoH, false),
+        Some(10) => (CopyDirection::PtoP, false),
+        Some(11) => (CopyDirection::HtoD, true),
+        Some(12) => (CopyDirection::DtoH, true),
+        Some(13) => (CopyDirection::DtoD, true),
+        _ => (CopyDirection::Unknown, false),
+    }
+}
+
+/// PyTorch's NVTX text `aten::add, seq = 3, op_id = 7, sizes = [...]` → (`aten::add`, true).
+pub fn pytorch_op_name(text: &str) -> (&str, bool) {
+    let cut = [", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "]
+        .iter()
+        .filter_map(|m| text.find(m))
+        .min();
+    match cut {
+        Some(i) => (&text[..i], true),
+        None => (text, false),
+    }
+}
+
+/// Imports an opened export.
+pub fn import(db: &Db, path: &str, file_bytes: u64) -> rusqlite::Result<Trace> {
+    let mut imp = Importer {
+        db,
+        b: TraceBuilder::new(),
+        strings: FxHashMap::default(),
+        interned: FxHashMap::default(),
+        rows_by_table: BTreeMap::new(),
+        mem_kinds: db.enum_labels("ENUM_CUDA_MEM_KIND"),
+    };
+    if db.has("StringIds") {
+        let mut stmt = db.conn.prepare("SELECT id, value FROM StringIds")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?))
+        })?;
+        for (id, v) in rows.flatten() {
+            imp.strings.insert(id, v.unwrap_or_default());
+        }
+    }
+    read_metadata(&mut imp)?;
+    read_names(&mut imp)?;
+    read_runtime(&mut imp)?;
+    read_gpu_ops(&mut imp)?;
+    read_nvtx(&mut imp)?;
+    let mut ignored = BTreeMap::new();
+    for t in COUNTED_ONLY {
+        let n = db.count(t);
+        if n > 0 {
+            ignored.insert(t.to_string(), n);
+        }
+    }
+    let meta: FxHashMap<String, String> = db.export_meta().into_iter().collect();
+    let product = meta
+        .get("EXPORT_PRODUCT_VERSION")
+        .cloned()
+        .unwrap_or_else(|| "unknown".into());
+    let schema = meta
+        .get("EXPORT_SCHEMA_VERSION")
+        .cloned()
+        .unwrap_or_else(|| "unknown".into());
+    let lazy = meta.get("EXPORT_PARAM_LAZY").map(String::as_str);
+    let read: u64 = imp.rows_by_table.values().sum();
+    let kept = imp.b.span_count() as u64;
+    let source = SourceInfo {
+        path: path.to_string(),
+        format: "nsys_sqlite".into(),
+        container: "sqlite".into(),
+        compression: None,
+        generation: format!("nsys_schema_{schema}"),
+        generation_note: format!(
+            "Nsight Systems {product} SQLite export, schema {schema}{}",
+            match lazy {
+                Some("false") | Some("0") => " (non-lazy)",
+                Some(_) => " (lazy)",
+                None => "",
+            }
+        ),
+        file_bytes,
+        decoded_bytes: file_bytes,
+        events_read: read,
+        events_kept: kept,
+        events_by_phase: imp.rows_by_table.clone(),
+        ignored_categories: ignored,
+        truncated_at_byte: None,
+    };
+    Ok(imp.b.finish(source))
+}
+
+fn read_metadata(imp: &mut Importer) -> rusqlite::Result<()> {
+    let db = imp.db;
+    for (name, value) in db.export_meta() {
+        match name.as_str() {
+            "EXPORT_PRODUCT_VERSION" => {
+                imp.b
+                    .metadata
+                    .versions
+                    .insert("nsys_product_version".into(), value);
+            }
+            "EXPORT_SCHEMA_VERSION" => {
+                imp.b
+                    .metadata
+                    .versions
+                    .insert("nsys_export_schema_version".into(), value);
+            }
+            _ => imp.b.metadata.add_extra(&format!("export.{name}"), &value),
+        }
+    }
+    // The capture settings include the profiled process's whole environment: redacted.
+    for (name, value) in db.name_values("META_DATA_CAPTURE") {
+        if name.ends_with("ENVIRONMENT_VARIABLE") {
+            let (key, val) = value.split_once('=').unwrap_or((value.as_str(), ""));
+            imp.b.metadata.add_extra(&format!("capture.env.{key}"), val);
+        } else {
+            imp.b.metadata.add_extra(&format!("capture.{name}"), &value);
+        }
+    }
+    if db.has("TARGET_INFO_SESSION_START_TIME") {
+        let utc = db.col("TARGET_INFO_SESSION_START_TIME", "utcEpochNs");
+        if let Ok(v) = db.conn.query_row(
+            &format!("SELECT {utc} FROM TARGET_INFO_SESSION_START_TIME"),
+            [],
+            |r| r.get::<_, Option<i64>>(0),
+        ) {
+            imp.b.metadata.base_time_ns = v;
+        }
+    }
+    if db.has("TARGET_INFO_GPU") {
+        let t = "TARGET_INFO_GPU";
+        let sql = format!(
+            "SELECT {}, {}, {}, {}, {}, {}, {} FROM TARGET_INFO_GPU",
+            db.col(t, "id"),
+            db.col(t, "name"),
+            db.col(t, "totalMemory"),
+            db.col(t, "smCount"),
+            db.col(t, "computeMajor"),
+            db.col(t, "computeMinor"),
+            db.col(t, "threadsPerWarp")
+        );
+        let mut props = Vec::new();
+        imp.scan(t, &sql, |_, r| {
+            props.push(DeviceProperties {
+                id: int(&r[0]).unwrap_or(0),
+                name: text(&r[1]).unwrap_or_default().to_string(),
+                total_global_mem_bytes: int(&r[2]).and_then(|v| u64::try_from(v).ok()),
+                num_sms: int(&r[3]),
+                compute_major: int(&r[4]),
+                compute_minor: int(&r[5]),
+                warp_size: int(&r[6]),
+            })
+        })?;
+        props.sort_by_key(|p| p.id);
+        props.dedup_by_key(|p| p.id);
+        imp.b.metadata.device_properties = props;
+    }
+    Ok(())
+}
+
+fn read_names(imp: &mut Importer) -> rusqlite::Result<()> {
+    imp.scan(
+        "ThreadNames",
+        "SELECT nameId, globalTid FROM ThreadNames",
+        |imp, r| {
+            let (Some(name), Some(g)) = (int(&r[0]), int(&r[1])) else {
+                return;
+            };
+            let text = imp.strings.get(&name).cloned().unwrap_or_default();
+            imp.b
+                .name_thread(Ident::Num(pid_of(g)), Ident::Num(tid_of(g)), &text);
+        },
+    )?;
+    let db = imp.db;
+    if db.has("PROCESSES") {
+        let sql = format!(
+            "SELECT {}, {} FROM PROCESSES",
+            db.col("PROCESSES", "pid"),
+            db.col("PROCESSES", "name")
+        );
+        imp.scan("PROCESSES", &sql, |imp, r| {
+            if let (Some(pid), Some(name)) = (int(&r[0]), text(&r[1])) {
+                imp.b.name_process(Ident::Num(pid), name);
+            }
+        })?;
+    }
+    Ok(())
+}
+
+fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
+    let t = "CUPTI_ACTIVITY_KIND_RUNTIME";
+    let db = imp.db;
+    let sql = format!(
+        "SELECT start, end, {}, {}, {}, {} FROM {t}",
+        db.col(t, "eventClass"),
+        db.col(t, "globalTid"),
+        db.col(t, "correlationId"),
+        db.col(t, "nameId")
+    );
+    imp.scan(t, &sql, |imp, r| {
+        let (Some(start), Some(end)) = (int(&r[0]), int(&r[1])) else {
+            return;
+        };
+        let g = int(&r[3]).unwrap_or(0);
+        let pid = pid_of(g);
+        let lane = imp.b.lane(LaneKey::Cpu {
+            pid: Ident::Num(pid),
+            tid: Ident::Num(tid_of(g)),
+        });
+        let name = imp.name(int(&r[5]));
+        let kind = if int(&r[2]) == Some(1) {
+            SpanKind::Driver
+        } else {
+            SpanKind::Runtime
+        };
+        imp.b.add_span(SpanInput {
+            kind,
+            lane,
+            start_ns: start,
+            dur_ns: end - start,
+            name,
+            correlation: int(&r[4]).map(|c| correlation_key(pid, c)),
+            external_id: None,
+            detail: NO_DETAIL,
+        });
+    })
+}
+
+fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
+    let db = imp.db;
+    let common = |t: &str| {
+        format!(
+            "start, end, {}, {}, {}, {}",
+            db.col(t, "deviceId"),
+            db.col(t, "streamId"),
+            db.col(t, "correlationId"),
+            db.col(t, "globalPid")
+        )
+    };
+    let t = "CUPTI_ACTIVITY_KIND_KERNEL";
+    let sql = format!(
+        "SELECT {}, {}, {} FROM {t}",
+        common(t),
+        db.col(t, "demangledName"),
+        db.col(t, "shortName")
+    );
+    imp.scan(t, &sql, |imp, r| {
+        let name = int(&r[6]).or(int(&r[7]));
+        let name = imp.name(name);
+        gpu_span(imp, r, SpanKind::Kernel, name, NO_DETAIL);
+    })?;
+    let t = "CUPTI_ACTIVITY_KIND_MEMCPY";
+    let sql = format!(
+        "SELECT {}, {}, {}, {}, {} FROM {t}",
+        common(t),
+        db.col(t, "bytes"),
+        db.col(t, "copyKind"),
+        db.col(t, "srcKind"),
+        db.col(t, "dstKind")
+    );
+    imp.scan(t, &sql, |imp, r| {
+        let (direction, unified) = copy_direction(int(&r[7]));
+        let (src, dst) = (imp.mem_kind(int(&r[8])), imp.mem_kind(int(&r[9])));
+        let label = format!(
+            "Memcpy {}{:?} ({} -> {})",
+            if unified { "Unified " } else { "" },
+            direction,
+            kind_label(src),
+            kind_label(dst)
+        );
+        let name = imp.b.intern(&label);
+        let detail = imp.b.add_copy(CopyInfo {
+            direction,
+            src,
+            dst,
+            bytes: int(&r[6]).and_then(|b| u64::try_from(b).ok()),
+        });
+        gpu_span(imp, r, SpanKind::Memcpy, name, detail);
+    })?;
+    let t = "CUPTI_ACTIVITY_KIND_MEMSET";
+    let sql = format!(
+        "SELECT {}, {}, {} FROM {t}",
+        common(t),
+        db.col(t, "bytes"),
+        db.col(t, "memKind")
+    );
+    imp.scan(t, &sql, |imp, r| {
+        let kind = imp.mem_kind(int(&r[7]));
+        let name = imp.b.intern(&format!("Memset ({})", kind_label(kind)));
+        let detail = imp.b.add_copy(CopyInfo {
+            direction: CopyDirection::Unknown,
+            src: MemoryKind::Unknown,
+            dst: kind,
+            bytes: int(&r[6]).and_then(|b| u64::try_from(b).ok()),
+        });
+        gpu_span(imp, r, SpanKind::Memset, name, detail);
+    })?;
+    let t = "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION";
+    let sql = format!("SELECT {}, {} FROM {t}", common(t), db.col(t, "syncType"));
+    imp.scan(t, &sql, |imp, r| {
+        // Kineto's names for the same CUPTI records.
+        let label = match int(&r[6]) {
+            Some(1) => "Event Sync",
+            Some(2) => "Stream Wait Event",
+            Some(3) => "Stream Sync",
+            Some(4) => "Context Sync",
+            _ => "Unknown Sync",
+        };
+        let name = imp.b.intern(label);
+        gpu_span(imp, r, SpanKind::CudaSync, name, NO_DETAIL);
+    })
+}
+
+/// Adds a GPU-lane span from the common `start, end, deviceId, streamId, correlationId,
+/// globalPid` prefix of a row.
+fn gpu_span(imp: &mut Importer, r: &[Value], kind: SpanKind, name: NameId, detail: u32) {
+    let (Some(start), Some(end)) = (int(&r[0]), int(&r[1])) else {
+        return;
+    };
+    let stream = match int(&r[3]) {
+        // Context and event syncs carry 0xFFFFFFFF: no stream.
+        Some(0xFFFF_FFFF) | None => -1,
+        Some(s) => s,
+    };
+    let lane = imp.b.lane(LaneKey::Gpu {
+        device: int(&r[2]).unwrap_or(0),
+        stream,
+    });
+    let pid = pid_of(int(&r[5]).unwrap_or(0));
+    imp.b.add_span(SpanInput {
+        kind,
+        lane,
+        start_ns: start,
+        dur_ns: end - start,
+        name,
+        correlation: int(&r[4]).map(|c| correlation_key(pid, c)),
+        external_id: None,
+        detail,
+    });
+}
+
+fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
+    let t = "NVTX_EVENTS";
+    let db = imp.db;
+    if !db.has(t) {
+        return Ok(());
+    }
+    // Unclosed ranges end where the table ends, as nsys's own reports do.
+    let table_end: i64 = db
+        .conn
+        .query_row(
+            &format!(
+                "SELECT max(max(start, coalesce({}, start))) FROM {t}",
+                db.col(t, "end")
+            ),
+            [],
+            |r| r.get::<_, Option<i64>>(0),
+        )?
+        .unwrap_or(0);
+    let sql = format!(
+        "SELECT start, {}, eventType, {}, {}, {} FROM {t} WHERE eventType IN (59, 60, 70, 71)",
+        db.col(t, "end"),
+        db.col(t, "text"),
+        db.col(t, "textId"),
+        db.col(t, "globalTid")
+    );
+    imp.scan(t, &sql, |imp, r| {
+        let Some(start) = int(&r[0]) else { return };
+        let end = int(&r[1]).unwrap_or(table_end);
+        let raw = match text(&r[3]) {
+            Some(s) => s.to_string(),
+            None => int(&r[4])
+                .and_then(|id| imp.strings.get(&id).cloned())
+                .unwrap_or_default(),
+        };
+        let (name, is_op) = pytorch_op_name(&raw);
+        let g = int(&r[5]).unwrap_or(0);
+        let lane = imp.b.lane(LaneKey::Cpu {
+            pid: Ident::Num(pid_of(g)),
+            tid: Ident::Num(tid_of(g)),
+        });
+        let name = imp.b.intern(name);
+        imp.b.add_span(SpanInput {
+            kind: if is_op {
+                SpanKind::CpuOp
+            } else {
+                SpanKind::UserAnnotation
+            },
+            lane,
+            start_ns: start,
+            dur_ns: end - start,
+            name,
+            correlation: None,
+            external_id: None,
+            detail: NO_DETAIL,
+        });
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pytorch_nvtx_texts_become_op_names() {
+        assert_eq!(
+            pytorch_op_name("aten::add, op_id = 314359"),
+            ("aten::add", true)
+        );
+        assert_eq!(
+            pytorch_op_name("AddmmBackward0, seq = 11, op_id = 5"),
+            ("AddmmBackward0", true)
+        );
+        assert_eq!(
+            pytorch_op_name(
+                "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__, op_id = 9"
+            ),
+            (
+                "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+                true
+            )
+        );
+        assert_eq!(pytorch_op_name("my range"), ("my range", false));
+    }
+
+    #[test]
+    fn correlation_keys_separate_processes() {
+        assert_ne!(correlation_key(111, 5), correlation_key(112, 5));
+        assert_eq!(correlation_key(111, 5), correlation_key(111, 5));
+    }
+}

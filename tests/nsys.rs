@@ -1,0 +1,471 @@
+//! Nsight Systems exports: every corpus export loads, the nsys-compatible rules reproduce the
+//! golden `nsys analyze` outputs row for row, the native diagnoses work on real exports, and
+//! project-made exports (real DDL) cover the edge cases.
+
+use std::path::{Path, PathBuf};
+use tracelens_analysis::syncs::SyncTrigger;
+use tracelens_analysis::{device_utilization, diagnose, FindingKind};
+use tracelens_model::{LaneKey, SpanKind, WarningKind};
+use tracelens_tests::nsys_export::Export;
+use tracelens_tests::{corpus_dir, tracelens};
+
+fn exports(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.join("nsys")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "sqlite") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn every_corpus_export_loads_and_conserves_idle_time() {
+    let Some(root) = corpus_dir("every_corpus_export_loads_and_conserves_idle_time") else {
+        return;
+    };
+    let files = exports(&root);
+    assert!(files.len() >= 20, "found {} exports", files.len());
+    let mut schemas = std::collections::BTreeSet::new();
+    for path in &files {
+        let t =
+            tracelens_nsys::import_file(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        schemas.insert(
+            t.metadata
+                .versions
+                .get("nsys_export_schema_version")
+                .cloned()
+                .unwrap_or_default(),
+        );
+        if !t.has_gpu_activity() {
+            assert!(
+                t.warnings
+                    .iter()
+                    .any(|w| w.kind == WarningKind::NoGpuActivity),
+                "{}",
+                path.display()
+            );
+        }
+        let d = diagnose(&t);
+        for (idle, u) in d.device_idle.iter().zip(device_utilization(&t)) {
+            let sum: i64 = idle.by_cause.values().sum();
+            assert_eq!(
+                sum,
+                u.headline().map_or(0, |h| h.idle_ns),
+                "{}",
+                path.display()
+            );
+        }
+    }
+    for s in ["3.0.0", "3.7.2", "3.25.0"] {
+        assert!(schemas.contains(s), "schema {s} covered: {schemas:?}");
+    }
+}
+
+/// The table blocks (header, dashes, rows, truncation note) per rule of an analyze output.
+fn rule_tables(text: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut rule: Option<String> = None;
+    let mut in_table = false;
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(rest) = l.strip_prefix(" ** ") {
+            let name = rest
+                .rsplit('(')
+                .next()
+                .unwrap_or("")
+                .trim_end_matches("):")
+                .to_string();
+            out.insert(name.clone(), Vec::new());
+            rule = Some(name);
+            in_table = false;
+            continue;
+        }
+        let Some(r) = &rule else { continue };
+        let next_is_dash = lines.get(i + 1).is_some_and(|n| n.starts_with(" ---"));
+        if l.starts_with(" ---") {
+            in_table = true;
+        } else if in_table && l.trim().is_empty() {
+            in_table = false;
+            continue;
+        }
+        if next_is_dash || in_table || l.starts_with("Only the top") {
+            out.get_mut(r).unwrap().push(l.to_string());
+        }
+    }
+    out.remove("dx12_mem_ops");
+    out
+}
+
+#[test]
+fn nsys_rules_reproduce_the_golden_outputs_row_for_row() {
+    let Some(root) = corpus_dir("nsys_rules_reproduce_the_golden_outputs_row_for_row") else {
+        return;
+    };
+    let n = root.join("nsys");
+    let cases = [
+        ("generated/synthetic_cuda_pytorch_like_nsys2023.4.4.sqlite", "generated/synthetic_cuda_pytorch_like_nsys2023.4.4.expected_analyze.txt"),
+        ("converted/Raphael-Hao__Abacus__report1.qdrep.nsys2023.4.4.sqlite", "converted/Raphael-Hao__Abacus__report1.expected_nsys2023.4.4_analyze.txt"),
+        ("public/GindaChen__nsys-ai/tests/fixtures/h100_2gpu_1s.sqlite", "public/GindaChen__nsys-ai/tests/fixtures/h100_2gpu_1s.expected_nsys2023.4.4_analyze.txt"),
+    ];
+    for (db, golden) in cases {
+        let run = tracelens([
+            "analyze".into(),
+            "--rules".into(),
+            "nsys".into(),
+            n.join(db).into_os_string(),
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let ours = rule_tables(&run.stdout);
+        let theirs = rule_tables(&std::fs::read_to_string(n.join(golden)).unwrap());
+        assert_eq!(
+            ours.keys().collect::<Vec<_>>(),
+            theirs.keys().collect::<Vec<_>>(),
+            "{db}"
+        );
+        for (rule, rows) in &theirs {
+            assert_eq!(&ours[rule], rows, "{db}: {rule}");
+        }
+        assert!(theirs.values().map(Vec::len).sum::<usize>() > 0 || db.contains("h100"));
+    }
+    // CSV output is byte-identical to `nsys analyze --format csv`.
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nsys-csv");
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = n.join("generated/synthetic_cuda_pytorch_like_nsys2023.4.4.sqlite");
+    let run = tracelens([
+        "analyze".into(),
+        "--rules".into(),
+        "nsys".into(),
+        db.into_os_string(),
+        "-o".into(),
+        dir.clone().into_os_string(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for rule in [
+        "cuda_memcpy_async",
+        "cuda_memcpy_sync",
+        "cuda_memset_sync",
+        "cuda_api_sync",
+        "gpu_gaps",
+        "gpu_time_util",
+    ] {
+        let name = format!("synthetic_cuda_pytorch_like_nsys2023.4.4_{rule}.csv");
+        assert_eq!(
+            std::fs::read_to_string(dir.join(&name)).unwrap(),
+            std::fs::read_to_string(n.join("generated").join(&name)).unwrap(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn native_diagnoses_report_pageable_and_synchronous_copies_with_their_cost() {
+    let Some(root) =
+        corpus_dir("native_diagnoses_report_pageable_and_synchronous_copies_with_their_cost")
+    else {
+        return;
+    };
+    for (rel, pageable_htod) in [
+        (
+            "nsys/generated/synthetic_cuda_pytorch_like_nsys2023.4.4.sqlite",
+            9,
+        ),
+        (
+            "nsys/converted/Raphael-Hao__Abacus__report1.qdrep.nsys2023.4.4.sqlite",
+            1258,
+        ),
+    ] {
+        let t = tracelens_nsys::import_file(&root.join(rel)).unwrap();
+        let d = diagnose(&t);
+        assert_eq!(d.copies.htod_pageable.count, pageable_htod, "{rel}");
+        let f = d
+            .findings
+            .iter()
+            .find(|f| f.kind == FindingKind::PageableCopies)
+            .unwrap_or_else(|| panic!("{rel}: {:#?}", d.findings));
+        assert!(
+            f.cpu_cost_per_step_ns.unwrap_or(0) > 0 && f.estimated_win_ns > 0,
+            "{rel}: {f:#?}"
+        );
+        assert!(
+            d.syncs.calls > 0,
+            "{rel}: the blocking copies and syncs are listed"
+        );
+    }
+}
+
+#[test]
+fn two_process_export_shows_both_gpus_and_the_428_ms_stream_syncs() {
+    let Some(root) = corpus_dir("two_process_export_shows_both_gpus_and_the_428_ms_stream_syncs")
+    else {
+        return;
+    };
+    let t = tracelens_nsys::import_file(
+        &root.join("nsys/public/GindaChen__nsys-ai/tests/fixtures/h100_2gpu_1s.sqlite"),
+    )
+    .unwrap();
+    assert_eq!(
+        t.devices.iter().map(|d| d.index).collect::<Vec<_>>(),
+        vec![0, 1]
+    );
+    let d = diagnose(&t);
+    let long: Vec<_> = t
+        .spans
+        .iter()
+        .filter(|s| {
+            s.kind == SpanKind::Runtime
+                && t.names.get(s.name).starts_with("cudaStreamSynchronize")
+                && s.dur_ns > 428_000_000
+        })
+        .collect();
+    assert_eq!(long.len(), 2, "one 428 ms stream sync per process");
+    let pids: std::collections::BTreeSet<_> = long
+        .iter()
+        .map(|s| match t.lane(s.lane).key {
+            LaneKey::Cpu { pid, .. } => format!("{pid:?}"),
+            LaneKey::Gpu { .. } => String::new(),
+        })
+        .collect();
+    assert_eq!(pids.len(), 2);
+    let site = d.syncs.sites.iter().max_by_key(|s| s.blocked_ns).unwrap();
+    assert!(site.blocked_ns > 856_000_000, "{site:#?}");
+    assert!(
+        d.findings
+            .iter()
+            .any(|f| f.kind == FindingKind::ImplicitSync && f.title.contains("856.")),
+        "{:#?}",
+        d.findings
+    );
+}
+
+fn temp_export(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("nsys-made");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!("{name}.sqlite"))
+}
+
+#[test]
+fn colliding_correlation_ids_join_within_their_process() {
+    let path = temp_export("two_processes");
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.7.2");
+    e.runtime("cudaLaunchKernel_v7000", 111, 111, 100, 110, 5);
+    e.runtime("cudaLaunchKernel_v7000", 112, 112, 200, 210, 5);
+    e.kernel("k_of_111", 111, 0, 7, 300, 400, 5);
+    e.kernel("k_of_112", 112, 1, 7, 500, 600, 5);
+    e.gpu(0, "NVIDIA H100 80GB HBM3");
+    drop(e);
+    let t = tracelens_nsys::import_file(&path).unwrap();
+    assert_eq!(t.links.gpu_ops_linked, 2);
+    for k in t.spans_of_kind(SpanKind::Kernel) {
+        let launch = t.launch_of(k).unwrap();
+        let LaneKey::Cpu { pid, .. } = t.lane(t.span(launch).lane).key else {
+            panic!()
+        };
+        let want = if t.name(k) == "k_of_111" { 111 } else { 112 };
+        assert_eq!(pid, tracelens_model::Ident::Num(want), "{}", t.name(k));
+    }
+    assert_eq!(t.devices[0].name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+}
+
+#[test]
+fn lazy_pre_2023_4_export_without_gpu_tables_says_so() {
+    let path = temp_export("lazy_old");
+    let mut e = Export::create(&path, "EXPORT_META_DATA", "3.1.2");
+    e.conn
+        .execute_batch(
+            "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY;
+             DROP TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION; DROP TABLE TARGET_INFO_GPU; DROP TABLE ENUM_CUDA_MEM_KIND;",
+        )
+        .unwrap();
+    e.nvtx("train step", 7, 7, 0, Some(1_000));
+    drop(e);
+    let t = tracelens_nsys::import_file(&path).unwrap();
+    assert_eq!(t.metadata.versions["nsys_export_schema_version"], "3.1.2");
+    assert!(!t.has_gpu_activity());
+    assert!(t
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::NoGpuActivity));
+    assert_eq!(t.source.generation, "nsys_schema_3.1.2");
+}
+
+#[test]
+fn item_and_data_loader_ranges_from_nvtx_are_diagnosed() {
+    let path = temp_export("item_and_loader");
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.7.2");
+    let (pid, tid) = (42, 42);
+    let mut corr = 0;
+    let mut t = 1_000_000i64;
+    for step in 0..4 {
+        // DataLoader wait (3 ms) on the training thread.
+        e.nvtx(
+            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__, op_id = 1",
+            pid,
+            tid,
+            t,
+            Some(t + 3_000_000),
+        );
+        t += 3_000_000;
+        // A 2 ms kernel, then loss.item(): DtoH into pinned memory and a stream sync.
+        corr += 1;
+        e.runtime("cudaLaunchKernel_v7000", pid, tid, t, t + 5_000, corr);
+        e.kernel("fwd", pid, 0, 7, t + 10_000, t + 2_010_000, corr);
+        let item = t + 20_000;
+        corr += 1;
+        e.runtime(
+            "cudaMemcpyAsync_v3020",
+            pid,
+            tid,
+            item + 2_000,
+            item + 8_000,
+            corr,
+        );
+        e.memcpy(pid, 0, 7, t + 2_010_000, t + 2_012_000, corr, 4, 2, 2, 1);
+        corr += 1;
+        e.runtime(
+            "cudaStreamSynchronize_v3020",
+            pid,
+            tid,
+            item + 9_000,
+            t + 2_015_000,
+            corr,
+        );
+        e.nvtx(
+            &format!("aten::item, seq = {step}, op_id = 2"),
+            pid,
+            tid,
+            item,
+            Some(t + 2_016_000),
+        );
+        e.nvtx(
+            "aten::_local_scalar_dense, op_id = 3",
+            pid,
+            tid,
+            item + 1_000,
+            Some(t + 2_015_500),
+        );
+        // Logging after the sync: 1 ms of CPU work, the GPU has nothing queued.
+        e.nvtx_registered("log_metrics", pid, tid, t + 2_017_000, t + 3_017_000);
+        t += 3_020_000;
+    }
+    e.nvtx("never closed", pid, tid, -5_000, None);
+    drop(e);
+    let trace = tracelens_nsys::import_file(&path).unwrap();
+    let names: Vec<&str> = trace
+        .spans
+        .iter()
+        .map(|s| trace.names.get(s.name))
+        .collect();
+    assert!(
+        names.contains(&"log_metrics")
+            && names.contains(&"never closed")
+            && names.contains(&"aten::item")
+    );
+    let open = trace
+        .spans
+        .iter()
+        .find(|s| trace.names.get(s.name) == "never closed")
+        .unwrap();
+    assert_eq!(
+        open.start_ns, -5_000,
+        "negative timestamps are kept as stored"
+    );
+    assert!(
+        open.end_ns() >= t - 3_000_000,
+        "an unclosed range ends where the table ends"
+    );
+    let d = diagnose(&trace);
+    let kinds: Vec<FindingKind> = d.findings.iter().map(|f| f.kind).collect();
+    assert!(
+        kinds.contains(&FindingKind::DataLoaderStall),
+        "{:#?}",
+        d.findings
+    );
+    let item = d
+        .syncs
+        .sites
+        .iter()
+        .find(|s| s.trigger == SyncTrigger::Item)
+        .expect("the .item() sync");
+    assert_eq!(item.count, 4);
+    assert!(item.gpu_idle_ns > 0);
+    assert!(
+        d.findings
+            .iter()
+            .any(|f| f.kind == FindingKind::ImplicitSync && f.title.starts_with(".item()")),
+        "{:#?}",
+        d.findings
+    );
+}
+
+#[test]
+fn unified_memory_migrations_are_not_pageable_copies() {
+    let path = temp_export("uvm");
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    e.runtime("cudaMemcpyAsync_v3020", 9, 9, 0, 5_000, 1);
+    e.memcpy(9, 0, 7, 10_000, 20_000, 1, 1 << 20, 11, 7, 7);
+    e.memcpy(9, 0, 7, 30_000, 40_000, 2, 1 << 20, 12, 7, 7);
+    e.kernel("k", 9, 0, 7, 50_000, 60_000, 3);
+    drop(e);
+    let t = tracelens_nsys::import_file(&path).unwrap();
+    let d = diagnose(&t);
+    assert_eq!(d.copies.pageable().count, 0);
+    assert!(d
+        .findings
+        .iter()
+        .all(|f| f.kind != FindingKind::PageableCopies));
+    let run = tracelens([
+        "analyze".into(),
+        "--rules".into(),
+        "nsys".into(),
+        path.into_os_string(),
+    ]);
+    assert!(
+        run.stdout
+            .contains("No asynchronous memcpy used pageable memory."),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn sqlite_files_that_are_not_nsys_exports_are_refused() {
+    let path = temp_export("not_nsys");
+    let _ = std::fs::remove_file(&path);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("CREATE TABLE users (id INTEGER, name TEXT);")
+        .unwrap();
+    drop(conn);
+    let run = tracelens([
+        "analyze".into(),
+        path.clone().into_os_string(),
+        "--no-report".into(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!(
+            "tracelens: error: {}: an SQLite database, but not an Nsight Systems export (none of its StringIds, META_DATA_EXPORT, CUPTI or NVTX tables)",
+            path.display()
+        )
+    );
+    let json = tracelens_tests::fixtures_dir().join("kineto/modern_base_ns.json");
+    let run = tracelens([
+        "analyze".into(),
+        "--rules".into(),
+        "nsys".into(),
+        json.clone().into_os_string(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!("tracelens: error: {}: --rules nsys needs an Nsight Systems SQLite export (nsys export --type sqlite)", json.display())
+    );
+}
