@@ -91,6 +91,7 @@ impl Export {
     }
 
     /// A kernel.
+    #[allow(clippy::too_many_arguments)]
     pub fn kernel(
         &mut self,
         name: &str,
@@ -133,25 +134,6 @@ impl Export {
                 "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY (start, end, deviceId, contextId, streamId, correlationId, globalPid,
                  bytes, copyKind, srcKind, dstKind) VALUES (?1, ?2, ?3, 1, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![start, end, device, stream, corr, gtid(pid, 0), bytes, copy_kind, src, dst],
-            )
-            .unwrap();
-    }
-
-    /// A SYNCHRONIZATION row.
-    pub fn sync_row(
-        &mut self,
-        pid: i64,
-        device: i64,
-        stream: i64,
-        start: i64,
-        end: i64,
-        corr: i64,
-        sync_type: i64,
-    ) {
-        self.conn
-            .execute(
-                "INSERT INTO CUPTI_ACTIVITY_KIND_SYNCHRONIZATION VALUES (?1, ?2, ?3, 1, NULL, ?4, ?5, ?6, ?7, 4294967295)",
-                params![start, end, device, stream, corr, gtid(pid, 0), sync_type],
             )
             .unwrap();
     }
