@@ -32,3 +32,10 @@ bench-gz sizes="100,1000":
 # Install the `tracelens` binary into ~/.cargo/bin.
 install:
     cargo install --path crates/tracelens-cli
+
+# Load speed of an Nsight Systems export inflated from a corpus file to SIZE MB (doubling, so up to 2x).
+bench-nsys size="1000":
+    cargo build --release -p tracelens-cli -p tracelens-bench
+    ./target/release/tracelens-inflate-nsys {{corpus}}/nsys/converted/Raphael-Hao__Abacus__report1.qdrep.nsys2023.4.4.sqlite bench-traces/nsys_{{size}}mb.sqlite {{size}}
+    cat bench-traces/nsys_{{size}}mb.sqlite > /dev/null
+    /usr/bin/time -f "tracelens: %e s, peak RSS %M KB" ./target/release/tracelens analyze bench-traces/nsys_{{size}}mb.sqlite --format json --timings > /dev/null

@@ -256,7 +256,7 @@ fn device_steps(trace: &Trace, cpu_extent: Interval) -> Vec<(i64, Interval)> {
             if end > h.end_ns {
                 continue;
             }
-            for op in trace.launched_by(id) {
+            for &op in trace.launched_by(id) {
                 let iv = trace.span(op).interval();
                 device[k] = Some(device[k].map_or(iv, |d| d.hull(iv)));
                 matched[k] += 1;

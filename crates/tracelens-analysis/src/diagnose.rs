@@ -101,7 +101,7 @@ pub fn diagnose(trace: &Trace) -> Diagnosis {
         .map(|w| attribute_idle(trace, w, &threads))
         .collect();
     let steps = trace.steps.len().max(1);
-    let calls = find_syncs(trace, &device_idle);
+    let calls = find_syncs(trace, &device_idle, &threads);
     let sites = group_sync_sites(trace, &calls, steps);
     let copies = copy_report(trace, &calls);
     let dataloader = data_loader_report(trace, &device_idle);
@@ -153,8 +153,14 @@ pub fn diagnose(trace: &Trace) -> Diagnosis {
 }
 
 fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {
+    // The five largest gaps: select, then sort only those.
     let mut order: Vec<usize> = (0..d.gaps.len()).collect();
-    order.sort_by_key(|&i| (std::cmp::Reverse(d.gaps[i].interval.dur_ns()), i));
+    let key = |&i: &usize| (std::cmp::Reverse(d.gaps[i].interval.dur_ns()), i);
+    if order.len() > 5 {
+        order.select_nth_unstable_by_key(4, key);
+        order.truncate(5);
+    }
+    order.sort_by_key(key);
     let largest_gaps = order
         .into_iter()
         .take(5)

@@ -194,7 +194,7 @@ pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -
                 .is_some_and(|l| trace.launched_by(l).len() > 1)
         })
         .count() as u64;
-    let busy = crate::intervals::union(ops.iter().map(|o| o.1).collect());
+    let busy = crate::intervals::union_sorted(ops.iter().map(|o| o.1));
     let mut host_ops: FxHashMap<Option<NameId>, TimeNs> = FxHashMap::default();
     for gap in gaps(&busy, Interval::new(first, last)) {
         // The op that ends the gap: prefer one with a launch among those starting there.

@@ -16,6 +16,21 @@ pub fn union(mut intervals: Vec<Interval>) -> Vec<Interval> {
     out
 }
 
+/// Merges intervals that arrive sorted by start (as from a start-sorted op list) in one pass.
+pub fn union_sorted(intervals: impl IntoIterator<Item = Interval>) -> Vec<Interval> {
+    let mut out: Vec<Interval> = Vec::new();
+    for iv in intervals {
+        if iv.end_ns <= iv.start_ns {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if iv.start_ns <= last.end_ns => last.end_ns = last.end_ns.max(iv.end_ns),
+            _ => out.push(iv),
+        }
+    }
+    out
+}
+
 /// Total length of disjoint intervals.
 pub fn total_ns(disjoint: &[Interval]) -> TimeNs {
     disjoint.iter().map(Interval::dur_ns).sum()
@@ -59,6 +74,19 @@ mod tests {
         ]);
         assert_eq!(u, vec![iv(0, 6), iv(10, 25)]);
         assert_eq!(total_ns(&u), 21);
+    }
+
+    #[test]
+    fn sorted_union_matches_the_general_one() {
+        let v = vec![
+            iv(0, 5),
+            iv(4, 6),
+            iv(10, 20),
+            iv(12, 15),
+            iv(20, 25),
+            iv(30, 30),
+        ];
+        assert_eq!(union_sorted(v.clone()), union(v));
     }
 
     #[test]

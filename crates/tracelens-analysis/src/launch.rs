@@ -71,7 +71,7 @@ pub fn launch_report(trace: &Trace, works: &[DeviceWork], idle: &[DeviceIdle]) -
             }
         }
         launch_starts.sort_unstable();
-        op_starts.sort_unstable();
+        // `ops` is sorted by start, so `op_starts` already is.
         let depth = |t: TimeNs| {
             let launched = launch_starts.partition_point(|&x| x <= t);
             let started = op_starts.partition_point(|&x| x <= t);

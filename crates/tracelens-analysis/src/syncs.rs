@@ -1,10 +1,9 @@
 //! Host-blocking calls (implicit and explicit syncs): what triggered each, where in the
 //! Python code, how long the CPU was blocked and how much GPU idle it caused.
 
-use crate::api::{
-    call_blocking_kind, is_copy_op, is_data_dependent_op, normalize_api, BlockingKind,
-};
+use crate::api::{is_copy_op, is_data_dependent_op, normalize_api, BlockingKind};
 use crate::idle::{DeviceIdle, IdleCause};
+use crate::threads::ThreadIndex;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{
@@ -107,7 +106,7 @@ pub struct SyncSite {
 }
 
 /// Every host-blocking call of a trace.
-pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle]) -> Vec<SyncCall> {
+pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle], threads: &ThreadIndex) -> Vec<SyncCall> {
     let mut idle_by_sync: FxHashMap<SpanId, TimeNs> = FxHashMap::default();
     for d in idle {
         for seg in &d.segments {
@@ -118,15 +117,9 @@ pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle]) -> Vec<SyncCall> {
     }
     let cpu_steps: Vec<Interval> = trace.steps.iter().filter_map(|s| s.cpu).collect();
     let mut calls = Vec::new();
-    for (i, s) in trace.spans.iter().enumerate() {
-        if !s.kind.is_api_call() {
-            continue;
-        }
+    for (id, kind) in threads.blocking_calls() {
+        let s = trace.span(id);
         let raw = trace.names.get(s.name);
-        let id = SpanId(i as u32);
-        let Some(kind) = call_blocking_kind(trace, id) else {
-            continue;
-        };
         let ops: Vec<SpanId> = trace
             .ancestors(id)
             .filter(|&a| {
@@ -209,7 +202,7 @@ fn copy_under(trace: &Trace, op: SpanId) -> Option<CopyInfo> {
         .map(SpanId)
         .take_while(|&s| trace.span(s).start_ns < o.end_ns())
         .filter(|&s| trace.span(s).kind.is_api_call())
-        .flat_map(|s| trace.launched_by(s))
+        .flat_map(|s| trace.launched_by(s).iter().copied())
         .find_map(|g| trace.copy_info(g).copied())
 }
 

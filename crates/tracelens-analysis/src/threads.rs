@@ -1,19 +1,43 @@
 //! Per-thread facts the diagnoses query many times: DataLoader ranges, blocking syncs,
 //! stream-wait calls. Built once per trace.
 
-use crate::api::{call_blocking_kind, is_data_loader, is_stream_wait};
+use crate::api::{blocking_kind, is_async_copy, is_data_loader, is_stream_wait, BlockingKind};
 use crate::intervals::union;
-use tracelens_model::{Interval, LaneId, SpanId, SpanKind, TimeNs, Trace};
+use rustc_hash::FxHashMap;
+use tracelens_model::{Interval, LaneId, NameId, SpanId, SpanKind, TimeNs, Trace};
 
 /// Facts about one CPU thread.
 #[derive(Clone, Debug, Default)]
 pub struct ThreadFacts {
     /// Union of the thread's DataLoader `__next__` ranges, sorted.
     pub data_loading: Vec<Interval>,
-    /// Host-blocking API calls, sorted by end: `(end_ns, span)`.
-    pub blocking_calls: Vec<(TimeNs, SpanId)>,
+    /// Host-blocking API calls, sorted by end: `(end_ns, span, how it blocks)`.
+    pub blocking_calls: Vec<(TimeNs, SpanId, BlockingKind)>,
     /// Start times of stream-wait calls, sorted.
     pub stream_waits: Vec<TimeNs>,
+}
+
+/// What an API name says about a call.
+#[derive(Clone, Copy)]
+enum NameClass {
+    Blocking(BlockingKind),
+    AsyncCopy,
+    StreamWait,
+    Other,
+}
+
+impl NameClass {
+    fn of(name: &str) -> Self {
+        if let Some(k) = blocking_kind(name) {
+            NameClass::Blocking(k)
+        } else if is_async_copy(name) {
+            NameClass::AsyncCopy
+        } else if is_stream_wait(name) {
+            NameClass::StreamWait
+        } else {
+            NameClass::Other
+        }
+    }
 }
 
 /// [`ThreadFacts`] for every lane (empty for GPU lanes).
@@ -23,8 +47,9 @@ pub struct ThreadIndex {
 }
 
 impl ThreadIndex {
-    /// Scans every CPU lane once.
+    /// Scans every CPU lane once; API names are classified once per distinct name.
     pub fn build(trace: &Trace) -> Self {
+        let mut classes: FxHashMap<NameId, NameClass> = FxHashMap::default();
         let facts = trace
             .lanes
             .iter()
@@ -44,10 +69,24 @@ impl ThreadIndex {
                             loads.push(s.interval())
                         }
                         SpanKind::Runtime | SpanKind::Driver => {
-                            if call_blocking_kind(trace, id).is_some() {
-                                blocking.push((s.end_ns(), id));
-                            } else if is_stream_wait(name) {
-                                waits.push(s.start_ns);
+                            let class =
+                                *classes.entry(s.name).or_insert_with(|| NameClass::of(name));
+                            match class {
+                                NameClass::Blocking(kind) => blocking.push((s.end_ns(), id, kind)),
+                                NameClass::AsyncCopy => {
+                                    let pageable = trace.launched_by(id).iter().any(|&op| {
+                                        trace.copy_info(op).is_some_and(|c| c.touches_pageable())
+                                    });
+                                    if pageable {
+                                        blocking.push((
+                                            s.end_ns(),
+                                            id,
+                                            BlockingKind::PageableAsyncCopy,
+                                        ));
+                                    }
+                                }
+                                NameClass::StreamWait => waits.push(s.start_ns),
+                                NameClass::Other => {}
                             }
                         }
                         _ => {}
@@ -68,6 +107,13 @@ impl ThreadIndex {
     pub fn lane(&self, lane: LaneId) -> &ThreadFacts {
         &self.facts[lane.0 as usize]
     }
+
+    /// Every host-blocking call of the trace, lane by lane.
+    pub fn blocking_calls(&self) -> impl Iterator<Item = (SpanId, BlockingKind)> + '_ {
+        self.facts
+            .iter()
+            .flat_map(|f| f.blocking_calls.iter().map(|&(_, id, kind)| (id, kind)))
+    }
 }
 
 impl ThreadFacts {
@@ -75,8 +121,8 @@ impl ThreadFacts {
     pub fn blocking_call_ending_in(&self, from_ns: TimeNs, until_ns: TimeNs) -> Option<SpanId> {
         let upto = self
             .blocking_calls
-            .partition_point(|&(end, _)| end <= until_ns);
-        let &(end, id) = self.blocking_calls[..upto].last()?;
+            .partition_point(|&(end, _, _)| end <= until_ns);
+        let &(end, id, _) = self.blocking_calls[..upto].last()?;
         (end >= from_ns).then_some(id)
     }
 

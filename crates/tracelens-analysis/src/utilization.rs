@@ -5,7 +5,7 @@
 //! total − busy. The step-clipped variant first clips every op to the hull of the GPU-side
 //! `ProfilerStep#N` ranges (or, when the trace has none, the CPU-side ones).
 
-use crate::intervals::{total_ns, union};
+use crate::intervals::{total_ns, union_sorted};
 use serde::Serialize;
 use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
 
@@ -194,19 +194,17 @@ pub fn measure(
 ) -> Option<BusyIdle> {
     let with_ids: Vec<(SpanKind, Interval, SpanId)> =
         work.iter().map(|&(k, iv)| (k, iv, SpanId(0))).collect();
-    let clipped: Vec<(SpanKind, Interval)> = clip_ops(&with_ids, window)
+    let mut clipped: Vec<(SpanKind, Interval)> = clip_ops(&with_ids, window)
         .into_iter()
         .map(|(k, iv, _)| (k, iv))
         .collect();
-    let first = clipped.iter().map(|(_, iv)| iv.start_ns).min()?;
+    // One sort; every union below is a linear merge of a start-sorted subsequence.
+    clipped.sort_unstable_by_key(|&(_, iv)| iv);
+    let first = clipped.first().map(|(_, iv)| iv.start_ns)?;
     let last = clipped.iter().map(|(_, iv)| iv.end_ns).max()?;
     let of = |pred: &dyn Fn(SpanKind) -> bool| {
-        total_ns(&union(
-            clipped
-                .iter()
-                .filter(|(k, _)| pred(*k))
-                .map(|&(_, iv)| iv)
-                .collect(),
+        total_ns(&union_sorted(
+            clipped.iter().filter(|(k, _)| pred(*k)).map(|&(_, iv)| iv),
         ))
     };
     let busy_ns = of(&|_| true);

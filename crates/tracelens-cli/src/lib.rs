@@ -52,6 +52,9 @@ struct AnalyzeArgs {
     /// `nsys` reproduces the six CUDA rules of `nsys analyze` on an Nsight Systems export.
     #[arg(long, value_enum, value_name = "SET")]
     rules: Option<RuleSet>,
+    /// Print how long reading, analysing and rendering took (to stderr).
+    #[arg(long)]
+    timings: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -177,6 +180,7 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
     if args.rules == Some(RuleSet::Nsys) {
         return nsys_rules(&args, stdout, stderr);
     }
+    let started = std::time::Instant::now();
     let trace = match input::load(&args.trace) {
         Ok(t) => t,
         Err(problem) => {
@@ -188,8 +192,19 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
             return EXIT_INPUT;
         }
     };
+    let loaded = started.elapsed();
     let overview = tracelens_analysis::overview(&trace);
     let diagnosis = tracelens_analysis::diagnose(&trace);
+    let analysed = started.elapsed();
+    if args.timings {
+        let _ = writeln!(
+            stderr,
+            "timings: read {:.3} s ({} spans), analyse {:.3} s",
+            loaded.as_secs_f64(),
+            trace.spans.len(),
+            (analysed - loaded).as_secs_f64()
+        );
+    }
     let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let render = |format: Format, color: bool| match format {
         Format::Text => tracelens_report::render_text(&trace, &overview, &diagnosis, color),

@@ -5,6 +5,7 @@ use crate::diagnostics::{Warning, WarningKind};
 use crate::lane::{Ident, Lane, LaneId, LaneKey};
 use crate::metadata::Metadata;
 use crate::names::{NameId, StringTable};
+use crate::span::SpanId;
 use crate::span::{Span, SpanKind};
 use crate::time::{Interval, TimeNs, NS_PER_S, NS_PER_US};
 use crate::trace::{Device, LinkStats, SourceInfo, Step, Trace, NO_SPAN};
@@ -180,6 +181,11 @@ impl TraceBuilder {
             message: message.into(),
             count,
         });
+    }
+
+    /// Makes room for `additional` more spans.
+    pub fn reserve(&mut self, additional: usize) {
+        self.spans.reserve(additional);
     }
 
     /// Number of spans appended so far.
@@ -443,7 +449,7 @@ fn link_launches(trace: &mut Trace) {
         }
     }
     trace.launch = launch;
-    trace.launched_ops = pairs.into_iter().map(|(_, op)| op).collect();
+    trace.launched_ops = pairs.into_iter().map(|(_, op)| SpanId(op)).collect();
     trace.launched_offsets = offsets;
     trace.links = stats;
     if duplicates > 0 {
@@ -465,7 +471,7 @@ fn check_external_ids(trace: &mut Trace) {
         let Some(ext) = s.external_id.filter(|_| s.kind.is_api_call()) else {
             continue;
         };
-        let op = trace.ancestors(crate::span::SpanId(i as u32)).find(|&p| {
+        let op = trace.ancestors(SpanId(i as u32)).find(|&p| {
             matches!(
                 trace.span(p).kind,
                 SpanKind::CpuOp | SpanKind::UserAnnotation
@@ -552,7 +558,7 @@ fn by_index_len_is_one(trace: &Trace) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::span::{SpanId, NO_DETAIL};
+    use crate::span::NO_DETAIL;
 
     fn cpu(b: &mut TraceBuilder) -> LaneId {
         b.lane(LaneKey::Cpu {

@@ -124,7 +124,7 @@ pub struct Trace {
     pub(crate) parent: Vec<u32>,
     pub(crate) launch: Vec<u32>,
     pub(crate) launched_offsets: Vec<(u32, u32, u32)>,
-    pub(crate) launched_ops: Vec<u32>,
+    pub(crate) launched_ops: Vec<SpanId>,
 }
 
 impl Trace {
@@ -184,19 +184,16 @@ impl Trace {
     }
 
     /// The GPU ops launched by API call `id` (many for a graph launch).
-    pub fn launched_by(&self, id: SpanId) -> Vec<SpanId> {
+    pub fn launched_by(&self, id: SpanId) -> &[SpanId] {
         match self
             .launched_offsets
             .binary_search_by_key(&id.0, |&(api, _, _)| api)
         {
             Ok(i) => {
                 let (_, start, len) = self.launched_offsets[i];
-                self.launched_ops[start as usize..(start + len) as usize]
-                    .iter()
-                    .map(|&s| SpanId(s))
-                    .collect()
+                &self.launched_ops[start as usize..(start + len) as usize]
             }
-            Err(_) => Vec::new(),
+            Err(_) => &[],
         }
     }
 

@@ -2,7 +2,8 @@
 //! ↔ GPU op, thread names) are done in memory by the model's builder, never row by row in SQL.
 
 use crate::db::{pid_of, tid_of, Db};
-use rusqlite::types::Value;
+use rusqlite::types::ValueRef;
+use rusqlite::Row;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use tracelens_model::{
@@ -25,18 +26,20 @@ pub fn correlation_key(pid: i64, correlation: i64) -> u64 {
     ((pid as u64 & 0xFF_FFFF) << 32) | (correlation as u64 & 0xFFFF_FFFF)
 }
 
-fn int(v: &Value) -> Option<i64> {
-    match v {
-        Value::Integer(i) => Some(*i),
-        Value::Real(f) => Some(*f as i64),
-        Value::Text(t) => t.trim().parse().ok(),
+/// Column `i` as an integer (exports store numbers as text in places).
+fn int(row: &Row, i: usize) -> Option<i64> {
+    match row.get_ref(i).ok()? {
+        ValueRef::Integer(v) => Some(v),
+        ValueRef::Real(f) => Some(f as i64),
+        ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
         _ => None,
     }
 }
 
-fn text(v: &Value) -> Option<&str> {
-    match v {
-        Value::Text(t) => Some(t.as_str()),
+/// Column `i` as text.
+fn text<'a>(row: &'a Row, i: usize) -> Option<&'a str> {
+    match row.get_ref(i).ok()? {
+        ValueRef::Text(t) => std::str::from_utf8(t).ok(),
         _ => None,
     }
 }
@@ -66,27 +69,22 @@ impl Importer<'_> {
         n
     }
 
-    /// Runs `sql` and hands every row to `f`; returns the row count.
+    /// Runs `sql` and hands every row to `f`; cells are read in place, not copied.
     fn scan(
         &mut self,
         table: &str,
         sql: &str,
-        mut f: impl FnMut(&mut Self, &[Value]),
+        mut f: impl FnMut(&mut Self, &Row),
     ) -> rusqlite::Result<()> {
-        if !self.db.has(table) {
+        let db = self.db;
+        if !db.has(table) {
             return Ok(());
         }
-        let mut stmt = self.db.conn.prepare(sql)?;
-        let n = stmt.column_count();
+        let mut stmt = db.conn.prepare(sql)?;
         let mut rows = stmt.query([])?;
         let mut count = 0u64;
-        let mut buf: Vec<Value> = Vec::with_capacity(n);
         while let Some(row) = rows.next()? {
-            buf.clear();
-            for i in 0..n {
-                buf.push(row.get::<_, Value>(i)?);
-            }
-            f(self, &buf);
+            f(self, row);
             count += 1;
         }
         *self.rows_by_table.entry(table.to_string()).or_default() += count;
@@ -171,6 +169,18 @@ pub fn import(db: &Db, path: &str, file_bytes: u64) -> rusqlite::Result<Trace> {
             imp.strings.insert(id, v.unwrap_or_default());
         }
     }
+    let expected: u64 = [
+        "CUPTI_ACTIVITY_KIND_RUNTIME",
+        "CUPTI_ACTIVITY_KIND_KERNEL",
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+        "NVTX_EVENTS",
+    ]
+    .iter()
+    .map(|t| db.count(t))
+    .sum();
+    imp.b.reserve(expected as usize);
     read_metadata(&mut imp)?;
     read_names(&mut imp)?;
     read_runtime(&mut imp)?;
@@ -273,13 +283,13 @@ fn read_metadata(imp: &mut Importer) -> rusqlite::Result<()> {
         let mut props = Vec::new();
         imp.scan(t, &sql, |_, r| {
             props.push(DeviceProperties {
-                id: int(&r[0]).unwrap_or(0),
-                name: text(&r[1]).unwrap_or_default().to_string(),
-                total_global_mem_bytes: int(&r[2]).and_then(|v| u64::try_from(v).ok()),
-                num_sms: int(&r[3]),
-                compute_major: int(&r[4]),
-                compute_minor: int(&r[5]),
-                warp_size: int(&r[6]),
+                id: int(r, 0).unwrap_or(0),
+                name: text(r, 1).unwrap_or_default().to_string(),
+                total_global_mem_bytes: int(r, 2).and_then(|v| u64::try_from(v).ok()),
+                num_sms: int(r, 3),
+                compute_major: int(r, 4),
+                compute_minor: int(r, 5),
+                warp_size: int(r, 6),
             })
         })?;
         props.sort_by_key(|p| p.id);
@@ -294,7 +304,7 @@ fn read_names(imp: &mut Importer) -> rusqlite::Result<()> {
         "ThreadNames",
         "SELECT nameId, globalTid FROM ThreadNames",
         |imp, r| {
-            let (Some(name), Some(g)) = (int(&r[0]), int(&r[1])) else {
+            let (Some(name), Some(g)) = (int(r, 0), int(r, 1)) else {
                 return;
             };
             let text = imp.strings.get(&name).cloned().unwrap_or_default();
@@ -310,7 +320,7 @@ fn read_names(imp: &mut Importer) -> rusqlite::Result<()> {
             db.col("PROCESSES", "name")
         );
         imp.scan("PROCESSES", &sql, |imp, r| {
-            if let (Some(pid), Some(name)) = (int(&r[0]), text(&r[1])) {
+            if let (Some(pid), Some(name)) = (int(r, 0), text(r, 1)) {
                 imp.b.name_process(Ident::Num(pid), name);
             }
         })?;
@@ -329,17 +339,17 @@ fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "nameId")
     );
     imp.scan(t, &sql, |imp, r| {
-        let (Some(start), Some(end)) = (int(&r[0]), int(&r[1])) else {
+        let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
             return;
         };
-        let g = int(&r[3]).unwrap_or(0);
+        let g = int(r, 3).unwrap_or(0);
         let pid = pid_of(g);
         let lane = imp.b.lane(LaneKey::Cpu {
             pid: Ident::Num(pid),
             tid: Ident::Num(tid_of(g)),
         });
-        let name = imp.name(int(&r[5]));
-        let kind = if int(&r[2]) == Some(1) {
+        let name = imp.name(int(r, 5));
+        let kind = if int(r, 2) == Some(1) {
             SpanKind::Driver
         } else {
             SpanKind::Runtime
@@ -350,7 +360,7 @@ fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
             start_ns: start,
             dur_ns: end - start,
             name,
-            correlation: int(&r[4]).map(|c| correlation_key(pid, c)),
+            correlation: int(r, 4).map(|c| correlation_key(pid, c)),
             external_id: None,
             detail: NO_DETAIL,
         });
@@ -376,7 +386,7 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "shortName")
     );
     imp.scan(t, &sql, |imp, r| {
-        let name = int(&r[6]).or(int(&r[7]));
+        let name = int(r, 6).or(int(r, 7));
         let name = imp.name(name);
         gpu_span(imp, r, SpanKind::Kernel, name, NO_DETAIL);
     })?;
@@ -390,8 +400,8 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "dstKind")
     );
     imp.scan(t, &sql, |imp, r| {
-        let (direction, unified) = copy_direction(int(&r[7]));
-        let (src, dst) = (imp.mem_kind(int(&r[8])), imp.mem_kind(int(&r[9])));
+        let (direction, unified) = copy_direction(int(r, 7));
+        let (src, dst) = (imp.mem_kind(int(r, 8)), imp.mem_kind(int(r, 9)));
         let label = format!(
             "Memcpy {}{:?} ({} -> {})",
             if unified { "Unified " } else { "" },
@@ -404,7 +414,7 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
             direction,
             src,
             dst,
-            bytes: int(&r[6]).and_then(|b| u64::try_from(b).ok()),
+            bytes: int(r, 6).and_then(|b| u64::try_from(b).ok()),
         });
         gpu_span(imp, r, SpanKind::Memcpy, name, detail);
     })?;
@@ -416,13 +426,13 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "memKind")
     );
     imp.scan(t, &sql, |imp, r| {
-        let kind = imp.mem_kind(int(&r[7]));
+        let kind = imp.mem_kind(int(r, 7));
         let name = imp.b.intern(&format!("Memset ({})", kind_label(kind)));
         let detail = imp.b.add_copy(CopyInfo {
             direction: CopyDirection::Unknown,
             src: MemoryKind::Unknown,
             dst: kind,
-            bytes: int(&r[6]).and_then(|b| u64::try_from(b).ok()),
+            bytes: int(r, 6).and_then(|b| u64::try_from(b).ok()),
         });
         gpu_span(imp, r, SpanKind::Memset, name, detail);
     })?;
@@ -430,7 +440,7 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
     let sql = format!("SELECT {}, {} FROM {t}", common(t), db.col(t, "syncType"));
     imp.scan(t, &sql, |imp, r| {
         // Kineto's names for the same CUPTI records.
-        let label = match int(&r[6]) {
+        let label = match int(r, 6) {
             Some(1) => "Event Sync",
             Some(2) => "Stream Wait Event",
             Some(3) => "Stream Sync",
@@ -444,27 +454,27 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
 
 /// Adds a GPU-lane span from the common `start, end, deviceId, streamId, correlationId,
 /// globalPid` prefix of a row.
-fn gpu_span(imp: &mut Importer, r: &[Value], kind: SpanKind, name: NameId, detail: u32) {
-    let (Some(start), Some(end)) = (int(&r[0]), int(&r[1])) else {
+fn gpu_span(imp: &mut Importer, r: &Row, kind: SpanKind, name: NameId, detail: u32) {
+    let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
         return;
     };
-    let stream = match int(&r[3]) {
+    let stream = match int(r, 3) {
         // Context and event syncs carry 0xFFFFFFFF: no stream.
         Some(0xFFFF_FFFF) | None => -1,
         Some(s) => s,
     };
     let lane = imp.b.lane(LaneKey::Gpu {
-        device: int(&r[2]).unwrap_or(0),
+        device: int(r, 2).unwrap_or(0),
         stream,
     });
-    let pid = pid_of(int(&r[5]).unwrap_or(0));
+    let pid = pid_of(int(r, 5).unwrap_or(0));
     imp.b.add_span(SpanInput {
         kind,
         lane,
         start_ns: start,
         dur_ns: end - start,
         name,
-        correlation: int(&r[4]).map(|c| correlation_key(pid, c)),
+        correlation: int(r, 4).map(|c| correlation_key(pid, c)),
         external_id: None,
         detail,
     });
@@ -496,16 +506,16 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "globalTid")
     );
     imp.scan(t, &sql, |imp, r| {
-        let Some(start) = int(&r[0]) else { return };
-        let end = int(&r[1]).unwrap_or(table_end);
-        let raw = match text(&r[3]) {
+        let Some(start) = int(r, 0) else { return };
+        let end = int(r, 1).unwrap_or(table_end);
+        let raw = match text(r, 3) {
             Some(s) => s.to_string(),
-            None => int(&r[4])
+            None => int(r, 4)
                 .and_then(|id| imp.strings.get(&id).cloned())
                 .unwrap_or_default(),
         };
         let (name, is_op) = pytorch_op_name(&raw);
-        let g = int(&r[5]).unwrap_or(0);
+        let g = int(r, 5).unwrap_or(0);
         let lane = imp.b.lane(LaneKey::Cpu {
             pid: Ident::Num(pid_of(g)),
             tid: Ident::Num(tid_of(g)),
