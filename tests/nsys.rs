@@ -469,3 +469,48 @@ fn sqlite_files_that_are_not_nsys_exports_are_refused() {
         format!("tracelens: error: {}: --rules nsys needs an Nsight Systems SQLite export (nsys export --type sqlite)", json.display())
     );
 }
+
+#[test]
+fn os_runtime_waits_of_the_launching_thread_are_evidence() {
+    let path = temp_export("osrt_waits");
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.7.2");
+    let mut t = 1_000_000i64;
+    for i in 0..5 {
+        // A 1 ms kernel, then the thread waits 4 ms for a batch from a worker process.
+        e.runtime("cudaLaunchKernel_v7000", 5, 5, t, t + 5_000, i + 1);
+        e.kernel("step_kernel", 5, 0, 7, t + 10_000, t + 1_010_000, i + 1);
+        e.osrt("pthread_cond_wait", 5, 5, t + 20_000, t + 4_020_000);
+        e.osrt("pthread_cond_wait", 5, 9, t, t + 5_000_000); // another thread: not evidence
+        t += 4_100_000;
+    }
+    e.conn
+        .execute(
+            "INSERT INTO OSRT_API VALUES (0, 0, 31, ?1, 1, 0, 0, 0)",
+            [tracelens_tests::nsys_export::gtid(5, 5)],
+        )
+        .unwrap();
+    drop(e);
+    let trace = tracelens_nsys::import_file(&path).unwrap();
+    assert_eq!(
+        trace.spans_of_kind(SpanKind::OsRuntime).count(),
+        10,
+        "the marker row is skipped"
+    );
+    let d = diagnose(&trace);
+    let waits = &d.idle[0].os_waits;
+    assert_eq!(waits.len(), 1);
+    assert_eq!(waits[0].0, "pthread_cond_wait");
+    // Each gap runs from the kernel end (+1.01 ms) to the next launch (+4.1 ms); the wait
+    // ends at +4.02 ms, so 3.01 ms of each of the 4 gaps is an OS wait.
+    assert_eq!(
+        waits[0].1,
+        4 * 3_010_000,
+        "only the launching thread's waits inside the gaps"
+    );
+    let host = d
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::HostCompute)
+        .unwrap_or_else(|| panic!("{:#?}", d.findings));
+    assert!(host.title.contains("blocked in OS waits"), "{}", host.title);
+}

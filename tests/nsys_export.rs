@@ -29,6 +29,8 @@ CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION (start INTEGER NOT NULL, end IN
 CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, rangeId INTEGER, category INTEGER,
     color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, uint64Value INTEGER,
     int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);
+CREATE TABLE OSRT_API (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER,
+    nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, nestingLevel INTEGER, callchainId INTEGER NOT NULL);
 CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT NOT NULL);
 INSERT INTO ENUM_CUDA_MEM_KIND VALUES (0,'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE','Pageable'),(1,'CUDA_MEMOPR_MEMORY_KIND_PINNED','Pinned'),
     (2,'CUDA_MEMOPR_MEMORY_KIND_DEVICE','Device'),(3,'CUDA_MEMOPR_MEMORY_KIND_ARRAY','Array'),(4,'CUDA_MEMOPR_MEMORY_KIND_MANAGED','Managed'),
@@ -155,6 +157,17 @@ impl Export {
             .execute(
                 "INSERT INTO NVTX_EVENTS (start, end, eventType, textId, globalTid, domainId) VALUES (?1, ?2, 59, ?3, ?4, 1)",
                 params![start, end, id, gtid(pid, tid)],
+            )
+            .unwrap();
+    }
+
+    /// An OS runtime call (eventClass 27).
+    pub fn osrt(&mut self, name: &str, pid: i64, tid: i64, start: i64, end: i64) {
+        let n = self.string(name);
+        self.conn
+            .execute(
+                "INSERT INTO OSRT_API VALUES (?1, ?2, 27, ?3, ?4, 0, 0, 0)",
+                params![start, end, gtid(pid, tid), n],
             )
             .unwrap();
     }

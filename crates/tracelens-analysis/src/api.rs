@@ -116,6 +116,38 @@ pub fn is_data_loader(name: &str) -> bool {
         || name.starts_with("enumerate(DataPipe)#")
 }
 
+/// OS calls in which a thread waits for another thread, a process or I/O (not computing).
+pub fn is_os_wait(name: &str) -> bool {
+    matches!(
+        name,
+        "pthread_cond_wait"
+            | "pthread_cond_timedwait"
+            | "pthread_join"
+            | "pthread_mutex_lock"
+            | "pthread_rwlock_rdlock"
+            | "pthread_rwlock_wrlock"
+            | "sem_wait"
+            | "sem_timedwait"
+            | "poll"
+            | "ppoll"
+            | "select"
+            | "pselect6"
+            | "epoll_wait"
+            | "epoll_pwait"
+            | "futex"
+            | "read"
+            | "recv"
+            | "recvfrom"
+            | "recvmsg"
+            | "waitpid"
+            | "wait4"
+            | "usleep"
+            | "nanosleep"
+            | "sleep"
+            | "clock_nanosleep"
+    )
+}
+
 /// ATen ops that copy between host and device (`.to()`, `.cpu()`, `.tolist()`, `.numpy()`).
 pub fn is_copy_op(name: &str) -> bool {
     matches!(

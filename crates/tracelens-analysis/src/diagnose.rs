@@ -47,6 +47,8 @@ pub struct IdleSummary {
     pub unattributed_by_reason: BTreeMap<UnattributedReason, TimeNs>,
     /// CPU work during host-compute idle.
     pub host_compute_ops: Vec<(String, TimeNs)>,
+    /// OS waits of the launching threads during exposed CPU time (Nsight Systems OSRT).
+    pub os_waits: Vec<(String, TimeNs)>,
     /// The five largest gaps.
     pub largest_gaps: Vec<GapSummary>,
     /// GPU ops fed by graph launches in the window.
@@ -190,6 +192,7 @@ fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {
             .collect(),
         unattributed_by_reason: d.unattributed_by_reason.clone(),
         host_compute_ops: d.host_compute_ops.clone(),
+        os_waits: d.os_waits.clone(),
         largest_gaps,
         graph_replay_ops: d.graph_replay_ops,
         attribution_reliable: d.reliable(),

@@ -140,6 +140,9 @@ pub struct DeviceIdle {
     pub unattributed_by_reason: BTreeMap<UnattributedReason, TimeNs>,
     /// CPU work during `host_compute` idle, by op name, largest first.
     pub host_compute_ops: Vec<(String, TimeNs)>,
+    /// OS waits (Nsight Systems OSRT) of the launching threads during exposed CPU time
+    /// (`host_compute` and `data_loading`), by call name, largest first.
+    pub os_waits: Vec<(String, TimeNs)>,
     /// Ops in the window launched by graph launches (one launch, many ops).
     pub graph_replay_ops: u64,
 }
@@ -177,6 +180,7 @@ pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -
         by_cause: IdleCause::ALL.iter().map(|&c| (c, 0)).collect(),
         unattributed_by_reason: BTreeMap::new(),
         host_compute_ops: Vec::new(),
+        os_waits: Vec::new(),
         graph_replay_ops: 0,
     };
     let (Some(first), Some(last)) = (
@@ -196,6 +200,7 @@ pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -
         .count() as u64;
     let busy = crate::intervals::union_sorted(ops.iter().map(|o| o.1));
     let mut host_ops: FxHashMap<Option<NameId>, TimeNs> = FxHashMap::default();
+    let mut os_waits: FxHashMap<NameId, TimeNs> = FxHashMap::default();
     for gap in gaps(&busy, Interval::new(first, last)) {
         // The op that ends the gap: prefer one with a launch among those starting there.
         let at = ops.partition_point(|o| o.1.start_ns < gap.end_ns);
@@ -221,6 +226,18 @@ pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -
                 .iter()
                 .find(|(_, w)| w.start_ns <= mid && mid < w.end_ns)
                 .map(|(n, _)| *n);
+        }
+        if let Some(l) = launch {
+            let facts = threads.lane(trace.span(l).lane);
+            if !facts.os_waits.is_empty() {
+                for seg in &idle.segments[seg_start as usize..] {
+                    if matches!(seg.cause, IdleCause::HostCompute | IdleCause::DataLoading) {
+                        for (name, ns) in facts.os_waits_within(seg.interval) {
+                            *os_waits.entry(name).or_default() += ns;
+                        }
+                    }
+                }
+            }
         }
         if let Some(reason) = unattributed {
             *idle.unattributed_by_reason.entry(reason).or_default() += gap.dur_ns();
@@ -249,6 +266,13 @@ pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -
     named.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     named.truncate(8);
     idle.host_compute_ops = named;
+    let mut waits: Vec<(String, TimeNs)> = os_waits
+        .into_iter()
+        .map(|(n, t)| (trace.names.get(n).to_string(), t))
+        .collect();
+    waits.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    waits.truncate(8);
+    idle.os_waits = waits;
     idle
 }
 

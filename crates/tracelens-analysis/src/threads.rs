@@ -15,6 +15,8 @@ pub struct ThreadFacts {
     pub blocking_calls: Vec<(TimeNs, SpanId, BlockingKind)>,
     /// Start times of stream-wait calls, sorted.
     pub stream_waits: Vec<TimeNs>,
+    /// OS waits (`pthread_cond_wait`, `poll`, …) of the thread, sorted by start.
+    pub os_waits: Vec<(Interval, NameId)>,
 }
 
 /// What an API name says about a call.
@@ -61,6 +63,7 @@ impl ThreadIndex {
                 let mut loads = Vec::new();
                 let mut blocking = Vec::new();
                 let mut waits = Vec::new();
+                let mut os_waits = Vec::new();
                 for id in trace.lane_span_ids(LaneId(i as u32)) {
                     let s = trace.span(id);
                     let name = trace.names.get(s.name);
@@ -89,6 +92,9 @@ impl ThreadIndex {
                                 NameClass::Other => {}
                             }
                         }
+                        SpanKind::OsRuntime if crate::api::is_os_wait(name) => {
+                            os_waits.push((s.interval(), s.name))
+                        }
                         _ => {}
                     }
                 }
@@ -97,6 +103,7 @@ impl ThreadIndex {
                     data_loading: union(loads),
                     blocking_calls: blocking,
                     stream_waits: waits,
+                    os_waits,
                 }
             })
             .collect();
@@ -136,6 +143,22 @@ impl ThreadFacts {
             .take_while(|iv| iv.start_ns < window.end_ns)
             .filter_map(|iv| iv.clip(window))
             .collect()
+    }
+
+    /// Time inside `window` the thread spent in OS waits, per call name.
+    pub fn os_waits_within(&self, window: Interval) -> impl Iterator<Item = (NameId, TimeNs)> + '_ {
+        // Waits do not nest much; one started long before the window is found by its end.
+        let first = self
+            .os_waits
+            .partition_point(|(iv, _)| iv.start_ns < window.start_ns);
+        let earlier = self.os_waits[..first].iter().rev().take(4);
+        earlier
+            .chain(
+                self.os_waits[first..]
+                    .iter()
+                    .take_while(move |(iv, _)| iv.start_ns < window.end_ns),
+            )
+            .filter_map(move |&(iv, name)| iv.clip(window).map(|c| (name, c.dur_ns())))
     }
 
     /// Whether a stream-wait call started inside `[from_ns, until_ns]`.

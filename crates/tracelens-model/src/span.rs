@@ -33,11 +33,13 @@ pub enum SpanKind {
     CudaSync,
     /// The GPU-side projection of a user range (`gpu_user_annotation`).
     GpuUserAnnotation,
+    /// An OS runtime call on a CPU thread (`pthread_cond_wait`, `poll`; Nsight Systems OSRT).
+    OsRuntime,
 }
 
 impl SpanKind {
     /// Every kind, in output order.
-    pub const ALL: [SpanKind; 10] = [
+    pub const ALL: [SpanKind; 11] = [
         SpanKind::CpuOp,
         SpanKind::UserAnnotation,
         SpanKind::PythonFunction,
@@ -48,6 +50,7 @@ impl SpanKind {
         SpanKind::Memset,
         SpanKind::CudaSync,
         SpanKind::GpuUserAnnotation,
+        SpanKind::OsRuntime,
     ];
 
     /// Whether spans of this kind sit on GPU stream lanes.
@@ -85,6 +88,7 @@ impl SpanKind {
             SpanKind::Memset => "memset",
             SpanKind::CudaSync => "cuda_sync",
             SpanKind::GpuUserAnnotation => "gpu_user_annotation",
+            SpanKind::OsRuntime => "os_runtime",
         }
     }
 }

@@ -12,8 +12,7 @@ use tracelens_model::{
 };
 
 /// Tables whose rows are counted but not modelled.
-const COUNTED_ONLY: [&str; 6] = [
-    "OSRT_API",
+const COUNTED_ONLY: [&str; 5] = [
     "SCHED_EVENTS",
     "COMPOSITE_EVENTS",
     "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
@@ -186,6 +185,7 @@ pub fn import(db: &Db, path: &str, file_bytes: u64) -> rusqlite::Result<Trace> {
     read_runtime(&mut imp)?;
     read_gpu_ops(&mut imp)?;
     read_nvtx(&mut imp)?;
+    read_os_runtime(&mut imp)?;
     let mut ignored = BTreeMap::new();
     for t in COUNTED_ONLY {
         let n = db.count(t);
@@ -527,6 +527,40 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
             } else {
                 SpanKind::UserAnnotation
             },
+            lane,
+            start_ns: start,
+            dur_ns: end - start,
+            name,
+            correlation: None,
+            external_id: None,
+            detail: NO_DETAIL,
+        });
+    })
+}
+
+/// OS runtime calls (`-t osrt`): libc/pthread waits and I/O on each thread. The two
+/// "profiling started/finished" marker rows (eventClass 31/32) are skipped.
+fn read_os_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
+    let t = "OSRT_API";
+    let db = imp.db;
+    let sql = format!(
+        "SELECT start, end, {}, {} FROM {t} WHERE {} NOT IN (31, 32)",
+        db.col(t, "globalTid"),
+        db.col(t, "nameId"),
+        db.col(t, "eventClass")
+    );
+    imp.scan(t, &sql, |imp, r| {
+        let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
+            return;
+        };
+        let g = int(r, 2).unwrap_or(0);
+        let lane = imp.b.lane(LaneKey::Cpu {
+            pid: Ident::Num(pid_of(g)),
+            tid: Ident::Num(tid_of(g)),
+        });
+        let name = imp.name(int(r, 3));
+        imp.b.add_span(SpanInput {
+            kind: SpanKind::OsRuntime,
             lane,
             start_ns: start,
             dur_ns: end - start,
