@@ -435,7 +435,7 @@ impl Detector for HostCompute {
             .map(|(n, t)| format!("{n} ({})", format_ms(*t)))
             .collect();
         let title = format!(
-            "GPU idle {} {} ({:.1} %) while the CPU runs other work: {}",
+            "GPU idle {} {} ({:.1} %) while the CPU runs other work: {}{}",
             format_ms(per_step),
             cx.per(),
             share,
@@ -443,11 +443,15 @@ impl Detector for HostCompute {
                 "unnamed CPU work".to_string()
             } else {
                 top.join(", ")
-            }
+            },
+            os_wait_note(dev, idle)
         );
         let mut evidence = Evidence::default();
         for (n, t) in dev.host_compute_ops.iter().take(8) {
             evidence.counts.insert(n.clone(), *t);
+        }
+        for (n, t) in dev.os_waits.iter().take(4) {
+            evidence.counts.insert(format!("os wait: {n}"), *t);
         }
         vec![Finding {
             kind: FindingKind::HostCompute,
@@ -465,6 +469,26 @@ impl Detector for HostCompute {
             confidence: Confidence::Medium,
         }]
     }
+}
+
+/// When OS waits of the launching thread make up 30 % or more of the host-compute idle, a
+/// clause naming them; else nothing.
+fn os_wait_note(dev: &DeviceIdle, idle: TimeNs) -> String {
+    let waited: TimeNs = dev.os_waits.iter().map(|(_, t)| t).sum();
+    if waited == 0 || waited * 10 < idle * 3 {
+        return String::new();
+    }
+    let calls: Vec<String> = dev
+        .os_waits
+        .iter()
+        .take(2)
+        .map(|(n, t)| format!("{n} {}", format_ms(*t)))
+        .collect();
+    format!(
+        "; the launching thread was blocked in OS waits for {} of it ({})",
+        format_ms(waited),
+        calls.join(", ")
+    )
 }
 
 /// `1 call`, `2 calls`.
