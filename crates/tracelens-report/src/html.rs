@@ -48,6 +48,7 @@ struct IdleView {
     title: String,
     bars: Vec<Bar>,
     host_ops: Vec<(String, String)>,
+    os_waits: Vec<(String, String)>,
 }
 
 #[derive(Template)]
@@ -87,6 +88,11 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
         .min()
         .unwrap_or(0);
     let rel = |t: i64| format!("+{}", format_ms(t - origin));
+    let (per, of_time) = if trace.steps.is_empty() {
+        ("in the trace", "of the profiled time")
+    } else {
+        ("per step", "of step time")
+    };
     let page = ReportPage {
         file_name: std::path::Path::new(&trace.source.path)
             .file_name()
@@ -109,14 +115,14 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
                 title: f.title.clone(),
                 win: if f.estimated_win_ns > 0 {
                     format!(
-                        "Estimated win: up to {} per step ({:.1} % of step time) — {}",
+                        "Estimated win: up to {} {per} ({:.1} % {of_time}) — {}",
                         format_ms(f.estimated_win_per_step_ns),
                         f.estimated_win_percent,
                         f.win_basis
                     )
                 } else {
                     format!(
-                        "No GPU idle caused; the host is blocked {} per step",
+                        "No GPU idle caused; the host is blocked {} {per}",
                         format_ms(f.cpu_cost_per_step_ns.unwrap_or(0))
                     )
                 },
@@ -340,6 +346,11 @@ fn idle_views(diagnosis: &Diagnosis) -> Vec<IdleView> {
                     .collect(),
                 host_ops: d
                     .host_compute_ops
+                    .iter()
+                    .map(|(n, t)| (shorten(n, NAME_CHARS), format_ms(*t)))
+                    .collect(),
+                os_waits: d
+                    .os_waits
                     .iter()
                     .map(|(n, t)| (shorten(n, NAME_CHARS), format_ms(*t)))
                     .collect(),

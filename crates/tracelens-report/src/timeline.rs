@@ -195,9 +195,23 @@ pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
     })
 }
 
+/// Time the lane spends in `window` doing work worth drawing: GPU ops, or CPU ops, Python
+/// frames and API calls (not OS waits or sync records).
 fn busy_in(trace: &Trace, lane: LaneId, window: Interval) -> TimeNs {
     trace
         .lane_span_ids(lane)
+        .filter(|&id| {
+            let k = trace.span(id).kind;
+            k.is_gpu_work()
+                || matches!(
+                    k,
+                    SpanKind::CpuOp
+                        | SpanKind::UserAnnotation
+                        | SpanKind::PythonFunction
+                        | SpanKind::Runtime
+                        | SpanKind::Driver
+                )
+        })
         .filter_map(|id| trace.span(id).interval().clip(window))
         .map(|c| c.dur_ns())
         .sum()
