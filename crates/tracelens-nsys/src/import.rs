@@ -150,7 +150,20 @@ pub fn pytorch_op_name(text: &str) -> (&str, bool) {
 }
 
 /// Imports an opened export.
-pub fn import(db: &Db, path: &str, file_bytes: u64) -> rusqlite::Result<Trace> {
+pub fn import(db: &Db, path: &std::path::Path, file_bytes: u64) -> rusqlite::Result<Trace> {
+    std::thread::scope(|scope| {
+        // The kernel table is read on a second read-only connection meanwhile.
+        let kernels = scope.spawn(|| Db::open(path).and_then(|second| read_kernel_rows(&second)));
+        import_with(db, path, file_bytes, kernels)
+    })
+}
+
+fn import_with(
+    db: &Db,
+    path: &std::path::Path,
+    file_bytes: u64,
+    kernels: std::thread::ScopedJoinHandle<'_, rusqlite::Result<Vec<KernelRow>>>,
+) -> rusqlite::Result<Trace> {
     let mut imp = Importer {
         db,
         b: TraceBuilder::new(),
@@ -184,6 +197,10 @@ pub fn import(db: &Db, path: &str, file_bytes: u64) -> rusqlite::Result<Trace> {
     read_names(&mut imp)?;
     read_runtime(&mut imp)?;
     read_gpu_ops(&mut imp)?;
+    let rows = kernels
+        .join()
+        .unwrap_or_else(|_| Err(rusqlite::Error::InvalidQuery))?;
+    add_kernels(&mut imp, rows);
     read_nvtx(&mut imp)?;
     read_os_runtime(&mut imp)?;
     let mut ignored = BTreeMap::new();
@@ -206,7 +223,7 @@ pub fn import(db: &Db, path: &str, file_bytes: u64) -> rusqlite::Result<Trace> {
     let read: u64 = imp.rows_by_table.values().sum();
     let kept = imp.b.span_count() as u64;
     let source = SourceInfo {
-        path: path.to_string(),
+        path: path.display().to_string(),
         format: "nsys_sqlite".into(),
         container: "sqlite".into(),
         compression: None,
@@ -367,6 +384,78 @@ fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
     })
 }
 
+/// One kernel row, as read on the second connection.
+struct KernelRow {
+    start: i64,
+    end: i64,
+    device: i64,
+    stream: i64,
+    correlation: i64,
+    global_pid: i64,
+    name: i64,
+}
+
+/// Reads the kernel table (the largest GPU table) on its own connection, so that SQLite
+/// steps through it while the main connection reads the other tables.
+fn read_kernel_rows(db: &Db) -> rusqlite::Result<Vec<KernelRow>> {
+    let t = "CUPTI_ACTIVITY_KIND_KERNEL";
+    if !db.has(t) {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "SELECT start, end, {}, {}, {}, {}, coalesce({}, {}) FROM {t}",
+        db.col(t, "deviceId"),
+        db.col(t, "streamId"),
+        db.col(t, "correlationId"),
+        db.col(t, "globalPid"),
+        db.col(t, "demangledName"),
+        db.col(t, "shortName")
+    );
+    let mut rows = Vec::with_capacity(db.count(t) as usize);
+    let mut stmt = db.conn.prepare(&sql)?;
+    let mut cursor = stmt.query([])?;
+    while let Some(r) = cursor.next()? {
+        let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
+            continue;
+        };
+        rows.push(KernelRow {
+            start,
+            end,
+            device: int(r, 2).unwrap_or(0),
+            stream: int(r, 3).unwrap_or(-1),
+            correlation: int(r, 4).unwrap_or(-1),
+            global_pid: int(r, 5).unwrap_or(0),
+            name: int(r, 6).unwrap_or(-1),
+        });
+    }
+    Ok(rows)
+}
+
+/// Adds the kernels read by [`read_kernel_rows`].
+fn add_kernels(imp: &mut Importer, rows: Vec<KernelRow>) {
+    *imp.rows_by_table
+        .entry("CUPTI_ACTIVITY_KIND_KERNEL".to_string())
+        .or_default() += rows.len() as u64;
+    for k in rows {
+        let name = imp.name((k.name >= 0).then_some(k.name));
+        let lane = imp.b.lane(LaneKey::Gpu {
+            device: k.device,
+            stream: k.stream,
+        });
+        let pid = pid_of(k.global_pid);
+        imp.b.add_span(SpanInput {
+            kind: SpanKind::Kernel,
+            lane,
+            start_ns: k.start,
+            dur_ns: k.end - k.start,
+            name,
+            correlation: (k.correlation >= 0).then(|| correlation_key(pid, k.correlation)),
+            external_id: None,
+            detail: NO_DETAIL,
+        });
+    }
+}
+
 fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
     let db = imp.db;
     let common = |t: &str| {
@@ -378,18 +467,6 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
             db.col(t, "globalPid")
         )
     };
-    let t = "CUPTI_ACTIVITY_KIND_KERNEL";
-    let sql = format!(
-        "SELECT {}, {}, {} FROM {t}",
-        common(t),
-        db.col(t, "demangledName"),
-        db.col(t, "shortName")
-    );
-    imp.scan(t, &sql, |imp, r| {
-        let name = int(r, 6).or(int(r, 7));
-        let name = imp.name(name);
-        gpu_span(imp, r, SpanKind::Kernel, name, NO_DETAIL);
-    })?;
     let t = "CUPTI_ACTIVITY_KIND_MEMCPY";
     let sql = format!(
         "SELECT {}, {}, {}, {}, {} FROM {t}",

@@ -47,6 +47,6 @@ pub fn open(path: &Path) -> Result<Db, String> {
 pub fn import_file(path: &Path) -> Result<Trace, String> {
     let db = open(path)?;
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    import::import(&db, &path.display().to_string(), bytes)
+    import::import(&db, path, bytes)
         .map_err(|e| format!("cannot read the Nsight Systems export: {e}"))
 }
