@@ -96,8 +96,20 @@ pub struct Diagnosis {
 
 /// Diagnoses a trace.
 pub fn diagnose(trace: &Trace) -> Diagnosis {
-    let threads = ThreadIndex::build(trace);
+    diagnose_with(trace, &device_work(trace))
+}
+
+/// The overview and the diagnosis together, collecting the device work once.
+pub fn analyze(trace: &Trace) -> (crate::Overview, Diagnosis) {
     let works = device_work(trace);
+    (
+        crate::overview::overview_of(trace, &works),
+        diagnose_with(trace, &works),
+    )
+}
+
+fn diagnose_with(trace: &Trace, works: &[crate::utilization::DeviceWork]) -> Diagnosis {
+    let threads = ThreadIndex::build(trace);
     let device_idle: Vec<DeviceIdle> = works
         .iter()
         .map(|w| attribute_idle(trace, w, &threads))
@@ -107,7 +119,7 @@ pub fn diagnose(trace: &Trace) -> Diagnosis {
     let sites = group_sync_sites(trace, &calls, steps);
     let copies = copy_report(trace, &calls);
     let dataloader = data_loader_report(trace, &device_idle);
-    let launch = launch_report(trace, &works, &device_idle);
+    let launch = launch_report(trace, works, &device_idle);
     let analysed_ns = device_idle
         .iter()
         .filter_map(|d| d.extent.map(|e| e.dur_ns()))

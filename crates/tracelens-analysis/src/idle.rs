@@ -190,14 +190,16 @@ pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -
         return idle;
     };
     idle.extent = Some(Interval::new(first, last));
-    idle.graph_replay_ops = ops
-        .iter()
-        .filter(|&&(_, _, id)| {
-            trace
-                .launch_of(id)
-                .is_some_and(|l| trace.launched_by(l).len() > 1)
-        })
-        .count() as u64;
+    if trace.links.graph_launches > 0 {
+        idle.graph_replay_ops = ops
+            .iter()
+            .filter(|&&(_, _, id)| {
+                trace
+                    .launch_of(id)
+                    .is_some_and(|l| trace.launched_by(l).len() > 1)
+            })
+            .count() as u64;
+    }
     let busy = crate::intervals::union_sorted(ops.iter().map(|o| o.1));
     let mut host_ops: FxHashMap<Option<NameId>, TimeNs> = FxHashMap::default();
     let mut os_waits: FxHashMap<NameId, TimeNs> = FxHashMap::default();

@@ -29,7 +29,7 @@ pub mod syncs;
 pub mod threads;
 pub mod utilization;
 
-pub use diagnose::{diagnose, Diagnosis};
+pub use diagnose::{analyze, diagnose, Diagnosis};
 pub use finding::{Finding, FindingKind};
 pub use overview::{overview, Overview, StepSummary};
 pub use utilization::{device_utilization, BusyIdle, DeviceUtilization, WindowSource};

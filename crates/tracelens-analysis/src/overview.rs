@@ -1,6 +1,6 @@
 //! The trace at a glance: span counts, steps, devices with busy/idle.
 
-use crate::utilization::{device_utilization, DeviceUtilization};
+use crate::utilization::DeviceUtilization;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tracelens_model::{TimeNs, Trace};
@@ -41,6 +41,11 @@ pub struct Overview {
 
 /// Computes the overview of a trace.
 pub fn overview(trace: &Trace) -> Overview {
+    overview_of(trace, &crate::utilization::device_work(trace))
+}
+
+/// Computes the overview from already collected device work.
+pub fn overview_of(trace: &Trace, works: &[crate::utilization::DeviceWork]) -> Overview {
     let spans_by_kind = trace
         .count_by_kind()
         .into_iter()
@@ -67,6 +72,6 @@ pub fn overview(trace: &Trace) -> Overview {
         cpu_threads: trace.lanes.len() - gpu_streams,
         gpu_streams,
         steps,
-        devices: device_utilization(trace),
+        devices: crate::utilization::utilization_of(trace, works),
     }
 }

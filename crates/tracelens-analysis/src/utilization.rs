@@ -128,6 +128,13 @@ pub fn device_work(trace: &Trace) -> Vec<DeviceWork> {
         .collect()
 }
 
+/// The part of `iv` inside `w`; a zero-length op strictly inside still counts.
+fn clip_one(iv: Interval, w: Interval) -> Option<Interval> {
+    iv.clip(w).or_else(|| {
+        (iv.dur_ns() == 0 && iv.start_ns > w.start_ns && iv.start_ns < w.end_ns).then_some(iv)
+    })
+}
+
 /// Clips ops to `window` as the measurements do: an op keeps its part inside the window, and
 /// a zero-length op strictly inside still marks the extent.
 pub fn clip_ops(
@@ -137,21 +144,20 @@ pub fn clip_ops(
     ops.iter()
         .filter_map(|&(k, iv, id)| match window {
             None => Some((k, iv, id)),
-            Some(w) => iv
-                .clip(w)
-                .or_else(|| {
-                    (iv.dur_ns() == 0 && iv.start_ns > w.start_ns && iv.start_ns < w.end_ns)
-                        .then_some(iv)
-                })
-                .map(|c| (k, c, id)),
+            Some(w) => clip_one(iv, w).map(|c| (k, c, id)),
         })
         .collect()
 }
 
 /// Busy/idle for every device of the trace.
 pub fn device_utilization(trace: &Trace) -> Vec<DeviceUtilization> {
-    device_work(trace)
-        .into_iter()
+    utilization_of(trace, &device_work(trace))
+}
+
+/// Busy/idle from already collected device work.
+pub fn utilization_of(trace: &Trace, works: &[DeviceWork]) -> Vec<DeviceUtilization> {
+    works
+        .iter()
         .zip(&trace.devices)
         .map(|(work, device)| {
             let kinds: Vec<(SpanKind, Interval)> =
@@ -192,11 +198,12 @@ pub fn measure(
     window: Option<Interval>,
     window_source: WindowSource,
 ) -> Option<BusyIdle> {
-    let with_ids: Vec<(SpanKind, Interval, SpanId)> =
-        work.iter().map(|&(k, iv)| (k, iv, SpanId(0))).collect();
-    let mut clipped: Vec<(SpanKind, Interval)> = clip_ops(&with_ids, window)
-        .into_iter()
-        .map(|(k, iv, _)| (k, iv))
+    let mut clipped: Vec<(SpanKind, Interval)> = work
+        .iter()
+        .filter_map(|&(k, iv)| match window {
+            None => Some((k, iv)),
+            Some(w) => clip_one(iv, w).map(|c| (k, c)),
+        })
         .collect();
     // One sort; every union below is a linear merge of a start-sorted subsequence.
     clipped.sort_unstable_by_key(|&(_, iv)| iv);

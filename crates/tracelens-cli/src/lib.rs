@@ -193,8 +193,7 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
         }
     };
     let loaded = started.elapsed();
-    let overview = tracelens_analysis::overview(&trace);
-    let diagnosis = tracelens_analysis::diagnose(&trace);
+    let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
     let analysed = started.elapsed();
     if args.timings {
         let _ = writeln!(
