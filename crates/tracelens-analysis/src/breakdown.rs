@@ -4,7 +4,7 @@
 
 use crate::api::is_data_loader;
 use crate::dataloader::percent;
-use crate::intervals::{total_ns, union};
+use crate::intervals::{intersect, subtract, total_ns, union};
 use serde::Serialize;
 use tracelens_model::{profiler_step_number, Interval, SpanId, SpanKind, TimeNs, Trace};
 
@@ -303,68 +303,4 @@ fn device_steps(trace: &Trace, cpu_extent: Interval) -> Vec<(i64, Interval)> {
         }
     }
     out
-}
-
-fn intersect(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
-    let (mut i, mut j) = (0, 0);
-    let mut out = Vec::new();
-    while i < a.len() && j < b.len() {
-        if let Some(c) = a[i].clip(b[j]) {
-            out.push(c);
-        }
-        if a[i].end_ns < b[j].end_ns {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    out
-}
-
-fn subtract(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
-    let mut out = Vec::new();
-    let mut j = 0;
-    for &iv in a {
-        let mut cursor = iv.start_ns;
-        while j < b.len() && b[j].end_ns <= cursor {
-            j += 1;
-        }
-        let mut k = j;
-        while k < b.len() && b[k].start_ns < iv.end_ns {
-            if b[k].start_ns > cursor {
-                out.push(Interval::new(cursor, b[k].start_ns));
-            }
-            cursor = cursor.max(b[k].end_ns);
-            k += 1;
-        }
-        if cursor < iv.end_ns {
-            out.push(Interval::new(cursor, iv.end_ns));
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn iv(a: i64, b: i64) -> Interval {
-        Interval::new(a, b)
-    }
-
-    #[test]
-    fn set_operations() {
-        assert_eq!(
-            intersect(&[iv(0, 10), iv(20, 30)], &[iv(5, 25)]),
-            vec![iv(5, 10), iv(20, 25)]
-        );
-        assert_eq!(
-            subtract(&[iv(0, 10), iv(20, 30)], &[iv(5, 25)]),
-            vec![iv(0, 5), iv(25, 30)]
-        );
-        assert_eq!(
-            subtract(&[iv(0, 10)], &[iv(2, 3), iv(5, 6)]),
-            vec![iv(0, 2), iv(3, 5), iv(6, 10)]
-        );
-    }
 }

@@ -54,6 +54,47 @@ pub fn gaps(disjoint: &[Interval], window: Interval) -> Vec<Interval> {
     out
 }
 
+/// The intersection of two sorted disjoint interval lists.
+pub fn intersect(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() && j < b.len() {
+        if let Some(c) = a[i].clip(b[j]) {
+            out.push(c);
+        }
+        if a[i].end_ns < b[j].end_ns {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+/// `a` minus `b`, both sorted and disjoint.
+pub fn subtract(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    for &iv in a {
+        let mut cursor = iv.start_ns;
+        while j < b.len() && b[j].end_ns <= cursor {
+            j += 1;
+        }
+        let mut k = j;
+        while k < b.len() && b[k].start_ns < iv.end_ns {
+            if b[k].start_ns > cursor {
+                out.push(Interval::new(cursor, b[k].start_ns));
+            }
+            cursor = cursor.max(b[k].end_ns);
+            k += 1;
+        }
+        if cursor < iv.end_ns {
+            out.push(Interval::new(cursor, iv.end_ns));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +128,22 @@ mod tests {
             iv(30, 30),
         ];
         assert_eq!(union_sorted(v.clone()), union(v));
+    }
+
+    #[test]
+    fn set_operations() {
+        assert_eq!(
+            intersect(&[iv(0, 10), iv(20, 30)], &[iv(5, 25)]),
+            vec![iv(5, 10), iv(20, 25)]
+        );
+        assert_eq!(
+            subtract(&[iv(0, 10), iv(20, 30)], &[iv(5, 25)]),
+            vec![iv(0, 5), iv(25, 30)]
+        );
+        assert_eq!(
+            subtract(&[iv(0, 10)], &[iv(2, 3), iv(5, 6)]),
+            vec![iv(0, 2), iv(3, 5), iv(6, 10)]
+        );
     }
 
     #[test]

@@ -86,19 +86,29 @@ impl Format {
     }
 }
 
+/// Prints `tracelens: error: PATH: PROBLEM` and returns the input-error exit code.
+fn fail(stderr: &mut dyn Write, path: &Path, problem: impl std::fmt::Display) -> i32 {
+    let _ = writeln!(stderr, "tracelens: error: {}: {problem}", path.display());
+    EXIT_INPUT
+}
+
+/// Writes `text` to `path` atomically, or reports why it could not.
+fn write_file(path: &Path, text: &str, stderr: &mut dyn Write) -> Result<(), i32> {
+    output::write_atomically(path, text).map_err(|e| {
+        fail(
+            stderr,
+            path,
+            format_args!("cannot write output: {}", input::io_problem(&e)),
+        )
+    })
+}
+
 /// `--rules nsys`: the six `nsys analyze` CUDA rules, printed as nsys prints them, or with
 /// `-o DIR` written as one `<stem>_<rule>.csv` per rule, as `nsys analyze --format csv` does.
 fn nsys_rules(args: &AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
     let db = match input::open_nsys(&args.trace) {
         Ok(db) => db,
-        Err(problem) => {
-            let _ = writeln!(
-                stderr,
-                "tracelens: error: {}: {problem}",
-                args.trace.display()
-            );
-            return EXIT_INPUT;
-        }
+        Err(problem) => return fail(stderr, &args.trace, problem),
     };
     let results = tracelens_nsys::rules::run_all(&db);
     let name = args
@@ -111,24 +121,13 @@ fn nsys_rules(args: &AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write
             // Like `nsys analyze --format csv --output DIR`: one <stem>_<rule>.csv per rule.
             let stem = name.strip_suffix(".sqlite").unwrap_or(&name);
             if let Err(e) = std::fs::create_dir_all(dir) {
-                let _ = writeln!(
-                    stderr,
-                    "tracelens: error: {}: cannot write output: {}",
-                    dir.display(),
-                    input::io_problem(&e)
-                );
-                return EXIT_INPUT;
+                let why = format!("cannot write output: {}", input::io_problem(&e));
+                return fail(stderr, dir, why);
             }
             for r in results.iter().filter(|r| r.skipped.is_none()) {
                 let path = dir.join(format!("{stem}_{}.csv", r.rule));
-                if let Err(e) = output::write_atomically(&path, &r.to_csv()) {
-                    let _ = writeln!(
-                        stderr,
-                        "tracelens: error: {}: cannot write output: {}",
-                        path.display(),
-                        input::io_problem(&e)
-                    );
-                    return EXIT_INPUT;
+                if let Err(code) = write_file(&path, &r.to_csv(), stderr) {
+                    return code;
                 }
                 let _ = writeln!(stdout, "wrote {}", path.display());
             }
@@ -183,14 +182,7 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
     let started = std::time::Instant::now();
     let trace = match input::load(&args.trace) {
         Ok(t) => t,
-        Err(problem) => {
-            let _ = writeln!(
-                stderr,
-                "tracelens: error: {}: {problem}",
-                args.trace.display()
-            );
-            return EXIT_INPUT;
-        }
+        Err(problem) => return fail(stderr, &args.trace, problem),
     };
     let loaded = started.elapsed();
     let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
@@ -211,20 +203,6 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
         Format::Md => tracelens_report::render_markdown(&trace, &overview, &diagnosis),
         Format::Html => tracelens_report::render_html(&trace, &overview, &diagnosis),
     };
-    let write_file = |path: &Path, text: &str, stderr: &mut dyn Write| -> bool {
-        match output::write_atomically(path, text) {
-            Ok(()) => true,
-            Err(e) => {
-                let _ = writeln!(
-                    stderr,
-                    "tracelens: error: {}: cannot write output: {}",
-                    path.display(),
-                    input::io_problem(&e)
-                );
-                false
-            }
-        }
-    };
     match (&args.output, args.format) {
         // -o -: the chosen format (default text) on stdout, nothing else.
         (Some(p), format) if p.as_os_str() == "-" => {
@@ -239,8 +217,8 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
             if format != Format::Text {
                 let _ = stdout.write_all(render(Format::Text, color).as_bytes());
             }
-            if !write_file(path, &render(format, false), stderr) {
-                return EXIT_INPUT;
+            if let Err(code) = write_file(path, &render(format, false), stderr) {
+                return code;
             }
             let _ = writeln!(stdout, "wrote {}", path.display());
         }
@@ -253,8 +231,8 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
             let _ = stdout.write_all(render(Format::Text, color).as_bytes());
             if !args.no_report {
                 let path = default_report_path(&args.trace);
-                if !write_file(&path, &render(Format::Html, false), stderr) {
-                    return EXIT_INPUT;
+                if let Err(code) = write_file(&path, &render(Format::Html, false), stderr) {
+                    return code;
                 }
                 let _ = writeln!(stdout, "report: {}", path.display());
             }

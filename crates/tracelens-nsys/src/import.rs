@@ -360,27 +360,14 @@ fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
             return;
         };
         let g = int(r, 3).unwrap_or(0);
-        let pid = pid_of(g);
-        let lane = imp.b.lane(LaneKey::Cpu {
-            pid: Ident::Num(pid),
-            tid: Ident::Num(tid_of(g)),
-        });
         let name = imp.name(int(r, 5));
         let kind = if int(r, 2) == Some(1) {
             SpanKind::Driver
         } else {
             SpanKind::Runtime
         };
-        imp.b.add_span(SpanInput {
-            kind,
-            lane,
-            start_ns: start,
-            dur_ns: end - start,
-            name,
-            correlation: int(r, 4).map(|c| correlation_key(pid, c)),
-            external_id: None,
-            detail: NO_DETAIL,
-        });
+        let corr = int(r, 4).map(|c| correlation_key(pid_of(g), c));
+        cpu_span(imp, kind, g, (start, end), name, corr);
     })
 }
 
@@ -529,6 +516,31 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
     })
 }
 
+/// Adds a span on the CPU thread of `global_tid`.
+fn cpu_span(
+    imp: &mut Importer,
+    kind: SpanKind,
+    global_tid: i64,
+    (start, end): (i64, i64),
+    name: NameId,
+    correlation: Option<u64>,
+) {
+    let lane = imp.b.lane(LaneKey::Cpu {
+        pid: Ident::Num(pid_of(global_tid)),
+        tid: Ident::Num(tid_of(global_tid)),
+    });
+    imp.b.add_span(SpanInput {
+        kind,
+        lane,
+        start_ns: start,
+        dur_ns: end - start,
+        name,
+        correlation,
+        external_id: None,
+        detail: NO_DETAIL,
+    });
+}
+
 /// Adds a GPU-lane span from the common `start, end, deviceId, streamId, correlationId,
 /// globalPid` prefix of a row.
 fn gpu_span(imp: &mut Importer, r: &Row, kind: SpanKind, name: NameId, detail: u32) {
@@ -592,26 +604,13 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
                 .unwrap_or_default(),
         };
         let (name, is_op) = pytorch_op_name(&raw);
-        let g = int(r, 5).unwrap_or(0);
-        let lane = imp.b.lane(LaneKey::Cpu {
-            pid: Ident::Num(pid_of(g)),
-            tid: Ident::Num(tid_of(g)),
-        });
         let name = imp.b.intern(name);
-        imp.b.add_span(SpanInput {
-            kind: if is_op {
-                SpanKind::CpuOp
-            } else {
-                SpanKind::UserAnnotation
-            },
-            lane,
-            start_ns: start,
-            dur_ns: end - start,
-            name,
-            correlation: None,
-            external_id: None,
-            detail: NO_DETAIL,
-        });
+        let kind = if is_op {
+            SpanKind::CpuOp
+        } else {
+            SpanKind::UserAnnotation
+        };
+        cpu_span(imp, kind, int(r, 5).unwrap_or(0), (start, end), name, None);
     })
 }
 
@@ -630,22 +629,15 @@ fn read_os_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
         let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
             return;
         };
-        let g = int(r, 2).unwrap_or(0);
-        let lane = imp.b.lane(LaneKey::Cpu {
-            pid: Ident::Num(pid_of(g)),
-            tid: Ident::Num(tid_of(g)),
-        });
         let name = imp.name(int(r, 3));
-        imp.b.add_span(SpanInput {
-            kind: SpanKind::OsRuntime,
-            lane,
-            start_ns: start,
-            dur_ns: end - start,
+        cpu_span(
+            imp,
+            SpanKind::OsRuntime,
+            int(r, 2).unwrap_or(0),
+            (start, end),
             name,
-            correlation: None,
-            external_id: None,
-            detail: NO_DETAIL,
-        });
+            None,
+        );
     })
 }
 
