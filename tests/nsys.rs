@@ -514,3 +514,57 @@ fn os_runtime_waits_of_the_launching_thread_are_evidence() {
         .unwrap_or_else(|| panic!("{:#?}", d.findings));
     assert!(host.title.contains("blocked in OS waits"), "{}", host.title);
 }
+
+/// Five 1 ms kernels; between them the launching thread runs 3 ms of Python, during which it
+/// is switched out for 2 ms. With `explained`, a traced `pthread_cond_wait` covers the switch.
+fn descheduled_export(name: &str, explained: bool) -> PathBuf {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.7.2");
+    let mut t = 1_000_000i64;
+    for i in 0..5 {
+        e.runtime("cudaLaunchKernel_v7000", 5, 5, t, t + 5_000, i + 1);
+        e.kernel("k", 5, 0, 7, t + 10_000, t + 1_010_000, i + 1);
+        e.nvtx("python bookkeeping", 5, 5, t + 20_000, Some(t + 3_020_000));
+        e.off_cpu(5, 5, t + 1_500_000, t + 3_500_000);
+        if explained {
+            e.osrt("pthread_cond_wait", 5, 5, t + 1_490_000, t + 3_510_000);
+        }
+        t += 4_000_000;
+    }
+    drop(e);
+    path
+}
+
+#[test]
+fn runnable_but_not_running_launch_thread_is_cpu_oversubscription() {
+    let t = tracelens_nsys::import_file(&descheduled_export("descheduled", false)).unwrap();
+    assert_eq!(t.spans_of_kind(SpanKind::OffCpu).count(), 5);
+    let d = diagnose(&t);
+    assert_eq!(
+        d.idle[0].descheduled_ns,
+        4 * 2_000_000,
+        "the switch-outs inside the four gaps"
+    );
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::CpuOversubscription)
+        .unwrap_or_else(|| panic!("{:#?}", d.findings));
+    assert!(f.title.contains("runnable but not running"), "{}", f.title);
+
+    let twin =
+        tracelens_nsys::import_file(&descheduled_export("descheduled_waiting", true)).unwrap();
+    let d = diagnose(&twin);
+    assert_eq!(
+        d.idle[0].descheduled_ns, 0,
+        "a thread blocked in a traced wait is not runnable"
+    );
+    assert!(
+        d.findings
+            .iter()
+            .all(|f| f.kind != FindingKind::CpuOversubscription),
+        "{:#?}",
+        d.findings
+    );
+    assert_eq!(d.idle[0].os_waits[0].0, "pthread_cond_wait");
+}

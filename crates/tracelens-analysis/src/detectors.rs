@@ -90,6 +90,7 @@ pub fn all_detectors() -> Vec<Box<dyn Detector>> {
         Box::new(PageableCopies),
         Box::new(LaunchBound),
         Box::new(HostCompute),
+        Box::new(CpuOversubscription),
     ]
 }
 
@@ -466,6 +467,51 @@ impl Detector for HostCompute {
             call_site: None,
             advice: "Shorten or overlap the CPU work between launches: use fused/foreach optimizers (torch.optim.AdamW(..., fused=True)), avoid per-step Python bookkeeping and CPU tensor ops in the loop, and compile the step with torch.compile.".into(),
             snippet: "opt = torch.optim.AdamW(model.parameters(), lr=lr, fused=True)".into(),
+            confidence: Confidence::Medium,
+        }]
+    }
+}
+
+/// The launching thread is descheduled while runnable during exposed CPU time.
+pub struct CpuOversubscription;
+
+impl Detector for CpuOversubscription {
+    fn name(&self) -> &'static str {
+        "cpu_oversubscription"
+    }
+
+    fn detect(&self, cx: &Context) -> Vec<Finding> {
+        let Some(dev) = cx.idle.iter().max_by_key(|d| d.descheduled_ns) else {
+            return Vec::new();
+        };
+        let (win, per_step, share, severity) = cx.win(dev.descheduled_ns);
+        if dev.descheduled_ns == 0 || share < MIN_FINDING_PERCENT {
+            return Vec::new();
+        }
+        let mut evidence = Evidence::default();
+        evidence
+            .counts
+            .insert("descheduled_ns".into(), dev.descheduled_ns);
+        vec![Finding {
+            kind: FindingKind::CpuOversubscription,
+            title: format!(
+                "The launching thread was off the CPU, runnable but not running, {} {} while the GPU waited ({:.1} %): CPU oversubscription",
+                format_ms(per_step),
+                cx.per(),
+                share
+            ),
+            severity,
+            estimated_win_ns: win,
+            estimated_win_per_step_ns: per_step,
+            estimated_win_percent: share,
+            win_basis: "GPU idle during which the launching thread was descheduled outside any traced OS wait (upper bound)".into(),
+            cpu_cost_per_step_ns: None,
+            evidence,
+            call_site: None,
+            advice: "More threads want the cores than there are: keep DataLoader num_workers at or below the physical cores left for the trainer, set OMP_NUM_THREADS / MKL_NUM_THREADS (or torch.set_num_threads) per process, pin processes with taskset or numactl, and check for other jobs on the node.".into(),
+            snippet: "export OMP_NUM_THREADS=4      # per training process
+torch.set_num_threads(4)
+loader = DataLoader(ds, num_workers=min(4, os.cpu_count() // nproc_per_node - 1))".into(),
             confidence: Confidence::Medium,
         }]
     }

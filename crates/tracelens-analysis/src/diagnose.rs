@@ -49,6 +49,8 @@ pub struct IdleSummary {
     pub host_compute_ops: Vec<(String, TimeNs)>,
     /// OS waits of the launching threads during exposed CPU time (Nsight Systems OSRT).
     pub os_waits: Vec<(String, TimeNs)>,
+    /// Exposed CPU time the launching thread spent off the CPU while runnable (Nsight Systems).
+    pub descheduled_ns: TimeNs,
     /// The five largest gaps.
     pub largest_gaps: Vec<GapSummary>,
     /// GPU ops fed by graph launches in the window.
@@ -205,6 +207,7 @@ fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {
         unattributed_by_reason: d.unattributed_by_reason.clone(),
         host_compute_ops: d.host_compute_ops.clone(),
         os_waits: d.os_waits.clone(),
+        descheduled_ns: d.descheduled_ns,
         largest_gaps,
         graph_replay_ops: d.graph_replay_ops,
         attribution_reliable: d.reliable(),

@@ -18,6 +18,8 @@ pub enum FindingKind {
     LaunchBound,
     /// The GPU waits while the CPU runs other work (optimizer, Python, CPU ops).
     HostCompute,
+    /// The launching thread is runnable but not running: too many threads for the cores.
+    CpuOversubscription,
 }
 
 /// How much it matters, from the estimated win's share of step time.

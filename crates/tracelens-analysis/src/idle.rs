@@ -143,6 +143,9 @@ pub struct DeviceIdle {
     /// OS waits (Nsight Systems OSRT) of the launching threads during exposed CPU time
     /// (`host_compute` and `data_loading`), by call name, largest first.
     pub os_waits: Vec<(String, TimeNs)>,
+    /// Exposed CPU time in which the launching thread was off the CPU outside any traced OS
+    /// wait (Nsight Systems scheduling trace): runnable but not running.
+    pub descheduled_ns: TimeNs,
     /// Ops in the window launched by graph launches (one launch, many ops).
     pub graph_replay_ops: u64,
 }
@@ -181,6 +184,7 @@ pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -
         unattributed_by_reason: BTreeMap::new(),
         host_compute_ops: Vec::new(),
         os_waits: Vec::new(),
+        descheduled_ns: 0,
         graph_replay_ops: 0,
     };
     let (Some(first), Some(last)) = (
@@ -231,12 +235,13 @@ pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -
         }
         if let Some(l) = launch {
             let facts = threads.lane(trace.span(l).lane);
-            if !facts.os_waits.is_empty() {
+            if !facts.os_waits.is_empty() || !facts.off_cpu.is_empty() {
                 for seg in &idle.segments[seg_start as usize..] {
                     if matches!(seg.cause, IdleCause::HostCompute | IdleCause::DataLoading) {
                         for (name, ns) in facts.os_waits_within(seg.interval) {
                             *os_waits.entry(name).or_default() += ns;
                         }
+                        idle.descheduled_ns += facts.unexplained_off_cpu_within(seg.interval);
                     }
                 }
             }

@@ -17,6 +17,8 @@ pub struct ThreadFacts {
     pub stream_waits: Vec<TimeNs>,
     /// OS waits (`pthread_cond_wait`, `poll`, …) of the thread, sorted by start.
     pub os_waits: Vec<(Interval, NameId)>,
+    /// Stretches in which the thread was off the CPU, sorted by start.
+    pub off_cpu: Vec<Interval>,
 }
 
 /// What an API name says about a call.
@@ -64,6 +66,7 @@ impl ThreadIndex {
                 let mut blocking = Vec::new();
                 let mut waits = Vec::new();
                 let mut os_waits = Vec::new();
+                let mut off_cpu = Vec::new();
                 for id in trace.lane_span_ids(LaneId(i as u32)) {
                     let s = trace.span(id);
                     let name = trace.names.get(s.name);
@@ -95,6 +98,7 @@ impl ThreadIndex {
                         SpanKind::OsRuntime if crate::api::is_os_wait(name) => {
                             os_waits.push((s.interval(), s.name))
                         }
+                        SpanKind::OffCpu => off_cpu.push(s.interval()),
                         _ => {}
                     }
                 }
@@ -104,6 +108,7 @@ impl ThreadIndex {
                     blocking_calls: blocking,
                     stream_waits: waits,
                     os_waits,
+                    off_cpu,
                 }
             })
             .collect();
@@ -159,6 +164,23 @@ impl ThreadFacts {
                     .take_while(move |(iv, _)| iv.start_ns < window.end_ns),
             )
             .filter_map(move |&(iv, name)| iv.clip(window).map(|c| (name, c.dur_ns())))
+    }
+
+    /// Time inside `window` the thread was off the CPU outside any traced OS wait: it was not
+    /// blocked on anything we can see, so most likely runnable and waiting for a core.
+    pub fn unexplained_off_cpu_within(&self, window: Interval) -> TimeNs {
+        let first = self
+            .off_cpu
+            .partition_point(|iv| iv.end_ns <= window.start_ns);
+        self.off_cpu[first..]
+            .iter()
+            .take_while(|iv| iv.start_ns < window.end_ns)
+            .filter_map(|iv| iv.clip(window))
+            .map(|off| {
+                let waited: TimeNs = self.os_waits_within(off).map(|(_, ns)| ns).sum();
+                (off.dur_ns() - waited).max(0)
+            })
+            .sum()
     }
 
     /// Whether a stream-wait call started inside `[from_ns, until_ns]`.

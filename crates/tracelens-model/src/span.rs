@@ -35,11 +35,13 @@ pub enum SpanKind {
     GpuUserAnnotation,
     /// An OS runtime call on a CPU thread (`pthread_cond_wait`, `poll`; Nsight Systems OSRT).
     OsRuntime,
+    /// A stretch in which the thread was off the CPU (Nsight Systems scheduling trace).
+    OffCpu,
 }
 
 impl SpanKind {
     /// Every kind, in output order.
-    pub const ALL: [SpanKind; 11] = [
+    pub const ALL: [SpanKind; 12] = [
         SpanKind::CpuOp,
         SpanKind::UserAnnotation,
         SpanKind::PythonFunction,
@@ -51,6 +53,7 @@ impl SpanKind {
         SpanKind::CudaSync,
         SpanKind::GpuUserAnnotation,
         SpanKind::OsRuntime,
+        SpanKind::OffCpu,
     ];
 
     /// Whether spans of this kind sit on GPU stream lanes.
@@ -89,6 +92,7 @@ impl SpanKind {
             SpanKind::CudaSync => "cuda_sync",
             SpanKind::GpuUserAnnotation => "gpu_user_annotation",
             SpanKind::OsRuntime => "os_runtime",
+            SpanKind::OffCpu => "off_cpu",
         }
     }
 }

@@ -12,8 +12,7 @@ use tracelens_model::{
 };
 
 /// Tables whose rows are counted but not modelled.
-const COUNTED_ONLY: [&str; 5] = [
-    "SCHED_EVENTS",
+const COUNTED_ONLY: [&str; 4] = [
     "COMPOSITE_EVENTS",
     "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
     "PROFILER_OVERHEAD",
@@ -188,6 +187,7 @@ fn import_with(
         "CUPTI_ACTIVITY_KIND_MEMSET",
         "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
         "NVTX_EVENTS",
+        "OSRT_API",
     ]
     .iter()
     .map(|t| db.count(t))
@@ -203,6 +203,7 @@ fn import_with(
     add_kernels(&mut imp, rows);
     read_nvtx(&mut imp)?;
     read_os_runtime(&mut imp)?;
+    read_scheduling(&mut imp)?;
     let mut ignored = BTreeMap::new();
     for t in COUNTED_ONLY {
         let n = db.count(t);
@@ -638,6 +639,34 @@ fn read_os_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
             name,
             None,
         );
+    })
+}
+
+/// Context switches (`--cpuctxsw`): each thread's switch-out → next switch-in becomes an
+/// off-CPU span. A thread still out at the end of the trace gets no span.
+fn read_scheduling(imp: &mut Importer) -> rusqlite::Result<()> {
+    let t = "SCHED_EVENTS";
+    let db = imp.db;
+    let sql = format!(
+        "SELECT start, {}, {} FROM {t} ORDER BY {}, start",
+        db.col(t, "isSchedIn"),
+        db.col(t, "globalTid"),
+        db.col(t, "globalTid")
+    );
+    let name = imp.b.intern("[off CPU]");
+    let mut out_since: Option<(i64, i64)> = None; // (globalTid, switch-out time)
+    imp.scan(t, &sql, |imp, r| {
+        let (Some(at), Some(sched_in), Some(g)) = (int(r, 0), int(r, 1), int(r, 2)) else {
+            return;
+        };
+        match (sched_in, out_since) {
+            (0, _) => out_since = Some((g, at)),
+            (_, Some((tid, since))) if tid == g && at > since => {
+                cpu_span(imp, SpanKind::OffCpu, g, (since, at), name, None);
+                out_since = None;
+            }
+            _ => out_since = None,
+        }
     })
 }
 

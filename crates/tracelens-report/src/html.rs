@@ -46,6 +46,7 @@ struct Bar {
 
 struct IdleView {
     title: String,
+    descheduled: Option<String>,
     bars: Vec<Bar>,
     host_ops: Vec<(String, String)>,
     os_waits: Vec<(String, String)>,
@@ -329,6 +330,12 @@ fn idle_views(diagnosis: &Diagnosis) -> Vec<IdleView> {
             ];
             IdleView {
                 title: format!("GPU {}: {} idle", d.device, format_ms(d.idle_ns)),
+                descheduled: (d.descheduled_ns > 0).then(|| {
+                    format!(
+                        "During {} of it the launching thread was off the CPU outside any traced OS wait: runnable but not running (Nsight Systems scheduling trace).",
+                        format_ms(d.descheduled_ns)
+                    )
+                }),
                 bars: classes
                     .iter()
                     .filter_map(|&(key, class, label)| {
