@@ -53,6 +53,8 @@ pub struct DeviceUtilization {
     pub name: Option<String>,
     /// Stream ids with activity.
     pub streams: Vec<i64>,
+    /// Processes that launched work on the device.
+    pub processes: Vec<i64>,
     /// Kernels, copies and fills on the device.
     pub gpu_ops: u64,
     /// Over the whole trace.
@@ -166,6 +168,7 @@ pub fn utilization_of(trace: &Trace, works: &[DeviceWork]) -> Vec<DeviceUtilizat
                 device: device.index,
                 name: device.name.clone(),
                 streams: device.streams.clone(),
+                processes: device.processes.clone(),
                 gpu_ops: kinds.len() as u64,
                 whole_trace: measure(&kinds, None, WindowSource::WholeTrace),
                 steps: work

@@ -547,10 +547,35 @@ fn collect_devices(trace: &Trace) -> Vec<Device> {
                 name: None,
                 lanes: Vec::new(),
                 streams: Vec::new(),
+                processes: Vec::new(),
             });
             d.lanes.push(LaneId(i as u32));
             d.streams.push(stream);
+            // The processes launching here: one launch per distinct API lane is enough.
+            let mut seen_lanes = Vec::new();
+            for s in lane.spans.clone() {
+                let Some(api) = trace.launch_of(crate::span::SpanId(s)) else {
+                    continue;
+                };
+                let api_lane = trace.span(api).lane;
+                if seen_lanes.contains(&api_lane) {
+                    continue;
+                }
+                seen_lanes.push(api_lane);
+                if let LaneKey::Cpu {
+                    pid: Ident::Num(pid),
+                    ..
+                } = trace.lane(api_lane).key
+                {
+                    if !d.processes.contains(&pid) {
+                        d.processes.push(pid);
+                    }
+                }
+            }
         }
+    }
+    for d in by_index.values_mut() {
+        d.processes.sort_unstable();
     }
     let props = &trace.metadata.device_properties;
     for d in by_index.values_mut() {

@@ -68,6 +68,8 @@ pub struct Device {
     pub lanes: Vec<LaneId>,
     /// Stream ids.
     pub streams: Vec<i64>,
+    /// Numeric ids of the processes whose API calls launched work on this device.
+    pub processes: Vec<i64>,
 }
 
 /// How well launches and GPU ops could be joined.

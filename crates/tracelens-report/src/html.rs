@@ -236,8 +236,14 @@ fn facts(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> Vec<(Stri
         .devices
         .iter()
         .map(|d| {
+            let procs: Vec<String> = d.processes.iter().map(i64::to_string).collect();
+            let by = if procs.is_empty() {
+                String::new()
+            } else {
+                format!(" (process {})", procs.join(", "))
+            };
             format!(
-                "GPU {}: {}",
+                "GPU {}: {}{by}",
                 d.device,
                 d.name.as_deref().unwrap_or("unnamed")
             )

@@ -82,9 +82,20 @@ pub fn render_text(
     for d in &overview.devices {
         let name = d.name.as_deref().unwrap_or("unnamed GPU");
         let streams: Vec<String> = d.streams.iter().map(i64::to_string).collect();
+        let procs = match d.processes.as_slice() {
+            [] => String::new(),
+            [one] => format!(", process {one}"),
+            many => format!(
+                ", processes {}",
+                many.iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
         let _ = writeln!(
             out,
-            "GPU {:<7} {name}, {} ops on stream{} {}",
+            "GPU {:<7} {name}, {} ops on stream{} {}{procs}",
             d.device,
             d.gpu_ops,
             if streams.len() == 1 { "" } else { "s" },
