@@ -215,6 +215,15 @@ fn two_process_export_shows_both_gpus_and_the_428_ms_stream_syncs() {
         t.devices.iter().map(|d| d.index).collect::<Vec<_>>(),
         vec![0, 1]
     );
+    assert_eq!(
+        t.devices
+            .iter()
+            .map(|d| d.processes.clone())
+            .collect::<Vec<_>>(),
+        vec![vec![111], vec![112]],
+        "one process per GPU"
+    );
+    assert_eq!(t.devices[1].streams, vec![15]);
     let d = diagnose(&t);
     let long: Vec<_> = t
         .spans

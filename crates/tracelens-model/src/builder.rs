@@ -550,10 +550,19 @@ fn collect_devices(trace: &Trace) -> Vec<Device> {
                 processes: Vec::new(),
             });
             d.lanes.push(LaneId(i as u32));
-            d.streams.push(stream);
-            // The processes launching here: one launch per distinct API lane is enough.
+            // Streams and processes come from GPU work: SYNCHRONIZATION rows of one process
+            // can carry another device's id (seen in a 2-process Nsight Systems export).
+            let has_work = trace.spans[lane.spans.start as usize..lane.spans.end as usize]
+                .iter()
+                .any(|s| s.kind.is_gpu_work());
+            if has_work {
+                d.streams.push(stream);
+            }
             let mut seen_lanes = Vec::new();
             for s in lane.spans.clone() {
+                if !trace.spans[s as usize].kind.is_gpu_work() {
+                    continue;
+                }
                 let Some(api) = trace.launch_of(crate::span::SpanId(s)) else {
                     continue;
                 };
