@@ -19,6 +19,7 @@ mod error;
 mod event;
 mod input;
 mod json;
+mod pipe;
 mod scan;
 
 pub use error::{ImportError, Problem};
@@ -47,8 +48,9 @@ pub fn import_file(path: &Path) -> Result<Trace, ImportError> {
         return Err(ImportError::new(path, Problem::Empty));
     }
     if head.starts_with(&GZIP_MAGIC) {
+        // Inflate on a second thread while this one parses.
         let decoder = flate2::bufread::MultiGzDecoder::new(reader);
-        import_reader(decoder, path, file_bytes, true)
+        import_reader(pipe::spawn(decoder), path, file_bytes, true)
     } else {
         import_reader(reader, path, file_bytes, false)
     }
