@@ -79,6 +79,15 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             },
         ),
         (
+            "slow_python_between_kernels",
+            Scenario {
+                kernels: 30,
+                kernel_us: 100.0,
+                op_cpu_us: 400.0,
+                ..d()
+            },
+        ),
+        (
             "graph_replay_under_recorded",
             Scenario {
                 graph_replay_recorded_every: Some(5),
@@ -299,4 +308,26 @@ fn idle_causes_sum_to_idle_on_every_scenario() {
             assert_eq!(sum, dev["idle_ns"].as_i64().unwrap(), "{name}");
         }
     }
+}
+
+#[test]
+fn cpu_slower_than_the_gpu_is_host_compute_and_the_default_loop_is_not() {
+    let doc = analyze("slow_python_between_kernels");
+    let f = findings(&doc);
+    assert_eq!(f[0].0, "host_compute", "{f:#?}");
+    assert!(
+        f[0].1.contains("aten::linear"),
+        "the CPU ops are named: {}",
+        f[0].1
+    );
+    assert!(
+        !kinds(&doc).contains(&"launch_bound".to_string()),
+        "kernels are longer than their launches"
+    );
+    let twin = analyze("no_device_sync");
+    assert!(
+        !kinds(&twin).contains(&"host_compute".to_string()),
+        "{:#?}",
+        findings(&twin)
+    );
 }
