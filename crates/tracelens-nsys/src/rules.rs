@@ -252,7 +252,10 @@ fn query(db: &Db, sql: &str) -> Vec<Vec<Value>> {
 
 fn missing(db: &Db, tables: &[&str]) -> Option<String> {
     let absent: Vec<&str> = tables.iter().copied().filter(|t| !db.has(t)).collect();
-    (!absent.is_empty()).then(|| format!("the required CUDA data (no {} table)", absent.join(", ")))
+    (!absent.is_empty()).then(|| {
+        let noun = if absent.len() == 1 { "table" } else { "tables" };
+        format!("the required CUDA data (no {} {noun})", absent.join(", "))
+    })
 }
 
 const MEMCPY_COLUMNS: [&str; 11] = [
