@@ -433,7 +433,7 @@ impl Detector for HostCompute {
             .host_compute_ops
             .iter()
             .take(3)
-            .map(|(n, t)| format!("{n} ({})", format_ms(*t)))
+            .map(|(n, t)| format!("{n} ({})", format_ms(*t / cx.steps.max(1) as TimeNs)))
             .collect();
         let title = format!(
             "GPU idle {} {} ({:.1} %) while the CPU runs other work: {}{}",

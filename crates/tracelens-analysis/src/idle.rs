@@ -449,6 +449,22 @@ fn credit_host_ops(
     }
     let rest = window.dur_ns() - credited;
     if rest > 0 {
-        *host_ops.entry(None).or_default() += rest;
+        // Time under no op: name the innermost user Python frame running, when recorded.
+        let frame = (before > 0)
+            .then(|| SpanId(range.start + before as u32 - 1))
+            .and_then(|innermost| {
+                std::iter::once(innermost)
+                    .chain(trace.ancestors(innermost))
+                    .find(|&id| {
+                        let s = trace.span(id);
+                        s.kind == SpanKind::PythonFunction
+                            && s.end_ns() > window.start_ns
+                            && tracelens_model::PyFrame::parse(trace.names.get(s.name))
+                                .is_some_and(|f| !f.is_library())
+                    })
+            });
+        *host_ops
+            .entry(frame.map(|f| trace.span(f).name))
+            .or_default() += rest;
     }
 }
