@@ -78,15 +78,17 @@ fn check_invariants(path: &Path, t: &Trace) -> Vec<String> {
         .spans
         .iter()
         .filter(|s| s.kind.is_api_call())
-        .filter_map(|s| s.correlation)
+        .filter_map(|s| s.correlation())
         .collect();
     for i in 0..t.spans.len() as u32 {
         let id = SpanId(i);
         let s = t.span(id);
         if s.kind.is_gpu_work() {
-            let both_ends = s.correlation.is_some_and(|c| api_correlations.contains(&c));
+            let both_ends = s
+                .correlation()
+                .is_some_and(|c| api_correlations.contains(&c));
             match t.launch_of(id) {
-                Some(l) if !both_ends || t.span(l).correlation != s.correlation => {
+                Some(l) if !both_ends || t.span(l).correlation() != s.correlation() => {
                     errors.push(format!("GPU op {i} linked to the wrong launch"))
                 }
                 None if both_ends => {

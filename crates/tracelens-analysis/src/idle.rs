@@ -303,7 +303,7 @@ fn attribute_gap(
     host_ops: &mut FxHashMap<Option<NameId>, TimeNs>,
 ) -> (Option<SpanId>, Option<UnattributedReason>) {
     let Some(launch) = trace.launch_of(ender) else {
-        let reason = if trace.span(ender).correlation.is_some() {
+        let reason = if trace.span(ender).correlation().is_some() {
             UnattributedReason::LaunchNotInTrace
         } else {
             UnattributedReason::NoCorrelation

@@ -6,7 +6,7 @@ use crate::lane::{Ident, Lane, LaneId, LaneKey};
 use crate::metadata::Metadata;
 use crate::names::{NameId, StringTable};
 use crate::span::SpanId;
-use crate::span::{Span, SpanKind};
+use crate::span::{Span, SpanKind, NO_CORRELATION, NO_EXTERNAL_ID};
 use crate::time::{Interval, TimeNs, NS_PER_S, NS_PER_US};
 use crate::trace::{Device, LinkStats, SourceInfo, Step, Trace, NO_SPAN};
 use rustc_hash::FxHashMap;
@@ -133,8 +133,8 @@ impl TraceBuilder {
             name: input.name,
             lane: input.lane,
             kind: input.kind,
-            correlation: input.correlation,
-            external_id: input.external_id,
+            correlation_raw: input.correlation.unwrap_or(NO_CORRELATION),
+            external_id_raw: input.external_id.unwrap_or(NO_EXTERNAL_ID),
             detail: input.detail,
         });
         true
@@ -227,7 +227,7 @@ impl TraceBuilder {
             let span = &mut self.spans[idx as usize];
             let is_start = !span.kind.is_gpu();
             if let Some(&id) = by_place.get(&(is_start, pid, tid, span.start_ns)) {
-                span.correlation = Some(id);
+                span.correlation_raw = id;
                 recovered += 1;
             }
         }
@@ -406,14 +406,14 @@ fn link_launches(trace: &mut Trace) {
     };
     for (i, s) in trace.spans.iter().enumerate() {
         if s.kind.is_api_call() {
-            if let Some(c) = s.correlation {
+            if let Some(c) = s.correlation() {
                 apis.push((c, i as u32));
             }
         } else if s.kind.is_gpu() && s.kind != SpanKind::GpuUserAnnotation {
             if s.kind.is_gpu_work() {
                 stats.gpu_ops += 1;
             }
-            match s.correlation {
+            match s.correlation() {
                 Some(c) => ops.push((c, i as u32)),
                 None if s.kind.is_gpu_work() => stats.gpu_ops_without_correlation += 1,
                 None => {}
@@ -486,18 +486,18 @@ fn check_external_ids(trace: &mut Trace) {
     let (mut checked, mut mismatched) = (0, 0);
     for i in 0..trace.spans.len() {
         let s = trace.spans[i];
-        let Some(ext) = s.external_id.filter(|_| s.kind.is_api_call()) else {
+        let Some(ext) = s.external_id().filter(|_| s.kind.is_api_call()) else {
             continue;
         };
         let op = trace.ancestors(SpanId(i as u32)).find(|&p| {
             matches!(
                 trace.span(p).kind,
                 SpanKind::CpuOp | SpanKind::UserAnnotation
-            ) && trace.span(p).external_id.is_some()
+            ) && trace.span(p).external_id().is_some()
         });
         if let Some(op) = op {
             checked += 1;
-            if trace.span(op).external_id != Some(ext) {
+            if trace.span(op).external_id() != Some(ext) {
                 mismatched += 1;
             }
         }

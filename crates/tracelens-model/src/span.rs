@@ -100,29 +100,43 @@ impl SpanKind {
 /// Sentinel for "no side-table entry" in [`Span::detail`].
 pub const NO_DETAIL: u32 = u32::MAX;
 
-/// One timed interval on a lane.
+/// One timed interval on a lane. 48 bytes: optional ids are stored with sentinels and read
+/// through [`Span::correlation`] and [`Span::external_id`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
     /// Start, in trace nanoseconds.
     pub start_ns: TimeNs,
     /// Duration in nanoseconds, never negative (importers clamp and warn).
     pub dur_ns: TimeNs,
+    pub(crate) correlation_raw: u64,
+    pub(crate) external_id_raw: i64,
     /// Interned name.
     pub name: NameId,
     /// The lane it runs on.
     pub lane: LaneId,
-    /// What it records.
-    pub kind: SpanKind,
-    /// Launch correlation id (runtime/driver call ↔ GPU op).
-    pub correlation: Option<u64>,
-    /// Profiler `External id` (op ↔ runtime ↔ GPU op; unreliable in 2022-04 … 2024-02 traces).
-    pub external_id: Option<i64>,
     /// Index into a kind-specific side table: copies for memcpy/memset/runtime copy calls,
     /// call stacks for CPU ops; [`NO_DETAIL`] when none.
     pub detail: u32,
+    /// What it records.
+    pub kind: SpanKind,
 }
 
+/// Stored for "no correlation id".
+pub(crate) const NO_CORRELATION: u64 = u64::MAX;
+/// Stored for "no External id".
+pub(crate) const NO_EXTERNAL_ID: i64 = i64::MIN;
+
 impl Span {
+    /// Launch correlation id (runtime/driver call ↔ GPU op).
+    pub fn correlation(&self) -> Option<u64> {
+        (self.correlation_raw != NO_CORRELATION).then_some(self.correlation_raw)
+    }
+
+    /// Profiler `External id` (op ↔ runtime ↔ GPU op; unreliable in 2022-04 … 2024-02 traces).
+    pub fn external_id(&self) -> Option<i64> {
+        (self.external_id_raw != NO_EXTERNAL_ID).then_some(self.external_id_raw)
+    }
+
     /// End, in trace nanoseconds.
     pub fn end_ns(&self) -> TimeNs {
         self.start_ns + self.dur_ns
@@ -131,5 +145,15 @@ impl Span {
     /// The span as an interval.
     pub fn interval(&self) -> Interval {
         Interval::new(self.start_ns, self.end_ns())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_stays_at_48_bytes() {
+        assert_eq!(std::mem::size_of::<Span>(), 48);
     }
 }
