@@ -104,28 +104,42 @@ pub fn kind_of_category(cat: &str) -> Option<(SpanKind, bool)> {
             cat,
             "Operator" | "Runtime" | "Kernel" | "Memcpy" | "Memset" | "Python"
         );
-    let kind = match cat.to_ascii_lowercase().as_str() {
-        "cpu_op" | "operator" => SpanKind::CpuOp,
-        "user_annotation" => SpanKind::UserAnnotation,
-        "gpu_user_annotation" => SpanKind::GpuUserAnnotation,
-        "python_function" | "python" => SpanKind::PythonFunction,
-        "cuda_runtime" | "runtime" => SpanKind::Runtime,
-        "cuda_driver" => SpanKind::Driver,
-        "kernel" => SpanKind::Kernel,
-        "gpu_memcpy" | "memcpy" => SpanKind::Memcpy,
-        "gpu_memset" | "memset" => SpanKind::Memset,
-        "cuda_sync" => SpanKind::CudaSync,
-        _ => return None,
-    };
+    // Matched without lowercasing: this runs once per event.
+    const CATEGORIES: [(&str, SpanKind); 15] = [
+        ("cpu_op", SpanKind::CpuOp),
+        ("operator", SpanKind::CpuOp),
+        ("user_annotation", SpanKind::UserAnnotation),
+        ("gpu_user_annotation", SpanKind::GpuUserAnnotation),
+        ("python_function", SpanKind::PythonFunction),
+        ("python", SpanKind::PythonFunction),
+        ("cuda_runtime", SpanKind::Runtime),
+        ("runtime", SpanKind::Runtime),
+        ("cuda_driver", SpanKind::Driver),
+        ("kernel", SpanKind::Kernel),
+        ("gpu_memcpy", SpanKind::Memcpy),
+        ("memcpy", SpanKind::Memcpy),
+        ("gpu_memset", SpanKind::Memset),
+        ("memset", SpanKind::Memset),
+        ("cuda_sync", SpanKind::CudaSync),
+    ];
+    let kind = CATEGORIES
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(cat))
+        .map(|&(_, k)| k)?;
     Some((kind, old))
 }
 
 /// Whether a flow category is a CPU→GPU launch flow.
 fn is_launch_flow(cat: &str) -> bool {
-    matches!(
-        cat.to_ascii_lowercase().as_str(),
-        "ac2g" | "async" | "async_gpu" | "async_cpu_to_gpu" | "cpu_to_cuda"
-    )
+    [
+        "ac2g",
+        "async",
+        "async_gpu",
+        "async_cpu_to_gpu",
+        "cpu_to_cuda",
+    ]
+    .iter()
+    .any(|name| name.eq_ignore_ascii_case(cat))
 }
 
 impl EventReader {
@@ -323,7 +337,7 @@ impl EventReader {
                 self.builder.add_copy(info)
             }
             SpanKind::Runtime | SpanKind::Driver
-                if name.to_ascii_lowercase().contains("memcpy") =>
+                if name.contains("Memcpy") || name.contains("memcpy") =>
             {
                 // HIP runtime calls say `kind: "2"` (hipMemcpyKind) and `bytes: "1"`.
                 let direction = match args.kind.and_then(to_i64) {

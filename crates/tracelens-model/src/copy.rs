@@ -38,32 +38,47 @@ pub enum MemoryKind {
     Unknown,
 }
 
+/// The entry of `table` whose name equals `text` ignoring ASCII case (no allocation: these
+/// parsers run once per copy event).
+fn lookup<T: Copy>(table: &[(&str, T)], text: &str) -> Option<T> {
+    table
+        .iter()
+        .find(|(name, _)| name.eq_ignore_ascii_case(text))
+        .map(|&(_, v)| v)
+}
+
 impl CopyDirection {
     /// Parses `HtoD`, `DtoH`, `DtoD`, `HtoH`, `PtoP` (any case).
     pub fn parse(text: &str) -> Option<Self> {
-        Some(match text.to_ascii_lowercase().as_str() {
-            "htod" => CopyDirection::HtoD,
-            "dtoh" => CopyDirection::DtoH,
-            "dtod" => CopyDirection::DtoD,
-            "htoh" => CopyDirection::HtoH,
-            "ptop" => CopyDirection::PtoP,
-            _ => return None,
-        })
+        use CopyDirection::*;
+        lookup(
+            &[
+                ("htod", HtoD),
+                ("dtoh", DtoH),
+                ("dtod", DtoD),
+                ("htoh", HtoH),
+                ("ptop", PtoP),
+            ],
+            text,
+        )
     }
 }
 
 impl MemoryKind {
     /// Parses `Pageable`, `Pinned`, `Device`, `Host`, `Array`, `Managed` (any case).
     pub fn parse(text: &str) -> Option<Self> {
-        Some(match text.trim().to_ascii_lowercase().as_str() {
-            "pageable" => MemoryKind::Pageable,
-            "pinned" => MemoryKind::Pinned,
-            "device" => MemoryKind::Device,
-            "host" => MemoryKind::Host,
-            "array" => MemoryKind::Array,
-            "managed" => MemoryKind::Managed,
-            _ => return None,
-        })
+        use MemoryKind::*;
+        lookup(
+            &[
+                ("pageable", Pageable),
+                ("pinned", Pinned),
+                ("device", Device),
+                ("host", Host),
+                ("array", Array),
+                ("managed", Managed),
+            ],
+            text.trim(),
+        )
     }
 }
 
