@@ -577,3 +577,29 @@ fn runnable_but_not_running_launch_thread_is_cpu_oversubscription() {
     );
     assert_eq!(d.idle[0].os_waits[0].0, "pthread_cond_wait");
 }
+
+#[test]
+fn rules_show_raw_memory_kinds_when_the_enum_table_is_absent() {
+    let path = temp_export("no_enum");
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.7.2");
+    e.conn
+        .execute_batch("DROP TABLE ENUM_CUDA_MEM_KIND;")
+        .unwrap();
+    e.runtime("cudaMemcpyAsync_v3020", 9, 9, 0, 5_000, 1);
+    e.memcpy(9, 0, 7, 10_000, 20_000, 1, 4_194_304, 1, 0, 2);
+    drop(e);
+    let run = tracelens([
+        "analyze".into(),
+        "--rules".into(),
+        "nsys".into(),
+        path.into_os_string(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let row = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("cudaMemcpyAsync_v3020"))
+        .unwrap_or_else(|| panic!("{}", run.stdout));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[..5], &["10000", "10000", "0", "2", "4.194"], "{row}");
+}

@@ -272,40 +272,74 @@ const MEMCPY_COLUMNS: [&str; 11] = [
     "API Name",
 ];
 
-/// The memcpy rows behind API calls matching `condition` (SQL over `m`, `api`).
-fn memcpy_rows(db: &Db, condition: &str) -> Vec<Vec<Cell>> {
-    let m = "CUPTI_ACTIVITY_KIND_MEMCPY";
-    let kinds = if db.has("ENUM_CUDA_MEM_KIND") {
-        "LEFT JOIN ENUM_CUDA_MEM_KIND sk ON sk.id = m.srcKind LEFT JOIN ENUM_CUDA_MEM_KIND dk ON dk.id = m.dstKind"
+/// Rows of the memory-op `table` (memcpy or memset) behind API calls matching `condition`
+/// (SQL over `m` and `api`): duration, start, one label per `kind_columns` entry
+/// (`ENUM_CUDA_MEM_KIND`), bytes in MB, PID, device, context, green context, stream, API.
+fn memory_op_rows(db: &Db, table: &str, kind_columns: &[&str], condition: &str) -> Vec<Vec<Cell>> {
+    let labelled = db.has("ENUM_CUDA_MEM_KIND");
+    let kinds: Vec<String> = kind_columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            if labelled {
+                format!("coalesce(k{i}.label, CAST(m.{c} AS TEXT))")
+            } else {
+                format!("CAST(m.{c} AS TEXT)")
+            }
+        })
+        .collect();
+    let joins: String = if labelled {
+        kind_columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!(" LEFT JOIN ENUM_CUDA_MEM_KIND k{i} ON k{i}.id = m.{c}"))
+            .collect()
     } else {
-        "LEFT JOIN (SELECT NULL AS id, NULL AS label) sk ON 0 LEFT JOIN (SELECT NULL AS id, NULL AS label) dk ON 0"
+        String::new()
+    };
+    // 0 means "no green context"; nsys leaves the cell blank.
+    let green = if db.has_col(table, "greenContextId") {
+        "nullif(m.greenContextId, 0)"
+    } else {
+        "NULL"
     };
     let sql = format!(
-        "SELECT m.end - m.start AS duration, m.start, coalesce(sk.label, m.srcKind), coalesce(dk.label, m.dstKind), m.bytes, \
-         m.globalPid, m.deviceId, m.contextId, {green}, m.streamId, api.value \
-         FROM {m} m JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId \
-         JOIN StringIds api ON api.id = r.nameId {kinds} \
+        "SELECT m.end - m.start AS duration, m.start, {kinds}, m.bytes, m.globalPid, m.deviceId, \
+         m.contextId, {green}, m.streamId, api.value \
+         FROM {table} m JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId \
+         JOIN StringIds api ON api.id = r.nameId{joins} \
          WHERE {condition} ORDER BY duration DESC, m.start ASC",
-        green = if db.has_col(m, "greenContextId") { "nullif(m.greenContextId, 0)" } else { "NULL" },
+        kinds = kinds.join(", "),
     );
+    let n = kind_columns.len();
     query(db, &sql)
         .iter()
         .map(|r| {
-            vec![
-                opt_int(&r[0]),
-                opt_int(&r[1]),
-                text(&r[2]),
-                text(&r[3]),
-                Cell::Fixed(int(&r[4]).unwrap_or(0) as f64 / 1e6, 3),
-                int(&r[5]).map_or(Cell::Empty, |g| Cell::Int(pid_of(g))),
-                opt_int(&r[6]),
-                opt_int(&r[7]),
-                opt_int(&r[8]),
-                opt_int(&r[9]),
-                text(&r[10]),
-            ]
+            let mut row = vec![opt_int(&r[0]), opt_int(&r[1])];
+            row.extend(r[2..2 + n].iter().map(text));
+            let rest = &r[2 + n..];
+            row.extend([
+                Cell::Fixed(int(&rest[0]).unwrap_or(0) as f64 / 1e6, 3),
+                int(&rest[1]).map_or(Cell::Empty, |g| Cell::Int(pid_of(g))),
+                opt_int(&rest[2]),
+                opt_int(&rest[3]),
+                opt_int(&rest[4]),
+                opt_int(&rest[5]),
+                text(&rest[6]),
+            ]);
+            row
         })
         .collect()
+}
+
+/// The memcpy rows behind API calls matching `condition`.
+fn memcpy_rows(db: &Db, condition: &str) -> Vec<Vec<Cell>> {
+    memory_op_rows(
+        db,
+        "CUPTI_ACTIVITY_KIND_MEMCPY",
+        &["srcKind", "dstKind"],
+        condition,
+    )
 }
 
 fn memcpy_async(db: &Db) -> RuleResult {
@@ -386,43 +420,12 @@ fn memset_sync(db: &Db) -> RuleResult {
     if r.skipped.is_some() {
         return r;
     }
-    let t = "CUPTI_ACTIVITY_KIND_MEMSET";
-    let kind = if db.has("ENUM_CUDA_MEM_KIND") {
-        "LEFT JOIN ENUM_CUDA_MEM_KIND k ON k.id = m.memKind"
-    } else {
-        "LEFT JOIN (SELECT NULL AS id, NULL AS label) k ON 0"
-    };
-    // 0 means "no green context"; nsys leaves the cell blank.
-    let green = if db.has_col(t, "greenContextId") {
-        "nullif(m.greenContextId, 0)"
-    } else {
-        "NULL"
-    };
-    let sql = format!(
-        "SELECT m.end - m.start AS duration, m.start, coalesce(k.label, m.memKind), m.bytes, m.globalPid, m.deviceId, \
-         m.contextId, {green}, m.streamId, api.value \
-         FROM {t} m JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = m.correlationId \
-         JOIN StringIds api ON api.id = r.nameId {kind} \
-         WHERE api.value LIKE 'cudaMemset%' AND api.value NOT LIKE '%async%' AND m.memKind IN (1, 4) \
-         ORDER BY duration DESC, m.start ASC"
+    let rows = memory_op_rows(
+        db,
+        "CUPTI_ACTIVITY_KIND_MEMSET",
+        &["memKind"],
+        "api.value LIKE 'cudaMemset%' AND api.value NOT LIKE '%async%' AND m.memKind IN (1, 4)",
     );
-    let rows = query(db, &sql)
-        .iter()
-        .map(|r| {
-            vec![
-                opt_int(&r[0]),
-                opt_int(&r[1]),
-                text(&r[2]),
-                Cell::Fixed(int(&r[3]).unwrap_or(0) as f64 / 1e6, 3),
-                int(&r[4]).map_or(Cell::Empty, |g| Cell::Int(pid_of(g))),
-                opt_int(&r[5]),
-                opt_int(&r[6]),
-                opt_int(&r[7]),
-                opt_int(&r[8]),
-                text(&r[9]),
-            ]
-        })
-        .collect();
     limit(&mut r, rows);
     r
 }
