@@ -54,16 +54,17 @@ pub fn call_blocking_kind(
     if let Some(kind) = blocking_kind(name) {
         return Some(kind);
     }
-    if is_async_copy(name) {
-        let pageable = trace
-            .launched_by(id)
-            .iter()
-            .any(|&op| trace.copy_info(op).is_some_and(|c| c.touches_pageable()));
-        if pageable {
-            return Some(BlockingKind::PageableAsyncCopy);
-        }
-    }
-    None
+    (is_async_copy(name) && launched_pageable_copy(trace, id))
+        .then_some(BlockingKind::PageableAsyncCopy)
+}
+
+/// Whether API call `id` launched a copy from or to pageable memory (which makes an
+/// "async" copy call synchronous).
+pub fn launched_pageable_copy(trace: &tracelens_model::Trace, id: tracelens_model::SpanId) -> bool {
+    trace
+        .launched_by(id)
+        .iter()
+        .any(|&op| trace.copy_info(op).is_some_and(|c| c.touches_pageable()))
 }
 
 /// Whether `name` (raw API name) blocks the host until GPU work completes.

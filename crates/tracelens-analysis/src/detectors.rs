@@ -100,7 +100,9 @@ pub const DATA_LOADER_SHARE_PERCENT: f64 = 5.0;
 /// A sync that recurs every step and blocks the host at least this share of step time is a
 /// finding even when the GPU stayed busy (its CPU thread cannot run ahead).
 pub const HOST_BLOCKED_FINDING_PERCENT: f64 = 1.0;
-/// Syncs, launch stretches and host compute below this share of step time are details.
+/// Host compute is always some of the idle; below this share of step time it is a detail.
+pub const HOST_COMPUTE_FINDING_PERCENT: f64 = 2.0;
+/// Syncs and launch stretches below this share of step time are details.
 pub const MIN_FINDING_PERCENT: f64 = 0.5;
 
 /// The GPU waits for `enumerate(DataLoader)`.
@@ -419,7 +421,7 @@ impl Detector for HostCompute {
     fn detect(&self, cx: &Context) -> Vec<Finding> {
         let idle = cx.idle_of(IdleCause::HostCompute);
         let (win, per_step, share, severity) = cx.win(idle);
-        if share < MIN_FINDING_PERCENT.max(2.0) {
+        if share < HOST_COMPUTE_FINDING_PERCENT {
             return Vec::new();
         }
         let Some(dev) = cx

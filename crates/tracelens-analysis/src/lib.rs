@@ -13,7 +13,6 @@
 #![deny(missing_docs)]
 
 pub mod api;
-pub mod blocking;
 pub mod breakdown;
 pub mod copies;
 pub mod dataloader;

@@ -130,6 +130,7 @@ pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle], threads: &ThreadIndex) -> 
             })
             .collect();
         let op_names: Vec<&str> = ops.iter().map(|&o| trace.name(o)).collect();
+        let call_site = trace.python_stack(id).into_iter().find(|f| !f.is_library());
         let mut copy = None;
         let trigger = if op_names.contains(&"aten::is_nonzero") {
             SyncTrigger::TensorTruthValue
@@ -149,7 +150,7 @@ pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle], threads: &ThreadIndex) -> 
                     let inside_steps = cpu_steps
                         .iter()
                         .any(|w| w.start_ns <= s.start_ns && s.end_ns() <= w.end_ns);
-                    let from_user = trace.python_stack(id).iter().any(|f| !f.is_library());
+                    let from_user = call_site.is_some();
                     if !cpu_steps.is_empty() && !inside_steps && !from_user {
                         SyncTrigger::ProfilerInjected
                     } else {
@@ -183,7 +184,7 @@ pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle], threads: &ThreadIndex) -> 
             api: normalize_api(raw).to_string(),
             trigger,
             op_chain: op_names.iter().take(6).map(|n| n.to_string()).collect(),
-            call_site: trace.python_stack(id).into_iter().find(|f| !f.is_library()),
+            call_site,
             copy,
             trigger_op: ops.first().copied(),
             blocked_ns: s.dur_ns,

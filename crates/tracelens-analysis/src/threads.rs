@@ -1,7 +1,10 @@
 //! Per-thread facts the diagnoses query many times: DataLoader ranges, blocking syncs,
 //! stream-wait calls. Built once per trace.
 
-use crate::api::{blocking_kind, is_async_copy, is_data_loader, is_stream_wait, BlockingKind};
+use crate::api::{
+    blocking_kind, is_async_copy, is_data_loader, is_stream_wait, launched_pageable_copy,
+    BlockingKind,
+};
 use crate::intervals::union;
 use rustc_hash::FxHashMap;
 use tracelens_model::{Interval, LaneId, NameId, SpanId, SpanKind, TimeNs, Trace};
@@ -80,10 +83,7 @@ impl ThreadIndex {
                             match class {
                                 NameClass::Blocking(kind) => blocking.push((s.end_ns(), id, kind)),
                                 NameClass::AsyncCopy => {
-                                    let pageable = trace.launched_by(id).iter().any(|&op| {
-                                        trace.copy_info(op).is_some_and(|c| c.touches_pageable())
-                                    });
-                                    if pageable {
+                                    if launched_pageable_copy(trace, id) {
                                         blocking.push((
                                             s.end_ns(),
                                             id,
@@ -95,8 +95,18 @@ impl ThreadIndex {
                                 NameClass::Other => {}
                             }
                         }
+                        // A wait nested in the previous one (OSRT nesting) is already
+                        // counted by it.
                         SpanKind::OsRuntime if crate::api::is_os_wait(name) => {
-                            os_waits.push((s.interval(), s.name))
+                            let nested =
+                                os_waits
+                                    .last()
+                                    .is_some_and(|(prev, _): &(Interval, NameId)| {
+                                        s.end_ns() <= prev.end_ns
+                                    });
+                            if !nested {
+                                os_waits.push((s.interval(), s.name));
+                            }
                         }
                         SpanKind::OffCpu => off_cpu.push(s.interval()),
                         _ => {}
@@ -152,17 +162,13 @@ impl ThreadFacts {
 
     /// Time inside `window` the thread spent in OS waits, per call name.
     pub fn os_waits_within(&self, window: Interval) -> impl Iterator<Item = (NameId, TimeNs)> + '_ {
-        // Waits do not nest much; one started long before the window is found by its end.
+        // Waits of one thread are kept disjoint (see `build`), so their ends are sorted too.
         let first = self
             .os_waits
-            .partition_point(|(iv, _)| iv.start_ns < window.start_ns);
-        let earlier = self.os_waits[..first].iter().rev().take(4);
-        earlier
-            .chain(
-                self.os_waits[first..]
-                    .iter()
-                    .take_while(move |(iv, _)| iv.start_ns < window.end_ns),
-            )
+            .partition_point(|(iv, _)| iv.end_ns <= window.start_ns);
+        self.os_waits[first..]
+            .iter()
+            .take_while(move |(iv, _)| iv.start_ns < window.end_ns)
             .filter_map(move |&(iv, name)| iv.clip(window).map(|c| (name, c.dur_ns())))
     }
 

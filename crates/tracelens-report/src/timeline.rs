@@ -1,7 +1,7 @@
 //! The timeline picture: one representative step, CPU threads and GPU streams as lanes, idle
 //! gaps shaded by cause. Spans are binned to pixels, so the SVG stays small for any trace.
 
-use tracelens_analysis::blocking::is_blocking_call;
+use tracelens_analysis::api::call_blocking_kind;
 use tracelens_analysis::idle::IdleCause;
 use tracelens_analysis::Diagnosis;
 use tracelens_model::{format_ms, Interval, LaneId, LaneKey, SpanKind, TimeNs, Trace};
@@ -147,7 +147,7 @@ pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
     cpu_lanes.sort_by_key(|&(b, l)| (std::cmp::Reverse(b), l));
     for &(_, lane) in cpu_lanes.iter().take(MAX_CPU_LANES) {
         let bins = bin_lane(trace, lane, window, &px, |k, id| match k {
-            SpanKind::Runtime | SpanKind::Driver if is_blocking_call(trace, id) => 5,
+            SpanKind::Runtime | SpanKind::Driver if call_blocking_kind(trace, id).is_some() => 5,
             SpanKind::CpuOp | SpanKind::UserAnnotation
                 if tracelens_analysis::api::is_data_loader(trace.name(id)) =>
             {
