@@ -4,7 +4,7 @@
 
 use crate::api::is_data_loader;
 use crate::dataloader::percent;
-use crate::intervals::{intersect, subtract, total_ns, union};
+use crate::intervals::{covered_ns, intersect, subtract, union};
 use serde::Serialize;
 use tracelens_model::{profiler_step_number, Interval, SpanId, SpanKind, TimeNs, Trace};
 
@@ -172,13 +172,13 @@ pub fn breakdown(trace: &Trace) -> Option<Breakdown> {
     for &(number, w) in &windows {
         let mut a = [0; 8];
         for (k, ranges) in assigned.iter().enumerate() {
-            a[k] = total_ns(&intersect(ranges, &[w]));
+            a[k] = covered_ns(ranges, w);
         }
         steps.push(StepBreakdown {
             step: number,
             window: w,
             times: CategoryTimes::from_array(a),
-            gpu_utilization_percent: percent(total_ns(&intersect(&roles[0], &[w])), w.dur_ns()),
+            gpu_utilization_percent: percent(covered_ns(&roles[0], w), w.dur_ns()),
         });
     }
     let n = steps.len() as TimeNs;
@@ -212,7 +212,7 @@ pub fn breakdown(trace: &Trace) -> Option<Breakdown> {
             cpu_exec: p[6],
             other: p[7],
         },
-        gpu_utilization_percent: percent(total_ns(&intersect(&roles[0], &[span])), span.dur_ns()),
+        gpu_utilization_percent: percent(covered_ns(&roles[0], span), span.dur_ns()),
         min_step_ns: durations.iter().copied().min().unwrap_or(0),
         max_step_ns: durations.iter().copied().max().unwrap_or(0),
         stddev_step_ns: var.sqrt() as TimeNs,

@@ -2,10 +2,10 @@
 //! overlapped by any kernel), how long they block the host, and pinned copies still followed
 //! by a blocking sync.
 
-use crate::intervals::union;
+use crate::intervals::{covered_ns, union};
 use crate::syncs::{SyncCall, SyncTrigger};
 use serde::Serialize;
-use tracelens_model::{CopyDirection, Interval, MemoryKind, SpanKind, TimeNs, Trace};
+use tracelens_model::{CopyDirection, MemoryKind, SpanKind, TimeNs, Trace};
 
 /// Totals for one class of copies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -92,7 +92,7 @@ pub fn copy_report(trace: &Trace, syncs: &[SyncCall]) -> CopyReport {
                     continue;
                 }
                 let info = trace.copy_info(id).copied().unwrap_or_default();
-                let exposed = s.dur_ns - overlap(&busy, s.interval());
+                let exposed = s.dur_ns - covered_ns(&busy, s.interval());
                 let host_ns = trace.launch_of(id).map_or(0, |l| trace.span(l).dur_ns);
                 let slot = match (info.direction, info.src, info.dst) {
                     (CopyDirection::HtoD, MemoryKind::Pageable, _) => &mut report.htod_pageable,
@@ -126,15 +126,4 @@ pub fn copy_report(trace: &Trace, syncs: &[SyncCall]) -> CopyReport {
         })
         .count() as u64;
     report
-}
-
-/// Time of `iv` covered by sorted disjoint `busy`.
-fn overlap(busy: &[Interval], iv: Interval) -> TimeNs {
-    let first = busy.partition_point(|b| b.end_ns <= iv.start_ns);
-    busy[first..]
-        .iter()
-        .take_while(|b| b.start_ns < iv.end_ns)
-        .filter_map(|b| b.clip(iv))
-        .map(|c| c.dur_ns())
-        .sum()
 }

@@ -3,9 +3,10 @@
 
 use crate::api::is_data_loader;
 use crate::idle::{DeviceIdle, IdleCause};
-use crate::intervals::{total_ns, union};
+use crate::intervals::{covered_ns, total_ns, union};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
-use tracelens_model::{Interval, SpanKind, TimeNs, Trace};
+use tracelens_model::{SpanKind, TimeNs, Trace};
 
 /// Which DataLoader iterator the trace shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -85,28 +86,21 @@ pub fn data_loader_report(trace: &Trace, idle: &[DeviceIdle]) -> DataLoaderRepor
     }
     let calls = ranges.len() as u64;
     let merged = union(ranges);
-    let idle_dev = idle.iter().max_by_key(|d| {
-        d.by_cause
-            .get(&IdleCause::DataLoading)
-            .copied()
-            .unwrap_or(0)
-    });
+    let idle_dev = idle
+        .iter()
+        .max_by_key(|d| d.by_cause[&IdleCause::DataLoading]);
+    // One pass over the segments, then one lookup per step.
+    let mut idle_by_step: FxHashMap<i64, TimeNs> = FxHashMap::default();
+    for seg in idle_dev.iter().flat_map(|d| &d.segments) {
+        if let (IdleCause::DataLoading, Some(step)) = (seg.cause, seg.step) {
+            *idle_by_step.entry(step).or_default() += seg.interval.dur_ns();
+        }
+    }
     let mut per_step = Vec::new();
     for step in &trace.steps {
         let Some(w) = step.cpu else { continue };
-        let next_ns = total_ns(
-            &merged
-                .iter()
-                .filter_map(|r| r.clip(w))
-                .collect::<Vec<Interval>>(),
-        );
-        let gpu_idle_ns = idle_dev.map_or(0, |d| {
-            d.segments
-                .iter()
-                .filter(|s| s.cause == IdleCause::DataLoading && s.step == Some(step.number))
-                .map(|s| s.interval.dur_ns())
-                .sum()
-        });
+        let next_ns = covered_ns(&merged, w);
+        let gpu_idle_ns = idle_by_step.get(&step.number).copied().unwrap_or(0);
         per_step.push(StepLoading {
             step: step.number,
             step_ns: w.dur_ns(),

@@ -10,7 +10,7 @@ use crate::kernels::{top_kernels, KernelStat};
 use crate::launch::{launch_report, LaunchReport};
 use crate::syncs::{find_syncs, group_sync_sites, SyncSite, SyncTrigger};
 use crate::threads::ThreadIndex;
-use crate::utilization::{device_work, WindowSource};
+use crate::utilization::{device_work, DeviceWork, GpuOp, WindowSource};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tracelens_model::{Interval, TimeNs, Trace};
@@ -110,18 +110,21 @@ pub fn analyze(trace: &Trace) -> (crate::Overview, Diagnosis) {
     )
 }
 
-fn diagnose_with(trace: &Trace, works: &[crate::utilization::DeviceWork]) -> Diagnosis {
+fn diagnose_with(trace: &Trace, works: &[DeviceWork]) -> Diagnosis {
     let threads = ThreadIndex::build(trace);
+    // Clipped once, shared by the idle attribution and the launch analysis.
+    let headline: Vec<Vec<GpuOp>> = works.iter().map(DeviceWork::headline_ops).collect();
     let device_idle: Vec<DeviceIdle> = works
         .iter()
-        .map(|w| attribute_idle(trace, w, &threads))
+        .zip(&headline)
+        .map(|(w, ops)| attribute_idle(trace, w, ops, &threads))
         .collect();
     let steps = trace.steps.len().max(1);
     let calls = find_syncs(trace, &device_idle, &threads);
     let sites = group_sync_sites(trace, &calls, steps);
     let copies = copy_report(trace, &calls);
     let dataloader = data_loader_report(trace, &device_idle);
-    let launch = launch_report(trace, works, &device_idle);
+    let launch = launch_report(trace, works, &headline, &device_idle);
     let analysed_ns = device_idle
         .iter()
         .filter_map(|d| d.extent.map(|e| e.dur_ns()))

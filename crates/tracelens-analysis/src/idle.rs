@@ -17,7 +17,7 @@
 
 use crate::intervals::gaps;
 use crate::threads::ThreadIndex;
-use crate::utilization::{clip_ops, DeviceWork, WindowSource};
+use crate::utilization::{DeviceWork, GpuOp, WindowSource};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -166,12 +166,16 @@ pub fn step_windows(trace: &Trace) -> Vec<(i64, Interval)> {
         .collect()
 }
 
-/// Attributes every idle gap of one device.
-pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -> DeviceIdle {
+/// Attributes every idle gap of one device; `ops` are its [`DeviceWork::headline_ops`].
+pub fn attribute_idle(
+    trace: &Trace,
+    work: &DeviceWork,
+    ops: &[GpuOp],
+    threads: &ThreadIndex,
+) -> DeviceIdle {
     let (window, window_source) = work.headline_window();
-    let mut ops = clip_ops(&work.ops, window);
-    ops.sort_unstable_by_key(|&(_, iv, id)| (iv.start_ns, iv.end_ns, id));
-    let steps = step_windows(trace);
+    let mut steps = step_windows(trace);
+    steps.sort_unstable_by_key(|&(n, w)| (w.start_ns, n));
     let mut idle = DeviceIdle {
         device: work.device,
         window,
@@ -227,11 +231,7 @@ pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -
             &mut host_ops,
         );
         for seg in &mut idle.segments[seg_start as usize..] {
-            let mid = seg.interval.start_ns;
-            seg.step = steps
-                .iter()
-                .find(|(_, w)| w.start_ns <= mid && mid < w.end_ns)
-                .map(|(n, _)| *n);
+            seg.step = step_at(&steps, seg.interval.start_ns);
         }
         if let Some(l) = launch {
             let facts = threads.lane(trace.span(l).lane);
@@ -281,6 +281,14 @@ pub fn attribute_idle(trace: &Trace, work: &DeviceWork, threads: &ThreadIndex) -
     waits.truncate(8);
     idle.os_waits = waits;
     idle
+}
+
+/// The step whose window holds `t`, from windows sorted by start (the latest-starting one
+/// when windows overlap).
+fn step_at(steps: &[(i64, Interval)], t: TimeNs) -> Option<i64> {
+    let after = steps.partition_point(|(_, w)| w.start_ns <= t);
+    let (n, w) = steps[..after].last()?;
+    (t < w.end_ns).then_some(*n)
 }
 
 fn push(segments: &mut Vec<IdleSegment>, cause: IdleCause, iv: Interval, sync: Option<SpanId>) {

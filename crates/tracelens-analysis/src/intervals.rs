@@ -31,6 +31,17 @@ pub fn union_sorted(intervals: impl IntoIterator<Item = Interval>) -> Vec<Interv
     out
 }
 
+/// Time of `window` covered by sorted disjoint `intervals`, by binary search: O(log n + k).
+pub fn covered_ns(intervals: &[Interval], window: Interval) -> TimeNs {
+    let first = intervals.partition_point(|iv| iv.end_ns <= window.start_ns);
+    intervals[first..]
+        .iter()
+        .take_while(|iv| iv.start_ns < window.end_ns)
+        .filter_map(|iv| iv.clip(window))
+        .map(|c| c.dur_ns())
+        .sum()
+}
+
 /// Total length of disjoint intervals.
 pub fn total_ns(disjoint: &[Interval]) -> TimeNs {
     disjoint.iter().map(Interval::dur_ns).sum()
@@ -144,6 +155,13 @@ mod tests {
             subtract(&[iv(0, 10)], &[iv(2, 3), iv(5, 6)]),
             vec![iv(0, 2), iv(3, 5), iv(6, 10)]
         );
+    }
+
+    #[test]
+    fn covered_time_inside_a_window() {
+        let u = vec![iv(0, 10), iv(20, 30), iv(40, 50)];
+        assert_eq!(covered_ns(&u, iv(5, 45)), 5 + 10 + 5);
+        assert_eq!(covered_ns(&u, iv(10, 20)), 0);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! starving between them (HTA's "short kernels": launch ≤ 50 µs and GPU time < launch time).
 
 use crate::idle::{DeviceIdle, IdleCause};
-use crate::utilization::{clip_ops, DeviceWork};
+use crate::utilization::{DeviceWork, GpuOp};
 use serde::Serialize;
 use tracelens_model::{Interval, SpanKind, TimeNs, Trace, NS_PER_US};
 
@@ -50,21 +50,24 @@ pub struct LaunchReport {
     pub graph_launches: u64,
 }
 
-/// Finds launch-bound stretches on every device.
-pub fn launch_report(trace: &Trace, works: &[DeviceWork], idle: &[DeviceIdle]) -> LaunchReport {
+/// Finds launch-bound stretches on every device; `headline` holds each device's
+/// [`crate::utilization::DeviceWork::headline_ops`].
+pub fn launch_report(
+    trace: &Trace,
+    works: &[DeviceWork],
+    headline: &[Vec<GpuOp>],
+    idle: &[DeviceIdle],
+) -> LaunchReport {
     let mut report = LaunchReport {
         graph_launches: trace.links.graph_launches,
         ..LaunchReport::default()
     };
     let mut stretches = Vec::new();
-    for (work, dev_idle) in works.iter().zip(idle) {
-        let (window, _) = work.headline_window();
-        let mut ops = clip_ops(&work.ops, window);
-        ops.sort_unstable_by_key(|o| (o.1.start_ns, o.2));
+    for ((work, ops), dev_idle) in works.iter().zip(headline).zip(idle) {
         // Queue depth bookkeeping over every linked op of the device.
         let mut launch_starts: Vec<TimeNs> = Vec::new();
         let mut op_starts: Vec<TimeNs> = Vec::new();
-        for &(_, iv, id) in &ops {
+        for &(_, iv, id) in ops.iter() {
             if let Some(l) = trace.launch_of(id) {
                 launch_starts.push(trace.span(l).start_ns);
                 op_starts.push(iv.start_ns);
@@ -97,7 +100,7 @@ pub fn launch_report(trace: &Trace, works: &[DeviceWork], idle: &[DeviceIdle]) -
             }
             run.clear();
         };
-        for &(kind, iv, id) in &ops {
+        for &(kind, iv, id) in ops.iter() {
             if kind != SpanKind::Kernel {
                 continue;
             }

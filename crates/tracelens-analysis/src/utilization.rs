@@ -70,18 +70,26 @@ impl DeviceUtilization {
     }
 }
 
+/// One GPU op: kind, interval, span.
+pub type GpuOp = (SpanKind, Interval, SpanId);
+
 /// The GPU work of one device and the step window its measurements clip to.
 #[derive(Clone, Debug)]
 pub struct DeviceWork {
     /// Device index.
     pub device: i64,
-    /// Kernels, copies and fills: kind, interval, span.
-    pub ops: Vec<(SpanKind, Interval, SpanId)>,
+    /// Kernels, copies and fills: kind, interval, span; sorted by start (then end, span).
+    pub ops: Vec<GpuOp>,
     /// The step window, when the trace has steps.
     pub step_window: Option<(Interval, WindowSource)>,
 }
 
 impl DeviceWork {
+    /// The ops clipped to the headline window, still sorted by start.
+    pub fn headline_ops(&self) -> Vec<GpuOp> {
+        clip_ops(&self.ops, self.headline_window().0)
+    }
+
     /// The window of the headline measurement (steps when present, else none = whole trace)
     /// and its source.
     pub fn headline_window(&self) -> (Option<Interval>, WindowSource) {
@@ -121,6 +129,9 @@ pub fn device_work(trace: &Trace) -> Vec<DeviceWork> {
                 }
                 None => cpu_steps_hull(trace).map(|w| (w, WindowSource::CpuProfilerSteps)),
             };
+            // Sorted once here; clipping keeps the order, so every later union, gap search
+            // and stretch walk reads the ops in time order without sorting again.
+            ops.sort_unstable_by_key(|&(_, iv, id)| (iv.start_ns, iv.end_ns, id));
             DeviceWork {
                 device: device.index,
                 ops,
@@ -137,12 +148,9 @@ fn clip_one(iv: Interval, w: Interval) -> Option<Interval> {
     })
 }
 
-/// Clips ops to `window` as the measurements do: an op keeps its part inside the window, and
-/// a zero-length op strictly inside still marks the extent.
-pub fn clip_ops(
-    ops: &[(SpanKind, Interval, SpanId)],
-    window: Option<Interval>,
-) -> Vec<(SpanKind, Interval, SpanId)> {
+/// Clips ops to `window` as the measurements do, keeping their order: an op keeps its part
+/// inside the window, and a zero-length op strictly inside still marks the extent.
+pub fn clip_ops(ops: &[GpuOp], window: Option<Interval>) -> Vec<GpuOp> {
     ops.iter()
         .filter_map(|&(k, iv, id)| match window {
             None => Some((k, iv, id)),
@@ -195,21 +203,22 @@ fn cpu_steps_hull(trace: &Trace) -> Option<Interval> {
         .reduce(|a, b| a.hull(b))
 }
 
-/// Busy/idle of `work` clipped to `window` (or unclipped).
+/// Busy/idle of `work` (sorted by start) clipped to `window` (or unclipped).
 pub fn measure(
     work: &[(SpanKind, Interval)],
     window: Option<Interval>,
     window_source: WindowSource,
 ) -> Option<BusyIdle> {
-    let mut clipped: Vec<(SpanKind, Interval)> = work
+    debug_assert!(work.windows(2).all(|p| p[0].1.start_ns <= p[1].1.start_ns));
+    let clipped: Vec<(SpanKind, Interval)> = work
         .iter()
         .filter_map(|&(k, iv)| match window {
             None => Some((k, iv)),
             Some(w) => clip_one(iv, w).map(|c| (k, c)),
         })
         .collect();
-    // One sort; every union below is a linear merge of a start-sorted subsequence.
-    clipped.sort_unstable_by_key(|&(_, iv)| iv);
+    // `work` is sorted by start and clipping keeps that order, so every union below is a
+    // linear merge.
     let first = clipped.first().map(|(_, iv)| iv.start_ns)?;
     let last = clipped.iter().map(|(_, iv)| iv.end_ns).max()?;
     let of = |pred: &dyn Fn(SpanKind) -> bool| {
