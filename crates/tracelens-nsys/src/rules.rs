@@ -16,7 +16,7 @@
 //! on `(pid, correlationId)`.
 
 use crate::db::{pid_of, tid_of, Db};
-use rusqlite::types::Value;
+use rusqlite::types::{Value, ValueRef};
 use std::fmt::Write;
 
 /// Rows shown per rule (nsys's default `rows=50`).
@@ -147,13 +147,15 @@ impl RuleResult {
 
 /// Runs the six rules.
 pub fn run_all(db: &Db) -> Vec<RuleResult> {
+    // The GPU ops are read once for both rules that need them.
+    let groups = gpu_groups(db);
     vec![
         memcpy_async(db),
         memcpy_sync(db),
         memset_sync(db),
         api_sync(db),
-        gpu_gaps(db),
-        gpu_time_util(db),
+        gpu_gaps(&groups),
+        gpu_time_util(&groups),
     ]
 }
 
@@ -248,6 +250,28 @@ fn query(db: &Db, sql: &str) -> Vec<Vec<Value>> {
     })
     .map(|rows| rows.flatten().collect())
     .unwrap_or_default()
+}
+
+/// Runs `sql` and calls `each` with the first `N` columns of every row as integers (0 where
+/// NULL or not a number), streaming: nothing is allocated per row.
+fn for_each_int_row<const N: usize>(db: &Db, sql: &str, mut each: impl FnMut([i64; N])) {
+    let Ok(mut stmt) = db.conn.prepare(sql) else {
+        return;
+    };
+    let Ok(mut rows) = stmt.query([]) else {
+        return;
+    };
+    while let Ok(Some(row)) = rows.next() {
+        let mut cols = [0; N];
+        for (i, col) in cols.iter_mut().enumerate() {
+            *col = match row.get_ref(i) {
+                Ok(ValueRef::Integer(v)) => v,
+                Ok(ValueRef::Real(f)) => f as i64,
+                _ => 0,
+            };
+        }
+        each(cols);
+    }
 }
 
 fn missing(db: &Db, tables: &[&str]) -> Option<String> {
@@ -465,12 +489,14 @@ fn api_sync(db: &Db) -> RuleResult {
 
 /// (pid, device, context): the unit the gap and utilization rules report on.
 type GroupKey = (i64, i64, i64);
+/// One group's GPU ops (and overhead) as (start, end).
+type GpuGroup = (GroupKey, Vec<(i64, i64)>);
 /// A low-utilization region: (mean utilization, duration, start, group).
 type Region = (f64, i64, i64, GroupKey);
 
 /// GPU ops (start > 0) grouped by (pid, device, context), plus profiler overhead of the pid
 /// inside each group's span: `(group, [(start, end)])`, groups sorted.
-fn gpu_groups(db: &Db) -> Vec<(GroupKey, Vec<(i64, i64)>)> {
+fn gpu_groups(db: &Db) -> Vec<GpuGroup> {
     let mut groups: std::collections::BTreeMap<(i64, i64, i64), Vec<(i64, i64)>> =
         Default::default();
     for t in [
@@ -483,30 +509,20 @@ fn gpu_groups(db: &Db) -> Vec<(GroupKey, Vec<(i64, i64)>)> {
         }
         let sql =
             format!("SELECT globalPid, deviceId, contextId, start, end FROM {t} WHERE start > 0");
-        for r in query(db, &sql) {
-            let key = (
-                pid_of(int(&r[0]).unwrap_or(0)),
-                int(&r[1]).unwrap_or(0),
-                int(&r[2]).unwrap_or(0),
-            );
+        for_each_int_row(db, &sql, |[gpid, device, context, start, end]| {
             groups
-                .entry(key)
+                .entry((pid_of(gpid), device, context))
                 .or_default()
-                .push((int(&r[3]).unwrap_or(0), int(&r[4]).unwrap_or(0)));
-        }
+                .push((start, end));
+        });
     }
     if db.has("PROFILER_OVERHEAD") {
-        let overhead: Vec<(i64, i64, i64)> =
-            query(db, "SELECT globalTid, start, end FROM PROFILER_OVERHEAD")
-                .iter()
-                .map(|r| {
-                    (
-                        pid_of(int(&r[0]).unwrap_or(0)),
-                        int(&r[1]).unwrap_or(0),
-                        int(&r[2]).unwrap_or(0),
-                    )
-                })
-                .collect();
+        let mut overhead: Vec<(i64, i64, i64)> = Vec::new();
+        for_each_int_row(
+            db,
+            "SELECT globalTid, start, end FROM PROFILER_OVERHEAD",
+            |[gtid, start, end]| overhead.push((pid_of(gtid), start, end)),
+        );
         for (key, ops) in groups.iter_mut() {
             let first = ops.iter().map(|o| o.0).min().unwrap_or(0);
             let last = ops.iter().map(|o| o.1).max().unwrap_or(0);
@@ -521,7 +537,7 @@ fn gpu_groups(db: &Db) -> Vec<(GroupKey, Vec<(i64, i64)>)> {
     groups.into_iter().collect()
 }
 
-fn gpu_gaps(db: &Db) -> RuleResult {
+fn gpu_gaps(groups: &[GpuGroup]) -> RuleResult {
     let mut r = result(
         "gpu_gaps",
         "GPU Gaps",
@@ -530,7 +546,7 @@ fn gpu_gaps(db: &Db) -> RuleResult {
         vec!["Row#", "Duration (ns)", "Start (ns)", "PID", "Device ID", "Context ID"],
     );
     let mut gaps: Vec<(i64, i64, (i64, i64, i64))> = Vec::new();
-    for (key, ops) in gpu_groups(db) {
+    for &(key, ref ops) in groups {
         let mut starts: Vec<i64> = ops.iter().map(|o| o.0).collect();
         let mut ends: Vec<i64> = ops.iter().map(|o| o.1).collect();
         starts.sort_unstable();
@@ -561,7 +577,7 @@ fn gpu_gaps(db: &Db) -> RuleResult {
     r
 }
 
-fn gpu_time_util(db: &Db) -> RuleResult {
+fn gpu_time_util(groups: &[GpuGroup]) -> RuleResult {
     let mut r = result(
         "gpu_time_util",
         "GPU Time Utilization",
@@ -570,7 +586,7 @@ fn gpu_time_util(db: &Db) -> RuleResult {
         vec!["Row#", "In-Use (%)", "Duration (ns)", "Start (ns)", "PID", "Device ID", "Context ID"],
     );
     let mut regions: Vec<Region> = Vec::new();
-    for (key, ops) in gpu_groups(db) {
+    for &(key, ref ops) in groups {
         let first = ops.iter().map(|o| o.0).min().unwrap_or(0);
         let last = ops.iter().map(|o| o.1).max().unwrap_or(0);
         let span = last - first;
