@@ -180,18 +180,7 @@ fn import_with(
             imp.strings.insert(id, v.unwrap_or_default());
         }
     }
-    let expected: u64 = [
-        "CUPTI_ACTIVITY_KIND_RUNTIME",
-        "CUPTI_ACTIVITY_KIND_KERNEL",
-        "CUPTI_ACTIVITY_KIND_MEMCPY",
-        "CUPTI_ACTIVITY_KIND_MEMSET",
-        "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-        "NVTX_EVENTS",
-        "OSRT_API",
-    ]
-    .iter()
-    .map(|t| db.count(t))
-    .sum();
+    let expected: u64 = crate::EVENT_TABLES.iter().map(|t| db.count(t)).sum();
     imp.b.reserve(expected as usize);
     read_metadata(&mut imp)?;
     read_names(&mut imp)?;

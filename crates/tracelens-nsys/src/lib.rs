@@ -31,6 +31,18 @@ const NSYS_TABLES: [&str; 5] = [
     "NVTX_EVENTS",
 ];
 
+/// The event tables the importer reads, one row per span (row counts size the model up
+/// front).
+pub const EVENT_TABLES: [&str; 7] = [
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    "NVTX_EVENTS",
+    "OSRT_API",
+];
+
 /// Opens an export, checking that it is one. The error is one line, without the path.
 pub fn open(path: &Path) -> Result<Db, String> {
     let db = Db::open(path).map_err(|e| format!("cannot read the SQLite database: {e}"))?;

@@ -3,16 +3,7 @@
 //! one in time and in correlation ids, until the file reaches TARGET_MB. For load benchmarks.
 
 use rusqlite::Connection;
-
-const EVENT_TABLES: [&str; 7] = [
-    "CUPTI_ACTIVITY_KIND_RUNTIME",
-    "CUPTI_ACTIVITY_KIND_KERNEL",
-    "CUPTI_ACTIVITY_KIND_MEMCPY",
-    "CUPTI_ACTIVITY_KIND_MEMSET",
-    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-    "NVTX_EVENTS",
-    "OSRT_API",
-];
+use tracelens_nsys::EVENT_TABLES;
 
 fn main() -> rusqlite::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
