@@ -3,11 +3,13 @@
 //! AMD TraceLens `gpu_timeline.csv` oracles to 1 µs (shared/oracles/README.md §1).
 
 use std::path::{Path, PathBuf};
+use tracelens_analysis::finding::EvidenceValue;
 use tracelens_analysis::idle::IdleCause;
 use tracelens_analysis::syncs::SyncTrigger;
-use tracelens_analysis::{device_utilization, diagnose, FindingKind};
+use tracelens_analysis::{device_utilization, diagnose, FindingKind, VerdictKind};
 use tracelens_kineto::{import_file, Problem};
 use tracelens_model::{SpanId, SpanKind, Trace, WarningKind, NESTING_TOLERANCE_NS};
+use tracelens_tests::consistency::consistency_errors;
 use tracelens_tests::corpus_dir;
 
 fn trace_files(root: &Path) -> Vec<PathBuf> {
@@ -130,7 +132,7 @@ fn check_idle_conservation(path: &Path, t: &Trace) -> Vec<String> {
     let util = device_utilization(t);
     for (idle, u) in d.device_idle.iter().zip(&util) {
         let by_cause: i64 = idle.by_cause.values().sum();
-        let headline = u.headline().map_or(0, |h| h.idle_ns);
+        let headline = u.window.as_ref().map_or(0, |h| h.idle_ns);
         if by_cause != idle.idle_ns || idle.idle_ns != headline {
             errors.push(format!(
                 "{}: GPU {} causes sum to {by_cause} ns, idle {} ns, utilization idle {headline} ns",
@@ -155,6 +157,16 @@ fn check_idle_conservation(path: &Path, t: &Trace) -> Vec<String> {
         }
     }
     errors
+}
+
+/// The numbers a user reads agree with each other (tests/consistency.rs).
+fn check_consistency(path: &Path, t: &Trace) -> Vec<String> {
+    let (o, d) = tracelens_analysis::analyze(t);
+    consistency_errors(t, &o, &d)
+        .into_iter()
+        .take(5)
+        .map(|e| format!("{}: {e}", path.display()))
+        .collect()
 }
 
 /// Every renderer handles the trace, and the HTML stays bounded and offline.
@@ -203,6 +215,7 @@ fn every_corpus_trace_reads_and_keeps_the_invariants() {
                 }
                 failures.extend(check_invariants(path, &t));
                 failures.extend(check_idle_conservation(path, &t));
+                failures.extend(check_consistency(path, &t));
                 failures.extend(check_reports_render(path, &t));
             }
             (Ok(_), Some(_)) => {
@@ -268,7 +281,7 @@ fn gpu_busy_idle_matches_the_tracelens_oracles_to_one_microsecond() {
         let t = import_file(&root.join(trace)).unwrap_or_else(|e| panic!("{e}"));
         let devices = device_utilization(&t);
         assert_eq!(devices.len(), 1, "{trace}: one GPU expected");
-        let got = devices[0].headline().expect("GPU activity");
+        let got = devices[0].first_to_last_op.as_ref().expect("GPU activity");
         let (busy_err, idle_err) = (
             (got.busy_ns as f64 - busy_ms * 1e6).abs(),
             (got.idle_ns as f64 - idle_ms * 1e6).abs(),
@@ -351,15 +364,16 @@ fn tb_plugin_step_breakdown_oracle() {
         &root,
         "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
     );
+    let step = d.window.as_ref().expect("a window").step;
     let b = d.breakdown.expect("a breakdown");
     assert_eq!(
         b.steps.iter().map(|s| s.step).collect::<Vec<_>>(),
         vec![5, 6, 7, 8, 9, 10]
     );
     assert!(
-        (b.mean_step_ns - 141_068_000).abs() <= 1_000,
+        (step.mean_ns - 141_068_000).abs() <= 1_000,
         "mean step {} ns",
-        b.mean_step_ns
+        step.mean_ns
     );
     let p = b.percent;
     for (name, got, want) in [
@@ -432,13 +446,20 @@ fn item_syncs_and_pageable_copies_are_ranked_with_their_cost() {
         item.cpu_cost_per_step_ns.unwrap_or(0) > 10_000_000,
         "{item:#?}"
     );
-    let copies = d
+    // The 60 pageable device-to-host copies block the host 320 ms; each is counted by exactly
+    // one finding (the sync that launched it, or the pageable-copy finding).
+    assert_eq!(d.copies.dtoh_pageable.count, 60);
+    assert!(d.copies.dtoh_pageable.host_blocked_ns > 300_000_000);
+    let counted: u64 = d
         .findings
         .iter()
-        .find(|f| f.kind == FindingKind::PageableCopies)
-        .expect("a pageable-copy finding");
-    assert_eq!(copies.evidence.counts["dtoh_pageable"], 60);
-    assert!(copies.evidence.counts["host_blocked_ns"] > 300_000_000);
+        .filter_map(|f| match f.evidence.get("copies") {
+            Some(EvidenceValue::Count(n)) => Some(n),
+            _ => None,
+        })
+        .sum();
+    let all = d.copies.pageable().count + d.copies.htod_pinned.count + d.copies.dtoh_pinned.count;
+    assert!(counted <= all, "{counted} copies counted of {all}");
     let site = d
         .syncs
         .sites
@@ -504,4 +525,114 @@ fn graph_replays_mark_attribution_unreliable() {
         .idle
         .iter()
         .any(|i| !i.attribution_reliable && i.graph_replay_ops >= 421));
+}
+
+/// The traces the trust issue named each get the right verdict kind and cause.
+#[test]
+fn named_traces_get_the_right_verdicts() {
+    let Some(root) = corpus_dir("named_traces_get_the_right_verdicts") else {
+        return;
+    };
+    let diag = |rel: &str| diagnose_corpus(&root, rel);
+    // Nearly idle inference steps are not "GPU-bound": the window is the step, not the GPU ops.
+    for rel in [
+        "other/TraceLens/inference/sglang_decode/capture_traces/bs_32_rank0.json.gz",
+        "hta/call_stack/backward_thread.json",
+        "hta/triton_example/triton_example.json.gz",
+    ] {
+        let v = diag(rel).verdict;
+        assert_eq!(v.kind, VerdictKind::GpuIdle, "{rel}: {}", v.text);
+        assert!(v.gpu_busy_percent < 1.0, "{rel}: {}", v.gpu_busy_percent);
+    }
+    // GPU-bound by collectives names them.
+    let v = diag("other/TraceLens/mi300/resnet_act_checkpoint.json.gz").verdict;
+    assert_eq!(v.kind, VerdictKind::GpuBound, "{}", v.text);
+    assert!(v.busy_by.communication >= 50.0, "{:?}", v.busy_by);
+    assert!(v.text.contains("collectives"), "{}", v.text);
+    // Long waits of queued work are GPU-side waits, and the host is not the bottleneck.
+    let d = diag("other/TraceLens/inference/sglang_decode/sglang_Qwen3-8B_decode.json.gz");
+    assert_eq!(d.verdict.main_cause, Some(IdleCause::CrossStreamWait));
+    assert!(
+        d.verdict.text.contains("the host is not the bottleneck"),
+        "{}",
+        d.verdict.text
+    );
+    let idle = d.focus_idle().unwrap();
+    assert!(idle.by_cause[&IdleCause::LaunchLatency] < 1_000_000);
+    let d = diag("hta/trace_filter/sampled_rank-0.json.gz");
+    assert!(
+        d.verdict
+            .main_cause
+            .is_some_and(IdleCause::is_gpu_side_wait),
+        "{}",
+        d.verdict.text
+    );
+    // Launch latency is bounded per gap.
+    for g in &idle.gaps {
+        let ll: i64 = idle
+            .segments_of(g)
+            .iter()
+            .filter(|s| s.cause == IdleCause::LaunchLatency)
+            .map(|s| s.interval.dur_ns())
+            .sum();
+        assert!(ll <= tracelens_analysis::idle::LAUNCH_OVERHEAD_BOUND_NS);
+    }
+    // A DataLoader wait before a step's first kernel counts: the finding agrees with the
+    // breakdown's DataLoader share to within the time the GPU was still busy.
+    let d = diag("kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz");
+    let dl = &d.findings[0];
+    assert_eq!(dl.kind, FindingKind::DataLoaderStall);
+    let share = d.breakdown.as_ref().unwrap().percent.dataloader;
+    assert!(
+        dl.estimated_win_percent <= share && share - dl.estimated_win_percent < 1.0,
+        "{} vs {share}",
+        dl.estimated_win_percent
+    );
+    // One step figure: the tb_plugin trace's window and breakdown use the same six steps.
+    let d = diag(
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
+    );
+    let w = d.window.as_ref().unwrap();
+    assert_eq!((w.step.count, w.step.min_ns), (6, 123_079_000));
+    assert_eq!(d.verdict.step_ns, w.step.mean_ns);
+    // Advice fitted to PyTorch 1.8-1.10 with SGD: no fused optimizers, no torch.compile.
+    for f in &d.findings {
+        for text in [&f.fix, &f.snippet] {
+            assert!(
+                !text.contains("fused=True") && !text.contains("torch.compile"),
+                "{}: {text}",
+                f.title
+            );
+        }
+    }
+    assert_eq!(d.framework.optimizer.as_deref(), Some("SGD"));
+    // Already compiled: no plain torch.compile suggestion.
+    let d = diag("hta/df_index_resolver/df_index_resolver.json.gz");
+    assert!(d.framework.compiled);
+    assert!(
+        d.findings
+            .iter()
+            .all(|f| !f.fix.contains("Compile the step")),
+        "{:#?}",
+        d.findings
+    );
+    // Overlapping wins do not double count.
+    let d = diag("kineto/tb_plugin/test/gpu_metrics_input.json");
+    assert!(d.wins.gpu_idle_wins_ns <= d.wins.idle_ns, "{:?}", d.wins);
+    // Shares are per-step wins over the step: a short sync is not rated High.
+    for rel in [
+        "hta/critical_path/cuda_event_sync/event_sync_trace.json.gz",
+        "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz",
+    ] {
+        for f in diag(rel).findings {
+            if f.kind == FindingKind::ImplicitSync {
+                assert!(f.estimated_win_percent < 3.0, "{rel}: {}", f.title);
+            }
+        }
+    }
+    // Explicit device syncs count one by one and are named as such.
+    let d = diag("other/TraceLens/inference/vllm_prefilldecode_piecewise/capture_traces/graph_capture_rank_0.1773709679453551615.pt.trace.json.gz");
+    let site = &d.syncs.sites[0];
+    assert_eq!(site.trigger, SyncTrigger::DeviceSynchronize);
+    assert_eq!(site.count, site.api_calls);
 }

@@ -99,8 +99,9 @@ fn text_summary_names_format_device_and_busy_idle() {
     for needle in [
         "kineto_base_ns",
         "GPU 0       NVIDIA H100 80GB HBM3",
-        "steps (GPU)   total     0.350 ms  busy     0.250 ms ( 71.4 %)  idle     0.100 ms",
-        "steps       1 (ProfilerStep#1)",
+        "window        total     0.500 ms  busy     0.270 ms ( 54.0 %)  idle     0.230 ms",
+        "first-last op total     0.350 ms  busy     0.250 ms ( 71.4 %)  idle     0.100 ms",
+        "window      1 step, 0.500 ms in all: mean step 0.500 ms",
         "warnings    none",
     ] {
         assert!(

@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end tests: running the CLI in-process, locating fixtures and
 //! the real-trace corpus, and matching JSON documents against expectation subsets.
 
+pub mod consistency;
 pub mod nsys_export;
 pub mod scenario;
 

@@ -1,11 +1,12 @@
-//! Host↔device copies: pageable versus pinned, how much of their GPU time is exposed (not
-//! overlapped by any kernel), how long they block the host, and pinned copies still followed
-//! by a blocking sync.
+//! Host↔device copies inside the analysis window: pageable versus pinned, how much of their GPU
+//! time is exposed (not overlapped by any kernel), how long they block the host, and pinned
+//! copies still followed by a blocking sync.
 
 use crate::intervals::{covered_ns, union};
 use crate::syncs::{SyncCall, SyncTrigger};
+use rustc_hash::FxHashSet;
 use serde::Serialize;
-use tracelens_model::{CopyDirection, MemoryKind, SpanKind, TimeNs, Trace};
+use tracelens_model::{CopyDirection, Interval, MemoryKind, SpanId, SpanKind, TimeNs, Trace};
 
 /// Totals for one class of copies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -53,6 +54,9 @@ pub struct CopyReport {
     pub htod_serialized_with_compute: u64,
     /// Syncs right after a pinned copy: `pin_memory=True` without `non_blocking=True`.
     pub pinned_copies_then_synced: u64,
+    /// Pageable copies (both directions) not counted by a reported sync finding: the ones the
+    /// pageable-copy finding counts.
+    pub pageable_unclaimed: CopyStats,
 }
 
 impl CopyReport {
@@ -69,8 +73,14 @@ impl CopyReport {
     }
 }
 
-/// Classifies every memcpy of the trace.
-pub fn copy_report(trace: &Trace, syncs: &[SyncCall]) -> CopyReport {
+/// Classifies every memcpy inside `window` (clipped to it; all of them without a window);
+/// `claimed` copies are counted by a sync finding and left out of `pageable_unclaimed`.
+pub fn copy_report(
+    trace: &Trace,
+    window: Option<Interval>,
+    syncs: &[SyncCall],
+    claimed: &FxHashSet<SpanId>,
+) -> CopyReport {
     let mut report = CopyReport::default();
     for device in &trace.devices {
         let mut kernels = Vec::new();
@@ -91,8 +101,11 @@ pub fn copy_report(trace: &Trace, syncs: &[SyncCall]) -> CopyReport {
                 if s.kind != SpanKind::Memcpy {
                     continue;
                 }
+                let Some(iv) = window.map_or(Some(s.interval()), |w| s.interval().clip(w)) else {
+                    continue;
+                };
                 let info = trace.copy_info(id).copied().unwrap_or_default();
-                let exposed = s.dur_ns - covered_ns(&busy, s.interval());
+                let exposed = iv.dur_ns() - covered_ns(&busy, iv);
                 let host_ns = trace.launch_of(id).map_or(0, |l| trace.span(l).dur_ns);
                 let slot = match (info.direction, info.src, info.dst) {
                     (CopyDirection::HtoD, MemoryKind::Pageable, _) => &mut report.htod_pageable,
@@ -107,7 +120,17 @@ pub fn copy_report(trace: &Trace, syncs: &[SyncCall]) -> CopyReport {
                     }
                     _ => &mut report.other,
                 };
-                slot.add(info.bytes, s.dur_ns, exposed, host_ns);
+                slot.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                let pageable = matches!(
+                    (info.direction, info.src, info.dst),
+                    (CopyDirection::HtoD, MemoryKind::Pageable, _)
+                        | (CopyDirection::DtoH, _, MemoryKind::Pageable)
+                );
+                if pageable && !claimed.contains(&id) {
+                    report
+                        .pageable_unclaimed
+                        .add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                }
                 if info.direction == CopyDirection::HtoD
                     && exposed > 0
                     && kernel_streams.contains(&lane)

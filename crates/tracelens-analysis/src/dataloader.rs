@@ -4,6 +4,7 @@
 use crate::api::is_data_loader;
 use crate::idle::{DeviceIdle, IdleCause};
 use crate::intervals::{covered_ns, total_ns, union};
+use crate::window::AnalysisWindow;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{SpanKind, TimeNs, Trace};
@@ -27,7 +28,7 @@ pub enum IteratorKind {
 pub struct StepLoading {
     /// Step number.
     pub step: i64,
-    /// CPU step duration.
+    /// Step duration.
     pub step_ns: TimeNs,
     /// Time inside `__next__` during the step.
     pub next_ns: TimeNs,
@@ -46,7 +47,7 @@ pub struct DataLoaderReport {
     pub calls: u64,
     /// Time in `__next__` inside steps (or overall when there are no steps).
     pub next_ns: TimeNs,
-    /// Total CPU step time (0 without steps).
+    /// Total step time (the window without steps).
     pub step_ns: TimeNs,
     /// `next_ns / step_ns` in percent (tb_plugin's DataLoader share).
     pub share_percent: f64,
@@ -56,8 +57,13 @@ pub struct DataLoaderReport {
     pub per_step: Vec<StepLoading>,
 }
 
-/// Analyses the DataLoader ranges.
-pub fn data_loader_report(trace: &Trace, idle: &[DeviceIdle]) -> DataLoaderReport {
+/// Analyses the DataLoader ranges over the analysis window's steps; GPU idle is read from the
+/// focus device's attribution.
+pub fn data_loader_report(
+    trace: &Trace,
+    window: Option<&AnalysisWindow>,
+    idle: Option<&DeviceIdle>,
+) -> DataLoaderReport {
     let mut ranges = Vec::new();
     let mut iterator = None;
     for s in &trace.spans {
@@ -86,9 +92,7 @@ pub fn data_loader_report(trace: &Trace, idle: &[DeviceIdle]) -> DataLoaderRepor
     }
     let calls = ranges.len() as u64;
     let merged = union(ranges);
-    let idle_dev = idle
-        .iter()
-        .max_by_key(|d| d.by_cause[&IdleCause::DataLoading]);
+    let idle_dev = idle;
     // One pass over the segments, then one lookup per step.
     let mut idle_by_step: FxHashMap<i64, TimeNs> = FxHashMap::default();
     for seg in idle_dev.iter().flat_map(|d| &d.segments) {
@@ -97,8 +101,8 @@ pub fn data_loader_report(trace: &Trace, idle: &[DeviceIdle]) -> DataLoaderRepor
         }
     }
     let mut per_step = Vec::new();
-    for step in &trace.steps {
-        let Some(w) = step.cpu else { continue };
+    for step in window.map_or(&[][..], |w| &w.steps[..]) {
+        let w = step.interval;
         let next_ns = covered_ns(&merged, w);
         let gpu_idle_ns = idle_by_step.get(&step.number).copied().unwrap_or(0);
         per_step.push(StepLoading {
@@ -110,7 +114,10 @@ pub fn data_loader_report(trace: &Trace, idle: &[DeviceIdle]) -> DataLoaderRepor
         });
     }
     let (next_ns, step_ns) = if per_step.is_empty() {
-        (total_ns(&merged), 0)
+        match window {
+            Some(w) => (covered_ns(&merged, w.interval), w.interval.dur_ns()),
+            None => (total_ns(&merged), 0),
+        }
     } else {
         (
             per_step.iter().map(|s| s.next_ns).sum(),

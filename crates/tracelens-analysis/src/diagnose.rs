@@ -2,30 +2,63 @@
 
 use crate::breakdown::{breakdown, Breakdown};
 use crate::copies::{copy_report, CopyReport};
+use crate::credit::credit_idle;
 use crate::dataloader::{data_loader_report, DataLoaderReport};
-use crate::detectors::{all_detectors, Context};
-use crate::finding::Finding;
-use crate::idle::{attribute_idle, DeviceIdle, IdleCause, UnattributedReason};
+use crate::detectors::{all_detectors, sync_site_reported, Context};
+use crate::environment::{framework, Framework};
+use crate::finding::{Finding, WinKind};
+use crate::idle::{attribute_idle, DeviceIdle, IdleCause, UnattributedReason, WaitEvidence};
 use crate::kernels::{top_kernels, KernelStat};
 use crate::launch::{launch_report, LaunchReport};
 use crate::syncs::{find_syncs, group_sync_sites, SyncSite, SyncTrigger};
 use crate::threads::ThreadIndex;
-use crate::utilization::{device_work, DeviceWork, GpuOp, WindowSource};
+use crate::utilization::{device_work, DeviceWork, GpuOp};
+use crate::verdict::{verdict, Verdict, VerdictInput};
+use crate::window::{analysis_window, AnalysisWindow};
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tracelens_model::{Interval, TimeNs, Trace};
+
+/// Idle time of one cause.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct CauseTime {
+    /// The cause.
+    pub cause: IdleCause,
+    /// Its time.
+    pub ns: TimeNs,
+    /// Its share of the idle time, in percent.
+    pub percent: f64,
+}
+
+/// Causes with time, largest first (ties in report order).
+fn by_size(by_cause: &BTreeMap<IdleCause, TimeNs>, idle_ns: TimeNs) -> Vec<CauseTime> {
+    let mut v: Vec<CauseTime> = by_cause
+        .iter()
+        .filter(|(_, &ns)| ns > 0)
+        .map(|(&cause, &ns)| CauseTime {
+            cause,
+            ns,
+            percent: crate::dataloader::percent(ns, idle_ns),
+        })
+        .collect();
+    v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.cause.cmp(&b.cause)));
+    v
+}
 
 /// A gap and how its time splits by cause.
 #[derive(Clone, Debug, Serialize)]
 pub struct GapSummary {
     /// When.
     pub interval: Interval,
-    /// Time per cause.
-    pub causes: BTreeMap<&'static str, TimeNs>,
+    /// Time per cause, largest first.
+    pub causes: Vec<CauseTime>,
     /// Name of the GPU op that ends the gap.
-    pub ended_by: String,
+    pub ended_by: Option<String>,
     /// Name of its launch call.
     pub launch: Option<String>,
+    /// What shows a GPU-side wait.
+    pub wait: Option<WaitEvidence>,
 }
 
 /// Idle attribution of one device, for output.
@@ -33,23 +66,22 @@ pub struct GapSummary {
 pub struct IdleSummary {
     /// Device index.
     pub device: i64,
-    /// Window source.
-    pub window_source: WindowSource,
-    /// Measured extent.
+    /// First to last op inside the window.
     pub extent: Option<Interval>,
-    /// Total idle (equals the utilization's idle for the same window).
+    /// Total idle in the window (equals the utilization's window idle).
     pub idle_ns: TimeNs,
     /// Number of gaps.
     pub gaps: usize,
-    /// Idle per cause; sums to `idle_ns`.
-    pub by_cause: BTreeMap<&'static str, TimeNs>,
+    /// Idle per cause, largest first; sums to `idle_ns`.
+    pub by_cause: Vec<CauseTime>,
     /// Unattributed idle per reason.
     pub unattributed_by_reason: BTreeMap<UnattributedReason, TimeNs>,
     /// CPU work during host-compute idle.
     pub host_compute_ops: Vec<(String, TimeNs)>,
     /// OS waits of the launching threads during exposed CPU time (Nsight Systems OSRT).
     pub os_waits: Vec<(String, TimeNs)>,
-    /// Exposed CPU time the launching thread spent off the CPU while runnable (Nsight Systems).
+    /// Host-compute time the launching thread spent off the CPU while runnable (Nsight
+    /// Systems).
     pub descheduled_ns: TimeNs,
     /// The five largest gaps.
     pub largest_gaps: Vec<GapSummary>,
@@ -59,12 +91,23 @@ pub struct IdleSummary {
     pub attribution_reliable: bool,
 }
 
+/// The wins against the idle time they come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct WinTotals {
+    /// Idle time of the focus device in the window.
+    pub idle_ns: TimeNs,
+    /// Sum of the GPU-idle wins of all findings (at most `idle_ns`).
+    pub gpu_idle_wins_ns: TimeNs,
+    /// Sum of the exposed-copy wins (busy time, apart from the idle).
+    pub exposed_copy_wins_ns: TimeNs,
+}
+
 /// Sync calls, grouped.
 #[derive(Clone, Debug, Serialize)]
 pub struct SyncSummary {
-    /// Host-blocking calls (profiler-injected ones included).
+    /// Host-blocking calls in the window (profiler-injected ones included).
     pub calls: u64,
-    /// Total host-blocked time.
+    /// Total host-blocked time in the window.
     pub blocked_ns: TimeNs,
     /// Sites that caused GPU idle.
     pub costly_sites: usize,
@@ -75,8 +118,16 @@ pub struct SyncSummary {
 /// The full diagnosis of a trace.
 #[derive(Clone, Debug, Serialize)]
 pub struct Diagnosis {
+    /// The answer, and the figures behind it.
+    pub verdict: Verdict,
+    /// The analysis window every figure is measured over.
+    pub window: Option<AnalysisWindow>,
+    /// What the trace shows of PyTorch and the optimizer (advice is fitted to it).
+    pub framework: Framework,
     /// Findings, largest estimated win first.
     pub findings: Vec<Finding>,
+    /// Sums of the wins against the idle time.
+    pub wins: WinTotals,
     /// Idle attribution per device.
     pub idle: Vec<IdleSummary>,
     /// Host-blocking syncs.
@@ -85,69 +136,137 @@ pub struct Diagnosis {
     pub copies: CopyReport,
     /// DataLoader.
     pub dataloader: DataLoaderReport,
-    /// Launch-bound stretches.
+    /// Launch-bound stretches and launch delays.
     pub launch: LaunchReport,
-    /// tb_plugin-style per-step breakdown.
+    /// tb_plugin-style breakdown of the window.
     pub breakdown: Option<Breakdown>,
-    /// The 20 kernels with the most GPU time.
+    /// The 20 kernels with the most GPU time in the window.
     pub top_kernels: Vec<KernelStat>,
     /// Full idle attribution (for renderers and tests; not serialized).
     #[serde(skip)]
     pub device_idle: Vec<DeviceIdle>,
+    /// Index in `device_idle` of the focus device (the verdict's), if any.
+    #[serde(skip)]
+    pub focus: Option<usize>,
+}
+
+impl Diagnosis {
+    /// The focus device's idle attribution.
+    pub fn focus_idle(&self) -> Option<&DeviceIdle> {
+        self.focus.map(|i| &self.device_idle[i])
+    }
 }
 
 /// Diagnoses a trace.
 pub fn diagnose(trace: &Trace) -> Diagnosis {
-    diagnose_with(trace, &device_work(trace))
+    let window = analysis_window(trace);
+    diagnose_with(trace, &device_work(trace), window)
 }
 
 /// The overview and the diagnosis together, collecting the device work once.
 pub fn analyze(trace: &Trace) -> (crate::Overview, Diagnosis) {
     let works = device_work(trace);
+    let window = analysis_window(trace);
     (
-        crate::overview::overview_of(trace, &works),
-        diagnose_with(trace, &works),
+        crate::overview::overview_of(trace, &works, window.as_ref().map(|w| w.interval)),
+        diagnose_with(trace, &works, window),
     )
 }
 
-fn diagnose_with(trace: &Trace, works: &[DeviceWork]) -> Diagnosis {
+fn diagnose_with(trace: &Trace, works: &[DeviceWork], window: Option<AnalysisWindow>) -> Diagnosis {
     let threads = ThreadIndex::build(trace);
-    // Clipped once, shared by the idle attribution and the launch analysis.
-    let headline: Vec<Vec<GpuOp>> = works.iter().map(DeviceWork::headline_ops).collect();
-    let device_idle: Vec<DeviceIdle> = works
+    let fw = framework(trace);
+    let window_iv = window.as_ref().map(|w| w.interval);
+    // Clipped once, shared by the idle attribution, the launch analysis and the verdict.
+    let window_ops: Vec<Vec<GpuOp>> = works
         .iter()
-        .zip(&headline)
-        .map(|(w, ops)| attribute_idle(trace, w, ops, &threads))
+        .map(|w| window_iv.map_or_else(Vec::new, |iv| w.ops_in(iv)))
         .collect();
-    let steps = trace.steps.len().max(1);
-    let calls = find_syncs(trace, &device_idle, &threads);
-    let sites = group_sync_sites(trace, &calls, steps);
-    let copies = copy_report(trace, &calls);
-    let dataloader = data_loader_report(trace, &device_idle);
-    let launch = launch_report(trace, works, &headline, &device_idle);
-    let analysed_ns = device_idle
-        .iter()
-        .filter_map(|d| d.extent.map(|e| e.dur_ns()))
-        .max()
-        .unwrap_or(0);
-    let cx = Context {
-        trace,
-        idle: &device_idle,
-        sync_sites: &sites,
-        copies: &copies,
-        dataloader: &dataloader,
-        launch: &launch,
-        steps,
-        analysed_ns,
-        has_steps: !trace.steps.is_empty(),
+    let device_idle: Vec<DeviceIdle> = match &window {
+        Some(win) => works
+            .iter()
+            .map(|w| attribute_idle(trace, w, win, &threads))
+            .collect(),
+        None => Vec::new(),
     };
-    let mut findings: Vec<Finding> = all_detectors().iter().flat_map(|d| d.detect(&cx)).collect();
+    // The focus device: the most busy time in the window.
+    let focus = device_idle
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.extent.is_some())
+        .max_by_key(|(i, d)| (d.window.dur_ns() - d.idle_ns, std::cmp::Reverse(*i)))
+        .map(|(i, _)| i);
+    let focus_idle = focus.map(|i| &device_idle[i]);
+    let steps = window.as_ref().map_or(1, AnalysisWindow::step_count);
+    let focus_slice = focus.map_or(&device_idle[..0], |i| &device_idle[i..=i]);
+    let calls = find_syncs(trace, window_iv, focus_slice, &threads);
+    let sites = group_sync_sites(trace, &calls, steps);
+    let claimed: FxHashSet<_> = match &window {
+        Some(win) => sites
+            .iter()
+            .filter(|s| sync_site_reported(s, win))
+            .flat_map(|s| s.copy_ids.iter().copied())
+            .collect(),
+        None => FxHashSet::default(),
+    };
+    let copies = copy_report(trace, window_iv, &calls, &claimed);
+    let dataloader = data_loader_report(trace, window.as_ref(), focus_idle);
+    let launch = launch_report(trace, works, &window_ops, &device_idle);
+    let credit = focus_idle
+        .map(|d| {
+            let stretches = launch
+                .stretch_intervals
+                .iter()
+                .find(|(dev, _)| *dev == d.device)
+                .map_or(&[][..], |(_, v)| &v[..]);
+            credit_idle(trace, d, stretches, &threads)
+        })
+        .unwrap_or_default();
+    let measured = device_idle.iter().filter(|d| d.extent.is_some()).count();
+    let verdict = verdict(&VerdictInput {
+        trace,
+        window: window.as_ref(),
+        idle: focus_idle,
+        ops: focus.map_or(&[][..], |i| &window_ops[i][..]),
+        devices_measured: measured,
+        delays: &launch.launch_delays,
+    });
+    let mut findings: Vec<Finding> = match &window {
+        Some(win) => {
+            let cx = Context {
+                trace,
+                window: win,
+                idle: focus_idle,
+                credit: &credit,
+                sync_sites: &sites,
+                copies: &copies,
+                dataloader: &dataloader,
+                launch: &launch,
+                framework: &fw,
+            };
+            all_detectors().iter().flat_map(|d| d.detect(&cx)).collect()
+        }
+        None => Vec::new(),
+    };
     findings.sort_by(|a, b| {
         b.estimated_win_ns
             .cmp(&a.estimated_win_ns)
             .then(a.kind.cmp(&b.kind))
             .then(a.title.cmp(&b.title))
     });
+    let wins = WinTotals {
+        idle_ns: focus_idle.map_or(0, |d| d.idle_ns),
+        gpu_idle_wins_ns: findings
+            .iter()
+            .filter(|f| f.win_kind == WinKind::GpuIdle)
+            .map(|f| f.estimated_win_ns)
+            .sum(),
+        exposed_copy_wins_ns: findings
+            .iter()
+            .filter(|f| f.win_kind == WinKind::ExposedCopy)
+            .map(|f| f.estimated_win_ns)
+            .sum(),
+    };
     let idle = device_idle.iter().map(|d| summarize(trace, d)).collect();
     let syncs = SyncSummary {
         calls: calls.len() as u64,
@@ -158,16 +277,22 @@ fn diagnose_with(trace: &Trace, works: &[DeviceWork]) -> Diagnosis {
             .count(),
         sites: sites.into_iter().take(50).collect(),
     };
+    let breakdown = window.as_ref().map(|w| breakdown(trace, w));
     Diagnosis {
+        verdict,
+        framework: fw,
         findings,
+        wins,
         idle,
         syncs,
         copies,
         dataloader,
         launch,
-        breakdown: breakdown(trace),
-        top_kernels: top_kernels(trace, 20),
+        breakdown,
+        top_kernels: top_kernels(trace, window_iv, 20),
         device_idle,
+        focus,
+        window,
     }
 }
 
@@ -186,27 +311,24 @@ fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {
         .map(|i| {
             let g = &d.gaps[i];
             let mut causes = BTreeMap::new();
-            for s in &d.segments[g.segments.start as usize..g.segments.end as usize] {
-                *causes.entry(s.cause.label()).or_default() += s.interval.dur_ns();
+            for s in d.segments_of(g) {
+                *causes.entry(s.cause).or_default() += s.interval.dur_ns();
             }
             GapSummary {
                 interval: g.interval,
-                causes,
-                ended_by: trace.name(g.ended_by).to_string(),
+                causes: by_size(&causes, g.interval.dur_ns()),
+                ended_by: g.ended_by.map(|e| trace.name(e).to_string()),
                 launch: g.launch.map(|l| trace.name(l).to_string()),
+                wait: g.wait,
             }
         })
         .collect();
     IdleSummary {
         device: d.device,
-        window_source: d.window_source,
         extent: d.extent,
         idle_ns: d.idle_ns,
         gaps: d.gaps.len(),
-        by_cause: IdleCause::ALL
-            .iter()
-            .map(|&c| (c.label(), d.by_cause[&c]))
-            .collect(),
+        by_cause: by_size(&d.by_cause, d.idle_ns),
         unattributed_by_reason: d.unattributed_by_reason.clone(),
         host_compute_ops: d.host_compute_ops.clone(),
         os_waits: d.os_waits.clone(),

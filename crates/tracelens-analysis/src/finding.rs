@@ -1,7 +1,6 @@
 //! Findings: what a detector reports — a problem with evidence, an estimated win and advice.
 
 use serde::Serialize;
-use std::collections::BTreeMap;
 use tracelens_model::{Interval, TimeNs};
 
 /// What kind of problem a finding describes.
@@ -20,6 +19,34 @@ pub enum FindingKind {
     HostCompute,
     /// The launching thread is runnable but not running: too many threads for the cores.
     CpuOversubscription,
+}
+
+impl FindingKind {
+    /// Snake-case label.
+    pub fn label(self) -> &'static str {
+        match self {
+            FindingKind::DataLoaderStall => "data_loader_stall",
+            FindingKind::ImplicitSync => "implicit_sync",
+            FindingKind::PageableCopies => "pageable_copies",
+            FindingKind::LaunchBound => "launch_bound",
+            FindingKind::HostCompute => "host_compute",
+            FindingKind::CpuOversubscription => "cpu_oversubscription",
+        }
+    }
+}
+
+/// What a finding's win counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WinKind {
+    /// GPU idle time of the analysis window; every idle nanosecond is credited to at most one
+    /// finding, so these wins add up to at most the idle time.
+    GpuIdle,
+    /// GPU copy time not overlapped by compute, which pinned non-blocking copies could hide
+    /// (busy time, not idle: it does not add to the idle wins).
+    ExposedCopy,
+    /// None on the GPU: the problem costs host time only (see `cpu_cost_per_step_ns`).
+    HostOnly,
 }
 
 /// How much it matters, from the estimated win's share of step time.
@@ -59,15 +86,58 @@ pub enum Confidence {
     High,
 }
 
+/// One typed value of evidence.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvidenceValue {
+    /// A number of things.
+    Count(u64),
+    /// A duration in ns.
+    DurationNs(TimeNs),
+    /// A percent, 0–100.
+    Percent(f64),
+    /// A size in bytes.
+    Bytes(u64),
+    /// A plain number (a mean, a ratio).
+    Number(f64),
+}
+
+/// One named piece of evidence.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EvidenceItem {
+    /// What it is (`calls`, `host blocked`, an op name).
+    pub label: String,
+    /// Its value.
+    pub value: EvidenceValue,
+}
+
 /// The trace evidence behind a finding (sampled, never a dump).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Evidence {
     /// Up to five example time ranges (trace ns).
     pub time_ranges: Vec<Interval>,
-    /// Named counts and durations (`calls`, `host_blocked_ns`, …).
-    pub counts: BTreeMap<String, i64>,
+    /// Named counts, durations, percents and sizes, in a fixed order.
+    pub items: Vec<EvidenceItem>,
     /// Up to ten span ids, for renderers that link into the timeline.
     pub span_ids: Vec<u32>,
+}
+
+impl Evidence {
+    /// Adds an item.
+    pub fn add(&mut self, label: impl Into<String>, value: EvidenceValue) {
+        self.items.push(EvidenceItem {
+            label: label.into(),
+            value,
+        });
+    }
+
+    /// The value labelled `label`, if any.
+    pub fn get(&self, label: &str) -> Option<EvidenceValue> {
+        self.items
+            .iter()
+            .find(|i| i.label == label)
+            .map(|i| i.value)
+    }
 }
 
 /// One diagnosed problem.
@@ -79,14 +149,16 @@ pub struct Finding {
     pub title: String,
     /// From the win's share of step time.
     pub severity: Severity,
-    /// GPU idle (or exposed GPU time) this problem explains over the analysed window: an
+    /// What the win counts.
+    pub win_kind: WinKind,
+    /// GPU idle (or exposed copy time) this problem explains over the analysis window: an
     /// upper bound of what fixing it recovers.
     pub estimated_win_ns: TimeNs,
-    /// The same per profiled step.
+    /// The same per step (the whole window without steps).
     pub estimated_win_per_step_ns: TimeNs,
-    /// The same as a share of the analysed step time.
+    /// Per-step win / the verdict's step time, in percent (0–100).
     pub estimated_win_percent: f64,
-    /// What the win counts.
+    /// What the win counts, in words.
     pub win_basis: String,
     /// CPU time per step the problem costs on the host side (blocked threads), when it does.
     pub cpu_cost_per_step_ns: Option<TimeNs>,
@@ -94,7 +166,9 @@ pub struct Finding {
     pub evidence: Evidence,
     /// Python call site (`file:line function`), when known.
     pub call_site: Option<String>,
-    /// What to do.
+    /// The one actionable sentence: what to change.
+    pub fix: String,
+    /// Why, and the fix in full.
     pub advice: String,
     /// A short code example of the fix.
     pub snippet: String,

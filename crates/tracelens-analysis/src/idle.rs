@@ -1,23 +1,33 @@
 //! Idle gaps per device and their causes.
 //!
-//! A gap is a stretch inside the measured window (the same clipped op set as
-//! [`crate::utilization`]) where no kernel, copy or fill runs on the device. The GPU op that
-//! ends the gap is followed back to the API call that launched it, and the time is split:
+//! A gap is a stretch of the [analysis window](crate::window) where no kernel, copy or fill
+//! runs on the device, edges included (a DataLoader wait before a step's first kernel is idle
+//! time of that step). The GPU op that ends the gap (for the gap after a step's last op: the
+//! device's next op, even past the window) is followed back to the API call that launched it:
 //!
-//! - launch issued before the gap began → `launch_latency` (the work was queued; HTA's
-//!   kernel_wait), or `cross_stream_wait` when a stream-wait preceded it and the gap is long;
-//! - otherwise the CPU thread issued the launch only after the GPU went idle, so the window
-//!   from the gap start to the launch is *exposed CPU time*: moments inside a DataLoader
-//!   `__next__` are `data_loading`; the rest is `sync_drain` when a host-blocking call on that
-//!   thread returned inside the gap (it drained the queue), else `host_compute`; from the
-//!   launch call to the op start is `launch_latency`;
-//! - no launch in the trace, or a gap inside a CUDA/HIP graph replay → `unattributed`.
+//! - the CPU issued the launch only after the GPU went idle: the time from the gap start to the
+//!   launch is *exposed CPU time*. Moments inside a DataLoader `__next__` are `data_loading`;
+//!   when a host-blocking call on that thread returned inside the gap (it drained the queue),
+//!   the rest is `sync_drain` for at most as long as the call blocked the host (the GPU work
+//!   the CPU work after it could have overlapped) and `host_compute` beyond that; without such
+//!   a call it is `host_compute`;
+//! - from the launch to the op start, and for work already queued when the gap began:
+//!   `launch_latency` for at most [`LAUNCH_OVERHEAD_BOUND_NS`] per gap; before that, time the
+//!   launch call itself was still running is `host_compute`, and queued work that did not
+//!   start is a GPU-side wait: `cross_stream_wait` (a stream-wait call or record),
+//!   `collective_wait` (a communication kernel ends or starts the gap), `graph_replay` (inside
+//!   a CUDA/HIP graph replay, whose kernels are often under-recorded) or `gpu_wait` (no
+//!   evidence of why);
+//! - after the device's last op, the thread that launched the op before the gap launched
+//!   nothing more: its time is exposed CPU time, split as above;
+//! - no launch in the trace: `unattributed`.
 //!
 //! Each gap's segments sum exactly to its length (tested on every corpus trace).
 
 use crate::intervals::gaps;
 use crate::threads::ThreadIndex;
-use crate::utilization::{DeviceWork, GpuOp, WindowSource};
+use crate::utilization::{DeviceWork, GpuOp};
+use crate::window::AnalysisWindow;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -29,9 +39,10 @@ use tracelens_model::{
 /// A host-blocking call may return this long before the GPU op it waited for ends (clock skew
 /// between CPU and GPU timestamps) and still count as draining the queue.
 pub const SYNC_RETURN_TOLERANCE_NS: TimeNs = 10 * NS_PER_US;
-/// Gaps shorter than this with queued work are launch latency even after a stream wait
-/// (HTA's `consecutive_kernel_delay`).
-pub const CONSECUTIVE_KERNEL_DELAY_NS: TimeNs = 30 * NS_PER_US;
+/// The most of one gap that counts as launch overhead: the time from a launch (or from the GPU
+/// going idle, for queued work) to the op's start that the runtime and the GPU front end need.
+/// Beyond it, queued work is waiting on something else. HTA's `consecutive_kernel_delay`.
+pub const LAUNCH_OVERHEAD_BOUND_NS: TimeNs = 30 * NS_PER_US;
 
 /// Why the GPU sat idle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -43,22 +54,31 @@ pub enum IdleCause {
     SyncDrain,
     /// The launching thread was busy with other CPU work.
     HostCompute,
-    /// The work was queued (or being launched) but had not started yet.
+    /// The work was being launched or queued but had not started yet (bounded per gap).
     LaunchLatency,
     /// Queued work waited on an event recorded on another stream.
     CrossStreamWait,
-    /// No launch in the trace, or inside a graph replay.
+    /// Queued work waited on a collective (a communication kernel ends or starts the gap).
+    CollectiveWait,
+    /// Inside a CUDA/HIP graph replay, whose kernels are often under-recorded.
+    GraphReplay,
+    /// Queued work did not start, and the trace shows no reason.
+    GpuWait,
+    /// No launch in the trace, or no GPU op after the gap.
     Unattributed,
 }
 
 impl IdleCause {
-    /// Every cause, in report order.
-    pub const ALL: [IdleCause; 6] = [
+    /// Every cause, in report order (and drawing priority: later outranks earlier).
+    pub const ALL: [IdleCause; 9] = [
         IdleCause::DataLoading,
         IdleCause::SyncDrain,
         IdleCause::HostCompute,
         IdleCause::LaunchLatency,
         IdleCause::CrossStreamWait,
+        IdleCause::CollectiveWait,
+        IdleCause::GraphReplay,
+        IdleCause::GpuWait,
         IdleCause::Unattributed,
     ];
 
@@ -70,8 +90,38 @@ impl IdleCause {
             IdleCause::HostCompute => "host_compute",
             IdleCause::LaunchLatency => "launch_latency",
             IdleCause::CrossStreamWait => "cross_stream_wait",
+            IdleCause::CollectiveWait => "collective_wait",
+            IdleCause::GraphReplay => "graph_replay",
+            IdleCause::GpuWait => "gpu_wait",
             IdleCause::Unattributed => "unattributed",
         }
+    }
+
+    /// A few words for people ("waiting for the DataLoader").
+    pub fn describe(self) -> &'static str {
+        match self {
+            IdleCause::DataLoading => "waiting for the DataLoader",
+            IdleCause::SyncDrain => "CPU work after a host-blocking sync drained the queue",
+            IdleCause::HostCompute => "waiting for CPU work between launches",
+            IdleCause::LaunchLatency => "launch overhead",
+            IdleCause::CrossStreamWait => "queued work waiting on another stream",
+            IdleCause::CollectiveWait => "queued work waiting on a collective",
+            IdleCause::GraphReplay => "inside graph replays the profiler under-records",
+            IdleCause::GpuWait => "queued work waiting, reason not in the trace",
+            IdleCause::Unattributed => "time the trace cannot attribute",
+        }
+    }
+
+    /// Whether the host was not the bottleneck: the GPU had work queued and waited on
+    /// something on the device side.
+    pub fn is_gpu_side_wait(self) -> bool {
+        matches!(
+            self,
+            IdleCause::CrossStreamWait
+                | IdleCause::CollectiveWait
+                | IdleCause::GraphReplay
+                | IdleCause::GpuWait
+        )
     }
 }
 
@@ -84,8 +134,24 @@ pub enum UnattributedReason {
     LaunchNotInTrace,
     /// The op has no correlation id at all (GPU-only trace).
     NoCorrelation,
-    /// The gap lies inside a CUDA/HIP graph replay, whose kernels are often under-recorded.
-    GraphReplay,
+    /// The gap runs to the window's end, the device runs nothing after it, and the op before
+    /// it has no launch in the trace.
+    NoLaterWork,
+}
+
+/// What shows a GPU-side wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum WaitEvidence {
+    /// A stream-wait call (`cudaStreamWaitEvent`, `hipStreamWaitEvent`) on the launching
+    /// thread since the stream's previous launch, or a CUPTI "Stream Wait Event" record.
+    StreamWait,
+    /// A communication kernel on another stream ended when the gap began.
+    CollectiveBefore,
+    /// The op ending the gap is a communication kernel.
+    CollectiveKernel,
+    /// The op was fed by a graph launch (one launch, many ops).
+    GraphLaunch,
 }
 
 /// One piece of a gap with one cause.
@@ -105,14 +171,19 @@ pub struct IdleSegment {
 /// One idle gap.
 #[derive(Clone, Debug)]
 pub struct Gap {
-    /// When.
+    /// When (inside the window).
     pub interval: Interval,
-    /// The GPU op whose start ends the gap.
-    pub ended_by: SpanId,
+    /// The GPU op whose start ends the gap (after the window for a step's tail).
+    pub ended_by: Option<SpanId>,
     /// Its launch call, if in the trace.
     pub launch: Option<SpanId>,
+    /// The CPU thread whose time explains the gap: the launching thread of the op that ends
+    /// it, or, after the device's last op, of the op before it.
+    pub lane: Option<tracelens_model::LaneId>,
     /// Why it could not be attributed, if it could not.
     pub unattributed: Option<UnattributedReason>,
+    /// What shows a GPU-side wait, for gaps that have one.
+    pub wait: Option<WaitEvidence>,
     /// Its segments in [`DeviceIdle::segments`].
     pub segments: Range<u32>,
 }
@@ -122,13 +193,12 @@ pub struct Gap {
 pub struct DeviceIdle {
     /// Device index.
     pub device: i64,
-    /// The clipping window and its source.
-    pub window: Option<Interval>,
-    /// Where the window comes from.
-    pub window_source: WindowSource,
-    /// First to last op after clipping (the measured total).
+    /// The analysis window.
+    pub window: Interval,
+    /// First to last op inside the window, when any op falls inside.
     pub extent: Option<Interval>,
-    /// Total idle time: equals the utilization's `idle_ns` for the same window.
+    /// Total idle time: the window minus the busy union; equals the utilization's window
+    /// `idle_ns`.
     pub idle_ns: TimeNs,
     /// Every gap, in time order.
     pub gaps: Vec<Gap>,
@@ -136,15 +206,15 @@ pub struct DeviceIdle {
     pub segments: Vec<IdleSegment>,
     /// Idle time per cause (every cause listed).
     pub by_cause: BTreeMap<IdleCause, TimeNs>,
-    /// Idle time per unattributed reason.
+    /// Unattributed idle per reason.
     pub unattributed_by_reason: BTreeMap<UnattributedReason, TimeNs>,
     /// CPU work during `host_compute` idle, by op name, largest first.
     pub host_compute_ops: Vec<(String, TimeNs)>,
     /// OS waits (Nsight Systems OSRT) of the launching threads during exposed CPU time
     /// (`host_compute` and `data_loading`), by call name, largest first.
     pub os_waits: Vec<(String, TimeNs)>,
-    /// Exposed CPU time in which the launching thread was off the CPU outside any traced OS
-    /// wait (Nsight Systems scheduling trace): runnable but not running.
+    /// `host_compute` time in which the launching thread was off the CPU outside any traced
+    /// OS wait (Nsight Systems scheduling trace): runnable but not running.
     pub descheduled_ns: TimeNs,
     /// Ops in the window launched by graph launches (one launch, many ops).
     pub graph_replay_ops: u64,
@@ -155,31 +225,38 @@ impl DeviceIdle {
     pub fn reliable(&self) -> bool {
         self.graph_replay_ops == 0
     }
+
+    /// The segments of one gap.
+    pub fn segments_of(&self, gap: &Gap) -> &[IdleSegment] {
+        &self.segments[gap.segments.start as usize..gap.segments.end as usize]
+    }
 }
 
-/// Step windows used to label segments: GPU-side when present, else CPU-side.
-pub fn step_windows(trace: &Trace) -> Vec<(i64, Interval)> {
-    trace
-        .steps
-        .iter()
-        .filter_map(|s| s.gpu.or(s.cpu).map(|w| (s.number, w)))
-        .collect()
+/// Whether a GPU op is a collective's kernel (NCCL, RCCL, MSCCL).
+pub fn is_communication_kernel(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"nccl") || w.eq_ignore_ascii_case(b"rccl"))
+        || name.contains("msccl")
 }
 
-/// Attributes every idle gap of one device; `ops` are its [`DeviceWork::headline_ops`].
+/// Attributes every idle gap of one device inside the analysis window.
 pub fn attribute_idle(
     trace: &Trace,
     work: &DeviceWork,
-    ops: &[GpuOp],
+    window: &AnalysisWindow,
     threads: &ThreadIndex,
 ) -> DeviceIdle {
-    let (window, window_source) = work.headline_window();
-    let mut steps = step_windows(trace);
-    steps.sort_unstable_by_key(|&(n, w)| (w.start_ns, n));
+    let w = window.interval;
+    let ops = work.ops_in(w);
+    let steps: Vec<(i64, Interval)> = window
+        .steps
+        .iter()
+        .map(|s| (s.number, s.interval))
+        .collect();
     let mut idle = DeviceIdle {
         device: work.device,
-        window,
-        window_source,
+        window: w,
         extent: None,
         idle_ns: 0,
         gaps: Vec::new(),
@@ -211,68 +288,109 @@ pub fn attribute_idle(
     let busy = crate::intervals::union_sorted(ops.iter().map(|o| o.1));
     let mut host_ops: FxHashMap<Option<NameId>, TimeNs> = FxHashMap::default();
     let mut os_waits: FxHashMap<NameId, TimeNs> = FxHashMap::default();
-    for gap in gaps(&busy, Interval::new(first, last)) {
-        // The op that ends the gap: prefer one with a launch among those starting there.
-        let at = ops.partition_point(|o| o.1.start_ns < gap.end_ns);
-        let candidates = ops[at..].iter().take_while(|o| o.1.start_ns == gap.end_ns);
+    let after_window = work.ops.partition_point(|o| o.1.start_ns < w.end_ns);
+    for gap in gaps(&busy, w) {
+        // The op that ends the gap: prefer one with a launch among those starting there; after
+        // the last op of the window, the device's next op.
+        let (pool, at) = if gap.end_ns < w.end_ns {
+            (&ops[..], ops.partition_point(|o| o.1.start_ns < gap.end_ns))
+        } else {
+            (&work.ops[..], after_window)
+        };
+        let next_start = pool.get(at).map(|o| o.1.start_ns);
+        let candidates = pool[at..]
+            .iter()
+            .take_while(|o| Some(o.1.start_ns) == next_start);
         let ender = candidates
             .clone()
             .find(|o| trace.launch_of(o.2).is_some())
             .or_else(|| candidates.clone().next())
-            .map(|o| o.2)
-            .expect("a gap inside the extent ends where an op starts");
-        let seg_start = idle.segments.len() as u32;
-        let (launch, unattributed) = attribute_gap(
-            trace,
-            threads,
-            gap,
-            ender,
-            &mut idle.segments,
-            &mut host_ops,
-        );
-        for seg in &mut idle.segments[seg_start as usize..] {
+            .map(|o| o.2);
+        let seg_start = idle.segments.len();
+        let outcome = match ender {
+            Some(ender) => {
+                let full = Interval::new(gap.start_ns, trace.span(ender).start_ns.max(gap.end_ns));
+                let before = last_op_ending_at(&ops, gap.start_ns);
+                let mut g = GapAttribution {
+                    trace,
+                    threads,
+                    gap,
+                    segments: &mut idle.segments,
+                    host_ops: &mut host_ops,
+                };
+                g.attribute(full, ender, before)
+            }
+            None => {
+                // After the device's last op: the thread that launched the work before the gap
+                // launched nothing more; what it did instead explains the gap.
+                let lane = last_op_ending_at(&ops, gap.start_ns)
+                    .and_then(|b| trace.launch_of(b))
+                    .map(|l| trace.span(l).lane);
+                match lane {
+                    Some(lane) => {
+                        let mut g = GapAttribution {
+                            trace,
+                            threads,
+                            gap,
+                            segments: &mut idle.segments,
+                            host_ops: &mut host_ops,
+                        };
+                        g.exposed(gap, lane);
+                        Outcome {
+                            launch: None,
+                            lane: Some(lane),
+                            unattributed: None,
+                            wait: None,
+                        }
+                    }
+                    None => {
+                        push(&mut idle.segments, gap, IdleCause::Unattributed, gap, None);
+                        Outcome {
+                            launch: None,
+                            lane: None,
+                            unattributed: Some(UnattributedReason::NoLaterWork),
+                            wait: None,
+                        }
+                    }
+                }
+            }
+        };
+        for seg in &mut idle.segments[seg_start..] {
             seg.step = step_at(&steps, seg.interval.start_ns);
         }
-        if let Some(l) = launch {
-            let facts = threads.lane(trace.span(l).lane);
+        if let Some(lane) = outcome.lane {
+            let facts = threads.lane(lane);
             if !facts.os_waits.is_empty() || !facts.off_cpu.is_empty() {
-                for seg in &idle.segments[seg_start as usize..] {
+                for seg in &idle.segments[seg_start..] {
                     if matches!(seg.cause, IdleCause::HostCompute | IdleCause::DataLoading) {
                         for (name, ns) in facts.os_waits_within(seg.interval) {
                             *os_waits.entry(name).or_default() += ns;
                         }
+                    }
+                    if seg.cause == IdleCause::HostCompute {
                         idle.descheduled_ns += facts.unexplained_off_cpu_within(seg.interval);
                     }
                 }
             }
         }
-        if let Some(reason) = unattributed {
+        if let Some(reason) = outcome.unattributed {
             *idle.unattributed_by_reason.entry(reason).or_default() += gap.dur_ns();
         }
         idle.gaps.push(Gap {
             interval: gap,
             ended_by: ender,
-            launch,
-            unattributed,
-            segments: seg_start..idle.segments.len() as u32,
+            launch: outcome.launch,
+            lane: outcome.lane,
+            unattributed: outcome.unattributed,
+            wait: outcome.wait,
+            segments: seg_start as u32..idle.segments.len() as u32,
         });
     }
     for seg in &idle.segments {
         *idle.by_cause.entry(seg.cause).or_default() += seg.interval.dur_ns();
     }
     idle.idle_ns = idle.gaps.iter().map(|g| g.interval.dur_ns()).sum();
-    let mut named: Vec<(String, TimeNs)> = host_ops
-        .into_iter()
-        .map(|(n, t)| {
-            let name = n.map_or("(other CPU work)".to_string(), |n| {
-                trace.names.get(n).to_string()
-            });
-            (name, t)
-        })
-        .collect();
-    named.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    named.truncate(8);
-    idle.host_compute_ops = named;
+    idle.host_compute_ops = name_host_ops(trace, host_ops);
     let mut waits: Vec<(String, TimeNs)> = os_waits
         .into_iter()
         .map(|(n, t)| (trace.names.get(n).to_string(), t))
@@ -283,6 +401,37 @@ pub fn attribute_idle(
     idle
 }
 
+/// Host-op totals by name, largest first (eight at most); time under no op or frame is
+/// "(Python between ops)".
+pub(crate) fn name_host_ops(
+    trace: &Trace,
+    host_ops: FxHashMap<Option<NameId>, TimeNs>,
+) -> Vec<(String, TimeNs)> {
+    let mut named: Vec<(String, TimeNs)> = host_ops
+        .into_iter()
+        .map(|(n, t)| {
+            let name = n.map_or("(Python between ops)".to_string(), |n| {
+                trace.names.get(n).to_string()
+            });
+            (name, t)
+        })
+        .collect();
+    named.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    named.truncate(8);
+    named
+}
+
+/// The op of `ops` (sorted by start) whose end is `t`, looking back a bounded number of ops.
+fn last_op_ending_at(ops: &[GpuOp], t: TimeNs) -> Option<SpanId> {
+    let before = ops.partition_point(|o| o.1.start_ns < t);
+    ops[..before]
+        .iter()
+        .rev()
+        .take(64)
+        .find(|o| o.1.end_ns == t)
+        .map(|o| o.2)
+}
+
 /// The step whose window holds `t`, from windows sorted by start (the latest-starting one
 /// when windows overlap).
 fn step_at(steps: &[(i64, Interval)], t: TimeNs) -> Option<i64> {
@@ -291,84 +440,180 @@ fn step_at(steps: &[(i64, Interval)], t: TimeNs) -> Option<i64> {
     (t < w.end_ns).then_some(*n)
 }
 
-fn push(segments: &mut Vec<IdleSegment>, cause: IdleCause, iv: Interval, sync: Option<SpanId>) {
-    if iv.dur_ns() > 0 {
-        segments.push(IdleSegment {
-            cause,
-            interval: iv,
-            sync,
-            step: None,
-        });
+/// Pushes the part of `iv` inside `gap` as a segment.
+fn push(
+    segments: &mut Vec<IdleSegment>,
+    gap: Interval,
+    cause: IdleCause,
+    iv: Interval,
+    sync: Option<SpanId>,
+) {
+    if let Some(c) = iv.clip(gap) {
+        if c.dur_ns() > 0 {
+            segments.push(IdleSegment {
+                cause,
+                interval: c,
+                sync,
+                step: None,
+            });
+        }
     }
 }
 
-fn attribute_gap(
-    trace: &Trace,
-    threads: &ThreadIndex,
+/// What one gap's attribution found.
+struct Outcome {
+    launch: Option<SpanId>,
+    lane: Option<tracelens_model::LaneId>,
+    unattributed: Option<UnattributedReason>,
+    wait: Option<WaitEvidence>,
+}
+
+/// The state of one gap's attribution.
+struct GapAttribution<'a, 'b> {
+    trace: &'a Trace,
+    threads: &'a ThreadIndex,
+    /// The gap inside the window; segments are clipped to it.
     gap: Interval,
-    ender: SpanId,
-    segments: &mut Vec<IdleSegment>,
-    host_ops: &mut FxHashMap<Option<NameId>, TimeNs>,
-) -> (Option<SpanId>, Option<UnattributedReason>) {
-    let Some(launch) = trace.launch_of(ender) else {
-        let reason = if trace.span(ender).correlation().is_some() {
-            UnattributedReason::LaunchNotInTrace
-        } else {
-            UnattributedReason::NoCorrelation
-        };
-        push(segments, IdleCause::Unattributed, gap, None);
-        return (None, Some(reason));
-    };
-    let api = trace.span(launch);
-    let launch_start = api.start_ns.min(gap.end_ns);
-    if launch_start <= gap.start_ns {
-        if trace.launched_by(launch).len() > 1 {
-            push(segments, IdleCause::Unattributed, gap, None);
-            return (Some(launch), Some(UnattributedReason::GraphReplay));
+    segments: &'b mut Vec<IdleSegment>,
+    host_ops: &'b mut FxHashMap<Option<NameId>, TimeNs>,
+}
+
+impl GapAttribution<'_, '_> {
+    fn push(&mut self, cause: IdleCause, iv: Interval, sync: Option<SpanId>) {
+        push(self.segments, self.gap, cause, iv, sync);
+    }
+
+    /// Host-compute time on `lane`, with the CPU ops that ran credited.
+    fn host(&mut self, lane: tracelens_model::LaneId, iv: Interval) {
+        if let Some(c) = iv.clip(self.gap) {
+            credit_host_ops(self.trace, lane, c, self.host_ops);
         }
-        let cause = if api.end_ns() <= gap.start_ns
-            && gap.dur_ns() >= CONSECUTIVE_KERNEL_DELAY_NS
-            && waited_on_other_stream(trace, threads, ender, launch, gap)
+        self.push(IdleCause::HostCompute, iv, None);
+    }
+
+    /// Attributes `full` (the gap, extended to the ender's start for a step's tail), ended by
+    /// `ender`; `before` is the op whose end opened the gap.
+    fn attribute(&mut self, full: Interval, ender: SpanId, before: Option<SpanId>) -> Outcome {
+        let trace = self.trace;
+        let Some(launch) = trace.launch_of(ender) else {
+            let reason = if trace.span(ender).correlation().is_some() {
+                UnattributedReason::LaunchNotInTrace
+            } else {
+                UnattributedReason::NoCorrelation
+            };
+            self.push(IdleCause::Unattributed, full, None);
+            return Outcome {
+                launch: None,
+                lane: None,
+                unattributed: Some(reason),
+                wait: None,
+            };
+        };
+        let api = trace.span(launch);
+        let launch_start = api.start_ns.clamp(full.start_ns, full.end_ns);
+        if api.start_ns <= full.start_ns && trace.launched_by(launch).len() > 1 {
+            self.push(IdleCause::GraphReplay, full, None);
+            return Outcome {
+                launch: Some(launch),
+                lane: Some(api.lane),
+                unattributed: None,
+                wait: Some(WaitEvidence::GraphLaunch),
+            };
+        }
+        if launch_start > full.start_ns {
+            // The CPU issued the launch only after the GPU went idle: what was it doing?
+            self.exposed(Interval::new(full.start_ns, launch_start), api.lane);
+        }
+        // From the launch (or the GPU going idle) to the op's start.
+        let overhead_from = (full.end_ns - LAUNCH_OVERHEAD_BOUND_NS).max(launch_start);
+        let call_end = api.end_ns().clamp(launch_start, overhead_from);
+        self.host(api.lane, Interval::new(launch_start, call_end));
+        let mut wait = None;
+        if overhead_from > call_end {
+            let evidence = self.wait_evidence(
+                ender,
+                launch,
+                before,
+                Interval::new(call_end, overhead_from),
+            );
+            let cause = match evidence {
+                Some(WaitEvidence::CollectiveBefore | WaitEvidence::CollectiveKernel) => {
+                    IdleCause::CollectiveWait
+                }
+                Some(_) => IdleCause::CrossStreamWait,
+                None => IdleCause::GpuWait,
+            };
+            self.push(cause, Interval::new(call_end, overhead_from), None);
+            wait = evidence;
+        }
+        self.push(
+            IdleCause::LaunchLatency,
+            Interval::new(overhead_from, full.end_ns),
+            None,
+        );
+        Outcome {
+            launch: Some(launch),
+            lane: Some(api.lane),
+            unattributed: None,
+            wait,
+        }
+    }
+
+    /// Splits exposed CPU time on the launching thread: DataLoader, then a drain charged to
+    /// the sync for at most as long as it blocked, then host compute.
+    fn exposed(&mut self, exposed: Interval, lane: tracelens_model::LaneId) {
+        let facts = self.threads.lane(lane);
+        let drain = facts
+            .blocking_call_ending_in(exposed.start_ns - SYNC_RETURN_TOLERANCE_NS, exposed.end_ns);
+        let mut budget = drain.map_or(0, |d| self.trace.span(d).dur_ns);
+        let mut cursor = exposed.start_ns;
+        let loading = facts.data_loading_within(exposed);
+        let mut rest = |me: &mut Self, piece: Interval| {
+            if piece.dur_ns() <= 0 {
+                return;
+            }
+            let drained = budget.min(piece.dur_ns());
+            budget -= drained;
+            let split = piece.start_ns + drained;
+            me.push(
+                IdleCause::SyncDrain,
+                Interval::new(piece.start_ns, split),
+                drain,
+            );
+            me.host(lane, Interval::new(split, piece.end_ns));
+        };
+        for dl in loading {
+            rest(self, Interval::new(cursor, dl.start_ns));
+            self.push(IdleCause::DataLoading, dl, None);
+            cursor = dl.end_ns;
+        }
+        rest(self, Interval::new(cursor, exposed.end_ns));
+    }
+
+    /// Why queued `ender` waited during `wait`, if the trace shows it.
+    fn wait_evidence(
+        &self,
+        ender: SpanId,
+        launch: SpanId,
+        before: Option<SpanId>,
+        wait: Interval,
+    ) -> Option<WaitEvidence> {
+        let trace = self.trace;
+        if trace.span(ender).kind == SpanKind::Kernel && is_communication_kernel(trace.name(ender))
         {
-            IdleCause::CrossStreamWait
-        } else {
-            IdleCause::LaunchLatency
-        };
-        push(segments, cause, gap, None);
-        return (Some(launch), None);
-    }
-    // The CPU issued the launch only after the GPU went idle: what was it doing?
-    let exposed = Interval::new(gap.start_ns, launch_start);
-    let facts = threads.lane(api.lane);
-    let drain =
-        facts.blocking_call_ending_in(gap.start_ns - SYNC_RETURN_TOLERANCE_NS, launch_start);
-    let rest_cause = if drain.is_some() {
-        IdleCause::SyncDrain
-    } else {
-        IdleCause::HostCompute
-    };
-    let mut cursor = exposed.start_ns;
-    for dl in facts.data_loading_within(exposed) {
-        let before = Interval::new(cursor, dl.start_ns);
-        push(segments, rest_cause, before, drain);
-        if rest_cause == IdleCause::HostCompute {
-            credit_host_ops(trace, api.lane, before, host_ops);
+            return Some(WaitEvidence::CollectiveKernel);
         }
-        push(segments, IdleCause::DataLoading, dl, None);
-        cursor = dl.end_ns;
+        if let Some(b) = before {
+            if trace.span(b).lane != trace.span(ender).lane
+                && trace.span(b).kind == SpanKind::Kernel
+                && is_communication_kernel(trace.name(b))
+            {
+                return Some(WaitEvidence::CollectiveBefore);
+            }
+        }
+        waited_on_other_stream(trace, self.threads, ender, launch, wait)
+            .then_some(WaitEvidence::StreamWait)
     }
-    let tail = Interval::new(cursor, exposed.end_ns);
-    push(segments, rest_cause, tail, drain);
-    if rest_cause == IdleCause::HostCompute {
-        credit_host_ops(trace, api.lane, tail, host_ops);
-    }
-    push(
-        segments,
-        IdleCause::LaunchLatency,
-        Interval::new(launch_start, gap.end_ns),
-        None,
-    );
-    (Some(launch), None)
 }
 
 /// Whether queued op `ender` waited for another stream: a stream-wait call on the launching
@@ -408,7 +653,7 @@ fn waited_on_other_stream(
 
 /// Credits the CPU ops running on `lane` during `window` (outermost ops, not the step or the
 /// DataLoader range) to `host_ops`; time under no op goes to `None`.
-fn credit_host_ops(
+pub(crate) fn credit_host_ops(
     trace: &Trace,
     lane: tracelens_model::LaneId,
     window: Interval,

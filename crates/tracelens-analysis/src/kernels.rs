@@ -1,17 +1,20 @@
-//! GPU kernels by total time: the table of what the GPU spent its busy time on.
+//! GPU kernels by total time inside the analysis window, and the classes kernel names fall in
+//! (what a GPU-bound verdict names as the next thing to work on).
 
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use tracelens_model::{NameId, SpanKind, TimeNs, Trace};
+use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace};
 
 /// One kernel name's totals.
 #[derive(Clone, Debug, Serialize)]
 pub struct KernelStat {
     /// Kernel name.
     pub name: String,
+    /// The class of the name.
+    pub class: KernelClass,
     /// Launches.
     pub count: u64,
-    /// Total GPU time.
+    /// Total GPU time inside the window.
     pub total_ns: TimeNs,
     /// Mean duration.
     pub mean_ns: TimeNs,
@@ -19,26 +22,121 @@ pub struct KernelStat {
     pub share_percent: f64,
 }
 
-/// The `limit` kernels with the most total time.
-pub fn top_kernels(trace: &Trace, limit: usize) -> Vec<KernelStat> {
+/// What a kernel does, from its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelClass {
+    /// Matrix multiply in plain FP32 (no tensor cores).
+    GemmFp32,
+    /// Matrix multiply in TF32, FP16, BF16 or FP8.
+    Gemm,
+    /// Convolution.
+    Convolution,
+    /// Attention or softmax.
+    Attention,
+    /// Batch/layer/RMS normalization.
+    Normalization,
+    /// Elementwise (pointwise) kernels.
+    Elementwise,
+    /// Reductions.
+    Reduction,
+    /// Optimizer updates (multi-tensor apply, fused Adam).
+    Optimizer,
+    /// Collectives (NCCL, RCCL).
+    Communication,
+    /// Anything else.
+    Other,
+}
+
+impl KernelClass {
+    /// In words, for the verdict.
+    pub fn describe(self) -> &'static str {
+        match self {
+            KernelClass::GemmFp32 => "matrix multiplies in FP32",
+            KernelClass::Gemm => "matrix multiplies",
+            KernelClass::Convolution => "convolutions",
+            KernelClass::Attention => "attention and softmax",
+            KernelClass::Normalization => "normalization",
+            KernelClass::Elementwise => "elementwise kernels",
+            KernelClass::Reduction => "reductions",
+            KernelClass::Optimizer => "optimizer updates",
+            KernelClass::Communication => "collectives",
+            KernelClass::Other => "other kernels",
+        }
+    }
+
+    /// The next thing to try when this class dominates a GPU-bound run.
+    pub fn next_step(self) -> &'static str {
+        match self {
+            KernelClass::GemmFp32 => "enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or mixed precision (torch.autocast with bf16/fp16) so they run on tensor cores",
+            KernelClass::Gemm => "check that matrix dimensions are multiples of 8 (16 for FP8) and that batch sizes fill the GPU; lower precision (bf16/FP8) is the next step",
+            KernelClass::Convolution => "use mixed precision with channels_last memory format and torch.backends.cudnn.benchmark = True",
+            KernelClass::Attention => "use torch.nn.functional.scaled_dot_product_attention (flash / memory-efficient kernels) instead of explicit matmul + softmax",
+            KernelClass::Normalization | KernelClass::Elementwise | KernelClass::Reduction => "these are memory-bound: fuse them (torch.compile, fused layers) to cut memory traffic",
+            KernelClass::Optimizer => "use a fused or foreach optimizer",
+            KernelClass::Communication => "overlap or shrink communication",
+            KernelClass::Other => "look at the top kernels table for the largest kernels",
+        }
+    }
+}
+
+/// The class of a kernel name.
+pub fn kernel_class(name: &str) -> KernelClass {
+    let n = name.to_ascii_lowercase();
+    let has = |s: &str| n.contains(s);
+    if has("nccl") || has("rccl") {
+        KernelClass::Communication
+    } else if has("flash") || has("fmha") || has("attention") || has("attn") || has("softmax") {
+        KernelClass::Attention
+    } else if has("conv") || has("cudnn") || has("winograd") || has("miopen") || has("igemm") {
+        KernelClass::Convolution
+    } else if has("gemm") || has("cijk_") || has("cutlass") || has("xmma") || has("matmul") {
+        if has("sgemm") || has("_sb_") || has("f32f32_f32") || has("fp32") && !has("tf32") {
+            KernelClass::GemmFp32
+        } else {
+            KernelClass::Gemm
+        }
+    } else if has("norm") {
+        KernelClass::Normalization
+    } else if has("multi_tensor") || has("adam") || has("sgd") {
+        KernelClass::Optimizer
+    } else if has("reduce") || has("triton_red") || has("triton_per") {
+        KernelClass::Reduction
+    } else if has("elementwise") || has("triton_poi") || has("pointwise") || has("unrolled") {
+        KernelClass::Elementwise
+    } else {
+        KernelClass::Other
+    }
+}
+
+/// The `limit` kernels with the most time inside `window`.
+pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec<KernelStat> {
     let mut by_name: FxHashMap<NameId, (u64, TimeNs)> = FxHashMap::default();
     let mut all: TimeNs = 0;
     for s in &trace.spans {
-        if s.kind == SpanKind::Kernel {
-            let e = by_name.entry(s.name).or_default();
-            e.0 += 1;
-            e.1 += s.dur_ns;
-            all += s.dur_ns;
+        if s.kind != SpanKind::Kernel {
+            continue;
         }
+        let Some(iv) = window.map_or(Some(s.interval()), |w| s.interval().clip(w)) else {
+            continue;
+        };
+        let e = by_name.entry(s.name).or_default();
+        e.0 += 1;
+        e.1 += iv.dur_ns();
+        all += iv.dur_ns();
     }
     let mut stats: Vec<KernelStat> = by_name
         .into_iter()
-        .map(|(n, (count, total_ns))| KernelStat {
-            name: trace.names.get(n).to_string(),
-            count,
-            total_ns,
-            mean_ns: total_ns / count.max(1) as TimeNs,
-            share_percent: crate::dataloader::percent(total_ns, all),
+        .map(|(n, (count, total_ns))| {
+            let name = trace.names.get(n);
+            KernelStat {
+                name: name.to_string(),
+                class: kernel_class(name),
+                count,
+                total_ns,
+                mean_ns: total_ns / count.max(1) as TimeNs,
+                share_percent: crate::dataloader::percent(total_ns, all),
+            }
         })
         .collect();
     stats.sort_by(|a, b| {
@@ -48,4 +146,47 @@ pub fn top_kernels(trace: &Trace, limit: usize) -> Vec<KernelStat> {
     });
     stats.truncate(limit);
     stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_fall_in_their_classes() {
+        for (name, class) in [
+            ("ampere_sgemm_128x64_nn", KernelClass::GemmFp32),
+            (
+                "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
+                KernelClass::Gemm,
+            ),
+            ("Cijk_Alik_Bljk_SB_MT64x64x16", KernelClass::GemmFp32),
+            (
+                "volta_scudnn_128x64_relu_interior_nn_v1",
+                KernelClass::Convolution,
+            ),
+            (
+                "flash_fwd_kernel<Flash_fwd_kernel_traits>",
+                KernelClass::Attention,
+            ),
+            (
+                "void at::native::vectorized_elementwise_kernel<4>",
+                KernelClass::Elementwise,
+            ),
+            (
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                KernelClass::Communication,
+            ),
+            (
+                "void at::native::batch_norm_collect_statistics_kernel",
+                KernelClass::Normalization,
+            ),
+            (
+                "void at::native::reduce_kernel<512, 1>",
+                KernelClass::Reduction,
+            ),
+        ] {
+            assert_eq!(kernel_class(name), class, "{name}");
+        }
+    }
 }

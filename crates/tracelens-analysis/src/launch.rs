@@ -1,10 +1,12 @@
-//! Launch-bound stretches: runs of kernels shorter than their launch calls, with the GPU
-//! starving between them (HTA's "short kernels": launch ≤ 50 µs and GPU time < launch time).
+//! Launches: launch-bound stretches (runs of kernels shorter than their launch calls, with the
+//! GPU starving between them: HTA's "short kernels", launch ≤ 50 µs and GPU time < launch
+//! time), and how far the host runs ahead of each stream (launch-to-start delay).
 
 use crate::idle::{DeviceIdle, IdleCause};
 use crate::utilization::{DeviceWork, GpuOp};
+use rustc_hash::FxHashMap;
 use serde::Serialize;
-use tracelens_model::{Interval, SpanKind, TimeNs, Trace, NS_PER_US};
+use tracelens_model::{Interval, LaneId, LaneKey, SpanKind, TimeNs, Trace, NS_PER_US};
 
 /// A launch call at most this long can be a "short kernel" launch.
 pub const SHORT_LAUNCH_MAX_NS: TimeNs = 50 * NS_PER_US;
@@ -48,14 +50,38 @@ pub struct LaunchReport {
     pub stretch_kernels: u64,
     /// Graph launches (one launch call, many GPU ops).
     pub graph_launches: u64,
+    /// Launch-to-start delay per stream, in the window.
+    pub launch_delays: Vec<StreamLaunchDelay>,
+    /// Every stretch per device (device, intervals sorted by start), for the idle credit.
+    #[serde(skip)]
+    pub stretch_intervals: Vec<(i64, Vec<Interval>)>,
 }
 
-/// Finds launch-bound stretches on every device; `headline` holds each device's
-/// [`crate::utilization::DeviceWork::headline_ops`].
+/// How far the host runs ahead of one stream: the delay from each launch call's start to its
+/// op's start (graph replays left out). Large delays mean the work was queued long before the
+/// GPU ran it: the host is not what the stream waits for.
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamLaunchDelay {
+    /// Device index.
+    pub device: i64,
+    /// Stream id.
+    pub stream: i64,
+    /// Ops measured.
+    pub ops: u64,
+    /// Median delay.
+    pub median_ns: TimeNs,
+    /// 90th percentile.
+    pub p90_ns: TimeNs,
+    /// Largest delay.
+    pub max_ns: TimeNs,
+}
+
+/// Finds launch-bound stretches on every device and the launch delays of every stream;
+/// `window_ops` holds each device's ops clipped to the analysis window.
 pub fn launch_report(
     trace: &Trace,
     works: &[DeviceWork],
-    headline: &[Vec<GpuOp>],
+    window_ops: &[Vec<GpuOp>],
     idle: &[DeviceIdle],
 ) -> LaunchReport {
     let mut report = LaunchReport {
@@ -63,14 +89,23 @@ pub fn launch_report(
         ..LaunchReport::default()
     };
     let mut stretches = Vec::new();
-    for ((work, ops), dev_idle) in works.iter().zip(headline).zip(idle) {
+    let mut delays: FxHashMap<LaneId, Vec<TimeNs>> = FxHashMap::default();
+    for ((work, ops), dev_idle) in works.iter().zip(window_ops).zip(idle) {
         // Queue depth bookkeeping over every linked op of the device.
         let mut launch_starts: Vec<TimeNs> = Vec::new();
         let mut op_starts: Vec<TimeNs> = Vec::new();
         for &(_, iv, id) in ops.iter() {
             if let Some(l) = trace.launch_of(id) {
-                launch_starts.push(trace.span(l).start_ns);
+                let launch_ns = trace.span(l).start_ns;
+                launch_starts.push(launch_ns);
                 op_starts.push(iv.start_ns);
+                if trace.launched_by(l).len() <= 1 {
+                    let op = trace.span(id);
+                    delays
+                        .entry(op.lane)
+                        .or_default()
+                        .push((op.start_ns - launch_ns).max(0));
+                }
             }
         }
         launch_starts.sort_unstable();
@@ -128,6 +163,17 @@ pub fn launch_report(
         }
         flush(&mut run);
     }
+    let mut by_device: FxHashMap<i64, Vec<Interval>> = FxHashMap::default();
+    for s in &stretches {
+        by_device.entry(s.device).or_default().push(s.interval);
+    }
+    let mut intervals: Vec<(i64, Vec<Interval>)> = by_device.into_iter().collect();
+    for (_, v) in &mut intervals {
+        v.sort_unstable();
+    }
+    intervals.sort_unstable_by_key(|(d, _)| *d);
+    report.stretch_intervals = intervals;
+    report.launch_delays = delay_stats(trace, delays);
     report.stretch_count = stretches.len() as u64;
     report.stretch_idle_ns = stretches.iter().map(|s| s.starving_idle_ns).sum();
     report.stretch_kernels = stretches.iter().map(|s| s.kernels).sum();
@@ -139,6 +185,29 @@ pub fn launch_report(
     stretches.truncate(5);
     report.stretches = stretches;
     report
+}
+
+fn delay_stats(trace: &Trace, delays: FxHashMap<LaneId, Vec<TimeNs>>) -> Vec<StreamLaunchDelay> {
+    let mut out: Vec<StreamLaunchDelay> = delays
+        .into_iter()
+        .filter_map(|(lane, mut d)| {
+            let LaneKey::Gpu { device, stream } = trace.lane(lane).key else {
+                return None;
+            };
+            d.sort_unstable();
+            let at = |q: usize| d[(d.len() - 1) * q / 100];
+            Some(StreamLaunchDelay {
+                device,
+                stream,
+                ops: d.len() as u64,
+                median_ns: at(50),
+                p90_ns: at(90),
+                max_ns: *d.last()?,
+            })
+        })
+        .collect();
+    out.sort_by_key(|s| (s.device, s.stream));
+    out
 }
 
 /// Launch-latency and host-compute idle inside `window`.

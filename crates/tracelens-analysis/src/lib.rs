@@ -1,6 +1,7 @@
 //! Analyses over the tracelens timeline. Each module reads a [`tracelens_model::Trace`] and
 //! returns plain data; nothing here renders or imports.
 //!
+//! - [`window`]: the analysis window and its steps, which every figure is measured over.
 //! - [`intervals`]: unions and gaps of time intervals.
 //! - [`utilization`]: GPU busy/idle per device, whole trace and step-clipped.
 //! - [`overview`]: counts, steps and devices at a glance.
@@ -8,16 +9,22 @@
 //!   latency, cross-stream wait, unattributed); causes sum exactly to the idle time.
 //! - [`syncs`], [`copies`], [`dataloader`], [`launch`]: the evidence each detector needs.
 //! - [`breakdown`]: tb_plugin's per-step time breakdown.
-//! - [`detectors`]: one [`detectors::Detector`] per problem, producing [`finding::Finding`]s;
-//!   [`diagnose()`] runs them all and ranks the findings by estimated win.
+//! - [`credit`]: each idle nanosecond credited to at most one finding.
+//! - [`detectors`]: one [`detectors::Detector`] per problem, producing [`finding::Finding`]s
+//!   fitted to the [`environment`]; [`diagnose()`] runs them all and ranks the findings by
+//!   estimated win.
+//! - [`verdict`]: the one-sentence answer and the figures behind it.
+//! - [`timeline`]: what each CPU span is, for pictures of the timeline.
 #![deny(missing_docs)]
 
 pub mod api;
 pub mod breakdown;
 pub mod copies;
+pub mod credit;
 pub mod dataloader;
 pub mod detectors;
 pub mod diagnose;
+pub mod environment;
 pub mod finding;
 pub mod idle;
 pub mod intervals;
@@ -26,9 +33,14 @@ pub mod launch;
 pub mod overview;
 pub mod syncs;
 pub mod threads;
+pub mod timeline;
 pub mod utilization;
+pub mod verdict;
+pub mod window;
 
-pub use diagnose::{analyze, diagnose, Diagnosis};
-pub use finding::{Finding, FindingKind};
+pub use diagnose::{analyze, diagnose, CauseTime, Diagnosis};
+pub use finding::{Finding, FindingKind, WinKind};
 pub use overview::{overview, Overview, StepSummary};
 pub use utilization::{device_utilization, BusyIdle, DeviceUtilization, WindowSource};
+pub use verdict::{Verdict, VerdictKind};
+pub use window::{analysis_window, AnalysisWindow, WindowKind};

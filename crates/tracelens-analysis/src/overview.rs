@@ -3,9 +3,10 @@
 use crate::utilization::DeviceUtilization;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use tracelens_model::{TimeNs, Trace};
+use tracelens_model::{Interval, Trace};
 
-/// Profiler steps in brief.
+/// The trace's `ProfilerStep#N` ranges in brief (the step figure every report shows is the
+/// analysis window's, [`crate::window::StepStats`]).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct StepSummary {
     /// Number of steps.
@@ -14,12 +15,6 @@ pub struct StepSummary {
     pub numbers: Vec<i64>,
     /// Steps that have a GPU-side range.
     pub with_gpu_side: usize,
-    /// Mean CPU-side step duration.
-    pub cpu_mean_ns: Option<TimeNs>,
-    /// Shortest CPU-side step.
-    pub cpu_min_ns: Option<TimeNs>,
-    /// Longest CPU-side step.
-    pub cpu_max_ns: Option<TimeNs>,
 }
 
 /// Everything `tracelens analyze` reports before diagnoses.
@@ -41,29 +36,26 @@ pub struct Overview {
 
 /// Computes the overview of a trace.
 pub fn overview(trace: &Trace) -> Overview {
-    overview_of(trace, &crate::utilization::device_work(trace))
+    let window = crate::window::analysis_window(trace).map(|w| w.interval);
+    overview_of(trace, &crate::utilization::device_work(trace), window)
 }
 
-/// Computes the overview from already collected device work.
-pub fn overview_of(trace: &Trace, works: &[crate::utilization::DeviceWork]) -> Overview {
+/// Computes the overview from already collected device work, with busy/idle over the
+/// analysis `window`.
+pub fn overview_of(
+    trace: &Trace,
+    works: &[crate::utilization::DeviceWork],
+    window: Option<Interval>,
+) -> Overview {
     let spans_by_kind = trace
         .count_by_kind()
         .into_iter()
         .map(|(k, n)| (k.label(), n))
         .collect();
-    let durations: Vec<TimeNs> = trace
-        .steps
-        .iter()
-        .filter_map(|s| s.cpu.map(|c| c.dur_ns()))
-        .collect();
     let steps = StepSummary {
         count: trace.steps.len(),
         numbers: trace.steps.iter().map(|s| s.number).collect(),
         with_gpu_side: trace.steps.iter().filter(|s| s.gpu.is_some()).count(),
-        cpu_mean_ns: (!durations.is_empty())
-            .then(|| durations.iter().sum::<TimeNs>() / durations.len() as TimeNs),
-        cpu_min_ns: durations.iter().copied().min(),
-        cpu_max_ns: durations.iter().copied().max(),
     };
     let gpu_streams = trace.lanes.iter().filter(|l| l.key.is_gpu()).count();
     Overview {
@@ -72,6 +64,6 @@ pub fn overview_of(trace: &Trace, works: &[crate::utilization::DeviceWork]) -> O
         cpu_threads: trace.lanes.len() - gpu_streams,
         gpu_streams,
         steps,
-        devices: crate::utilization::utilization_of(trace, works),
+        devices: crate::utilization::utilization_of(trace, works, window),
     }
 }

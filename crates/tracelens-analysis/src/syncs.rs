@@ -69,8 +69,10 @@ pub struct SyncCall {
     /// The innermost enclosing op: several blocking calls under one op (a pageable copy and
     /// its stream sync) are one sync of the user's code.
     pub trigger_op: Option<SpanId>,
-    /// Time the CPU thread was blocked (the call's duration).
+    /// Time the CPU thread was blocked (the call's duration inside the analysis window).
     pub blocked_ns: TimeNs,
+    /// The copies the call launched.
+    pub launched_copies: Vec<SpanId>,
     /// GPU idle charged to this call by the idle attribution (`sync_drain`).
     pub gpu_idle_ns: TimeNs,
 }
@@ -98,6 +100,13 @@ pub struct SyncSite {
     pub gpu_idle_ns: TimeNs,
     /// Host memory kind of the copies involved, for copy triggers (`Pageable`, `Pinned`, …).
     pub host_memory: Option<MemoryKind>,
+    /// Copies launched by the blocking calls (counted here, not in the pageable-copy finding).
+    pub copies: u64,
+    /// Their bytes.
+    pub copy_bytes: u64,
+    /// The copies themselves.
+    #[serde(skip)]
+    pub copy_ids: Vec<SpanId>,
     /// Up to five example calls.
     #[serde(skip)]
     pub examples: Vec<SpanId>,
@@ -105,8 +114,14 @@ pub struct SyncSite {
     pub example_ranges: Vec<Interval>,
 }
 
-/// Every host-blocking call of a trace.
-pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle], threads: &ThreadIndex) -> Vec<SyncCall> {
+/// Every host-blocking call of a trace that overlaps the analysis `window`; GPU idle is read
+/// from `idle` (the focus device).
+pub fn find_syncs(
+    trace: &Trace,
+    window: Option<Interval>,
+    idle: &[DeviceIdle],
+    threads: &ThreadIndex,
+) -> Vec<SyncCall> {
     let mut idle_by_sync: FxHashMap<SpanId, TimeNs> = FxHashMap::default();
     for d in idle {
         for seg in &d.segments {
@@ -119,6 +134,14 @@ pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle], threads: &ThreadIndex) -> 
     let mut calls = Vec::new();
     for (id, kind) in threads.blocking_calls() {
         let s = trace.span(id);
+        let blocked_ns = match window {
+            None => s.dur_ns,
+            Some(w) => match s.interval().clip(w) {
+                Some(c) => c.dur_ns(),
+                None if s.dur_ns == 0 && w.start_ns <= s.start_ns && s.start_ns < w.end_ns => 0,
+                None => continue,
+            },
+        };
         let raw = trace.names.get(s.name);
         let ops: Vec<SpanId> = trace
             .ancestors(id)
@@ -157,9 +180,8 @@ pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle], threads: &ThreadIndex) -> 
                         SyncTrigger::DeviceSynchronize
                     }
                 }
-                BlockingKind::DeviceSync | BlockingKind::StreamSync => {
-                    SyncTrigger::StreamSynchronize
-                }
+                BlockingKind::DeviceSync => SyncTrigger::DeviceSynchronize,
+                BlockingKind::StreamSync => SyncTrigger::StreamSynchronize,
                 BlockingKind::EventSync => SyncTrigger::EventSynchronize,
                 BlockingKind::BlockingCopy | BlockingKind::PageableAsyncCopy => {
                     SyncTrigger::BlockingCopyApi
@@ -179,15 +201,22 @@ pub fn find_syncs(trace: &Trace, idle: &[DeviceIdle], threads: &ThreadIndex) -> 
                 .or_else(|| trace.copy_info(id))
                 .copied();
         }
+        let launched_copies = trace
+            .launched_by(id)
+            .iter()
+            .copied()
+            .filter(|&g| trace.span(g).kind == SpanKind::Memcpy)
+            .collect();
         calls.push(SyncCall {
             span: id,
+            launched_copies,
             api: normalize_api(raw).to_string(),
             trigger,
             op_chain: op_names.iter().take(6).map(|n| n.to_string()).collect(),
             call_site,
             copy,
             trigger_op: ops.first().copied(),
-            blocked_ns: s.dur_ns,
+            blocked_ns,
             gpu_idle_ns: idle_by_sync.get(&id).copied().unwrap_or(0),
         });
     }
@@ -230,6 +259,9 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
                 blocked_ns: 0,
                 gpu_idle_ns: 0,
                 host_memory: None,
+                copies: 0,
+                copy_bytes: 0,
+                copy_ids: Vec::new(),
                 examples: Vec::new(),
                 example_ranges: Vec::new(),
             });
@@ -237,8 +269,22 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
         });
         let s = &mut sites[i];
         s.api_calls += 1;
-        if c.trigger_op.is_none_or(|op| seen_ops.insert(op)) {
+        // Blocking calls under one tensor op (a pageable copy and its stream sync under
+        // aten::copy_) are one sync of the user's code; explicit syncs count one by one.
+        let op_sync = matches!(
+            c.trigger,
+            SyncTrigger::Item
+                | SyncTrigger::TensorTruthValue
+                | SyncTrigger::SyncCopy
+                | SyncTrigger::DataDependentShape
+        );
+        if !op_sync || c.trigger_op.is_none_or(|op| seen_ops.insert((i, op))) {
             s.count += 1;
+        }
+        for &g in &c.launched_copies {
+            s.copies += 1;
+            s.copy_bytes += trace.copy_info(g).and_then(|k| k.bytes).unwrap_or(0);
+            s.copy_ids.push(g);
         }
         s.blocked_ns += c.blocked_ns;
         s.gpu_idle_ns += c.gpu_idle_ns;

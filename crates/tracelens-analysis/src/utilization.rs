@@ -1,9 +1,12 @@
-//! GPU busy and idle time per device, over the whole trace and over the profiled steps.
+//! GPU busy and idle time per device.
 //!
-//! Definition (matches AMD TraceLens `gpu_timeline.csv`): busy = union of kernel, memcpy and
-//! memset intervals on the device; total = last GPU op end − first GPU op start; idle =
-//! total − busy. The step-clipped variant first clips every op to the hull of the GPU-side
-//! `ProfilerStep#N` ranges (or, when the trace has none, the CPU-side ones).
+//! Two figures, named apart:
+//! - over the [analysis window](crate::window) (the one every report figure uses): busy =
+//!   union of the kernel, memcpy and memset intervals clipped to the window; idle = window
+//!   length − busy, so idle before the first and after the last op of a step counts;
+//! - `first_to_last_op`, AMD TraceLens `gpu_timeline.csv`'s definition: the same union, but
+//!   total = last GPU op end − first GPU op start after clipping every op to the hull of the
+//!   GPU-side `ProfilerStep#N` ranges (or, when the trace has none, the CPU-side ones).
 
 use crate::intervals::{total_ns, union_sorted};
 use serde::Serialize;
@@ -13,6 +16,8 @@ use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowSource {
+    /// The analysis window ([`crate::window::AnalysisWindow`]); total = its length.
+    AnalysisWindow,
     /// First to last GPU op of the device.
     WholeTrace,
     /// Hull of the GPU-side `ProfilerStep#N` ranges (`gpu_user_annotation`).
@@ -28,7 +33,8 @@ pub struct BusyIdle {
     pub window_source: WindowSource,
     /// The clipping window (for whole-trace: the device's GPU extent).
     pub window: Interval,
-    /// Last GPU op end − first GPU op start, after clipping.
+    /// The measured total: the window length for the analysis window, else last GPU op end −
+    /// first GPU op start after clipping.
     pub total_ns: TimeNs,
     /// Union of kernel ∪ memcpy ∪ memset.
     pub busy_ns: TimeNs,
@@ -57,17 +63,11 @@ pub struct DeviceUtilization {
     pub processes: Vec<i64>,
     /// Kernels, copies and fills on the device.
     pub gpu_ops: u64,
-    /// Over the whole trace.
-    pub whole_trace: Option<BusyIdle>,
-    /// Over the profiled steps, when the trace has any.
-    pub steps: Option<BusyIdle>,
-}
-
-impl DeviceUtilization {
-    /// The figure to lead with: step-clipped when steps exist, else whole-trace.
-    pub fn headline(&self) -> Option<&BusyIdle> {
-        self.steps.as_ref().or(self.whole_trace.as_ref())
-    }
+    /// Over the analysis window: the figure every report shows.
+    pub window: Option<BusyIdle>,
+    /// AMD TraceLens-compatible: first to last GPU op, clipped to the GPU-side steps when the
+    /// trace has them (else the CPU-side ones, else unclipped).
+    pub first_to_last_op: Option<BusyIdle>,
 }
 
 /// One GPU op: kind, interval, span.
@@ -85,14 +85,14 @@ pub struct DeviceWork {
 }
 
 impl DeviceWork {
-    /// The ops clipped to the headline window, still sorted by start.
-    pub fn headline_ops(&self) -> Vec<GpuOp> {
-        clip_ops(&self.ops, self.headline_window().0)
+    /// The ops clipped to `window`, still sorted by start.
+    pub fn ops_in(&self, window: Interval) -> Vec<GpuOp> {
+        clip_ops(&self.ops, Some(window))
     }
 
-    /// The window of the headline measurement (steps when present, else none = whole trace)
-    /// and its source.
-    pub fn headline_window(&self) -> (Option<Interval>, WindowSource) {
+    /// The TraceLens clipping window (steps when present, else none = whole trace) and its
+    /// source.
+    pub fn tracelens_window(&self) -> (Option<Interval>, WindowSource) {
         match self.step_window {
             Some((w, src)) => (Some(w), src),
             None => (None, WindowSource::WholeTrace),
@@ -161,11 +161,16 @@ pub fn clip_ops(ops: &[GpuOp], window: Option<Interval>) -> Vec<GpuOp> {
 
 /// Busy/idle for every device of the trace.
 pub fn device_utilization(trace: &Trace) -> Vec<DeviceUtilization> {
-    utilization_of(trace, &device_work(trace))
+    let window = crate::window::analysis_window(trace).map(|w| w.interval);
+    utilization_of(trace, &device_work(trace), window)
 }
 
-/// Busy/idle from already collected device work.
-pub fn utilization_of(trace: &Trace, works: &[DeviceWork]) -> Vec<DeviceUtilization> {
+/// Busy/idle from already collected device work, over the analysis `window`.
+pub fn utilization_of(
+    trace: &Trace,
+    works: &[DeviceWork],
+    window: Option<Interval>,
+) -> Vec<DeviceUtilization> {
     works
         .iter()
         .zip(&trace.devices)
@@ -178,10 +183,11 @@ pub fn utilization_of(trace: &Trace, works: &[DeviceWork]) -> Vec<DeviceUtilizat
                 streams: device.streams.clone(),
                 processes: device.processes.clone(),
                 gpu_ops: kinds.len() as u64,
-                whole_trace: measure(&kinds, None, WindowSource::WholeTrace),
-                steps: work
-                    .step_window
-                    .and_then(|(w, src)| measure(&kinds, Some(w), src)),
+                window: window.and_then(|w| measure_window(&kinds, w)),
+                first_to_last_op: {
+                    let (w, src) = work.tracelens_window();
+                    measure(&kinds, w, src)
+                },
             }
         })
         .collect()
@@ -203,7 +209,18 @@ fn cpu_steps_hull(trace: &Trace) -> Option<Interval> {
         .reduce(|a, b| a.hull(b))
 }
 
-/// Busy/idle of `work` (sorted by start) clipped to `window` (or unclipped).
+/// Busy/idle of `work` (sorted by start) over the analysis `window`: total = its length;
+/// `None` when no op falls inside.
+pub fn measure_window(work: &[(SpanKind, Interval)], window: Interval) -> Option<BusyIdle> {
+    let mut b = measure(work, Some(window), WindowSource::AnalysisWindow)?;
+    b.total_ns = window.dur_ns();
+    b.idle_ns = b.total_ns - b.busy_ns;
+    b.busy_percent = crate::dataloader::percent(b.busy_ns, b.total_ns);
+    Some(b)
+}
+
+/// Busy/idle of `work` (sorted by start) clipped to `window` (or unclipped), from the first
+/// to the last op (TraceLens).
 pub fn measure(
     work: &[(SpanKind, Interval)],
     window: Option<Interval>,

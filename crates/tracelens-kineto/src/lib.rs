@@ -127,7 +127,7 @@ pub fn import_reader<R: Read>(
     let stats = events.stats;
     let source = SourceInfo {
         path: path.display().to_string(),
-        format: "kineto_json".into(),
+        format: tracelens_model::InputFormat::KinetoJson,
         container: match doc.container {
             Container::Object => "object".into(),
             Container::Array => "array".into(),

@@ -14,14 +14,51 @@ use std::collections::BTreeMap;
 /// Sentinel for "no span" in the dense link columns.
 pub(crate) const NO_SPAN: u32 = u32::MAX;
 
+/// The kind of input a trace was read from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputFormat {
+    /// A PyTorch profiler (Kineto) Chrome trace, JSON, plain or gzip.
+    #[default]
+    KinetoJson,
+    /// An Nsight Systems SQLite export.
+    NsysSqlite,
+}
+
+impl InputFormat {
+    /// Its name for people.
+    pub fn label(self) -> &'static str {
+        match self {
+            InputFormat::KinetoJson => "Kineto JSON",
+            InputFormat::NsysSqlite => "Nsight Systems SQLite export",
+        }
+    }
+
+    /// What the bytes read are called ("JSON", "SQLite").
+    pub fn content(self) -> &'static str {
+        match self {
+            InputFormat::KinetoJson => "JSON",
+            InputFormat::NsysSqlite => "SQLite",
+        }
+    }
+
+    /// What the unit records are called ("events", "rows").
+    pub fn records(self) -> &'static str {
+        match self {
+            InputFormat::KinetoJson => "events",
+            InputFormat::NsysSqlite => "rows",
+        }
+    }
+}
+
 /// Where the trace came from and how it was read.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SourceInfo {
     /// Path as given by the user.
     pub path: String,
-    /// Input format (`kineto_json`).
-    pub format: String,
-    /// Container shape (`object` with `traceEvents`, or bare `array`).
+    /// Input format.
+    pub format: InputFormat,
+    /// Container shape (`object` with `traceEvents`, bare `array`, or `sqlite`).
     pub container: String,
     /// Compression detected from magic bytes (`gzip`), if any.
     pub compression: Option<String>,

@@ -214,7 +214,7 @@ fn import_with(
     let kept = imp.b.span_count() as u64;
     let source = SourceInfo {
         path: path.display().to_string(),
-        format: "nsys_sqlite".into(),
+        format: tracelens_model::InputFormat::NsysSqlite,
         container: "sqlite".into(),
         compression: None,
         generation: format!("nsys_schema_{schema}"),

@@ -3,9 +3,9 @@
 //! lines of inline JS for sorting tables. Nothing is loaded from the network.
 
 use crate::timeline::{self, Timeline, PLOT_WIDTH};
-use crate::verdict::verdict;
 use askama::Template;
-use tracelens_analysis::finding::Severity;
+use tracelens_analysis::finding::{EvidenceValue, Severity};
+use tracelens_analysis::idle::IdleCause;
 use tracelens_analysis::{Diagnosis, Overview};
 use tracelens_model::{format_ms, shorten, Trace};
 
@@ -30,10 +30,11 @@ struct FindingView {
     title: String,
     win: String,
     call_site: Option<String>,
+    fix: String,
     advice: String,
     snippet: String,
     confidence: String,
-    counts: Vec<(String, String)>,
+    evidence: Vec<(String, String)>,
     ranges: Vec<String>,
 }
 
@@ -65,6 +66,7 @@ struct ReportPage {
     label_width: usize,
     svg_width: usize,
     idle: Vec<IdleView>,
+    breakdown_title: &'static str,
     breakdown_head: Vec<&'static str>,
     breakdown_rows: Vec<Vec<String>>,
     spread: Option<String>,
@@ -79,6 +81,31 @@ fn pct(x: f64) -> String {
     format!("{x:.1} %")
 }
 
+/// The CSS class of an idle cause.
+pub(crate) fn cause_class(cause: IdleCause) -> &'static str {
+    match cause {
+        IdleCause::DataLoading => "idle-data",
+        IdleCause::SyncDrain => "idle-sync",
+        IdleCause::HostCompute => "idle-host",
+        IdleCause::LaunchLatency => "idle-launch",
+        IdleCause::CrossStreamWait => "idle-stream",
+        IdleCause::CollectiveWait => "idle-collective",
+        IdleCause::GraphReplay => "idle-graph",
+        IdleCause::GpuWait => "idle-gpuwait",
+        IdleCause::Unattributed => "idle-unattributed",
+    }
+}
+
+fn evidence_value(v: EvidenceValue) -> String {
+    match v {
+        EvidenceValue::Count(n) => n.to_string(),
+        EvidenceValue::DurationNs(ns) => format_ms(ns),
+        EvidenceValue::Percent(p) => pct(p),
+        EvidenceValue::Bytes(b) => format!("{:.1} MB", b as f64 / 1e6),
+        EvidenceValue::Number(x) => format!("{x:.2}"),
+    }
+}
+
 /// Renders the HTML report.
 pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> String {
     let origin = trace
@@ -89,17 +116,14 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
         .min()
         .unwrap_or(0);
     let rel = |t: i64| format!("+{}", format_ms(t - origin));
-    let (per, of_time) = if trace.steps.is_empty() {
-        ("in the trace", "of the profiled time")
-    } else {
-        ("per step", "of step time")
-    };
+    let (per, of_time) = (crate::per(diagnosis), crate::of_time(diagnosis));
+    let has_steps = !per.starts_with("in");
     let page = ReportPage {
         file_name: std::path::Path::new(&trace.source.path)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| trace.source.path.clone()),
-        verdict: verdict(trace, overview, diagnosis),
+        verdict: diagnosis.verdict.text.clone(),
         facts: facts(trace, overview, diagnosis),
         findings: diagnosis
             .findings
@@ -114,38 +138,28 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
                     Severity::Low => "low",
                 },
                 title: f.title.clone(),
-                win: if f.estimated_win_ns > 0 {
-                    format!(
+                win: match f.win_kind {
+                    tracelens_analysis::WinKind::HostOnly => format!(
+                        "No GPU idle caused; the host is blocked {} {per}",
+                        format_ms(f.cpu_cost_per_step_ns.unwrap_or(0))
+                    ),
+                    _ => format!(
                         "Estimated win: up to {} {per} ({:.1} % {of_time}) — {}",
                         format_ms(f.estimated_win_per_step_ns),
                         f.estimated_win_percent,
                         f.win_basis
-                    )
-                } else {
-                    format!(
-                        "No GPU idle caused; the host is blocked {} {per}",
-                        format_ms(f.cpu_cost_per_step_ns.unwrap_or(0))
-                    )
+                    ),
                 },
                 call_site: f.call_site.clone(),
+                fix: f.fix.clone(),
                 advice: f.advice.clone(),
                 snippet: f.snippet.clone(),
                 confidence: format!("{:?}", f.confidence).to_lowercase(),
-                counts: f
+                evidence: f
                     .evidence
-                    .counts
+                    .items
                     .iter()
-                    .map(|(k, v)| {
-                        // Host-compute evidence maps op names to nanoseconds.
-                        let is_time = k.ends_with("_ns")
-                            || f.kind == tracelens_analysis::FindingKind::HostCompute;
-                        let value = if is_time {
-                            format_ms(*v)
-                        } else {
-                            v.to_string()
-                        };
-                        (shorten(k, NAME_CHARS), value)
-                    })
+                    .map(|item| (shorten(&item.label, NAME_CHARS), evidence_value(item.value)))
                     .collect(),
                 ranges: f
                     .evidence
@@ -168,8 +182,13 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
         label_width: LABEL_WIDTH,
         svg_width: PLOT_WIDTH + LABEL_WIDTH + 40,
         idle: idle_views(diagnosis),
+        breakdown_title: if has_steps {
+            "Step breakdown"
+        } else {
+            "Time breakdown of the window"
+        },
         breakdown_head: vec![
-            "step",
+            if has_steps { "step" } else { "window" },
             "duration",
             "kernel",
             "memcpy",
@@ -182,16 +201,20 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
             "GPU util",
         ],
         breakdown_rows: breakdown_rows(diagnosis),
-        spread: diagnosis.breakdown.as_ref().map(|b| {
-            format!(
-                "{} steps: mean {}, min {}, max {}, standard deviation {}",
-                b.steps.len(),
-                format_ms(b.mean_step_ns),
-                format_ms(b.min_step_ns),
-                format_ms(b.max_step_ns),
-                format_ms(b.stddev_step_ns)
-            )
-        }),
+        spread: diagnosis
+            .window
+            .as_ref()
+            .filter(|w| w.has_steps())
+            .map(|w| {
+                format!(
+                    "{} steps: mean {}, min {}, max {}, standard deviation {}",
+                    w.step.count,
+                    format_ms(w.step.mean_ns),
+                    format_ms(w.step.min_ns),
+                    format_ms(w.step.max_ns),
+                    format_ms(w.step.stddev_ns)
+                )
+            }),
         sync_rows: diagnosis
             .syncs
             .sites
@@ -224,7 +247,7 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
                 ]
             })
             .collect(),
-        health: health(trace, diagnosis),
+        health: health(trace, overview, diagnosis),
         version: env!("CARGO_PKG_VERSION"),
     };
     page.render().expect("the report template renders")
@@ -284,23 +307,41 @@ fn facts(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> Vec<(Stri
             ),
         ));
     }
-    if let Some(d) = overview.devices.first().and_then(|d| d.headline()) {
-        let source = match d.window_source {
-            tracelens_analysis::WindowSource::WholeTrace => "first to last GPU op",
-            tracelens_analysis::WindowSource::GpuProfilerSteps => "GPU side of the profiled steps",
-            tracelens_analysis::WindowSource::CpuProfilerSteps => "CPU side of the profiled steps",
-        };
-        f.push((
-            "Profiled window".into(),
-            format!("{} ({source})", format_ms(d.total_ns)),
-        ));
+    if let Some(w) = &diagnosis.window {
+        f.push(("Analysis window".into(), crate::window_line(w)));
+    }
+    let v = &diagnosis.verdict;
+    if let Some(dev) = v.device {
+        let b = v.busy_by;
         f.push((
             "GPU utilization".into(),
             format!(
-                "{:.1} % busy, {} idle",
-                d.busy_percent,
-                format_ms(d.idle_ns)
+                "GPU {dev}: {:.1} % busy, {} idle in the window; busy time is kernels {:.1} %, copies {:.1} %, fills {:.1} %, collectives {:.1} %",
+                v.gpu_busy_percent,
+                format_ms(v.gpu_idle_ns),
+                b.kernel,
+                b.memcpy,
+                b.memset,
+                b.communication
             ),
+        ));
+    }
+    if let Some(ahead) = v.host_ahead_ns {
+        f.push((
+            "Host ahead of GPU".into(),
+            format!("{} median launch-to-start delay", format_ms(ahead)),
+        ));
+    }
+    if let Some(t) = diagnosis.framework.describe_torch() {
+        let opt = diagnosis
+            .framework
+            .optimizer
+            .as_deref()
+            .map(|o| format!(", optimizer {o}"))
+            .unwrap_or_default();
+        f.push((
+            "Framework".into(),
+            format!("{t} (from the trace format){opt}"),
         ));
     }
     let st = &overview.steps;
@@ -312,10 +353,10 @@ fn facts(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> Vec<(Stri
         } else {
             format!("ProfilerStep#{first}..#{last}")
         };
-        f.push(("Steps".into(), format!("{} ({range})", st.count)));
-    }
-    if let Some(b) = &diagnosis.breakdown {
-        f.push(("Average step".into(), format_ms(b.mean_step_ns)));
+        f.push((
+            "ProfilerStep ranges".into(),
+            format!("{} ({range})", st.count),
+        ));
     }
     f
 }
@@ -326,35 +367,22 @@ fn idle_views(diagnosis: &Diagnosis) -> Vec<IdleView> {
         .iter()
         .filter(|d| d.idle_ns > 0)
         .map(|d| {
-            let classes = [
-                ("data_loading", "idle-data", "data loading"),
-                ("sync_drain", "idle-sync", "sync drain"),
-                ("host_compute", "idle-host", "host compute"),
-                ("launch_latency", "idle-launch", "launch latency"),
-                ("cross_stream_wait", "idle-stream", "cross-stream wait"),
-                ("unattributed", "idle-unattributed", "unattributed"),
-            ];
             IdleView {
                 title: format!("GPU {}: {} idle", d.device, format_ms(d.idle_ns)),
                 descheduled: (d.descheduled_ns > 0).then(|| {
                     format!(
-                        "During {} of it the launching thread was off the CPU outside any traced OS wait: runnable but not running (Nsight Systems scheduling trace).",
+                        "During {} of the host-compute idle the launching thread was off the CPU outside any traced OS wait: runnable but not running (Nsight Systems scheduling trace).",
                         format_ms(d.descheduled_ns)
                     )
                 }),
-                bars: classes
+                bars: d
+                    .by_cause
                     .iter()
-                    .filter_map(|&(key, class, label)| {
-                        let ns = *d.by_cause.get(key)?;
-                        (ns > 0).then(|| {
-                            let share = ns as f64 * 100.0 / d.idle_ns as f64;
-                            Bar {
-                                class,
-                                label,
-                                width: format!("{share:.2}"),
-                                value: format!("{} ({share:.1} %)", format_ms(ns)),
-                            }
-                        })
+                    .map(|c| Bar {
+                        class: cause_class(c.cause),
+                        label: c.cause.describe(),
+                        width: format!("{:.2}", c.percent),
+                        value: format!("{} ({:.1} %)", format_ms(c.ns), c.percent),
                     })
                     .collect(),
                 host_ops: d
@@ -391,9 +419,10 @@ fn breakdown_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
         })
         .collect();
     let p = &b.percent;
+    let step_ns = diagnosis.verdict.step_ns;
     rows.push(vec![
-        "mean".into(),
-        format_ms(b.mean_step_ns),
+        if b.steps.is_empty() { "window" } else { "mean" }.into(),
+        format_ms(step_ns),
         pct(p.kernel),
         pct(p.memcpy),
         pct(p.memset),
@@ -461,15 +490,21 @@ fn copy_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
     .collect()
 }
 
-fn health(trace: &Trace, diagnosis: &Diagnosis) -> Vec<(&'static str, String)> {
+fn health(
+    trace: &Trace,
+    overview: &Overview,
+    diagnosis: &Diagnosis,
+) -> Vec<(&'static str, String)> {
     let s = &trace.source;
     let mut h = vec![(
         "info",
         format!(
-            "Read {} events ({} kept as spans) from {:.1} MB of JSON{}; format {}: {}",
+            "Read {} {} ({} kept as spans) from {:.1} MB of {}{}; format {}: {}",
             s.events_read,
+            s.format.records(),
             s.events_kept,
             s.decoded_bytes as f64 / 1e6,
+            s.format.content(),
             s.compression
                 .as_deref()
                 .map(|c| format!(" ({c})"))
@@ -486,6 +521,21 @@ fn health(trace: &Trace, diagnosis: &Diagnosis) -> Vec<(&'static str, String)> {
     }
     for w in &trace.warnings {
         h.push(("warn", w.message.clone()));
+    }
+    for o in &overview.devices {
+        if let Some(b) = &o.first_to_last_op {
+            h.push((
+                "info",
+                format!(
+                    "GPU {} from its first to its last op (AMD TraceLens definition, clipped to the GPU-side steps): {:.1} % busy, {} busy, {} idle of {}",
+                    o.device,
+                    b.busy_percent,
+                    format_ms(b.busy_ns),
+                    format_ms(b.idle_ns),
+                    format_ms(b.total_ns)
+                ),
+            ));
+        }
     }
     for d in &diagnosis.idle {
         if !d.attribution_reliable {

@@ -12,10 +12,67 @@ mod json;
 mod markdown;
 mod text;
 mod timeline;
-mod verdict;
 
 pub use html::render_html;
 pub use json::{render_json, SCHEMA_VERSION};
 pub use markdown::render_markdown;
 pub use text::render_text;
-pub use verdict::verdict;
+
+use tracelens_analysis::finding::{Finding, WinKind};
+use tracelens_analysis::{AnalysisWindow, Diagnosis, WindowKind};
+use tracelens_model::format_ms;
+
+/// "per step", or "in the trace" without steps.
+fn per(d: &Diagnosis) -> &'static str {
+    if d.window.as_ref().is_some_and(AnalysisWindow::has_steps) {
+        "per step"
+    } else {
+        "in the trace"
+    }
+}
+
+/// "of step time", or "of the profiled time" without steps.
+fn of_time(d: &Diagnosis) -> &'static str {
+    if d.window.as_ref().is_some_and(AnalysisWindow::has_steps) {
+        "of step time"
+    } else {
+        "of the profiled time"
+    }
+}
+
+/// The window in one line: its length, where it comes from, and the step figure.
+fn window_line(w: &AnalysisWindow) -> String {
+    match w.kind {
+        WindowKind::ProfiledSteps => format!(
+            "{} step{}, {} in all: mean step {} (min {}, max {}); {}",
+            w.step.count,
+            if w.step.count == 1 { "" } else { "s" },
+            format_ms(w.interval.dur_ns()),
+            format_ms(w.step.mean_ns),
+            format_ms(w.step.min_ns),
+            format_ms(w.step.max_ns),
+            w.kind.describe()
+        ),
+        _ => format!("{}, {}", format_ms(w.interval.dur_ns()), w.kind.describe()),
+    }
+}
+
+/// A finding's win in one line.
+fn win_line(f: &Finding, per: &str) -> String {
+    match f.win_kind {
+        WinKind::GpuIdle => format!(
+            "win up to {} of GPU idle {per} ({:.1} %)",
+            format_ms(f.estimated_win_per_step_ns),
+            f.estimated_win_percent
+        ),
+        WinKind::ExposedCopy => format!(
+            "win up to {} of exposed copy time {per} ({:.1} %)",
+            format_ms(f.estimated_win_per_step_ns),
+            f.estimated_win_percent
+        ),
+        WinKind::HostOnly => format!(
+            "no GPU idle caused; frees {} of CPU {per}",
+            format_ms(f.cpu_cost_per_step_ns.unwrap_or(0))
+        ),
+    }
+}

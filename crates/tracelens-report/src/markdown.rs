@@ -1,7 +1,6 @@
 //! A compact Markdown summary for CI step summaries and pull-request comments (under 60
 //! lines). Trace strings are escaped: GitHub renders inline HTML in Markdown.
 
-use crate::verdict::verdict;
 use std::fmt::Write;
 use tracelens_analysis::{Diagnosis, Overview};
 use tracelens_model::{format_ms, shorten, Trace};
@@ -40,11 +39,15 @@ pub fn render_markdown(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let _ = writeln!(out, "## tracelens: {}\n", esc(&name));
-    let _ = writeln!(out, "**{}**\n", esc(&verdict(trace, overview, diagnosis)));
+    let _ = writeln!(out, "**{}**\n", esc(&diagnosis.verdict.text));
     let _ = writeln!(out, "| | |\n|---|---|");
+    if let Some(w) = &diagnosis.window {
+        let _ = writeln!(out, "| Window | {} |", esc(&crate::window_line(w)));
+    }
     for d in &overview.devices {
         let busy = d
-            .headline()
+            .window
+            .as_ref()
             .map(|h| {
                 format!(
                     "{:.1} % busy, {} idle of {}",
@@ -53,7 +56,7 @@ pub fn render_markdown(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis
                     format_ms(h.total_ns)
                 )
             })
-            .unwrap_or_default();
+            .unwrap_or_else(|| "no work in the window".into());
         let _ = writeln!(
             out,
             "| GPU {} ({}) | {} |",
@@ -62,22 +65,11 @@ pub fn render_markdown(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis
             busy
         );
     }
-    if let Some(b) = &diagnosis.breakdown {
-        let _ = writeln!(
-            out,
-            "| Steps | {}, mean {} (min {}, max {}) |",
-            b.steps.len(),
-            format_ms(b.mean_step_ns),
-            format_ms(b.min_step_ns),
-            format_ms(b.max_step_ns)
-        );
-    }
     for idle in diagnosis.idle.iter().filter(|i| i.idle_ns > 0) {
         let parts: Vec<String> = idle
             .by_cause
             .iter()
-            .filter(|(_, &ns)| ns > 0)
-            .map(|(c, &ns)| format!("{} {}", c.replace('_', " "), format_ms(ns)))
+            .map(|c| format!("{} {}", c.cause.label().replace('_', " "), format_ms(c.ns)))
             .collect();
         let _ = writeln!(
             out,
@@ -99,17 +91,22 @@ pub fn render_markdown(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis
     let _ = writeln!(out, "\n### Findings (estimated wins are upper bounds)\n");
     let _ = writeln!(
         out,
-        "| # | severity | finding | win per step | call site |\n|---|---|---|---|---|"
+        "| # | severity | finding | win {} | call site |\n|---|---|---|---|---|",
+        crate::per(diagnosis)
     );
     for (i, f) in diagnosis.findings.iter().take(MD_FINDINGS).enumerate() {
-        let win = if f.estimated_win_ns > 0 {
-            format!(
+        let win = match f.win_kind {
+            tracelens_analysis::WinKind::HostOnly => "host only".to_string(),
+            tracelens_analysis::WinKind::ExposedCopy => format!(
+                "{} copy ({:.1} %)",
+                format_ms(f.estimated_win_per_step_ns),
+                f.estimated_win_percent
+            ),
+            tracelens_analysis::WinKind::GpuIdle => format!(
                 "{} ({:.1} %)",
                 format_ms(f.estimated_win_per_step_ns),
                 f.estimated_win_percent
-            )
-        } else {
-            "host only".into()
+            ),
         };
         let site = f
             .call_site
@@ -134,12 +131,11 @@ pub fn render_markdown(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis
         );
     }
     for (i, f) in diagnosis.findings.iter().take(MD_FIXES).enumerate() {
-        let advice = f.advice.split(". ").next().unwrap_or(&f.advice);
         let _ = writeln!(
             out,
-            "\n**Fix {}:** {}.\n```python\n{}\n```",
+            "\n**Fix {}:** {}\n```python\n{}\n```",
             i + 1,
-            esc(advice.trim_end_matches('.')),
+            esc(&f.fix),
             f.snippet
         );
     }

@@ -1,7 +1,7 @@
 //! The terminal summary of `tracelens analyze`: short, aligned, one screen.
 
 use std::fmt::Write;
-use tracelens_analysis::{BusyIdle, Diagnosis, Overview, WindowSource};
+use tracelens_analysis::{BusyIdle, Diagnosis, Overview};
 use tracelens_model::{format_ms, Trace};
 
 /// ANSI styles for the terminal, or none.
@@ -34,8 +34,11 @@ pub fn render_text(
     let _ = writeln!(
         out,
         "verdict     {}",
-        style.paint("1", &crate::verdict::verdict(trace, overview, diagnosis))
+        style.paint("1", &diagnosis.verdict.text)
     );
+    if let Some(w) = &diagnosis.window {
+        let _ = writeln!(out, "window      {}", crate::window_line(w));
+    }
     let compression = s
         .compression
         .as_deref()
@@ -43,16 +46,20 @@ pub fn render_text(
         .unwrap_or_default();
     let _ = writeln!(
         out,
-        "format      Kineto JSON ({} container{compression}), {}",
-        s.container, s.generation
+        "format      {} ({} container{compression}), {}",
+        s.format.label(),
+        s.container,
+        s.generation
     );
     let _ = writeln!(out, "            {}", s.generation_note);
     let _ = writeln!(
         out,
-        "events      {} read, {} kept as spans ({} of JSON)",
+        "{:<11} {} read, {} kept as spans ({} of {})",
+        s.format.records(),
         s.events_read,
         s.events_kept,
-        format_bytes(s.decoded_bytes)
+        format_bytes(s.decoded_bytes),
+        s.format.content()
     );
     let kinds: Vec<String> = overview
         .spans_by_kind
@@ -101,40 +108,18 @@ pub fn render_text(
             if streams.len() == 1 { "" } else { "s" },
             streams.join(", ")
         );
-        if let Some(b) = &d.whole_trace {
-            let _ = writeln!(out, "{}", busy_line("whole trace", b));
+        if let Some(b) = &d.window {
+            let _ = writeln!(out, "{}", busy_line("window", b));
         }
-        if let Some(b) = &d.steps {
-            let label = match b.window_source {
-                WindowSource::GpuProfilerSteps => "steps (GPU)",
-                _ => "steps (CPU)",
-            };
-            let _ = writeln!(out, "{}", busy_line(label, b));
+        if let Some(b) = &d.first_to_last_op {
+            let _ = writeln!(out, "{}", busy_line("first-last op", b));
         }
     }
     let st = &overview.steps;
-    if st.count > 0 {
-        let first = st.numbers.first().copied().unwrap_or_default();
-        let last = st.numbers.last().copied().unwrap_or_default();
-        let range = if st.count == 1 {
-            format!("ProfilerStep#{first}")
-        } else {
-            format!("ProfilerStep#{first}..#{last}")
-        };
-        let timing = match (st.cpu_mean_ns, st.cpu_min_ns, st.cpu_max_ns) {
-            (Some(mean), Some(min), Some(max)) => format!(
-                ", CPU step mean {} (min {}, max {})",
-                format_ms(mean),
-                format_ms(min),
-                format_ms(max)
-            ),
-            _ => String::new(),
-        };
-        let _ = writeln!(out, "steps       {} ({range}){timing}", st.count);
-    } else {
+    if st.count == 0 {
         let _ = writeln!(out, "steps       none (no ProfilerStep#N ranges)");
     }
-    render_diagnosis(&mut out, diagnosis, !trace.steps.is_empty(), style);
+    render_diagnosis(&mut out, diagnosis, style);
     if trace.warnings.is_empty() {
         let _ = writeln!(out, "warnings    none");
     } else {
@@ -168,12 +153,8 @@ fn format_bytes(bytes: u64) -> String {
 /// Findings shown in the terminal summary.
 const TEXT_FINDINGS: usize = 5;
 
-fn render_diagnosis(out: &mut String, d: &Diagnosis, has_steps: bool, style: Style) {
-    let per = if has_steps {
-        "per step"
-    } else {
-        "in the trace"
-    };
+fn render_diagnosis(out: &mut String, d: &Diagnosis, style: Style) {
+    let per = crate::per(d);
     for idle in &d.idle {
         if idle.idle_ns == 0 {
             continue;
@@ -181,12 +162,12 @@ fn render_diagnosis(out: &mut String, d: &Diagnosis, has_steps: bool, style: Sty
         let parts: Vec<String> = idle
             .by_cause
             .iter()
-            .filter(|(_, &ns)| ns > 0)
-            .map(|(cause, &ns)| {
+            .map(|c| {
                 format!(
-                    "{cause} {} ({:.0} %)",
-                    format_ms(ns),
-                    ns as f64 * 100.0 / idle.idle_ns as f64
+                    "{} {} ({:.0} %)",
+                    c.cause.label(),
+                    format_ms(c.ns),
+                    c.percent
                 )
             })
             .collect();
@@ -201,10 +182,14 @@ fn render_diagnosis(out: &mut String, d: &Diagnosis, has_steps: bool, style: Sty
     }
     if let Some(b) = &d.breakdown {
         let p = &b.percent;
+        let label = if b.steps.is_empty() {
+            "window".to_string()
+        } else {
+            format!("step {} mean", format_ms(d.verdict.step_ns))
+        };
         let _ = writeln!(
             out,
-            "breakdown   step {} mean: kernel {:.1} %, memcpy {:.1} %, memset {:.1} %, comm {:.1} %, runtime {:.1} %, dataloader {:.1} %, cpu {:.1} %, other {:.1} %",
-            format_ms(b.mean_step_ns),
+            "breakdown   {label}: kernel {:.1} %, memcpy {:.1} %, memset {:.1} %, comm {:.1} %, runtime {:.1} %, dataloader {:.1} %, cpu {:.1} %, other {:.1} %",
             p.kernel, p.memcpy, p.memset, p.communication, p.runtime, p.dataloader, p.cpu_exec, p.other
         );
     }
@@ -217,8 +202,10 @@ fn render_diagnosis(out: &mut String, d: &Diagnosis, has_steps: bool, style: Sty
     }
     let _ = writeln!(
         out,
-        "findings    {} (largest estimated win first; wins are upper bounds)",
-        d.findings.len()
+        "findings    {} (largest estimated win first; wins are upper bounds, GPU-idle wins add up to {} of {} idle)",
+        d.findings.len(),
+        format_ms(d.wins.gpu_idle_wins_ns),
+        format_ms(d.wins.idle_ns)
     );
     for (i, f) in d.findings.iter().take(TEXT_FINDINGS).enumerate() {
         let badge = format!("[{:?}]", f.severity);
@@ -228,21 +215,8 @@ fn render_diagnosis(out: &mut String, d: &Diagnosis, has_steps: bool, style: Sty
             tracelens_analysis::finding::Severity::Low => style.paint("2", &badge),
         };
         let _ = writeln!(out, "  {}. {badge} {}", i + 1, f.title);
-        let cost = if f.estimated_win_ns > 0 {
-            format!(
-                "win up to {} {} ({:.1} %)",
-                format_ms(f.estimated_win_per_step_ns),
-                per,
-                f.estimated_win_percent
-            )
-        } else {
-            format!(
-                "no GPU idle caused; frees {} of CPU {}",
-                format_ms(f.cpu_cost_per_step_ns.unwrap_or(0)),
-                per
-            )
-        };
-        let _ = writeln!(out, "     {cost}; fix: {}", first_sentence(&f.advice));
+        let _ = writeln!(out, "     {}", crate::win_line(f, per));
+        let _ = writeln!(out, "     fix: {}", f.fix);
     }
     if d.findings.len() > TEXT_FINDINGS {
         let _ = writeln!(
@@ -250,12 +224,5 @@ fn render_diagnosis(out: &mut String, d: &Diagnosis, has_steps: bool, style: Sty
             "  … {} more in --format json",
             d.findings.len() - TEXT_FINDINGS
         );
-    }
-}
-
-fn first_sentence(text: &str) -> &str {
-    match text.find(". ") {
-        Some(i) => &text[..=i],
-        None => text,
     }
 }

@@ -1,8 +1,8 @@
 //! The timeline picture: one representative step, CPU threads and GPU streams as lanes, idle
 //! gaps shaded by cause. Spans are binned to pixels, so the SVG stays small for any trace.
 
-use tracelens_analysis::api::call_blocking_kind;
 use tracelens_analysis::idle::IdleCause;
+use tracelens_analysis::timeline::{cpu_span_class, CpuSpanClass};
 use tracelens_analysis::Diagnosis;
 use tracelens_model::{format_ms, Interval, LaneId, LaneKey, SpanKind, TimeNs, Trace};
 
@@ -47,27 +47,28 @@ pub struct Timeline {
     pub height: usize,
 }
 
-/// Builds the timeline of the median-length step (or the whole GPU extent without steps).
+/// Builds the timeline of the median-length step of the analysis window (or the whole window
+/// without steps) on the verdict's device.
 pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
-    let dev = diagnosis.device_idle.iter().max_by_key(|d| d.idle_ns)?;
-    let (window, caption) = match &diagnosis.breakdown {
-        Some(b) if !b.steps.is_empty() && !trace.steps.is_empty() => {
-            let mut steps: Vec<_> = b.steps.iter().collect();
-            steps.sort_by_key(|s| (s.window.dur_ns(), s.step));
-            let s = steps[steps.len() / 2];
-            (
-                s.window,
-                format!(
-                    "ProfilerStep#{} (median step, {})",
-                    s.step,
-                    format_ms(s.window.dur_ns())
-                ),
-            )
-        }
-        _ => {
-            let e = dev.extent?;
-            (e, format!("whole GPU extent ({})", format_ms(e.dur_ns())))
-        }
+    let dev = diagnosis.focus_idle()?;
+    let w = diagnosis.window.as_ref()?;
+    let (window, caption) = if w.has_steps() {
+        let mut steps: Vec<_> = w.steps.iter().collect();
+        steps.sort_by_key(|s| (s.interval.dur_ns(), s.number));
+        let s = steps[steps.len() / 2];
+        (
+            s.interval,
+            format!(
+                "ProfilerStep#{} (median step, {})",
+                s.number,
+                format_ms(s.interval.dur_ns())
+            ),
+        )
+    } else {
+        (
+            w.interval,
+            format!("the whole window ({})", format_ms(w.interval.dur_ns())),
+        )
     };
     if window.dur_ns() <= 0 {
         return None;
@@ -105,36 +106,24 @@ pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
         y += ROW_HEIGHT + 4;
     }
     // Idle shading by cause.
+    let idle_css: Vec<&'static str> = std::iter::once("")
+        .chain(IdleCause::ALL.iter().map(|&c| crate::html::cause_class(c)))
+        .collect();
     let mut idle_bins = vec![0u8; PLOT_WIDTH];
     for seg in &dev.segments {
         let Some(c) = seg.interval.clip(window) else {
             continue;
         };
-        let code = match seg.cause {
-            IdleCause::DataLoading => 1,
-            IdleCause::SyncDrain => 2,
-            IdleCause::HostCompute => 3,
-            IdleCause::LaunchLatency => 4,
-            IdleCause::CrossStreamWait => 5,
-            IdleCause::Unattributed => 6,
-        };
+        let code = 1 + IdleCause::ALL
+            .iter()
+            .position(|&c| c == seg.cause)
+            .unwrap_or(0) as u8;
         fill(&mut idle_bins, px(c.start_ns), px(c.end_ns), code);
     }
     rows.push(Row {
         y,
         label: format!("GPU {} idle, by cause", dev.device),
-        rects: runs(
-            &idle_bins,
-            &[
-                "",
-                "idle-data",
-                "idle-sync",
-                "idle-host",
-                "idle-launch",
-                "idle-stream",
-                "idle-unattributed",
-            ],
-        ),
+        rects: runs(&idle_bins, &idle_css),
     });
     y += ROW_HEIGHT + 10;
     // CPU threads with the most activity in the window.
@@ -146,21 +135,15 @@ pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
         .collect();
     cpu_lanes.sort_by_key(|&(b, l)| (std::cmp::Reverse(b), l));
     for &(_, lane) in cpu_lanes.iter().take(MAX_CPU_LANES) {
-        let bins = bin_lane(trace, lane, window, &px, |k, id| match k {
-            SpanKind::Runtime | SpanKind::Driver if call_blocking_kind(trace, id).is_some() => 5,
-            SpanKind::CpuOp | SpanKind::UserAnnotation
-                if tracelens_analysis::api::is_data_loader(trace.name(id)) =>
-            {
-                4
+        let bins = bin_lane(trace, lane, window, &px, |_, id| {
+            match cpu_span_class(trace, id) {
+                None => 0,
+                Some(CpuSpanClass::Python) => 1,
+                Some(CpuSpanClass::CpuOp) => 2,
+                Some(CpuSpanClass::Runtime) => 3,
+                Some(CpuSpanClass::DataLoader) => 4,
+                Some(CpuSpanClass::Sync) => 5,
             }
-            SpanKind::Runtime | SpanKind::Driver => 3,
-            SpanKind::CpuOp | SpanKind::UserAnnotation
-                if tracelens_model::profiler_step_number(trace.name(id)).is_none() =>
-            {
-                2
-            }
-            SpanKind::PythonFunction => 1,
-            _ => 0,
         });
         let l = trace.lane(lane);
         let name = l.name.map(|n| trace.names.get(n).to_string());

@@ -1,0 +1,258 @@
+//! The analysis window: the one stretch of time every figure of a report is measured over, and
+//! the steps that divide it.
+//!
+//! With `ProfilerStep#N` ranges the window is the profiled steps, each step being the CPU
+//! `ProfilerStep#N` range extended to the end of the GPU work launched inside it (the
+//! TensorBoard profiler plugin's definition, so the step time equals its overview). Without
+//! steps it is the first to the last GPU op of the trace; without GPU work, the CPU extent.
+//! Idle time, idle causes, findings, the verdict and the breakdown all use this window and its
+//! one step figure.
+
+use serde::Serialize;
+use tracelens_model::{Interval, SpanId, TimeNs, Trace};
+
+/// Where the window comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowKind {
+    /// The profiled steps: first step start to last step end.
+    ProfiledSteps,
+    /// No steps: the first to the last GPU op of the trace.
+    GpuExtent,
+    /// No steps and no GPU work: the first to the last CPU event.
+    CpuExtent,
+}
+
+impl WindowKind {
+    /// How the window reads in a sentence ("the profiled steps").
+    pub fn describe(self) -> &'static str {
+        match self {
+            WindowKind::ProfiledSteps => "the profiled steps (CPU ProfilerStep#N ranges extended to the end of the GPU work they launched)",
+            WindowKind::GpuExtent => "first to last GPU op (the trace has no ProfilerStep#N ranges)",
+            WindowKind::CpuExtent => "first to last CPU event (no steps, no GPU work)",
+        }
+    }
+}
+
+/// One step of the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct WindowStep {
+    /// N in `ProfilerStep#N`.
+    pub number: i64,
+    /// The step after extension to its GPU work.
+    pub interval: Interval,
+}
+
+/// The step figure every renderer shows: mean, min and max of the same steps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct StepStats {
+    /// Number of steps (0 without steps).
+    pub count: usize,
+    /// Mean step: the sum of the steps over their count; the window length without steps.
+    pub mean_ns: TimeNs,
+    /// Shortest step (the window without steps).
+    pub min_ns: TimeNs,
+    /// Longest step (the window without steps).
+    pub max_ns: TimeNs,
+    /// Standard deviation of the step durations.
+    pub stddev_ns: TimeNs,
+}
+
+/// The analysis window.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AnalysisWindow {
+    /// Where it comes from.
+    pub kind: WindowKind,
+    /// First step start (or op) to last step end (or op end).
+    pub interval: Interval,
+    /// The steps, in time order; empty without steps.
+    pub steps: Vec<WindowStep>,
+    /// Their durations.
+    pub step: StepStats,
+    /// Time covered by the steps (the window without steps); equals the window length when
+    /// the steps are back to back.
+    pub covered_ns: TimeNs,
+}
+
+impl AnalysisWindow {
+    /// Whether the window is made of profiled steps.
+    pub fn has_steps(&self) -> bool {
+        !self.steps.is_empty()
+    }
+
+    /// Number of steps, at least 1 (the whole window counts as one without steps).
+    pub fn step_count(&self) -> usize {
+        self.steps.len().max(1)
+    }
+
+    /// The step time shares are measured against: the mean step, or the window.
+    pub fn step_ns(&self) -> TimeNs {
+        self.step.mean_ns
+    }
+
+    /// A total over the window, per step.
+    pub fn per_step(&self, total_ns: TimeNs) -> TimeNs {
+        total_ns / self.step_count() as TimeNs
+    }
+
+    /// `total_ns` over the window as a percent of the time the steps cover (0–100 for any
+    /// part of the window).
+    pub fn share_percent(&self, total_ns: TimeNs) -> f64 {
+        crate::dataloader::percent(total_ns, self.covered_ns).clamp(0.0, 100.0)
+    }
+}
+
+/// The analysis window of a trace; `None` for a trace with no events.
+pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
+    let gpu_extent = trace
+        .spans
+        .iter()
+        .filter(|s| s.kind.is_gpu_work())
+        .map(|s| s.interval())
+        .reduce(|a, b| a.hull(b));
+    let steps = profiled_steps(trace);
+    if !steps.is_empty() {
+        let first = steps[0].interval.start_ns;
+        let last = steps
+            .iter()
+            .map(|s| s.interval.end_ns)
+            .max()
+            .unwrap_or(first);
+        let durations: Vec<TimeNs> = steps.iter().map(|s| s.interval.dur_ns()).collect();
+        let covered: TimeNs = durations.iter().sum();
+        let n = durations.len() as TimeNs;
+        let mean = covered / n;
+        let var = durations
+            .iter()
+            .map(|&d| ((d - mean) as f64).powi(2))
+            .sum::<f64>()
+            / n as f64;
+        return Some(AnalysisWindow {
+            kind: WindowKind::ProfiledSteps,
+            interval: Interval::new(first, last),
+            step: StepStats {
+                count: steps.len(),
+                mean_ns: mean,
+                min_ns: durations.iter().copied().min().unwrap_or(0),
+                max_ns: durations.iter().copied().max().unwrap_or(0),
+                stddev_ns: var.sqrt() as TimeNs,
+            },
+            steps,
+            covered_ns: covered,
+        });
+    }
+    let (kind, interval) = match gpu_extent {
+        Some(e) => (WindowKind::GpuExtent, e),
+        None => (
+            WindowKind::CpuExtent,
+            trace
+                .spans
+                .iter()
+                .map(|s| s.interval())
+                .reduce(|a, b| a.hull(b))?,
+        ),
+    };
+    let d = interval.dur_ns();
+    Some(AnalysisWindow {
+        kind,
+        interval,
+        steps: Vec::new(),
+        step: StepStats {
+            count: 0,
+            mean_ns: d,
+            min_ns: d,
+            max_ns: d,
+            stddev_ns: 0,
+        },
+        covered_ns: d,
+    })
+}
+
+/// Host steps moved to the device view (tb_plugin): step i spans from the end of step i−1 (or
+/// its own host start, whichever is later) to the later of its host end and the end of the GPU
+/// work launched by API calls inside it. Trailing steps with no GPU work are dropped, and so is
+/// the last one if it matched under 80 % of the previous step's GPU ops (a capture cut short).
+fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
+    let host: Vec<(i64, Interval)> = trace
+        .steps
+        .iter()
+        .filter_map(|s| s.cpu.map(|c| (s.number, c)))
+        .collect();
+    if host.is_empty() {
+        return Vec::new();
+    }
+    let mut calls: Vec<(TimeNs, TimeNs, SpanId)> = trace
+        .spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.kind.is_api_call())
+        .map(|(i, s)| (s.start_ns, s.end_ns(), SpanId(i as u32)))
+        .collect();
+    calls.sort_unstable();
+    let mut device: Vec<Option<Interval>> = vec![None; host.len()];
+    let mut matched = vec![0usize; host.len()];
+    let mut matched_ops = rustc_hash::FxHashSet::default();
+    for (k, &(_, h)) in host.iter().enumerate() {
+        let from = calls.partition_point(|c| c.0 < h.start_ns);
+        for &(start, end, id) in &calls[from..] {
+            if start >= h.end_ns {
+                break;
+            }
+            if end > h.end_ns {
+                continue;
+            }
+            for &op in trace.launched_by(id) {
+                let iv = trace.span(op).interval();
+                device[k] = Some(device[k].map_or(iv, |d| d.hull(iv)));
+                matched[k] += 1;
+                matched_ops.insert(op);
+            }
+        }
+    }
+    let as_steps = |v: Vec<(i64, Interval)>| {
+        v.into_iter()
+            .map(|(number, interval)| WindowStep { number, interval })
+            .collect()
+    };
+    if matched_ops.is_empty() {
+        return as_steps(host);
+    }
+    let mut prev_end = host[0].1.start_ns;
+    if let Some(first_dev) = device[0] {
+        // GPU work from before the first step that is still running delays its start.
+        let unmatched_end = trace
+            .spans
+            .iter()
+            .enumerate()
+            .filter(|(i, s)| {
+                s.kind.is_gpu_work()
+                    && s.end_ns() < first_dev.start_ns
+                    && !matched_ops.contains(&SpanId(*i as u32))
+            })
+            .map(|(_, s)| s.end_ns())
+            .max();
+        if let Some(e) = unmatched_end {
+            prev_end = prev_end.max(e);
+        }
+    }
+    let mut out = Vec::new();
+    for (k, &(n, h)) in host.iter().enumerate() {
+        let start = prev_end.max(h.start_ns);
+        let end = match device[k] {
+            None => h.end_ns.max(start),
+            Some(d) => h.end_ns.max(d.end_ns).max(start),
+        };
+        out.push((n, Interval::new(start, end)));
+        prev_end = end;
+    }
+    if out.len() > 1 {
+        if let Some(last) = matched.iter().rposition(|&m| m > 0) {
+            let mut keep = last + 1;
+            if last > 0 && (matched[last - 1] as f64) * 0.8 > matched[last] as f64 {
+                keep = last;
+            }
+            out.truncate(keep);
+        }
+    }
+    as_steps(out)
+}

@@ -1,0 +1,184 @@
+//! Invariants that make every number a user reads agree with every other, checked on any
+//! trace: percents within 0-100, GPU-idle wins that add up to at most the idle time, each
+//! finding's percent equal to its per-step win over the verdict's step, breakdown steps that
+//! sum to themselves, a verdict busy figure recomputed from the spans, and the same step shown
+//! by every renderer.
+
+use tracelens_analysis::finding::Severity;
+use tracelens_analysis::intervals::{total_ns, union};
+use tracelens_analysis::{Diagnosis, Overview, WinKind};
+use tracelens_model::{format_ms, Trace};
+
+fn in_range(errors: &mut Vec<String>, what: &str, p: f64) {
+    if !(0.0..=100.0 + 1e-9).contains(&p) || p.is_nan() {
+        errors.push(format!("{what} = {p} is not a percent in 0..=100"));
+    }
+}
+
+/// Every consistency problem of one trace's overview and diagnosis (empty when all hold).
+pub fn consistency_errors(t: &Trace, o: &Overview, d: &Diagnosis) -> Vec<String> {
+    let mut e = Vec::new();
+    let v = &d.verdict;
+    in_range(&mut e, "verdict.gpu_busy_percent", v.gpu_busy_percent);
+    in_range(&mut e, "verdict.main_cause_percent", v.main_cause_percent);
+    for (n, p) in [
+        ("kernel", v.busy_by.kernel),
+        ("memcpy", v.busy_by.memcpy),
+        ("memset", v.busy_by.memset),
+        ("communication", v.busy_by.communication),
+    ] {
+        in_range(&mut e, &format!("verdict.busy_by.{n}"), p);
+    }
+    for k in &v.kernel_classes {
+        in_range(&mut e, "verdict.kernel_classes", k.percent);
+    }
+    for dev in &o.devices {
+        for b in dev.window.iter().chain(&dev.first_to_last_op) {
+            in_range(&mut e, "device busy_percent", b.busy_percent);
+        }
+    }
+    for i in &d.idle {
+        for c in &i.by_cause {
+            in_range(&mut e, "idle.by_cause percent", c.percent);
+        }
+        let sum: i64 = i.by_cause.iter().map(|c| c.ns).sum();
+        if sum != i.idle_ns {
+            e.push(format!(
+                "GPU {}: causes sum to {sum}, idle {}",
+                i.device, i.idle_ns
+            ));
+        }
+    }
+    in_range(
+        &mut e,
+        "dataloader.share_percent",
+        d.dataloader.share_percent,
+    );
+    let Some(w) = &d.window else {
+        if !d.findings.is_empty() {
+            e.push("findings without a window".into());
+        }
+        return e;
+    };
+    if v.step_ns != w.step.mean_ns {
+        e.push(format!(
+            "verdict step {} != window step {}",
+            v.step_ns, w.step.mean_ns
+        ));
+    }
+    if w.has_steps() && w.covered_ns > w.interval.dur_ns() {
+        e.push("steps cover more than the window".into());
+    }
+    // Findings: percent = per-step win / step; GPU-idle wins add up to at most the idle.
+    for f in &d.findings {
+        in_range(
+            &mut e,
+            &format!("{:?} estimated_win_percent", f.kind),
+            f.estimated_win_percent,
+        );
+        let per_step = f.estimated_win_ns / w.step_count() as i64;
+        if per_step != f.estimated_win_per_step_ns {
+            e.push(format!(
+                "{:?}: per-step win {} != {per_step}",
+                f.kind, f.estimated_win_per_step_ns
+            ));
+        }
+        let want = (per_step as f64 * 100.0 / v.step_ns.max(1) as f64).min(100.0);
+        if (want - f.estimated_win_percent).abs() > 1e-6 {
+            e.push(format!(
+                "{:?}: {} % but per-step win / step = {want} %",
+                f.kind, f.estimated_win_percent
+            ));
+        }
+        if f.severity != Severity::from_share(f.estimated_win_percent) {
+            e.push(format!("{:?}: severity does not follow its share", f.kind));
+        }
+        if f.win_kind == WinKind::HostOnly && f.estimated_win_ns != 0 {
+            e.push(format!("{:?}: a host-only finding claims GPU time", f.kind));
+        }
+    }
+    let idle_wins: i64 = d
+        .findings
+        .iter()
+        .filter(|f| f.win_kind == WinKind::GpuIdle)
+        .map(|f| f.estimated_win_ns)
+        .sum();
+    if idle_wins != d.wins.gpu_idle_wins_ns || idle_wins > d.wins.idle_ns {
+        e.push(format!(
+            "GPU-idle wins {idle_wins} ns ({} reported) exceed the idle {} ns",
+            d.wins.gpu_idle_wins_ns, d.wins.idle_ns
+        ));
+    }
+    // Breakdown: each step's times sum to the step; without steps, to the window.
+    if let Some(b) = &d.breakdown {
+        for s in &b.steps {
+            let sum: i64 = s.times.as_array().iter().sum();
+            if sum != s.window.dur_ns() {
+                e.push(format!(
+                    "breakdown step #{} sums to {sum} of {}",
+                    s.step,
+                    s.window.dur_ns()
+                ));
+            }
+        }
+        let total: i64 = b.total.as_array().iter().sum();
+        if total != w.covered_ns {
+            e.push(format!(
+                "breakdown total {total} != window {}",
+                w.covered_ns
+            ));
+        }
+        let p = b.percent;
+        for x in [
+            p.kernel,
+            p.memcpy,
+            p.memset,
+            p.communication,
+            p.runtime,
+            p.dataloader,
+            p.cpu_exec,
+            p.other,
+            b.gpu_utilization_percent,
+        ] {
+            in_range(&mut e, "breakdown percent", x);
+        }
+    }
+    // The verdict's busy figure, recomputed from the spans of its device.
+    if let Some(dev) = v.device {
+        let lanes = &t
+            .devices
+            .iter()
+            .find(|x| x.index == dev)
+            .expect("the device")
+            .lanes;
+        let busy = total_ns(&union(
+            lanes
+                .iter()
+                .flat_map(|&l| t.lane_span_ids(l))
+                .map(|id| t.span(id))
+                .filter(|s| s.kind.is_gpu_work())
+                .filter_map(|s| s.interval().clip(w.interval))
+                .collect(),
+        ));
+        let want = busy as f64 * 100.0 / w.interval.dur_ns().max(1) as f64;
+        if (want - v.gpu_busy_percent).abs() > 1e-6 {
+            e.push(format!(
+                "verdict busy {} % but the spans give {want} %",
+                v.gpu_busy_percent
+            ));
+        }
+    }
+    // Every renderer shows the verdict and the same step.
+    let text = tracelens_report::render_text(t, o, d, false);
+    let md = tracelens_report::render_markdown(t, o, d);
+    let step = format_ms(v.step_ns);
+    for (name, out) in [("text", &text), ("markdown", &md)] {
+        if !out.contains(&v.text) && !out.contains(&v.text.replace('_', "\\_")) {
+            e.push(format!("{name} lacks the verdict"));
+        }
+        if w.has_steps() && !out.contains(&format!("mean step {step}")) {
+            e.push(format!("{name} does not show the step {step}"));
+        }
+    }
+    e
+}
