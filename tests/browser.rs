@@ -181,7 +181,7 @@ fn report_renders_offline_in_chromium_without_errors_or_requests() {
     let r = open(&browser, &report, &work, &["--dump-dom".into()]);
     assert!(
         r.dom.contains(
-            "id=\"verdict\">GPU idle 47 % of each step, mostly waiting for the DataLoader"
+            "id=\"verdict\">GPU idle 53 % of each step, mostly waiting for the DataLoader"
         ),
         "{}",
         &r.dom[..r.dom.len().min(2000)]

@@ -8,7 +8,7 @@ use tracelens_analysis::{Diagnosis, Overview};
 use tracelens_model::{LinkStats, Metadata, SourceInfo, Trace, Warning};
 
 /// Version of the document layout; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Serialize)]
 struct Tool {
