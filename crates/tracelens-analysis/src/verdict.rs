@@ -279,17 +279,32 @@ fn main_copy_direction(trace: &Trace, ops: &[GpuOp]) -> (&'static str, u64) {
 
 /// Busy shares, each moment counted once: compute > copies > fills > collectives.
 fn busy_by(trace: &Trace, ops: &[GpuOp]) -> BusyBy {
-    let class = |want: u8| {
-        union_sorted(
-            ops.iter()
-                .filter(|&&(k, _, id)| op_class(trace, k, id) == want)
-                .map(|&(_, iv, _)| iv),
-        )
-    };
+    // One pass, one name lookup per distinct kernel name.
+    let mut names: FxHashMap<tracelens_model::NameId, bool> = FxHashMap::default();
+    let mut by_class: [Vec<Interval>; 4] = Default::default();
+    for &(kind, iv, id) in ops {
+        let class = match kind {
+            SpanKind::Memcpy => 1,
+            SpanKind::Memset => 2,
+            _ => {
+                let name = trace.span(id).name;
+                let comm = *names
+                    .entry(name)
+                    .or_insert_with(|| is_communication_kernel(trace.names.get(name)));
+                if comm {
+                    3
+                } else {
+                    0
+                }
+            }
+        };
+        by_class[class].push(iv);
+    }
     let mut taken: Vec<Interval> = Vec::new();
     let mut shares = [0 as TimeNs; 4];
-    for (i, share) in shares.iter_mut().enumerate() {
-        let own = subtract(&class(i as u8), &taken);
+    for (share, ivs) in shares.iter_mut().zip(by_class) {
+        // `ops` is sorted by start, so each class is too.
+        let own = subtract(&union_sorted(ivs), &taken);
         *share = total_ns(&own);
         taken = crate::intervals::union(taken.into_iter().chain(own).collect());
     }
@@ -303,25 +318,23 @@ fn busy_by(trace: &Trace, ops: &[GpuOp]) -> BusyBy {
     }
 }
 
-/// 0 compute kernel, 1 copy, 2 fill, 3 communication kernel.
-fn op_class(trace: &Trace, kind: SpanKind, id: tracelens_model::SpanId) -> u8 {
-    match kind {
-        SpanKind::Memcpy => 1,
-        SpanKind::Memset => 2,
-        _ if is_communication_kernel(trace.name(id)) => 3,
-        _ => 0,
-    }
-}
-
 /// Compute-kernel time per class, largest first (three at most).
 fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
+    let mut classes: FxHashMap<tracelens_model::NameId, KernelClass> = FxHashMap::default();
     let mut by: FxHashMap<KernelClass, TimeNs> = FxHashMap::default();
     let mut total: TimeNs = 0;
     for &(kind, iv, id) in ops {
-        if kind != SpanKind::Kernel || op_class(trace, kind, id) != 0 {
+        if kind != SpanKind::Kernel {
             continue;
         }
-        *by.entry(kernel_class(trace.name(id))).or_default() += iv.dur_ns();
+        let name = trace.span(id).name;
+        let class = *classes
+            .entry(name)
+            .or_insert_with(|| kernel_class(trace.names.get(name)));
+        if class == KernelClass::Communication {
+            continue;
+        }
+        *by.entry(class).or_default() += iv.dur_ns();
         total += iv.dur_ns();
     }
     let mut shares: Vec<KernelClassShare> = by
