@@ -458,8 +458,8 @@ fn item_syncs_and_pageable_copies_are_ranked_with_their_cost() {
             _ => None,
         })
         .sum();
-    let all = d.copies.pageable().count + d.copies.htod_pinned.count + d.copies.dtoh_pinned.count;
-    assert!(counted <= all, "{counted} copies counted of {all}");
+    assert_eq!(counted, 60, "{:#?}", d.findings);
+    assert_eq!(d.copies.pageable_unclaimed.count, 0);
     let site = d
         .syncs
         .sites

@@ -307,18 +307,17 @@ pub fn attribute_idle(
             .or_else(|| candidates.clone().next())
             .map(|o| o.2);
         let seg_start = idle.segments.len();
+        let mut g = GapAttribution {
+            trace,
+            threads,
+            gap,
+            segments: &mut idle.segments,
+            host_ops: &mut host_ops,
+        };
         let outcome = match ender {
             Some(ender) => {
                 let full = Interval::new(gap.start_ns, trace.span(ender).start_ns.max(gap.end_ns));
-                let before = last_op_ending_at(&ops, gap.start_ns);
-                let mut g = GapAttribution {
-                    trace,
-                    threads,
-                    gap,
-                    segments: &mut idle.segments,
-                    host_ops: &mut host_ops,
-                };
-                g.attribute(full, ender, before)
+                g.attribute(full, ender, last_op_ending_at(&ops, gap.start_ns))
             }
             None => {
                 // After the device's last op: the thread that launched the work before the gap
@@ -328,13 +327,6 @@ pub fn attribute_idle(
                     .map(|l| trace.span(l).lane);
                 match lane {
                     Some(lane) => {
-                        let mut g = GapAttribution {
-                            trace,
-                            threads,
-                            gap,
-                            segments: &mut idle.segments,
-                            host_ops: &mut host_ops,
-                        };
                         g.exposed(gap, lane);
                         Outcome {
                             launch: None,
@@ -344,7 +336,7 @@ pub fn attribute_idle(
                         }
                     }
                     None => {
-                        push(&mut idle.segments, gap, IdleCause::Unattributed, gap, None);
+                        g.push(IdleCause::Unattributed, gap, None);
                         Outcome {
                             launch: None,
                             lane: None,

@@ -94,12 +94,6 @@ impl AnalysisWindow {
     pub fn per_step(&self, total_ns: TimeNs) -> TimeNs {
         total_ns / self.step_count() as TimeNs
     }
-
-    /// `total_ns` over the window as a percent of the time the steps cover (0–100 for any
-    /// part of the window).
-    pub fn share_percent(&self, total_ns: TimeNs) -> f64 {
-        crate::dataloader::percent(total_ns, self.covered_ns).clamp(0.0, 100.0)
-    }
 }
 
 /// The analysis window of a trace; `None` for a trace with no events.
