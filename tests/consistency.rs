@@ -8,6 +8,7 @@ use tracelens_analysis::finding::Severity;
 use tracelens_analysis::intervals::{total_ns, union};
 use tracelens_analysis::{Diagnosis, Overview, WinKind};
 use tracelens_model::{format_ms, Trace};
+use tracelens_report::escape::{markdown_text, terminal_text};
 
 fn in_range(errors: &mut Vec<String>, what: &str, p: f64) {
     if !(0.0..=100.0 + 1e-9).contains(&p) || p.is_nan() {
@@ -172,11 +173,19 @@ pub fn consistency_errors(t: &Trace, o: &Overview, d: &Diagnosis) -> Vec<String>
     let text = tracelens_report::render_text(t, o, d, false);
     let md = tracelens_report::render_markdown(t, o, d);
     let step = format_ms(v.step_ns);
-    for (name, out) in [("text", &text), ("markdown", &md)] {
-        if !out.contains(&v.text) && !out.contains(&v.text.replace('_', "\\_")) {
+    let shown = [
+        ("text", &text, terminal_text(&v.text).into_owned()),
+        ("markdown", &md, markdown_text(&v.text)),
+    ];
+    for (name, out, verdict) in shown {
+        if !out.contains(&verdict) {
             e.push(format!("{name} lacks the verdict"));
         }
-        if w.has_steps() && !out.contains(&format!("mean step {step}")) {
+        let step_shown = match name {
+            "markdown" => markdown_text(&format!("mean step {step}")),
+            _ => format!("mean step {step}"),
+        };
+        if w.has_steps() && !out.contains(&step_shown) {
             e.push(format!("{name} does not show the step {step}"));
         }
     }

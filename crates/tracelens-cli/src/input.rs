@@ -1,90 +1,197 @@
-//! Opening a trace: file checks, format sniffing by content, and dispatch to an importer.
+//! Opening a trace: the input is read exactly once (files, pipes, FIFOs and stdin alike),
+//! its format sniffed from the buffered first bytes, and the stream handed to an importer.
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tracelens_model::Trace;
 
 use tracelens_nsys::SQLITE_MAGIC;
 /// First bytes of an Nsight Systems `.nsys-rep` / `.qdrep` report.
 const NSYS_REP_MAGIC: &[u8] = b"NVIDIA Tegra Pro";
 
-/// Checks that `path` is a readable file and returns its first bytes.
-fn sniff(path: &Path) -> Result<Vec<u8>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| io_problem(&e))?;
-    if meta.is_dir() {
-        return Err("is a directory, not a trace file".into());
+/// Which file a path names, following links: two paths with the same identity are the same
+/// file (a symlink, a hard link, `./x` and `x`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileIdentity {
+    device: u64,
+    inode: u64,
+}
+
+/// The identity of the file at `path`, when it exists (always `None` off Unix).
+pub fn identity(path: &Path) -> Option<FileIdentity> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path).ok()?;
+        Some(FileIdentity {
+            device: m.dev(),
+            inode: m.ino(),
+        })
     }
-    let mut head = [0u8; 16];
-    let mut f = File::open(path).map_err(|e| io_problem(&e))?;
-    let n = read_up_to(&mut f, &mut head).map_err(|e| io_problem(&e))?;
-    if n == 0 {
-        return Err("file is empty".into());
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
     }
-    Ok(head[..n].to_vec())
+}
+
+/// Whether `path` means standard input.
+pub fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// An opened input: its first bytes (already read) and the rest of the stream.
+struct Opened {
+    head: Vec<u8>,
+    rest: Box<dyn Read + Send>,
+    /// A regular file, which SQLite may open by path; pipes and stdin are not.
+    regular_file: bool,
+    file_bytes: u64,
+}
+
+impl Opened {
+    fn open(path: &Path) -> Result<Opened, String> {
+        let (mut rest, regular_file, file_bytes): (Box<dyn Read + Send>, bool, u64) =
+            if is_stdin(path) {
+                (Box::new(std::io::stdin()), false, 0)
+            } else {
+                let f = File::open(path).map_err(|e| read_problem(&e))?;
+                let meta = f.metadata().map_err(|e| read_problem(&e))?;
+                if meta.is_dir() {
+                    return Err("is a directory, not a trace file".into());
+                }
+                (Box::new(f), meta.is_file(), meta.len())
+            };
+        let head = tracelens_kineto::read_head(&mut rest, 64).map_err(|e| read_problem(&e))?;
+        if head.is_empty() {
+            return Err("file is empty".into());
+        }
+        if head.starts_with(NSYS_REP_MAGIC) {
+            return Err(
+                "an Nsight Systems report (.nsys-rep/.qdrep), a proprietary container: export it with `nsys export --type sqlite` and pass the .sqlite file"
+                    .into(),
+            );
+        }
+        Ok(Opened {
+            head,
+            rest,
+            regular_file,
+            file_bytes,
+        })
+    }
+
+    /// The whole stream again, first bytes included.
+    fn into_stream(self) -> impl Read + Send {
+        std::io::Cursor::new(self.head).chain(self.rest)
+    }
+}
+
+/// A private copy of a piped SQLite export (SQLite needs a file it can seek in); removed
+/// when dropped.
+struct Spooled(PathBuf);
+
+impl Spooled {
+    fn new(opened: Opened) -> Result<Spooled, String> {
+        let path = std::env::temp_dir().join(format!(
+            "tracelens-stdin-{}-{}.sqlite",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        let spooled = Spooled(path);
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&spooled.0)
+            .map_err(|e| format!("cannot copy the piped export: {}", write_problem(&e)))?;
+        std::io::copy(&mut opened.into_stream(), &mut out)
+            .map_err(|e| format!("cannot copy the piped export: {e}"))?;
+        Ok(spooled)
+    }
+}
+
+impl Drop for Spooled {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// An export open for the nsys-compatible rules (with the private copy it may live on).
+pub struct NsysInput {
+    /// The open database.
+    pub db: tracelens_nsys::Db,
+    _spooled: Option<Spooled>,
 }
 
 /// Opens an Nsight Systems export for the nsys-compatible rules.
-pub fn open_nsys(path: &Path) -> Result<tracelens_nsys::Db, String> {
-    let head = sniff(path)?;
-    if !head.starts_with(SQLITE_MAGIC) {
+pub fn open_nsys(path: &Path) -> Result<NsysInput, String> {
+    let opened = Opened::open(path)?;
+    if !opened.head.starts_with(SQLITE_MAGIC) {
         return Err(
             "--rules nsys needs an Nsight Systems SQLite export (nsys export --type sqlite)".into(),
         );
     }
-    tracelens_nsys::open(path)
-}
-
-/// Reads the trace at `path`, or says in one line (without the path) what is wrong.
-pub fn load(path: &Path) -> Result<Trace, String> {
-    let meta = std::fs::metadata(path).map_err(|e| io_problem(&e))?;
-    if meta.is_dir() {
-        return Err("is a directory, not a trace file".into());
+    if opened.regular_file {
+        return Ok(NsysInput {
+            db: tracelens_nsys::open(path)?,
+            _spooled: None,
+        });
     }
-    let mut head = [0u8; 16];
-    let n = {
-        let mut f = File::open(path).map_err(|e| io_problem(&e))?;
-        read_up_to(&mut f, &mut head).map_err(|e| io_problem(&e))?
-    };
-    let head = &head[..n];
-    if n == 0 {
-        return Err("file is empty".into());
-    }
-    if head.starts_with(NSYS_REP_MAGIC) {
-        return Err(
-            "an Nsight Systems report (.nsys-rep/.qdrep), a proprietary container: export it with `nsys export --type sqlite` and pass the .sqlite file"
-                .into(),
-        );
-    }
-    if head.starts_with(SQLITE_MAGIC) {
-        return tracelens_nsys::import_file(path);
-    }
-    tracelens_kineto::import_file(path).map_err(|e| match e.problem {
-        tracelens_kineto::Problem::Io(io) => io_problem(&io),
-        other => other.to_string(),
+    let spooled = Spooled::new(opened)?;
+    Ok(NsysInput {
+        db: tracelens_nsys::open(&spooled.0)?,
+        _spooled: Some(spooled),
     })
 }
 
-fn read_up_to(f: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match f.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+/// Reads the trace at `path` (`-` for stdin), or says in one line (without the path) what
+/// is wrong.
+pub fn load(path: &Path) -> Result<Trace, String> {
+    let opened = Opened::open(path)?;
+    if opened.head.starts_with(SQLITE_MAGIC) {
+        if opened.regular_file {
+            return tracelens_nsys::import_file(path);
         }
+        let bytes = opened.file_bytes;
+        let spooled = Spooled::new(opened)?;
+        let mut trace = tracelens_nsys::import_file(&spooled.0)?;
+        trace.source.path = path.display().to_string();
+        trace.source.file_bytes = bytes.max(trace.source.file_bytes);
+        return Ok(trace);
     }
-    Ok(n)
+    let bytes = opened.file_bytes;
+    tracelens_kineto::import_stream(opened.into_stream(), path, bytes).map_err(|e| {
+        match e.problem {
+            tracelens_kineto::Problem::Io(io) => read_problem(&io),
+            other => other.to_string(),
+        }
+    })
 }
 
-/// A file-system error in plain words.
-pub fn io_problem(e: &std::io::Error) -> String {
+/// A failed read in plain words.
+pub fn read_problem(e: &std::io::Error) -> String {
     match e.kind() {
         ErrorKind::NotFound => "no such file".into(),
         ErrorKind::PermissionDenied => "permission denied".into(),
         ErrorKind::IsADirectory => "is a directory, not a trace file".into(),
         _ => format!("read error: {e}"),
+    }
+}
+
+/// The errno of a full device (the same on Linux and macOS).
+const ENOSPC: i32 = 28;
+
+/// A failed write in plain words.
+pub fn write_problem(e: &std::io::Error) -> String {
+    match e.kind() {
+        ErrorKind::NotFound => "no such directory".into(),
+        ErrorKind::PermissionDenied => "permission denied".into(),
+        ErrorKind::IsADirectory => "is a directory".into(),
+        _ if e.raw_os_error() == Some(ENOSPC) => "no space left on device".into(),
+        _ => format!("write error: {e}"),
     }
 }
 
@@ -95,15 +202,41 @@ mod tests {
     #[test]
     fn io_errors_read_plainly() {
         let e = |k| std::io::Error::new(k, "x");
-        assert_eq!(io_problem(&e(ErrorKind::NotFound)), "no such file");
+        assert_eq!(read_problem(&e(ErrorKind::NotFound)), "no such file");
         assert_eq!(
-            io_problem(&e(ErrorKind::PermissionDenied)),
+            read_problem(&e(ErrorKind::PermissionDenied)),
             "permission denied"
         );
         assert_eq!(
-            io_problem(&e(ErrorKind::IsADirectory)),
+            read_problem(&e(ErrorKind::IsADirectory)),
             "is a directory, not a trace file"
         );
-        assert_eq!(io_problem(&e(ErrorKind::Other)), "read error: x");
+        assert_eq!(read_problem(&e(ErrorKind::Other)), "read error: x");
+        assert_eq!(write_problem(&e(ErrorKind::Other)), "write error: x");
+        assert_eq!(
+            write_problem(&std::io::Error::from_raw_os_error(ENOSPC)),
+            "no space left on device"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_share_an_identity() {
+        let dir = std::env::temp_dir().join(format!("tracelens-id-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = dir.join("a.json");
+        std::fs::write(&a, "{}").unwrap();
+        let hard = dir.join("hard.json");
+        let soft = dir.join("soft.json");
+        let other = dir.join("other.json");
+        let _ = std::fs::hard_link(&a, &hard);
+        let _ = std::os::unix::fs::symlink(&a, &soft);
+        std::fs::write(&other, "{}").unwrap();
+        assert!(identity(&a).is_some());
+        assert_eq!(identity(&a), identity(&hard));
+        assert_eq!(identity(&a), identity(&soft));
+        assert_ne!(identity(&a), identity(&other));
+        assert_eq!(identity(&dir.join("missing")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use tracelens_report::escape::terminal_text;
 
 /// Exit code for success.
 pub const EXIT_OK: i32 = 0;
@@ -86,31 +87,82 @@ impl Format {
     }
 }
 
-/// Prints `tracelens: error: PATH: PROBLEM` and returns the input-error exit code.
+/// Prints `tracelens: error: PATH: PROBLEM` (both made safe for a terminal) and returns the
+/// input-error exit code.
 fn fail(stderr: &mut dyn Write, path: &Path, problem: impl std::fmt::Display) -> i32 {
-    let _ = writeln!(stderr, "tracelens: error: {}: {problem}", path.display());
+    let line = format!("{}: {problem}", path.display());
+    let _ = writeln!(stderr, "tracelens: error: {}", terminal_text(&line));
     EXIT_INPUT
 }
 
-/// Writes `text` to `path` atomically, or reports why it could not.
-fn write_file(path: &Path, text: &str, stderr: &mut dyn Write) -> Result<(), i32> {
-    output::write_atomically(path, text).map_err(|e| {
-        fail(
-            stderr,
-            path,
-            format_args!("cannot write output: {}", input::io_problem(&e)),
-        )
-    })
+/// Where results go, and the one input they must never replace.
+struct Sink<'a> {
+    stdout: &'a mut dyn Write,
+    stderr: &'a mut dyn Write,
+    input: &'a Path,
+    input_identity: Option<input::FileIdentity>,
+}
+
+impl Sink<'_> {
+    /// Writes to stdout; a failure (a full device, a closed pipe) ends the run with exit 2.
+    fn print(&mut self, text: &str) -> Result<(), i32> {
+        match self.stdout.write_all(text.as_bytes()) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.stdout_failed(&e)),
+        }
+    }
+
+    /// Flushes stdout, reporting a failure as [`Sink::print`] does.
+    fn flush(&mut self) -> Result<(), i32> {
+        match self.stdout.flush() {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.stdout_failed(&e)),
+        }
+    }
+
+    fn stdout_failed(&mut self, e: &std::io::Error) -> i32 {
+        // A reader that went away (`| head`) needs no message.
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return EXIT_INPUT;
+        }
+        let why = format!("cannot write output: {}", input::write_problem(e));
+        fail(self.stderr, Path::new("<stdout>"), why)
+    }
+
+    /// Refuses a path that is the input (same file through any name or link).
+    fn check_not_input(&mut self, path: &Path) -> Result<(), i32> {
+        if self.input_identity.is_some() && input::identity(path) == self.input_identity {
+            let why = format!(
+                "refusing to write the output over the input trace {} (choose another -o path)",
+                self.input.display()
+            );
+            return Err(fail(self.stderr, path, why));
+        }
+        Ok(())
+    }
+
+    /// Writes `text` to `path` atomically, or reports why it could not.
+    fn write_file(&mut self, path: &Path, text: &str) -> Result<(), i32> {
+        self.check_not_input(path)?;
+        output::write_atomically(path, text).map_err(|e| {
+            let why = format!("cannot write output: {}", input::write_problem(&e));
+            fail(self.stderr, path, why)
+        })
+    }
+
+    /// `wrote PATH` / `report: PATH` on stdout.
+    fn announce(&mut self, label: &str, path: &Path) -> Result<(), i32> {
+        let line = format!("{label}{}\n", terminal_text(&path.display().to_string()));
+        self.print(&line)
+    }
 }
 
 /// `--rules nsys`: the six `nsys analyze` CUDA rules, printed as nsys prints them, or with
 /// `-o DIR` written as one `<stem>_<rule>.csv` per rule, as `nsys analyze --format csv` does.
-fn nsys_rules(args: &AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
-    let db = match input::open_nsys(&args.trace) {
-        Ok(db) => db,
-        Err(problem) => return fail(stderr, &args.trace, problem),
-    };
-    let results = tracelens_nsys::rules::run_all(&db);
+fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
+    let input = input::open_nsys(&args.trace).map_err(|p| fail(out.stderr, &args.trace, p))?;
+    let results =
+        tracelens_nsys::rules::run_all(&input.db).map_err(|e| fail(out.stderr, &args.trace, e))?;
     let name = args
         .trace
         .file_name()
@@ -120,24 +172,23 @@ fn nsys_rules(args: &AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write
         Some(dir) if dir.as_os_str() != "-" => {
             // Like `nsys analyze --format csv --output DIR`: one <stem>_<rule>.csv per rule.
             let stem = name.strip_suffix(".sqlite").unwrap_or(&name);
+            out.check_not_input(dir)?;
             if let Err(e) = std::fs::create_dir_all(dir) {
-                let why = format!("cannot write output: {}", input::io_problem(&e));
-                return fail(stderr, dir, why);
+                let why = format!("cannot write output: {}", input::write_problem(&e));
+                return Err(fail(out.stderr, dir, why));
             }
             for r in results.iter().filter(|r| r.skipped.is_none()) {
                 let path = dir.join(format!("{stem}_{}.csv", r.rule));
-                if let Err(code) = write_file(&path, &r.to_csv(), stderr) {
-                    return code;
-                }
-                let _ = writeln!(stdout, "wrote {}", path.display());
+                out.write_file(&path, &r.to_csv())?;
+                out.announce("wrote ", &path)?;
             }
         }
         _ => {
-            let _ =
-                stdout.write_all(tracelens_nsys::rules::render_text(&results, &name).as_bytes());
+            let text = tracelens_nsys::rules::render_text(&results, &name);
+            out.print(&tracelens_report::escape::terminal_output(text, false))?;
         }
     }
-    EXIT_OK
+    Ok(())
 }
 
 /// The default report path: `./<trace stem>.tracelens.html` (stem without `.json`/`.gz`).
@@ -171,25 +222,47 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
         }
     };
     match cli.command {
-        Command::Analyze(a) => analyze(a, stdout, stderr),
+        Command::Analyze(a) => {
+            let mut sink = Sink {
+                stdout,
+                stderr,
+                input: &a.trace,
+                input_identity: if input::is_stdin(&a.trace) {
+                    None
+                } else {
+                    input::identity(&a.trace)
+                },
+            };
+            let result = if a.rules == Some(RuleSet::Nsys) {
+                nsys_rules(&a, &mut sink)
+            } else {
+                analyze(&a, &mut sink)
+            };
+            match result.and_then(|()| sink.flush()) {
+                Ok(()) => EXIT_OK,
+                Err(code) => code,
+            }
+        }
     }
 }
 
-fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
-    if args.rules == Some(RuleSet::Nsys) {
-        return nsys_rules(&args, stdout, stderr);
+fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
+    // Refuse an output over the input before spending time on reading it.
+    match &args.output {
+        Some(p) if p.as_os_str() != "-" => out.check_not_input(p)?,
+        None if !args.no_report && args.format.is_none_or(|f| f == Format::Text) => {
+            out.check_not_input(&default_report_path(&args.trace))?
+        }
+        _ => {}
     }
     let started = std::time::Instant::now();
-    let trace = match input::load(&args.trace) {
-        Ok(t) => t,
-        Err(problem) => return fail(stderr, &args.trace, problem),
-    };
+    let trace = input::load(&args.trace).map_err(|p| fail(out.stderr, &args.trace, p))?;
     let loaded = started.elapsed();
     let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
     let analysed = started.elapsed();
     if args.timings {
         let _ = writeln!(
-            stderr,
+            out.stderr,
             "timings: read {:.3} s ({} spans), analyse {:.3} s",
             loaded.as_secs_f64(),
             trace.spans.len(),
@@ -206,37 +279,30 @@ fn analyze(args: AnalyzeArgs, stdout: &mut dyn Write, stderr: &mut dyn Write) ->
     match (&args.output, args.format) {
         // -o -: the chosen format (default text) on stdout, nothing else.
         (Some(p), format) if p.as_os_str() == "-" => {
-            let text = render(format.unwrap_or(Format::Text), color);
-            if stdout.write_all(text.as_bytes()).is_err() {
-                return EXIT_INPUT;
-            }
+            out.print(&render(format.unwrap_or(Format::Text), color))?;
         }
         // -o FILE: the summary on stdout, the file in its format, its path last.
         (Some(path), format) => {
             let format = format.unwrap_or_else(|| Format::from_extension(path));
             if format != Format::Text {
-                let _ = stdout.write_all(render(Format::Text, color).as_bytes());
+                out.print(&render(Format::Text, color))?;
             }
-            if let Err(code) = write_file(path, &render(format, false), stderr) {
-                return code;
-            }
-            let _ = writeln!(stdout, "wrote {}", path.display());
+            out.write_file(path, &render(format, false))?;
+            out.announce("wrote ", path)?;
         }
         // --format json|md|html: that format on stdout.
         (None, Some(format)) if format != Format::Text => {
-            let _ = stdout.write_all(render(format, false).as_bytes());
+            out.print(&render(format, false))?;
         }
         // The plain command: summary, then the HTML report beside it.
         (None, _) => {
-            let _ = stdout.write_all(render(Format::Text, color).as_bytes());
+            out.print(&render(Format::Text, color))?;
             if !args.no_report {
                 let path = default_report_path(&args.trace);
-                if let Err(code) = write_file(&path, &render(Format::Html, false), stderr) {
-                    return code;
-                }
-                let _ = writeln!(stdout, "report: {}", path.display());
+                out.write_file(&path, &render(Format::Html, false))?;
+                out.announce("report: ", &path)?;
             }
         }
     }
-    EXIT_OK
+    Ok(())
 }

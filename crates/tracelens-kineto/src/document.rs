@@ -1,10 +1,10 @@
 //! The top level of a trace file: an object with `traceEvents` and metadata, or a bare array.
 
 use crate::event::EventReader;
-use crate::input::Input;
+use crate::input::{Input, Stop};
 use crate::json::{decode_str, Value};
 use std::io::Read;
-use tracelens_model::{DeviceProperties, DistributedInfo, Metadata};
+use tracelens_model::{shorten, DeviceProperties, DistributedInfo, Metadata};
 
 /// How the document is shaped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +26,22 @@ pub struct Document {
     pub top_keys: Vec<String>,
     /// Decoded byte offset where the text stopped being complete, if it did.
     pub truncated_at: Option<u64>,
+    /// Top-level keys past [`MAX_TOP_KEYS`], counted and skipped.
+    pub top_keys_dropped: u64,
+    /// Values past their size limit, skipped: (what, bytes).
+    pub oversized: Vec<(String, u64)>,
+    /// Trace events past [`crate::input::MAX_VALUE_BYTES`], skipped.
+    pub oversized_events: u64,
 }
+
+/// Top-level keys read; a real trace has about 20. Further keys are skipped unread.
+pub const MAX_TOP_KEYS: usize = 256;
+/// Largest top-level metadata value read (`deviceProperties` of a big node is ~100 kB).
+pub const MAX_METADATA_VALUE_BYTES: usize = 4 << 20;
+/// Longest top-level key kept, in characters.
+const MAX_KEY_CHARS: usize = 200;
+/// Most `deviceProperties` entries kept.
+const MAX_DEVICES: usize = 1024;
 
 /// Why the walk could not start.
 #[derive(Debug)]
@@ -51,11 +66,14 @@ pub fn read_document<R: Read>(
         has_trace_events: false,
         top_keys: Vec::new(),
         truncated_at: None,
+        top_keys_dropped: 0,
+        oversized: Vec::new(),
+        oversized_events: 0,
     };
     match first {
         b'[' => {
             doc.container = Container::Array;
-            doc.truncated_at = stream_events(input, events);
+            doc.truncated_at = stream_events(input, events, &mut doc.oversized_events);
         }
         b'{' => {
             input.bump();
@@ -67,7 +85,12 @@ pub fn read_document<R: Read>(
 }
 
 /// Streams the array at the cursor. Returns the offset where it was cut, if it was.
-fn stream_events<R: Read>(input: &mut Input<R>, events: &mut EventReader) -> Option<u64> {
+/// Elements over the size limit are skipped and counted in `oversized`.
+fn stream_events<R: Read>(
+    input: &mut Input<R>,
+    events: &mut EventReader,
+    oversized: &mut u64,
+) -> Option<u64> {
     input.bump(); // '['
     loop {
         match input.peek() {
@@ -81,7 +104,8 @@ fn stream_events<R: Read>(input: &mut Input<R>, events: &mut EventReader) -> Opt
                 let at = input.offset();
                 match input.take_value() {
                     Ok(range) => events.read(input.bytes(range), at),
-                    Err(_) => return Some(at),
+                    Err(Stop::TooLarge(_)) => *oversized += 1,
+                    Err(Stop::End) => return Some(at),
                 }
             }
         }
@@ -107,30 +131,44 @@ fn read_object<R: Read>(
             Some(_) => {}
         }
         let key_at = input.offset();
-        let Ok(range) = input.take_value() else {
-            return Some(key_at);
+        let key = match input.take_value_limited(MAX_METADATA_VALUE_BYTES) {
+            Ok(range) => decode_str(input.bytes(range))
+                .map(|k| shorten(&k, MAX_KEY_CHARS))
+                .unwrap_or_default(),
+            Err(Stop::TooLarge(bytes)) => {
+                doc.oversized.push(("a top-level key".into(), bytes));
+                String::new()
+            }
+            Err(Stop::End) => return Some(key_at),
         };
-        let key = decode_str(input.bytes(range))
-            .map(|k| k.into_owned())
-            .unwrap_or_default();
         if input.peek() != Some(b':') {
             return Some(input.offset());
         }
         input.bump();
-        doc.top_keys.push(key.clone());
         if key == "traceEvents" && input.peek() == Some(b'[') {
+            doc.top_keys.push(key);
             doc.has_trace_events = true;
-            if let Some(cut) = stream_events(input, events) {
+            if let Some(cut) = stream_events(input, events, &mut doc.oversized_events) {
                 return Some(cut);
             }
             continue;
         }
+        let keep = doc.top_keys.len() < MAX_TOP_KEYS;
+        if keep {
+            doc.top_keys.push(key.clone());
+        } else {
+            doc.top_keys_dropped += 1;
+        }
         let value_at = input.offset();
-        let Ok(range) = input.take_value() else {
-            return Some(value_at);
-        };
-        let value = Value::parse(input.bytes(range));
-        read_top_level(&key, &value, &mut events.builder.metadata);
+        match input.take_value_limited(MAX_METADATA_VALUE_BYTES) {
+            Ok(range) if keep => {
+                let value = Value::parse(input.bytes(range));
+                read_top_level(&key, &value, &mut events.builder.metadata);
+            }
+            Ok(_) => {}
+            Err(Stop::TooLarge(bytes)) => doc.oversized.push((format!("\"{key}\""), bytes)),
+            Err(Stop::End) => return Some(value_at),
+        }
     }
 }
 
@@ -162,7 +200,11 @@ fn read_top_level(key: &str, value: &Value, meta: &mut Metadata) {
         "traceName" => meta.trace_name = value.as_text(),
         "deviceProperties" => {
             if let Value::Array(items) = value {
-                meta.device_properties = items.iter().map(device_properties).collect();
+                meta.device_properties = items
+                    .iter()
+                    .take(MAX_DEVICES)
+                    .map(device_properties)
+                    .collect();
             }
         }
         "distributedInfo" => {

@@ -10,6 +10,17 @@ pub enum Problem {
     Io(std::io::Error),
     /// The file has no bytes.
     Empty,
+    /// The file (or its decompressed text) holds only whitespace.
+    Blank {
+        /// How many bytes of whitespace.
+        bytes: u64,
+        /// Whether they came out of a gzip stream.
+        gzip: bool,
+    },
+    /// The text is UTF-16, not UTF-8.
+    Utf16,
+    /// The gzip stream holds another gzip stream.
+    NestedGzip,
     /// The first meaningful byte is not `{` or `[`.
     NotJson {
         /// Byte offset of the offending byte.
@@ -54,6 +65,19 @@ impl fmt::Display for Problem {
         match self {
             Problem::Io(e) => write!(f, "read error: {e}"),
             Problem::Empty => write!(f, "file is empty"),
+            Problem::Blank { bytes, gzip } => write!(
+                f,
+                "no JSON: the {} holds only {bytes} bytes of whitespace",
+                if *gzip { "decompressed text" } else { "file" }
+            ),
+            Problem::Utf16 => write!(
+                f,
+                "UTF-16 text: traces are UTF-8 JSON; convert it with `iconv -f UTF-16 -t UTF-8`"
+            ),
+            Problem::NestedGzip => write!(
+                f,
+                "gzip inside gzip: the decompressed data is itself gzip; decompress it once (`gunzip -c FILE > trace.json.gz`) and pass the result"
+            ),
             Problem::NotJson { offset, found } => write!(
                 f,
                 "not a JSON trace: expected '{{' or '[' but found {found} at byte {offset}"

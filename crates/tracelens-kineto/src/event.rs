@@ -32,6 +32,26 @@ pub struct EventStats {
     pub ts_with_fraction: u64,
     /// Timestamps written as integers.
     pub ts_integer: u64,
+    /// Events whose phase or category was counted as `(other)`: past
+    /// [`MAX_DISTINCT_LABELS`] distinct ones.
+    pub labels_dropped: u64,
+}
+
+/// Distinct phases and ignored categories counted by name (a real trace has about ten).
+pub const MAX_DISTINCT_LABELS: usize = 64;
+/// Longest phase or category name counted, in characters.
+const MAX_LABEL_CHARS: usize = 64;
+
+/// Counts one occurrence of `label` in `map`, capped in distinct labels and their length.
+fn count_label(map: &mut BTreeMap<String, u64>, label: &str, dropped: &mut u64) {
+    if let Some(n) = map.get_mut(label) {
+        *n += 1;
+    } else if map.len() < MAX_DISTINCT_LABELS && label.chars().count() <= MAX_LABEL_CHARS {
+        map.insert(label.to_string(), 1);
+    } else {
+        *dropped += 1;
+        *map.entry("(other)".to_string()).or_insert(0) += 1;
+    }
 }
 
 /// Feeds events into a [`TraceBuilder`].
@@ -171,11 +191,8 @@ impl EventReader {
             return;
         }
         self.stats.with_phase += 1;
-        if let Some(n) = self.stats.by_phase.get_mut(ph.as_ref()) {
-            *n += 1;
-        } else {
-            self.stats.by_phase.insert(ph.to_string(), 1);
-        }
+        let st = &mut self.stats;
+        count_label(&mut st.by_phase, &ph, &mut st.labels_dropped);
         let ok = match ph.as_ref() {
             "X" => self.read_complete(&e),
             "M" => {
@@ -205,11 +222,8 @@ impl EventReader {
 
     fn ignore_category(&mut self, cat: &str) {
         let cat = if cat.is_empty() { "(none)" } else { cat };
-        if let Some(n) = self.stats.ignored_categories.get_mut(cat) {
-            *n += 1;
-        } else {
-            self.stats.ignored_categories.insert(cat.to_string(), 1);
-        }
+        let st = &mut self.stats;
+        count_label(&mut st.ignored_categories, cat, &mut st.labels_dropped);
     }
 
     /// A duration event. Returns `false` when it is malformed.

@@ -1,16 +1,23 @@
 //! A growing window over a byte stream: refill, skip whitespace, take one complete value.
 
-use crate::scan::{value_extent, Extent};
+use crate::scan::{Extent, Scanner};
 use std::io::Read;
 use std::ops::Range;
 
 const READ_CHUNK: usize = 1 << 20;
+
+/// Largest single value kept (one trace event, one metadata entry): anything longer is
+/// skipped in constant memory. Real events are under a few kB; the largest real metadata
+/// values (`deviceProperties` of a big node) are under 100 kB.
+pub const MAX_VALUE_BYTES: usize = 64 << 20;
 
 /// Why a value could not be taken.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Stop {
     /// The input ended (cleanly, or by a read error kept in [`Input::error`]).
     End,
+    /// The value was longer than the limit; it was skipped to its end (its length given).
+    TooLarge(u64),
 }
 
 /// Buffered input that hands out complete JSON values as byte ranges.
@@ -84,6 +91,15 @@ impl<R: Read> Input<R> {
         }
     }
 
+    /// Reads the source to its end, discarding what is left, so that a gzip stream's trailer
+    /// (CRC-32 and length) is read and checked: an error lands in [`Input::error`].
+    pub fn drain(&mut self) {
+        self.pos = self.len;
+        while self.fill() {
+            self.pos = self.len;
+        }
+    }
+
     /// The next byte that is not whitespace (or a UTF-8 BOM), without consuming it.
     pub fn peek(&mut self) -> Option<u8> {
         loop {
@@ -107,25 +123,43 @@ impl<R: Read> Input<R> {
         self.pos += 1;
     }
 
-    /// Takes the complete value at the cursor; its bytes are `self.bytes(range)`.
-    pub fn take_value(&mut self) -> Result<Range<usize>, Stop> {
+    /// Takes the complete value at the cursor; its bytes are `self.bytes(range)`. A value
+    /// longer than `max_bytes` is skipped to its end without being held in memory.
+    pub fn take_value_limited(&mut self, max_bytes: usize) -> Result<Range<usize>, Stop> {
         if self.peek().is_none() {
             return Err(Stop::End);
         }
+        let mut scanner = Scanner::default();
+        let mut skipped: u64 = 0;
         loop {
-            match value_extent(&self.buf[self.pos..self.len], self.eof) {
+            match scanner.resume(&self.buf[self.pos..self.len], self.eof) {
                 Extent::Complete(n) => {
                     let r = self.pos..self.pos + n;
                     self.pos += n;
+                    if skipped > 0 {
+                        return Err(Stop::TooLarge(skipped + n as u64));
+                    }
                     return Ok(r);
                 }
                 Extent::Incomplete => {
+                    let held = scanner.scanned();
+                    if held > max_bytes {
+                        // Drop what was scanned: keep only the state.
+                        scanner.drop_prefix(held);
+                        self.pos += held;
+                        skipped += held as u64;
+                    }
                     if !self.fill() {
                         return Err(Stop::End);
                     }
                 }
             }
         }
+    }
+
+    /// [`Input::take_value_limited`] with [`MAX_VALUE_BYTES`].
+    pub fn take_value(&mut self) -> Result<Range<usize>, Stop> {
+        self.take_value_limited(MAX_VALUE_BYTES)
     }
 
     /// Bytes of a range returned by [`Self::take_value`] (valid until the next call).
@@ -180,5 +214,24 @@ mod tests {
         let at = input.offset();
         assert_eq!(input.take_value(), Err(Stop::End));
         assert_eq!(at, 4);
+    }
+
+    #[test]
+    fn oversized_values_are_skipped_in_constant_memory() {
+        let mut text = b"[{\"a\": \"".to_vec();
+        text.extend(std::iter::repeat_n(b'x', 5 * READ_CHUNK));
+        text.extend_from_slice(b"\"}, 7]");
+        let mut input = Input::new(&text[..]);
+        assert_eq!(input.peek(), Some(b'['));
+        input.bump();
+        assert_eq!(
+            input.take_value_limited(1000),
+            Err(Stop::TooLarge(5 * READ_CHUNK as u64 + 9))
+        );
+        assert!(input.buf.len() <= 8 * READ_CHUNK, "{}", input.buf.len());
+        assert_eq!(input.peek(), Some(b','));
+        input.bump();
+        let r = input.take_value_limited(1000).unwrap();
+        assert_eq!(input.bytes(r), b"7");
     }
 }

@@ -305,6 +305,11 @@ pub fn has_fraction(raw: &[u8]) -> bool {
     raw.contains(&b'.')
 }
 
+/// Nesting kept in a metadata [`Value`]; real metadata nests 3-4 levels.
+pub const MAX_VALUE_DEPTH: usize = 16;
+/// Longest object key kept in a metadata [`Value`], in bytes.
+const MAX_KEY_BYTES: usize = 256;
+
 /// A JSON value tree, used only for the small top-level metadata values.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -323,19 +328,34 @@ pub enum Value {
 }
 
 impl Value {
-    /// Parses a raw value tolerantly; broken parts become `Null`.
+    /// Parses a raw value tolerantly; broken parts become `Null`, and so does anything
+    /// nested deeper than [`MAX_VALUE_DEPTH`] (so the work stays linear in the size and the
+    /// stack shallow, whatever the input).
     pub fn parse(raw: &[u8]) -> Value {
+        Value::parse_at(raw, 0)
+    }
+
+    fn parse_at(raw: &[u8], depth: usize) -> Value {
         let raw = {
             let start = skip_ws(raw, 0);
             &raw[start..]
         };
         match raw.first() {
+            Some(b'{' | b'[') if depth >= MAX_VALUE_DEPTH => Value::Null,
             Some(b'{') => Value::Object(
                 Fields::new(raw)
-                    .map(|(k, v)| (text_of_key(k), Value::parse(v)))
+                    .map(|(k, v)| {
+                        let key = text_of_key(&k[..k.len().min(MAX_KEY_BYTES)]);
+                        (key, Value::parse_at(v, depth + 1))
+                    })
                     .collect(),
             ),
-            Some(b'[') => Value::Array(array_elements(raw).into_iter().map(Value::parse).collect()),
+            Some(b'[') => Value::Array(
+                array_elements(raw)
+                    .into_iter()
+                    .map(|v| Value::parse_at(v, depth + 1))
+                    .collect(),
+            ),
             Some(b'"') => Value::String(text_of(raw).into_owned()),
             Some(_) => {
                 let t = String::from_utf8_lossy(raw).trim().to_string();
@@ -451,6 +471,14 @@ mod tests {
         assert_eq!(fields[1], (&b"ts"[..], &b"1.5"[..]));
         let v = Value::parse(obj);
         assert_eq!(v.get("x"), Some(&Value::Null));
+        let deep = [b"[".repeat(100_000), b"]".repeat(100_000)].concat();
+        let mut inner = Value::parse(&deep);
+        let mut levels = 0;
+        while let Value::Array(items) = inner {
+            levels += 1;
+            inner = items.into_iter().next().unwrap_or(Value::Bool(false));
+        }
+        assert_eq!((levels, inner), (MAX_VALUE_DEPTH, Value::Null));
         assert_eq!(
             v.get("args").and_then(|a| a.get("a")),
             Some(&Value::Array(vec![

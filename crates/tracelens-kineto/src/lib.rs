@@ -29,7 +29,7 @@ use document::{read_document, Container, Start};
 use event::EventReader;
 use input::Input;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::Path;
 use tracelens_model::{SourceInfo, Trace, WarningKind};
 
@@ -40,20 +40,56 @@ pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 pub fn import_file(path: &Path) -> Result<Trace, ImportError> {
     let file = File::open(path).map_err(|e| ImportError::new(path, Problem::Io(e)))?;
     let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let head = reader
-        .fill_buf()
-        .map_err(|e| ImportError::new(path, Problem::Io(e)))?;
+    import_stream(file, path, file_bytes)
+}
+
+/// Imports a trace from a stream read exactly once (a file, a pipe, stdin): gzip is
+/// recognised from the first bytes, which are kept and fed back, never re-read. `path` and
+/// `file_bytes` only label the result and its messages.
+pub fn import_stream<R: Read + Send + 'static>(
+    mut src: R,
+    path: &Path,
+    file_bytes: u64,
+) -> Result<Trace, ImportError> {
+    let head = read_head(&mut src, 64).map_err(|e| ImportError::new(path, Problem::Io(e)))?;
     if head.is_empty() {
         return Err(ImportError::new(path, Problem::Empty));
     }
-    if head.starts_with(&GZIP_MAGIC) {
+    if is_utf16(&head) {
+        return Err(ImportError::new(path, Problem::Utf16));
+    }
+    let gzip = head.starts_with(&GZIP_MAGIC);
+    let reader = BufReader::with_capacity(1 << 20, std::io::Cursor::new(head).chain(src));
+    if gzip {
         // Inflate on a second thread while this one parses.
         let decoder = flate2::bufread::MultiGzDecoder::new(reader);
         import_reader(pipe::spawn(decoder), path, file_bytes, true)
     } else {
         import_reader(reader, path, file_bytes, false)
     }
+}
+
+/// Up to `n` first bytes of `src` (fewer only at its end); pipes deliver in pieces.
+pub fn read_head<R: Read>(src: &mut R, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut head = vec![0u8; n];
+    let mut got = 0;
+    while got < n {
+        match src.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    head.truncate(got);
+    Ok(head)
+}
+
+/// Whether the bytes look like UTF-16 text (a byte-order mark, or `{`/`[` next to a NUL).
+pub fn is_utf16(head: &[u8]) -> bool {
+    head.starts_with(&[0xFF, 0xFE])
+        || head.starts_with(&[0xFE, 0xFF])
+        || matches!(head, [b'{' | b'[', 0, ..] | [0, b'{' | b'[', ..])
 }
 
 /// Imports a trace from any reader of decoded (or, with `gzip`, gzip-decoding) bytes.
@@ -73,9 +109,14 @@ pub fn import_reader<R: Read>(
             return Err(fail(match input.error.take() {
                 Some(e) if gzip => Problem::CorruptGzip(e.to_string()),
                 Some(e) => Problem::Io(e),
+                None if input.bytes_read() > 0 => Problem::Blank {
+                    bytes: input.bytes_read(),
+                    gzip,
+                },
                 None => Problem::Empty,
             }))
         }
+        Err(Start::Unexpected(0x1f, 0)) if gzip => return Err(fail(Problem::NestedGzip)),
         Err(Start::Unexpected(byte, offset)) => {
             return Err(fail(Problem::NotJson {
                 offset,
@@ -83,6 +124,10 @@ pub fn import_reader<R: Read>(
             }))
         }
     };
+    if gzip && doc.truncated_at.is_none() {
+        // The document ended: read the gzip trailer so its checksum and length are checked.
+        input.drain();
+    }
     let stats = &events.stats;
     let salvaged = stats.kept > 0 || stats.with_phase > 0;
     if let Some(e) = input.error.take() {
@@ -94,11 +139,18 @@ pub fn import_reader<R: Read>(
             }));
         }
         let what = if gzip { "gzip stream" } else { "file" };
-        let message = format!(
+        let message = if gzip && doc.truncated_at.is_none() && e.to_string().contains("checksum") {
+            format!(
+                "the gzip stream fails its CRC-32/length check: the decompressed data is corrupt, so figures from its {} events may be wrong",
+                stats.events
+            )
+        } else {
+            format!(
             "the {what} is corrupt or cut short after decoded byte {} ({e}); kept the {} complete events before it",
             input.bytes_read(),
             stats.events
-        );
+        )
+        };
         events.builder.warn(WarningKind::Truncated, message, 1);
     } else if let Some(at) = doc.truncated_at {
         if !salvaged {
@@ -121,6 +173,7 @@ pub fn import_reader<R: Read>(
         let n = stats.malformed;
         events.builder.warn(WarningKind::MalformedEvent, message, n);
     }
+    warn_limits(&doc, &mut events);
     let (generation, note) = generation(&doc, &events);
     let truncated = doc.truncated_at.is_some() || events.stats.events == 0;
     let has_metadata_events = events.stats.by_phase.contains_key("M");
@@ -148,6 +201,43 @@ pub fn import_reader<R: Read>(
         truncated_at_byte: doc.truncated_at,
     };
     Ok(events.builder.finish(source))
+}
+
+/// Warnings for the safety limits the document reached.
+fn warn_limits(doc: &document::Document, events: &mut EventReader) {
+    let b = &mut events.builder;
+    if doc.oversized_events > 0 {
+        let message = format!(
+            "{} trace events larger than {} MB were skipped",
+            doc.oversized_events,
+            input::MAX_VALUE_BYTES >> 20
+        );
+        b.warn(WarningKind::LimitReached, message, doc.oversized_events);
+    }
+    for (what, bytes) in &doc.oversized {
+        let message = format!(
+            "metadata value {what} of {} MB is over the {} MB limit; skipped",
+            bytes >> 20,
+            document::MAX_METADATA_VALUE_BYTES >> 20
+        );
+        b.warn(WarningKind::LimitReached, message, 1);
+    }
+    if doc.top_keys_dropped > 0 {
+        let message = format!(
+            "{} top-level keys past the first {} were skipped",
+            doc.top_keys_dropped,
+            document::MAX_TOP_KEYS
+        );
+        b.warn(WarningKind::LimitReached, message, doc.top_keys_dropped);
+    }
+    let labels = events.stats.labels_dropped;
+    if labels > 0 {
+        let message = format!(
+            "{labels} events had a phase or category beyond the first {} distinct ones; counted as \"(other)\"",
+            event::MAX_DISTINCT_LABELS
+        );
+        b.warn(WarningKind::LimitReached, message, labels);
+    }
 }
 
 fn describe_byte(b: u8) -> String {

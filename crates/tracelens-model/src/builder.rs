@@ -53,6 +53,11 @@ pub struct FlowInput {
     pub ts_ns: TimeNs,
 }
 
+/// Longest name kept (span, thread, process); real kernel names stay under 4 kB.
+pub const MAX_NAME_BYTES: usize = 16 << 10;
+/// Longest `Call stack` string kept.
+pub const MAX_CALL_STACK_BYTES: usize = 256 << 10;
+
 /// Accumulates spans and metadata, then produces a sorted, linked [`Trace`].
 #[derive(Default)]
 pub struct TraceBuilder {
@@ -69,6 +74,7 @@ pub struct TraceBuilder {
     stream_names: FxHashMap<(i64, i64), NameId>,
     negative_durations: u64,
     absurd_durations: u64,
+    long_strings: u64,
     metadata_links_from_flows: u64,
     warnings: Vec<Warning>,
     /// Trace metadata; importers fill it directly.
@@ -81,9 +87,21 @@ impl TraceBuilder {
         Self::default()
     }
 
-    /// Interns a string.
+    /// Interns a string, cut to [`MAX_NAME_BYTES`] (counted into a warning).
     pub fn intern(&mut self, text: &str) -> NameId {
-        self.names.intern(text)
+        self.intern_capped(text, MAX_NAME_BYTES)
+    }
+
+    fn intern_capped(&mut self, text: &str, max_bytes: usize) -> NameId {
+        if text.len() <= max_bytes {
+            return self.names.intern(text);
+        }
+        self.long_strings += 1;
+        let mut cut = max_bytes;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        self.names.intern(&format!("{}…", &text[..cut]))
     }
 
     /// The text of an interned string.
@@ -110,7 +128,7 @@ impl TraceBuilder {
 
     /// Stores a `Call stack` string and returns the index for [`SpanInput::detail`].
     pub fn add_call_stack(&mut self, stack: &str) -> u32 {
-        let id = self.names.intern(stack);
+        let id = self.intern_capped(stack, MAX_CALL_STACK_BYTES);
         self.call_stacks.push(id);
         (self.call_stacks.len() - 1) as u32
     }
@@ -158,19 +176,19 @@ impl TraceBuilder {
 
     /// Names a CPU thread (from `thread_name` metadata events; the first name wins).
     pub fn name_thread(&mut self, pid: Ident, tid: Ident, name: &str) {
-        let id = self.names.intern(name.trim());
+        let id = self.intern(name.trim());
         self.thread_names.entry((pid, tid)).or_insert(id);
     }
 
     /// Names a process (from `process_name` metadata events; the first name wins).
     pub fn name_process(&mut self, pid: Ident, name: &str) {
-        let id = self.names.intern(name.trim());
+        let id = self.intern(name.trim());
         self.process_names.entry(pid).or_insert(id);
     }
 
     /// Names a GPU stream.
     pub fn name_stream(&mut self, device: i64, stream: i64, name: &str) {
-        let id = self.names.intern(name.trim());
+        let id = self.intern(name.trim());
         self.stream_names.entry((device, stream)).or_insert(id);
     }
 
@@ -209,6 +227,7 @@ impl TraceBuilder {
         trace.devices = collect_devices(&trace);
         trace.warnings = std::mem::take(&mut self.warnings);
         self.add_count_warnings(&mut trace);
+        trace.redact();
         trace
     }
 
@@ -313,6 +332,18 @@ impl TraceBuilder {
                     self.absurd_durations
                 ),
                 count: self.absurd_durations,
+            });
+        }
+        if self.long_strings > 0 {
+            trace.warnings.push(Warning {
+                kind: WarningKind::LimitReached,
+                message: format!(
+                    "{} names longer than {} kB (call stacks {} kB) were cut to that length",
+                    self.long_strings,
+                    MAX_NAME_BYTES / 1024,
+                    MAX_CALL_STACK_BYTES / 1024
+                ),
+                count: self.long_strings,
             });
         }
         let l = &trace.links;

@@ -24,6 +24,12 @@ pub enum WarningKind {
     NoGpuActivity,
     /// CUDA/HIP graph launches: one launch feeds many kernels; idle attribution is unreliable.
     GraphLaunches,
+    /// A safety limit was reached (an oversized value skipped, a string cut, a list capped).
+    LimitReached,
+    /// The same event appears more than once; it is counted once.
+    DuplicateEvent,
+    /// Names could not be resolved (a damaged or missing string table).
+    MissingNames,
     /// Anything else.
     Other,
 }

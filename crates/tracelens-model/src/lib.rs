@@ -32,19 +32,20 @@ mod lane;
 mod metadata;
 mod names;
 mod python;
+pub mod redact;
 mod span;
 mod time;
 mod trace;
 
 pub use builder::{
-    profiler_step_number, FlowInput, SpanInput, TraceBuilder, MAX_SPAN_DUR_NS, NESTING_TOLERANCE_NS,
+    profiler_step_number, FlowInput, SpanInput, TraceBuilder, MAX_CALL_STACK_BYTES, MAX_NAME_BYTES,
+    MAX_SPAN_DUR_NS, NESTING_TOLERANCE_NS,
 };
 pub use copy::{CopyDirection, CopyInfo, MemoryKind};
 pub use diagnostics::{Warning, WarningKind};
 pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
 pub use metadata::{
-    is_secret, shorten, DeviceProperties, DistributedInfo, Metadata, MAX_EXTRA_ENTRIES,
-    MAX_EXTRA_VALUE_CHARS,
+    shorten, DeviceProperties, DistributedInfo, Metadata, MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS,
 };
 pub use names::{NameId, StringTable};
 pub use python::{parse_call_stack, PyFrame};

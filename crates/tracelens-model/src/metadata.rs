@@ -1,6 +1,8 @@
 //! Trace-level metadata: devices, distributed setup, tool versions, and redacted extras.
 
+use crate::redact::{is_secret_key, is_secret_path, redact_text, REDACTED};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// Most free-form metadata entries kept; the rest are counted.
@@ -72,13 +74,55 @@ impl Metadata {
             self.extra_dropped += 1;
             return;
         }
-        let kept = if is_secret(path, value) {
-            self.redacted.push(path.to_string());
-            "<redacted>".to_string()
+        let path = redact_text(path).into_owned();
+        let kept = if is_secret_path(&path) && !value.is_empty() && value != "null" {
+            REDACTED.to_string()
         } else {
-            shorten(value, MAX_EXTRA_VALUE_CHARS)
+            redact_text(value).into_owned()
         };
-        self.extra.insert(path.to_string(), kept);
+        if kept != value {
+            self.redacted.push(path.clone());
+        }
+        self.extra
+            .insert(path, shorten(&kept, MAX_EXTRA_VALUE_CHARS));
+    }
+
+    /// Redacts the fields that importers fill directly (names, versions, flags); free-form
+    /// entries were redacted by [`Metadata::add_extra`].
+    pub fn redact(&mut self) {
+        let mut found = Vec::new();
+        let clean = |found: &mut Vec<String>, label: &str, text: &mut String| {
+            if let Cow::Owned(r) = redact_text(text) {
+                *text = r;
+                found.push(label.to_string());
+            }
+        };
+        if let Some(t) = self.trace_name.as_mut() {
+            clean(&mut found, "traceName", t);
+        }
+        if let Some(t) = self.display_time_unit.as_mut() {
+            clean(&mut found, "displayTimeUnit", t);
+        }
+        for map in [&mut self.versions, &mut self.profiler_flags] {
+            let entries = std::mem::take(map);
+            for (k, mut v) in entries {
+                let k = redact_text(&k).into_owned();
+                if is_secret_key(&k) && !v.is_empty() {
+                    v = REDACTED.into();
+                    found.push(k.clone());
+                } else {
+                    clean(&mut found, &k, &mut v);
+                }
+                map.insert(k, v);
+            }
+        }
+        for d in &mut self.device_properties {
+            clean(&mut found, "deviceProperties.name", &mut d.name);
+        }
+        if let Some(b) = self.distributed.as_mut().and_then(|d| d.backend.as_mut()) {
+            clean(&mut found, "distributedInfo.backend", b);
+        }
+        self.redacted.extend(found);
     }
 }
 
@@ -90,71 +134,30 @@ pub fn shorten(text: &str, max_chars: usize) -> String {
     }
 }
 
-/// Whether a metadata entry looks like a credential, by its key or by its value.
-///
-/// Keys: the last path segment contains SECRET, PASSWORD, PASSWD or CREDENTIAL, or one of its
-/// `_`/`-`-separated words is TOKEN, AUTH, COOKIE, KEY or APIKEY (so `HF_TOKEN` and
-/// `WANDB_API_KEY` are secret, `TOKENIZERS_PARALLELISM` and `KEYBOARD` are not). Values:
-/// well-known token prefixes (`hf_`, `ghp_`, `github_pat_`, `sk-`, `xoxb-`, `AKIA…`, PEM).
-pub fn is_secret(path: &str, value: &str) -> bool {
-    let key = path.rsplit('.').next().unwrap_or(path).to_ascii_uppercase();
-    let by_key = ["SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"]
-        .iter()
-        .any(|w| key.contains(w))
-        || key
-            .split(['_', '-', ' '])
-            .any(|w| matches!(w, "TOKEN" | "TOKENS" | "AUTH" | "COOKIE" | "KEY" | "APIKEY"));
-    if by_key {
-        return !value.is_empty();
-    }
-    let v = value.trim();
-    const PREFIXES: [&str; 9] = [
-        "hf_",
-        "ghp_",
-        "gho_",
-        "ghs_",
-        "github_pat_",
-        "sk-",
-        "xoxb-",
-        "xoxp-",
-        "glpat-",
-    ];
-    let token_like = |rest: &str| {
-        rest.len() >= 16
-            && rest
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    };
-    PREFIXES
-        .iter()
-        .any(|p| v.strip_prefix(p).is_some_and(token_like))
-        || (v.len() == 20
-            && v.starts_with("AKIA")
-            && v.chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
-        || v.starts_with("-----BEGIN")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn redacts_by_key_and_by_value() {
-        assert!(is_secret("metadata.env.HF_TOKEN", "hf_REDACTED"));
-        assert!(is_secret("metadata.env.AWS_SECRET_ACCESS_KEY", "x"));
-        assert!(is_secret("metadata.env.WANDB_API_KEY", "abc"));
-        assert!(is_secret(
-            "metadata.env.SOMETHING",
-            "hf_abcdefghijklmnopqrstuv"
-        ));
-        assert!(is_secret("x", "AKIAABCDEFGHIJKLMNOP"));
-        assert!(!is_secret("metadata.env.PATH", "/usr/bin:/bin"));
-        assert!(!is_secret("metadata.env.HF_TOKEN", ""));
-        assert!(!is_secret("metadata.env.TOKENIZERS_PARALLELISM", "false"));
-        assert!(!is_secret("metadata.env.KEYBOARD", "us"));
-        assert!(is_secret("metadata.env.DB_PASSWORD", "x"));
-        assert!(is_secret("metadata.env.GITHUB_TOKEN", "x"));
+    fn subtrees_under_secret_keys_and_secret_values_are_redacted() {
+        let mut m = Metadata::default();
+        m.add_extra("metadata.env.HF_TOKEN.value", "abc");
+        m.add_extra("metadata.env[0]", "WANDB_API_KEY=xyz");
+        m.add_extra("metadata.env.PATH", "/usr/bin:/bin");
+        m.add_extra("metadata.env.TOKENIZERS_PARALLELISM", "false");
+        assert_eq!(m.extra["metadata.env.HF_TOKEN.value"], "<redacted>");
+        assert_eq!(m.extra["metadata.env[0]"], "WANDB_API_KEY=<redacted>");
+        assert_eq!(m.extra["metadata.env.PATH"], "/usr/bin:/bin");
+        assert_eq!(m.extra["metadata.env.TOKENIZERS_PARALLELISM"], "false");
+        m.versions.insert(
+            "tokenizer_version".into(),
+            "hf_abcdefghijklmnopqrstuvwx".into(),
+        );
+        m.trace_name = Some("run?token=abc".into());
+        m.redact();
+        assert_eq!(m.versions["tokenizer_version"], "<redacted>");
+        assert_eq!(m.trace_name.as_deref(), Some("run?token=<redacted>"));
+        assert_eq!(m.redacted.len(), 4);
     }
 
     #[test]

@@ -41,6 +41,21 @@ impl StringTable {
         &self.strings[id.0 as usize]
     }
 
+    /// Replaces every string with `f(string)` where `f` returns a new text; ids stay valid.
+    /// Returns how many strings changed.
+    pub fn rewrite(&mut self, mut f: impl FnMut(&str) -> Option<String>) -> usize {
+        let mut changed = 0;
+        for (i, s) in self.strings.iter_mut().enumerate() {
+            if let Some(new) = f(s) {
+                self.index.remove(&**s);
+                *s = new.into_boxed_str();
+                self.index.entry(s.clone()).or_insert(NameId(i as u32));
+                changed += 1;
+            }
+        }
+        changed
+    }
+
     /// Number of distinct strings.
     pub fn len(&self) -> usize {
         self.strings.len()

@@ -167,6 +167,38 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The one redaction pass: every string the trace carries (names, thread names, call
+    /// stacks, metadata, warnings, category names) loses its credentials, so no renderer and
+    /// no analysis ever sees one. See [`crate::redact`] for what is redacted.
+    pub fn redact(&mut self) {
+        use crate::redact::redact_text;
+        use std::borrow::Cow;
+        let renamed = self.names.rewrite(|s| match redact_text(s) {
+            Cow::Owned(r) => Some(r),
+            Cow::Borrowed(_) => None,
+        });
+        if renamed > 0 {
+            self.metadata
+                .redacted
+                .push(format!("{renamed} names (span, thread or call-stack text)"));
+        }
+        self.metadata.redact();
+        for w in &mut self.warnings {
+            if let Cow::Owned(r) = redact_text(&w.message) {
+                w.message = r;
+            }
+        }
+        let s = &mut self.source;
+        for map in [&mut s.ignored_categories, &mut s.events_by_phase] {
+            if map.keys().any(|k| matches!(redact_text(k), Cow::Owned(_))) {
+                let entries = std::mem::take(map);
+                for (k, v) in entries {
+                    *map.entry(redact_text(&k).into_owned()).or_insert(0) += v;
+                }
+            }
+        }
+    }
+
     /// The span behind `id`.
     pub fn span(&self, id: SpanId) -> &Span {
         &self.spans[id.0 as usize]

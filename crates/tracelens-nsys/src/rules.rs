@@ -132,10 +132,12 @@ impl RuleResult {
                 .zip(cells)
                 .zip(&widths)
                 .map(|((text, cell), &w)| {
+                    // Padded by hand: `format!` widths stop at 65,535 and a name may not.
+                    let pad = " ".repeat(w.saturating_sub(text.chars().count()));
                     if cell.right_aligned() {
-                        format!("{text:>w$}")
+                        format!("{pad}{text}")
                     } else {
-                        format!("{text:<w$}")
+                        format!("{text}{pad}")
                     }
                 })
                 .collect();
@@ -145,18 +147,19 @@ impl RuleResult {
     }
 }
 
-/// Runs the six rules.
-pub fn run_all(db: &Db) -> Vec<RuleResult> {
+/// Runs the six rules. A query the export cannot answer (a damaged table, a view that
+/// fails) is an error naming the problem, never an empty table that passes a CI job.
+pub fn run_all(db: &Db) -> Result<Vec<RuleResult>, String> {
     // The GPU ops are read once for both rules that need them.
-    let groups = gpu_groups(db);
-    vec![
-        memcpy_async(db),
-        memcpy_sync(db),
-        memset_sync(db),
-        api_sync(db),
+    let groups = gpu_groups(db)?;
+    Ok(vec![
+        memcpy_async(db)?,
+        memcpy_sync(db)?,
+        memset_sync(db)?,
+        api_sync(db)?,
         gpu_gaps(&groups),
         gpu_time_util(&groups),
-    ]
+    ])
 }
 
 /// All results as console text, as `nsys analyze` prints them.
@@ -238,30 +241,34 @@ fn text(v: &Value) -> Cell {
     }
 }
 
-fn query(db: &Db, sql: &str) -> Vec<Vec<Value>> {
-    let Ok(mut stmt) = db.conn.prepare(sql) else {
-        return Vec::new();
-    };
+/// The message for a failed rule query.
+fn sql_problem(e: rusqlite::Error) -> String {
+    format!("cannot read the Nsight Systems export: {e}")
+}
+
+fn query(db: &Db, sql: &str) -> Result<Vec<Vec<Value>>, String> {
+    let mut stmt = db.conn.prepare(sql).map_err(sql_problem)?;
     let n = stmt.column_count();
-    stmt.query_map([], |row| {
-        (0..n)
-            .map(|i| row.get::<_, Value>(i))
-            .collect::<Result<Vec<_>, _>>()
-    })
-    .map(|rows| rows.flatten().collect())
-    .unwrap_or_default()
+    let rows = stmt
+        .query_map([], |row| {
+            (0..n)
+                .map(|i| row.get::<_, Value>(i))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .map_err(sql_problem)?;
+    rows.collect::<Result<_, _>>().map_err(sql_problem)
 }
 
 /// Runs `sql` and calls `each` with the first `N` columns of every row as integers (0 where
 /// NULL or not a number), streaming: nothing is allocated per row.
-fn for_each_int_row<const N: usize>(db: &Db, sql: &str, mut each: impl FnMut([i64; N])) {
-    let Ok(mut stmt) = db.conn.prepare(sql) else {
-        return;
-    };
-    let Ok(mut rows) = stmt.query([]) else {
-        return;
-    };
-    while let Ok(Some(row)) = rows.next() {
+fn for_each_int_row<const N: usize>(
+    db: &Db,
+    sql: &str,
+    mut each: impl FnMut([i64; N]),
+) -> Result<(), String> {
+    let mut stmt = db.conn.prepare(sql).map_err(sql_problem)?;
+    let mut rows = stmt.query([]).map_err(sql_problem)?;
+    while let Some(row) = rows.next().map_err(sql_problem)? {
         let mut cols = [0; N];
         for (i, col) in cols.iter_mut().enumerate() {
             *col = match row.get_ref(i) {
@@ -272,6 +279,7 @@ fn for_each_int_row<const N: usize>(db: &Db, sql: &str, mut each: impl FnMut([i6
         }
         each(cols);
     }
+    Ok(())
 }
 
 fn missing(db: &Db, tables: &[&str]) -> Option<String> {
@@ -299,7 +307,12 @@ const MEMCPY_COLUMNS: [&str; 11] = [
 /// Rows of the memory-op `table` (memcpy or memset) behind API calls matching `condition`
 /// (SQL over `m` and `api`): duration, start, one label per `kind_columns` entry
 /// (`ENUM_CUDA_MEM_KIND`), bytes in MB, PID, device, context, green context, stream, API.
-fn memory_op_rows(db: &Db, table: &str, kind_columns: &[&str], condition: &str) -> Vec<Vec<Cell>> {
+fn memory_op_rows(
+    db: &Db,
+    table: &str,
+    kind_columns: &[&str],
+    condition: &str,
+) -> Result<Vec<Vec<Cell>>, String> {
     let labelled = db.has("ENUM_CUDA_MEM_KIND");
     let kinds: Vec<String> = kind_columns
         .iter()
@@ -336,7 +349,7 @@ fn memory_op_rows(db: &Db, table: &str, kind_columns: &[&str], condition: &str) 
         kinds = kinds.join(", "),
     );
     let n = kind_columns.len();
-    query(db, &sql)
+    Ok(query(db, &sql)?
         .iter()
         .map(|r| {
             let mut row = vec![opt_int(&r[0]), opt_int(&r[1])];
@@ -353,11 +366,11 @@ fn memory_op_rows(db: &Db, table: &str, kind_columns: &[&str], condition: &str) 
             ]);
             row
         })
-        .collect()
+        .collect())
 }
 
 /// The memcpy rows behind API calls matching `condition`.
-fn memcpy_rows(db: &Db, condition: &str) -> Vec<Vec<Cell>> {
+fn memcpy_rows(db: &Db, condition: &str) -> Result<Vec<Vec<Cell>>, String> {
     memory_op_rows(
         db,
         "CUPTI_ACTIVITY_KIND_MEMCPY",
@@ -366,7 +379,7 @@ fn memcpy_rows(db: &Db, condition: &str) -> Vec<Vec<Cell>> {
     )
 }
 
-fn memcpy_async(db: &Db) -> RuleResult {
+fn memcpy_async(db: &Db) -> Result<RuleResult, String> {
     let mut r = result(
         "cuda_memcpy_async",
         "CUDA Async Memcpy with Pageable Memory",
@@ -386,13 +399,13 @@ fn memcpy_async(db: &Db) -> RuleResult {
         let rows = memcpy_rows(
             db,
             "(m.srcKind = 0 OR m.dstKind = 0) AND api.value LIKE 'cudaMemcpy%Async%'",
-        );
+        )?;
         limit(&mut r, rows);
     }
-    r
+    Ok(r)
 }
 
-fn memcpy_sync(db: &Db) -> RuleResult {
+fn memcpy_sync(db: &Db) -> Result<RuleResult, String> {
     let mut r = result(
         "cuda_memcpy_sync",
         "CUDA Synchronous Memcpy",
@@ -419,13 +432,13 @@ fn memcpy_sync(db: &Db) -> RuleResult {
             "api.value LIKE 'cudaMemcpy%' AND api.value NOT LIKE '%Async%' \
              AND NOT (m.bytes <= {SMALL_HTOD_BYTES} AND m.copyKind = 1) {same_device}"
         );
-        let rows = memcpy_rows(db, &cond);
+        let rows = memcpy_rows(db, &cond)?;
         limit(&mut r, rows);
     }
-    r
+    Ok(r)
 }
 
-fn memset_sync(db: &Db) -> RuleResult {
+fn memset_sync(db: &Db) -> Result<RuleResult, String> {
     let mut r = result(
         "cuda_memset_sync",
         "CUDA Synchronous Memset",
@@ -442,19 +455,19 @@ fn memset_sync(db: &Db) -> RuleResult {
         ],
     );
     if r.skipped.is_some() {
-        return r;
+        return Ok(r);
     }
     let rows = memory_op_rows(
         db,
         "CUPTI_ACTIVITY_KIND_MEMSET",
         &["memKind"],
         "api.value LIKE 'cudaMemset%' AND api.value NOT LIKE '%async%' AND m.memKind IN (1, 4)",
-    );
+    )?;
     limit(&mut r, rows);
-    r
+    Ok(r)
 }
 
-fn api_sync(db: &Db) -> RuleResult {
+fn api_sync(db: &Db) -> Result<RuleResult, String> {
     let mut r = result(
         "cuda_api_sync",
         "CUDA Synchronization APIs",
@@ -464,13 +477,13 @@ fn api_sync(db: &Db) -> RuleResult {
     );
     r.skipped = missing(db, &["CUPTI_ACTIVITY_KIND_RUNTIME", "StringIds"]);
     if r.skipped.is_some() {
-        return r;
+        return Ok(r);
     }
     let sql = "SELECT r.end - r.start AS duration, r.start, r.globalTid, api.value \
                FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds api ON api.id = r.nameId \
                WHERE api.value LIKE 'cudaDeviceSynchronize%' OR api.value LIKE 'cudaStreamSynchronize%' \
                ORDER BY duration DESC, r.start ASC";
-    let rows = query(db, sql)
+    let rows = query(db, sql)?
         .iter()
         .map(|r| {
             let g = int(&r[2]).unwrap_or(0);
@@ -484,7 +497,7 @@ fn api_sync(db: &Db) -> RuleResult {
         })
         .collect();
     limit(&mut r, rows);
-    r
+    Ok(r)
 }
 
 /// (pid, device, context): the unit the gap and utilization rules report on.
@@ -496,7 +509,7 @@ type Region = (f64, i64, i64, GroupKey);
 
 /// GPU ops (start > 0) grouped by (pid, device, context), plus profiler overhead of the pid
 /// inside each group's span: `(group, [(start, end)])`, groups sorted.
-fn gpu_groups(db: &Db) -> Vec<GpuGroup> {
+fn gpu_groups(db: &Db) -> Result<Vec<GpuGroup>, String> {
     let mut groups: std::collections::BTreeMap<(i64, i64, i64), Vec<(i64, i64)>> =
         Default::default();
     for t in [
@@ -514,7 +527,7 @@ fn gpu_groups(db: &Db) -> Vec<GpuGroup> {
                 .entry((pid_of(gpid), device, context))
                 .or_default()
                 .push((start, end));
-        });
+        })?;
     }
     if db.has("PROFILER_OVERHEAD") {
         let mut overhead: Vec<(i64, i64, i64)> = Vec::new();
@@ -522,7 +535,7 @@ fn gpu_groups(db: &Db) -> Vec<GpuGroup> {
             db,
             "SELECT globalTid, start, end FROM PROFILER_OVERHEAD",
             |[gtid, start, end]| overhead.push((pid_of(gtid), start, end)),
-        );
+        )?;
         for (key, ops) in groups.iter_mut() {
             let first = ops.iter().map(|o| o.0).min().unwrap_or(0);
             let last = ops.iter().map(|o| o.1).max().unwrap_or(0);
@@ -534,7 +547,7 @@ fn gpu_groups(db: &Db) -> Vec<GpuGroup> {
             );
         }
     }
-    groups.into_iter().collect()
+    Ok(groups.into_iter().collect())
 }
 
 fn gpu_gaps(groups: &[GpuGroup]) -> RuleResult {
@@ -552,7 +565,7 @@ fn gpu_gaps(groups: &[GpuGroup]) -> RuleResult {
         starts.sort_unstable();
         ends.sort_unstable();
         for j in 0..starts.len().saturating_sub(1) {
-            let gap = starts[j + 1] - ends[j];
+            let gap = starts[j + 1].saturating_sub(ends[j]);
             if gap > GAP_THRESHOLD_NS {
                 gaps.push((gap, ends[j], key));
             }
@@ -589,7 +602,7 @@ fn gpu_time_util(groups: &[GpuGroup]) -> RuleResult {
     for &(key, ref ops) in groups {
         let first = ops.iter().map(|o| o.0).min().unwrap_or(0);
         let last = ops.iter().map(|o| o.1).max().unwrap_or(0);
-        let span = last - first;
+        let span = last.saturating_sub(first);
         if span <= 0 {
             continue;
         }
@@ -601,15 +614,15 @@ fn gpu_time_util(groups: &[GpuGroup]) -> RuleResult {
             }
         };
         for i in 0..UTIL_CHUNKS {
-            let c0 = first + i * size;
+            let c0 = first.saturating_add(i.saturating_mul(size));
             if c0 >= last {
                 break;
             }
-            let c1 = (c0 + size).min(last);
+            let c1 = c0.saturating_add(size).min(last);
             let busy: i64 = ops
                 .iter()
-                .map(|&(s, e)| (e.min(c1) - s.max(c0)).max(0))
-                .sum();
+                .map(|&(s, e)| e.min(c1).saturating_sub(s.max(c0)).max(0))
+                .fold(0i64, i64::saturating_add);
             let util = busy as f64 * 100.0 / (c1 - c0) as f64;
             if util < UTIL_THRESHOLD_PERCENT {
                 let entry = current.get_or_insert((0.0, c0, 0));

@@ -7,6 +7,7 @@
 //! - [`render_json`]: the versioned, stable-order JSON document ([`SCHEMA_VERSION`]).
 #![deny(missing_docs)]
 
+pub mod escape;
 mod html;
 mod json;
 mod markdown;

@@ -1,6 +1,8 @@
 //! A compact Markdown summary for CI step summaries and pull-request comments (under 60
-//! lines). Trace strings are escaped: GitHub renders inline HTML in Markdown.
+//! lines). Every trace string goes through [`crate::escape::markdown_text`]: GitHub renders
+//! inline HTML, links, images and mentions in Markdown.
 
+use crate::escape::{markdown_code_block, markdown_text as esc};
 use std::fmt::Write;
 use tracelens_analysis::{Diagnosis, Overview};
 use tracelens_model::{format_ms, shorten, Trace};
@@ -9,27 +11,6 @@ use tracelens_model::{format_ms, shorten, Trace};
 const MD_FINDINGS: usize = 10;
 /// Fixes spelled out below the table.
 const MD_FIXES: usize = 3;
-
-/// Escapes text for a Markdown table cell.
-fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '|' => out.push_str("\\|"),
-            '`' => out.push('\''),
-            '*' | '_' | '[' | ']' | '#' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '\n' | '\r' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// Renders the Markdown summary.
 pub fn render_markdown(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> String {
@@ -111,7 +92,7 @@ pub fn render_markdown(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis
         let site = f
             .call_site
             .as_deref()
-            .map(|s| format!("`{}`", s.replace('`', "'")))
+            .map(|s| esc(&shorten(s, 200)))
             .unwrap_or_else(|| "–".into());
         let _ = writeln!(
             out,
@@ -133,10 +114,10 @@ pub fn render_markdown(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis
     for (i, f) in diagnosis.findings.iter().take(MD_FIXES).enumerate() {
         let _ = writeln!(
             out,
-            "\n**Fix {}:** {}\n```python\n{}\n```",
+            "\n**Fix {}:** {}\n{}",
             i + 1,
             esc(&f.fix),
-            f.snippet
+            markdown_code_block("python", &f.snippet)
         );
     }
     out

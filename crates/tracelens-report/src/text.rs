@@ -1,5 +1,8 @@
-//! The terminal summary of `tracelens analyze`: short, aligned, one screen.
+//! The terminal summary of `tracelens analyze`: short, aligned, one screen. Every trace
+//! string goes through [`crate::escape::terminal_text`], and the finished text through
+//! [`crate::escape::terminal_output`]: the only escape sequences printed are our colours.
 
+use crate::escape::{terminal_output, terminal_text as clean};
 use std::fmt::Write;
 use tracelens_analysis::{BusyIdle, Diagnosis, Overview};
 use tracelens_model::{format_ms, Trace};
@@ -30,11 +33,16 @@ pub fn render_text(
     let style = Style { on: color };
     let mut out = String::new();
     let s = &trace.source;
-    let _ = writeln!(out, "tracelens {} - {}", env!("CARGO_PKG_VERSION"), s.path);
+    let _ = writeln!(
+        out,
+        "tracelens {} - {}",
+        env!("CARGO_PKG_VERSION"),
+        clean(&s.path)
+    );
     let _ = writeln!(
         out,
         "verdict     {}",
-        style.paint("1", &diagnosis.verdict.text)
+        style.paint("1", &clean(&diagnosis.verdict.text))
     );
     if let Some(w) = &diagnosis.window {
         let _ = writeln!(out, "window      {}", crate::window_line(w));
@@ -51,7 +59,7 @@ pub fn render_text(
         s.container,
         s.generation
     );
-    let _ = writeln!(out, "            {}", s.generation_note);
+    let _ = writeln!(out, "            {}", clean(&s.generation_note));
     let _ = writeln!(
         out,
         "{:<11} {} read, {} kept as spans ({} of {})",
@@ -87,7 +95,7 @@ pub fn render_text(
         );
     }
     for d in &overview.devices {
-        let name = d.name.as_deref().unwrap_or("unnamed GPU");
+        let name = clean(d.name.as_deref().unwrap_or("unnamed GPU"));
         let streams: Vec<String> = d.streams.iter().map(i64::to_string).collect();
         let procs = match d.processes.as_slice() {
             [] => String::new(),
@@ -125,10 +133,10 @@ pub fn render_text(
     } else {
         for (i, w) in trace.warnings.iter().enumerate() {
             let label = if i == 0 { "warnings" } else { "" };
-            let _ = writeln!(out, "{label:<11} - {}", w.message);
+            let _ = writeln!(out, "{label:<11} - {}", clean(&w.message));
         }
     }
-    out
+    terminal_output(out, color)
 }
 
 fn busy_line(label: &str, b: &BusyIdle) -> String {
@@ -214,9 +222,9 @@ fn render_diagnosis(out: &mut String, d: &Diagnosis, style: Style) {
             tracelens_analysis::finding::Severity::Medium => style.paint("1;33", &badge),
             tracelens_analysis::finding::Severity::Low => style.paint("2", &badge),
         };
-        let _ = writeln!(out, "  {}. {badge} {}", i + 1, f.title);
+        let _ = writeln!(out, "  {}. {badge} {}", i + 1, clean(&f.title));
         let _ = writeln!(out, "     {}", crate::win_line(f, per));
-        let _ = writeln!(out, "     fix: {}", f.fix);
+        let _ = writeln!(out, "     fix: {}", clean(&f.fix));
     }
     if d.findings.len() > TEXT_FINDINGS {
         let _ = writeln!(

@@ -1,0 +1,471 @@
+//! Redaction of credentials: the one place that decides what looks secret, used by the
+//! importers for metadata and by [`crate::Trace::redact`] for every other trace string.
+//!
+//! A *key* is secret when one of its words (split at `_`, `-`, `.`, spaces and camelCase) is
+//! TOKEN(S), AUTH, AUTHORIZATION, COOKIE(S), KEY(S), APIKEY, PASS, PW, SIG, SIGNATURE or DSN,
+//! or when it contains SECRET, PASSWORD, PASSWD, CREDENTIAL, PRIVATEKEY, ACCESSKEY or
+//! CONNECTIONSTRING (so `HF_TOKEN`, `WANDB_API_KEY` and `accessToken` are secret;
+//! `TOKENIZERS_PARALLELISM`, `KEYBOARD` and `PWD` are not). Everything under a secret key is
+//! redacted, at any depth.
+//!
+//! In *free text* (metadata values, names, command lines, URLs) [`redact_text`] replaces:
+//! - `KEY=VALUE` and `KEY:VALUE` pairs with a secret key (env lists, `;`-separated cloud
+//!   connection strings such as `AccountKey=…`, `&`-separated query strings such as `?token=…`);
+//! - the value after a command-line flag with a secret name (`--password=…`, `--token …`);
+//! - the value after `Bearer`, `Basic` and `Authorization:`;
+//! - credentials in URLs (`postgres://user:PASSWORD@host`) and Slack/Discord webhook paths;
+//! - JSON Web Tokens (`eyJ….eyJ….…`) and PEM private keys;
+//! - well-known token prefixes anywhere: `hf_`, `ghp_`/`gho_`/`ghs_`/`ghu_`/`ghr_`,
+//!   `github_pat_`, `glpat-`, `xox[abposr]-`, `sk-`/`sk_live_`/`rk_live_`, `AIza`, and AWS
+//!   access key ids (`AKIA…`/`ASIA…`).
+
+use std::borrow::Cow;
+
+/// What a redacted value is replaced with.
+pub const REDACTED: &str = "<redacted>";
+
+/// Words that make a key secret on their own.
+const SECRET_WORDS: [&str; 14] = [
+    "TOKEN",
+    "TOKENS",
+    "AUTH",
+    "AUTHORIZATION",
+    "COOKIE",
+    "COOKIES",
+    "KEY",
+    "KEYS",
+    "APIKEY",
+    "PASS",
+    "PW",
+    "SIG",
+    "SIGNATURE",
+    "DSN",
+];
+/// Fragments that make a key secret wherever they appear (after removing separators).
+const SECRET_FRAGMENTS: [&str; 7] = [
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "PRIVATEKEY",
+    "ACCESSKEY",
+    "CONNECTIONSTRING",
+];
+
+/// Whether a key (an environment variable, a JSON key, a flag or query parameter name) names
+/// a secret. Leading dashes and an `[index]` suffix are ignored.
+pub fn is_secret_key(key: &str) -> bool {
+    let key = key.trim().trim_start_matches('-');
+    let key = key.split('[').next().unwrap_or(key);
+    if key.is_empty() || key.len() > 256 {
+        return false;
+    }
+    let squashed: String = key
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    if SECRET_FRAGMENTS.iter().any(|f| squashed.contains(f)) {
+        return true;
+    }
+    words(key).any(|w| SECRET_WORDS.contains(&w.as_str()))
+}
+
+/// The upper-cased words of a key: split at non-alphanumerics and lower→upper case changes.
+fn words(key: &str) -> impl Iterator<Item = String> + '_ {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in key.chars() {
+        if !c.is_ascii_alphanumeric() {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if c.is_ascii_uppercase() && prev_lower && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        word.push(c.to_ascii_uppercase());
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out.into_iter()
+}
+
+/// Whether a dotted metadata path (`metadata.env.HF_TOKEN.value`, `a[0].b`) passes through a
+/// secret key anywhere: the whole subtree under a secret key is secret.
+pub fn is_secret_path(path: &str) -> bool {
+    path.split('.').any(is_secret_key)
+}
+
+/// `text` with every credential it holds replaced by [`REDACTED`] (see the module docs).
+/// Borrowed when nothing was found, which is the common case.
+pub fn redact_text(text: &str) -> Cow<'_, str> {
+    if !might_hold_secret(text) {
+        return Cow::Borrowed(text);
+    }
+    if let Some(at) = text.find("-----BEGIN") {
+        if text[at..].contains("PRIVATE KEY") {
+            return Cow::Owned(format!("{}{REDACTED}", redact_text(&text[..at])));
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut redact_next = false;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let ws = rest
+            .find(|c: char| !c.is_whitespace())
+            .unwrap_or(rest.len());
+        out.push_str(&rest[..ws]);
+        rest = &rest[ws..];
+        if rest.is_empty() {
+            break;
+        }
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let word = &rest[..end];
+        rest = &rest[end..];
+        let lower = word.to_ascii_lowercase();
+        let bare = lower.trim_end_matches(':');
+        if matches!(bare, "bearer" | "basic" | "authorization" | "token")
+            || (word.starts_with('-') && !word.contains('=') && is_secret_key(word))
+        {
+            out.push_str(word);
+            redact_next = true;
+            continue;
+        }
+        if std::mem::take(&mut redact_next) && !word.starts_with("--") {
+            out.push_str(&redact_quoted(word));
+            continue;
+        }
+        out.push_str(&redact_word(word));
+    }
+    if out == text {
+        Cow::Borrowed(text)
+    } else {
+        Cow::Owned(out)
+    }
+}
+
+/// A cheap test that rules out most strings (kernel and operator names) at once.
+fn might_hold_secret(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.iter().any(|&c| matches!(c, b'=' | b'@' | b'-' | b'_'))
+        || text.contains("eyJ")
+        || text.contains("AKIA")
+        || text.contains("ASIA")
+        || text.contains("AIza")
+        || text.contains("://")
+        || text.contains(':')
+}
+
+/// A value after `--token` or `Bearer`, keeping surrounding quotes.
+fn redact_quoted(word: &str) -> String {
+    let open = word.starts_with(['"', '\'']);
+    let close = word.len() > 1 && word.ends_with(['"', '\'', ',', ';']);
+    let mut s = String::new();
+    if open {
+        s.push_str(&word[..1]);
+    }
+    s.push_str(REDACTED);
+    if close {
+        s.push_str(&word[word.len() - 1..]);
+    }
+    s
+}
+
+/// One whitespace-free word: pairs, URLs, JWTs and prefixed tokens.
+fn redact_word(word: &str) -> String {
+    let word = redact_url_credentials(word);
+    let word = redact_pairs(&word);
+    redact_tokens(&word)
+}
+
+/// `scheme://user:password@host` → `scheme://user:<redacted>@host`; webhook paths.
+fn redact_url_credentials(word: &str) -> Cow<'_, str> {
+    let Some(scheme_end) = word.find("://") else {
+        return Cow::Borrowed(word);
+    };
+    let auth_start = scheme_end + 3;
+    let after = &word[auth_start..];
+    let authority_end = after.find(['/', '?', '#']).unwrap_or(after.len());
+    let authority = &after[..authority_end];
+    let mut out = String::with_capacity(word.len());
+    out.push_str(&word[..auth_start]);
+    match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            match userinfo.find(':') {
+                Some(colon) => {
+                    out.push_str(&userinfo[..colon + 1]);
+                    out.push_str(REDACTED);
+                }
+                // A bare user part of a token URL (`https://TOKEN@github.com`).
+                None if userinfo.len() >= 16 => out.push_str(REDACTED),
+                None => out.push_str(userinfo),
+            }
+            out.push_str(&authority[at..]);
+        }
+        None => out.push_str(authority),
+    }
+    let path = &after[authority_end..];
+    let lower_host = authority.to_ascii_lowercase();
+    let webhook = if lower_host.ends_with("hooks.slack.com") {
+        path.find("/services/").map(|i| i + "/services/".len())
+    } else if lower_host.ends_with("discord.com") || lower_host.ends_with("discordapp.com") {
+        path.find("/webhooks/").map(|i| i + "/webhooks/".len())
+    } else {
+        None
+    };
+    match webhook {
+        Some(cut) => {
+            out.push_str(&path[..cut]);
+            out.push_str(REDACTED);
+        }
+        None => out.push_str(path),
+    }
+    Cow::Owned(out)
+}
+
+/// `KEY=VALUE` / `KEY:VALUE` pieces of a word split at `;`, `&`, `?`, `,`: secret keys lose
+/// their value.
+fn redact_pairs(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    let mut start = 0;
+    for (i, c) in word.char_indices().chain([(word.len(), ';')]) {
+        if i < word.len() && !matches!(c, ';' | '&' | '?' | ',') {
+            continue;
+        }
+        let piece = &word[start..i];
+        out.push_str(&redact_pair(piece));
+        if i < word.len() {
+            out.push(c);
+        }
+        start = i + c.len_utf8();
+    }
+    out
+}
+
+fn redact_pair(piece: &str) -> Cow<'_, str> {
+    let split = piece
+        .find('=')
+        .or_else(|| piece.find(':').filter(|&i| !piece[i..].starts_with("://")));
+    let Some(at) = split else {
+        return Cow::Borrowed(piece);
+    };
+    let key = piece[..at].trim_start_matches(['"', '\'', '{', '(', '[']);
+    let key = key.trim_end_matches(['"', '\'']);
+    let value = &piece[at + 1..];
+    if value.is_empty() || value == REDACTED || !is_secret_key(key) {
+        return Cow::Borrowed(piece);
+    }
+    Cow::Owned(format!("{}{REDACTED}", &piece[..at + 1]))
+}
+
+/// Prefixed tokens and JWTs anywhere in a word.
+fn redact_tokens(word: &str) -> String {
+    const PREFIXES: [(&str, usize); 19] = [
+        ("github_pat_", 16),
+        ("hf_", 16),
+        ("ghp_", 16),
+        ("gho_", 16),
+        ("ghs_", 16),
+        ("ghu_", 16),
+        ("ghr_", 16),
+        ("glpat-", 16),
+        ("xoxa-", 8),
+        ("xoxb-", 8),
+        ("xoxp-", 8),
+        ("xoxo-", 8),
+        ("xoxr-", 8),
+        ("xoxs-", 8),
+        ("sk_live_", 16),
+        ("rk_live_", 16),
+        ("sk-", 16),
+        ("AIza", 30),
+        ("eyJ", 0),
+    ];
+    let bytes = word.as_bytes();
+    let token_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
+    let mut out = String::with_capacity(word.len());
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        // Tokens are ASCII: only ASCII bytes can start one (and are char boundaries).
+        let boundary = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        if !boundary || !bytes[i].is_ascii() {
+            i += 1;
+            continue;
+        }
+        let rest = &word[i..];
+        let mut matched = None;
+        if let Some(n) = aws_key_len(rest) {
+            matched = Some(n);
+        } else if rest.starts_with("eyJ") {
+            matched = jwt_len(rest);
+        } else {
+            for (prefix, min_body) in PREFIXES {
+                if prefix != "eyJ" && rest.starts_with(prefix) {
+                    let body = rest[prefix.len()..]
+                        .bytes()
+                        .take_while(|&c| token_char(c))
+                        .count();
+                    if body >= min_body {
+                        matched = Some(prefix.len() + body);
+                    }
+                    break;
+                }
+            }
+        }
+        match matched {
+            Some(n) => {
+                out.push_str(&word[copied..i]);
+                out.push_str(REDACTED);
+                i += n;
+                copied = i;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&word[copied..]);
+    out
+}
+
+/// `AKIA`/`ASIA` followed by 16 upper-case letters or digits.
+fn aws_key_len(rest: &str) -> Option<usize> {
+    if !(rest.starts_with("AKIA") || rest.starts_with("ASIA")) {
+        return None;
+    }
+    let body = rest[4..]
+        .bytes()
+        .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+        .count();
+    (body == 16).then_some(20)
+}
+
+/// A JSON Web Token: three base64url parts, the first two starting with `eyJ`.
+fn jwt_len(rest: &str) -> Option<usize> {
+    let b64 = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-' || c == b'=';
+    let bytes = rest.as_bytes();
+    let part = |from: usize| bytes[from..].iter().take_while(|&&c| b64(c)).count();
+    let first = part(0);
+    if first < 10 || bytes.get(first) != Some(&b'.') {
+        return None;
+    }
+    let second_at = first + 1;
+    if !rest[second_at..].starts_with("eyJ") {
+        return None;
+    }
+    let second = part(second_at);
+    let mut end = second_at + second;
+    if bytes.get(end) == Some(&b'.') {
+        end += 1 + part(end + 1);
+    }
+    Some(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(s: &str) -> String {
+        redact_text(s).into_owned()
+    }
+
+    #[test]
+    fn secret_keys() {
+        for k in [
+            "HF_TOKEN",
+            "WANDB_API_KEY",
+            "AWS_SECRET_ACCESS_KEY",
+            "DB_PASSWORD",
+            "accessToken",
+            "apiKey",
+            "--password",
+            "x-auth",
+            "SENTRY_DSN",
+            "AZURE_STORAGE_CONNECTION_STRING",
+            "HF_TOKEN[0]",
+        ] {
+            assert!(is_secret_key(k), "{k}");
+        }
+        for k in [
+            "TOKENIZERS_PARALLELISM",
+            "KEYBOARD",
+            "PWD",
+            "PATH",
+            "monkey",
+            "passage",
+            "cuda_runtime_version",
+        ] {
+            assert!(!is_secret_key(k), "{k}");
+        }
+        assert!(is_secret_path("metadata.env.HF_TOKEN.value"));
+        assert!(!is_secret_path("metadata.env.PATH"));
+    }
+
+    #[test]
+    fn free_text_credentials() {
+        assert_eq!(r("HF_TOKEN=abc PATH=/bin"), "HF_TOKEN=<redacted> PATH=/bin");
+        assert_eq!(
+            r("python train.py --password=hunter2 --lr 3 --token abc123 --epochs 2"),
+            "python train.py --password=<redacted> --lr 3 --token <redacted> --epochs 2"
+        );
+        assert_eq!(
+            r("Authorization: Bearer abc.def"),
+            "Authorization: Bearer <redacted>"
+        );
+        assert_eq!(
+            r("postgres://user:pw123@db:5432/x"),
+            "postgres://user:<redacted>@db:5432/x"
+        );
+        assert_eq!(
+            r("tcp://root:s3cret@10.0.0.1:29500"),
+            "tcp://root:<redacted>@10.0.0.1:29500"
+        );
+        assert_eq!(
+            r("https://x.io/trace?token=abc&page=2"),
+            "https://x.io/trace?token=<redacted>&page=2"
+        );
+        assert_eq!(
+            r("https://hooks.slack.com/services/T000/B000/XXXX"),
+            "https://hooks.slack.com/services/<redacted>"
+        );
+        assert_eq!(
+            r("DefaultEndpointsProtocol=https;AccountName=a;AccountKey=Zm9v==;EndpointSuffix=core"),
+            "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=<redacted>;EndpointSuffix=core"
+        );
+        assert_eq!(r("v1.2+hf_abcdefghijklmnopqrstu"), "v1.2+<redacted>");
+        assert_eq!(r("key AKIAABCDEFGHIJKLMNOP!"), "key <redacted>!");
+        assert_eq!(
+            r("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_x-y"),
+            "jwt <redacted>"
+        );
+        assert_eq!(
+            r("-----BEGIN RSA PRIVATE KEY-----\nMII"),
+            "<redacted>".to_string()
+        );
+    }
+
+    #[test]
+    fn ordinary_names_are_untouched() {
+        for s in [
+            "aten::mm",
+            "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >",
+            "train.py(42): step",
+            "cudaLaunchKernel",
+            "sm80_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize96x64x32_stage3",
+            "ProfilerStep#3",
+            "/usr/lib/python3/site-packages/torch/nn/modules/module.py(1501): _call_impl",
+            "nccl:all_reduce",
+            "PYTHONPATH=/src",
+            "tokenizer=bert-base",
+            "2022-04…2024-02 é_x-hf_ü",
+        ] {
+            assert!(matches!(redact_text(s), Cow::Borrowed(_)), "{s}");
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! Making trace strings inert for the output they go to: GitHub-flavoured Markdown and the
+//! terminal. (HTML is escaped by askama; JSON by serde.) Every renderer that puts a
+//! trace-derived string into Markdown or onto a terminal goes through these functions.
+
+use std::borrow::Cow;
+
+/// Characters that reorder text on screen (bidi overrides and isolates): shown text would
+/// differ from the bytes.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+}
+
+/// Text for one line of a terminal: control characters (C0, DEL, C1: ESC, OSC, CSI, BEL,
+/// backspace, carriage return) and bidi controls are removed, newlines and tabs become
+/// spaces, so a trace can neither send escape sequences nor forge output lines.
+pub fn terminal_text(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() || is_bidi_control(c)) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .filter_map(|c| match c {
+                '\n' | '\t' => Some(' '),
+                c if c.is_control() || is_bidi_control(c) => None,
+                c => Some(c),
+            })
+            .collect(),
+    )
+}
+
+/// The whole terminal output, as a last line of defence: every control character except
+/// `\n` is removed, and with `color` our own SGR colour sequences (`ESC [ digits ; m`) stay.
+pub fn terminal_output(text: String, color: bool) -> String {
+    let clean = |c: char| c == '\n' || !(c.is_control() || is_bidi_control(c));
+    if text.chars().all(clean) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(c) = rest.chars().next() {
+        if c == '\x1b' && color {
+            let body = rest[1..].strip_prefix('[').map(|b| {
+                b.bytes()
+                    .take_while(|x| x.is_ascii_digit() || *x == b';')
+                    .count()
+            });
+            if let Some(n) = body {
+                if rest.as_bytes().get(2 + n) == Some(&b'm') {
+                    out.push_str(&rest[..3 + n]);
+                    rest = &rest[3 + n..];
+                    continue;
+                }
+            }
+        }
+        if clean(c) {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// Text for GitHub-flavoured Markdown, inline (a table cell, a heading, a paragraph):
+/// nothing in it can end the cell or line, start markup, open a link or image, become HTML,
+/// math or a live `@mention`. Control characters go, newlines become spaces, Markdown
+/// punctuation that opens markup (emphasis, code, links and images, headings, tables,
+/// strikethrough, math) is backslash-escaped, `<`, `>` and `&` become entities and `@` is followed by
+/// a zero-width space.
+pub fn markdown_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if c.is_control() || is_bidi_control(c) => {}
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '@' => out.push_str("@\u{200B}"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '!' | '|' | '~' | '$' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A fenced code block holding `code` verbatim: the fence is longer than any run of
+/// backticks inside, so the code cannot close it; control characters other than newlines
+/// are removed.
+pub fn markdown_code_block(lang: &str, code: &str) -> String {
+    let longest_run = code.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat((longest_run + 1).max(3));
+    let body: String = code
+        .chars()
+        .filter(|&c| c == '\n' || !(c.is_control() || is_bidi_control(c)))
+        .collect();
+    format!("{fence}{lang}\n{body}\n{fence}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_text_drops_escapes_and_newlines() {
+        assert_eq!(
+            terminal_text("gpu\x1b]52;c;ZXZpbA==\x07 name\nforged"),
+            "gpu]52;c;ZXZpbA== name forged"
+        );
+        assert_eq!(terminal_text("plain"), "plain");
+        assert_eq!(terminal_text("a\u{9b}2Jb\u{202E}c"), "a2Jbc");
+        assert_eq!(
+            terminal_output("\x1b[1mok\x1b[0m \x1b]0;title\x07".into(), true),
+            "\x1b[1mok\x1b[0m ]0;title"
+        );
+        assert_eq!(
+            terminal_output("\x1b[1mok\x1b[0m".into(), false),
+            "[1mok[0m"
+        );
+    }
+
+    #[test]
+    fn markdown_text_is_inert() {
+        assert_eq!(
+            markdown_text("a|b\n# h <script>x</script> @team ![i](http://x/p.png) `c`"),
+            "a\\|b \\# h &lt;script&gt;x&lt;/script&gt; @\u{200B}team \\!\\[i\\](http://x/p.png) \\`c\\`"
+        );
+        assert_eq!(
+            markdown_code_block("python", "x = 1\n```\nevil"),
+            "````python\nx = 1\n```\nevil\n````"
+        );
+    }
+}
