@@ -608,6 +608,9 @@ impl GapAttribution<'_, '_> {
     }
 }
 
+/// Records looked at before a queued op by [`waited_on_other_stream`].
+const MAX_STREAM_LOOKBACK: u32 = 4096;
+
 /// Whether queued op `ender` waited for another stream: a stream-wait call on the launching
 /// thread since the previous op of its stream was launched, or a CUPTI "Stream Wait Event"
 /// record on its stream during the gap.
@@ -619,7 +622,12 @@ fn waited_on_other_stream(
     gap: Interval,
 ) -> bool {
     let lane = trace.lane(trace.span(ender).lane);
-    let lane_start = lane.spans.start;
+    // The look-back stops after MAX_STREAM_LOOKBACK records: a real stream has a handful of
+    // sync records between two ops; a crafted one must not make every gap walk the lane.
+    let lane_start = lane
+        .spans
+        .start
+        .max(ender.0.saturating_sub(MAX_STREAM_LOOKBACK));
     let mut prev_launch_ns = None;
     let mut i = ender.0;
     while i > lane_start {

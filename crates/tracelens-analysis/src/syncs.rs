@@ -153,7 +153,7 @@ pub fn find_syncs(
             })
             .collect();
         let op_names: Vec<&str> = ops.iter().map(|&o| trace.name(o)).collect();
-        let call_site = trace.python_stack(id).into_iter().find(|f| !f.is_library());
+        let call_site = trace.python_frame_where(id, |f| !f.is_library());
         let mut copy = None;
         let trigger = if op_names.contains(&"aten::is_nonzero") {
             SyncTrigger::TensorTruthValue

@@ -6,6 +6,9 @@
 //! allocator `[memory]` instants. Proportions follow real traces (python_function ≈ 2×
 //! cpu_op, one runtime call per 2 ops, kernels ≈ launches, two flow events per launch).
 
+pub mod hostile;
+pub mod measure;
+
 use std::io::{self, Write};
 
 /// Deterministic xorshift generator (no dependency, stable across platforms).

@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 mod input;
+pub mod memory;
 mod output;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -161,6 +162,9 @@ impl Sink<'_> {
 /// `-o DIR` written as one `<stem>_<rule>.csv` per rule, as `nsys analyze --format csv` does.
 fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
     let input = input::open_nsys(&args.trace).map_err(|p| fail(out.stderr, &args.trace, p))?;
+    for w in input.db.unread_warnings() {
+        let _ = writeln!(out.stderr, "tracelens: warning: {}", terminal_text(&w));
+    }
     let results =
         tracelens_nsys::rules::run_all(&input.db).map_err(|e| fail(out.stderr, &args.trace, e))?;
     let name = args
@@ -223,6 +227,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
     };
     match cli.command {
         Command::Analyze(a) => {
+            memory::name_input(&terminal_text(&a.trace.display().to_string()));
             let mut sink = Sink {
                 stdout,
                 stderr,

@@ -9,7 +9,7 @@ use crate::span::SpanId;
 use crate::span::{Span, SpanKind, NO_CORRELATION, NO_EXTERNAL_ID};
 use crate::time::{Interval, TimeNs, NS_PER_S, NS_PER_US};
 use crate::trace::{Device, LinkStats, SourceInfo, Step, Trace, NO_SPAN};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
 /// Durations above this are CUPTI garbage or clock errors, and such spans are dropped.
@@ -75,6 +75,7 @@ pub struct TraceBuilder {
     negative_durations: u64,
     absurd_durations: u64,
     long_strings: u64,
+    duplicates: u64,
     metadata_links_from_flows: u64,
     warnings: Vec<Warning>,
     /// Trace metadata; importers fill it directly.
@@ -272,6 +273,8 @@ impl TraceBuilder {
                 std::cmp::Reverse(a.dur_ns),
                 a.kind,
                 a.name,
+                a.correlation_raw,
+                a.external_id_raw,
             )
                 .cmp(&(
                     b.lane,
@@ -279,8 +282,20 @@ impl TraceBuilder {
                     std::cmp::Reverse(b.dur_ns),
                     b.kind,
                     b.name,
+                    b.correlation_raw,
+                    b.external_id_raw,
                 ))
         });
+        // The same event written twice (a trace concatenated or re-exported with itself) is
+        // counted once: otherwise its time counts twice and shares pass 100 %.
+        let before = spans.len();
+        spans.dedup_by(|a, b| {
+            a.dur_ns > 0
+                && (a.lane, a.start_ns, a.dur_ns, a.kind, a.name)
+                    == (b.lane, b.start_ns, b.dur_ns, b.kind, b.name)
+                && (a.correlation_raw, a.external_id_raw) == (b.correlation_raw, b.external_id_raw)
+        });
+        self.duplicates = (before - spans.len()) as u64;
         let mut lanes = Vec::with_capacity(order.len());
         let mut cursor = 0usize;
         for (new, &old) in order.iter().enumerate() {
@@ -332,6 +347,16 @@ impl TraceBuilder {
                     self.absurd_durations
                 ),
                 count: self.absurd_durations,
+            });
+        }
+        if self.duplicates > 0 {
+            trace.warnings.push(Warning {
+                kind: WarningKind::DuplicateEvent,
+                message: format!(
+                    "{} events appear more than once (same thread or stream, name, start, duration and ids); each is counted once",
+                    self.duplicates
+                ),
+                count: self.duplicates,
             });
         }
         if self.long_strings > 0 {
@@ -589,7 +614,10 @@ fn collect_devices(trace: &Trace) -> Vec<Device> {
             if has_work {
                 d.streams.push(stream);
             }
-            let mut seen_lanes = Vec::new();
+            // Sets, not lists: a crafted trace may launch from 100k threads and processes.
+            let mut seen_lanes: FxHashSet<LaneId> = FxHashSet::default();
+            let mut processes: std::collections::BTreeSet<i64> =
+                d.processes.iter().copied().collect();
             for s in lane.spans.clone() {
                 if !trace.spans[s as usize].kind.is_gpu_work() {
                     continue;
@@ -598,20 +626,18 @@ fn collect_devices(trace: &Trace) -> Vec<Device> {
                     continue;
                 };
                 let api_lane = trace.span(api).lane;
-                if seen_lanes.contains(&api_lane) {
+                if !seen_lanes.insert(api_lane) {
                     continue;
                 }
-                seen_lanes.push(api_lane);
                 if let LaneKey::Cpu {
                     pid: Ident::Num(pid),
                     ..
                 } = trace.lane(api_lane).key
                 {
-                    if !d.processes.contains(&pid) {
-                        d.processes.push(pid);
-                    }
+                    processes.insert(pid);
                 }
             }
+            d.processes = processes.into_iter().collect();
         }
     }
     for d in by_index.values_mut() {

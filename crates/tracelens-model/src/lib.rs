@@ -51,4 +51,4 @@ pub use names::{NameId, StringTable};
 pub use python::{parse_call_stack, PyFrame};
 pub use span::{Span, SpanId, SpanKind, NO_DETAIL};
 pub use time::{format_ms, Interval, TimeNs, NS_PER_MS, NS_PER_S, NS_PER_US};
-pub use trace::{Device, InputFormat, LinkStats, SourceInfo, Step, Trace};
+pub use trace::{Device, InputFormat, LinkStats, SourceInfo, Step, Trace, MAX_ANCESTORS};

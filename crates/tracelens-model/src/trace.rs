@@ -11,6 +11,9 @@ use crate::time::Interval;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// Levels [`Trace::ancestors`] walks up; real traces nest under 300 (deep Python stacks).
+pub const MAX_ANCESTORS: usize = 1024;
+
 /// Sentinel for "no span" in the dense link columns.
 pub(crate) const NO_SPAN: u32 = u32::MAX;
 
@@ -243,9 +246,12 @@ impl Trace {
         (p != NO_SPAN).then_some(SpanId(p))
     }
 
-    /// The enclosing chain of `id`, innermost first (not including `id`).
+    /// The enclosing chain of `id`, innermost first (not including `id`), at most
+    /// [`MAX_ANCESTORS`] levels: every question asked of it (the enclosing op, the nearest
+    /// user Python frame) is answered close to `id`, and a crafted trace nested 100k deep
+    /// must not make each of thousands of walks 100k long.
     pub fn ancestors(&self, id: SpanId) -> impl Iterator<Item = SpanId> + '_ {
-        std::iter::successors(self.parent(id), move |&p| self.parent(p))
+        std::iter::successors(self.parent(id), move |&p| self.parent(p)).take(MAX_ANCESTORS)
     }
 
     /// The runtime/driver call that launched GPU op `id`.
@@ -297,21 +303,40 @@ impl Trace {
     /// else from the nearest enclosing op's `Call stack`.
     pub fn python_stack(&self, id: SpanId) -> Vec<PyFrame> {
         let mut frames = Vec::new();
+        self.python_frame_where(id, |f| {
+            frames.push(f.clone());
+            false
+        });
+        frames
+    }
+
+    /// The innermost Python frame around `id` that satisfies `want` (the same frames as
+    /// [`Trace::python_stack`], parsed only until one matches).
+    pub fn python_frame_where(
+        &self,
+        id: SpanId,
+        mut want: impl FnMut(&PyFrame) -> bool,
+    ) -> Option<PyFrame> {
+        let mut any = false;
         for sid in std::iter::once(id).chain(self.ancestors(id)) {
             if self.span(sid).kind == SpanKind::PythonFunction {
                 if let Some(f) = PyFrame::parse(self.name(sid)) {
-                    frames.push(f);
+                    any = true;
+                    if want(&f) {
+                        return Some(f);
+                    }
                 }
             }
         }
-        if frames.is_empty() {
-            for sid in std::iter::once(id).chain(self.ancestors(id)) {
-                if let Some(stack) = self.call_stack(sid) {
-                    return parse_call_stack(stack);
-                }
+        if any {
+            return None;
+        }
+        for sid in std::iter::once(id).chain(self.ancestors(id)) {
+            if let Some(stack) = self.call_stack(sid) {
+                return parse_call_stack(stack).into_iter().find(|f| want(f));
             }
         }
-        frames
+        None
     }
 
     /// Number of spans per kind (every kind listed, zero included).

@@ -10,6 +10,12 @@ pub struct Db {
     /// The connection (read-only, immutable: no lock, journal or write ever touches the file).
     pub conn: Connection,
     tables: FxHashMap<String, Vec<String>>,
+    /// Views: never read (a view runs arbitrary SQL), but named when one stands where a
+    /// table should.
+    views: Vec<String>,
+    /// A write-ahead log beside the file (`FILE-wal`) and its size: immutable mode does not
+    /// read it, so rows in it are missing.
+    pub wal: Option<(std::path::PathBuf, u64)>,
 }
 
 impl Db {
@@ -31,11 +37,25 @@ impl Db {
                 | OpenFlags::SQLITE_OPEN_URI
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
-        let names: Vec<String> = {
-            let mut stmt = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
-            let rows = stmt.query_map([], |r| r.get::<_, String>(0))?;
-            rows.collect::<Result<_, _>>()?
+        let (names, views) = {
+            let mut stmt = conn
+                .prepare("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')")?;
+            let rows =
+                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+            let all: Vec<(String, String)> = rows.collect::<Result<_, _>>()?;
+            let (t, v): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, kind)| kind == "table");
+            (
+                t.into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
+                v.into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
         };
+        let mut wal_path = path.as_os_str().to_owned();
+        wal_path.push("-wal");
+        let wal_path = std::path::PathBuf::from(wal_path);
+        let wal = std::fs::metadata(&wal_path)
+            .ok()
+            .filter(|m| m.is_file() && m.len() > 0)
+            .map(|m| (wal_path, m.len()));
         let mut tables = FxHashMap::default();
         for name in names {
             let cols: Vec<String> = {
@@ -48,7 +68,41 @@ impl Db {
             };
             tables.insert(name, cols);
         }
-        Ok(Db { conn, tables })
+        Ok(Db {
+            conn,
+            tables,
+            views,
+            wal,
+        })
+    }
+
+    /// Of `names`, those that are views rather than tables in this export.
+    pub fn views_among<'a>(&self, names: &[&'a str]) -> Vec<&'a str> {
+        names
+            .iter()
+            .copied()
+            .filter(|n| self.views.iter().any(|v| v == n))
+            .collect()
+    }
+
+    /// Warnings about what the file holds but is not read: a write-ahead log beside it, and
+    /// views standing where the tables tracelens reads should be.
+    pub fn unread_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some((wal, bytes)) = &self.wal {
+            out.push(format!(
+                "{} ({bytes} bytes) beside the export was not read: rows written since the last checkpoint are missing (checkpoint it with `sqlite3 FILE 'PRAGMA wal_checkpoint'`, or re-export)",
+                wal.display()
+            ));
+        }
+        let mut wanted: Vec<&str> = crate::EVENT_TABLES.to_vec();
+        wanted.extend(["StringIds", "TARGET_INFO_GPU", "ENUM_CUDA_MEM_KIND"]);
+        for v in self.views_among(&wanted) {
+            out.push(format!(
+                "{v} is a view, not a table, in this export: it was not read (a view runs arbitrary SQL)"
+            ));
+        }
+        out
     }
 
     /// Whether the export has `table`.

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use tracelens_model::{
     CopyDirection, CopyInfo, DeviceProperties, Ident, LaneKey, MemoryKind, NameId, SourceInfo,
-    SpanInput, SpanKind, Trace, TraceBuilder, NO_DETAIL,
+    SpanInput, SpanKind, Trace, TraceBuilder, WarningKind, NO_DETAIL,
 };
 
 /// Tables whose rows are counted but not modelled.
@@ -49,6 +49,8 @@ struct Importer<'a> {
     interned: FxHashMap<i64, NameId>,
     rows_by_table: BTreeMap<String, u64>,
     mem_kinds: FxHashMap<i64, String>,
+    /// Distinct string ids that `StringIds` could not resolve.
+    missing_names: u64,
 }
 
 impl Importer<'_> {
@@ -61,7 +63,10 @@ impl Importer<'_> {
         }
         let n = match self.strings.get(&id) {
             Some(s) => self.b.intern(s),
-            None => self.b.intern(&format!("(string {id})")),
+            None => {
+                self.missing_names += 1;
+                self.b.intern(&format!("(string {id})"))
+            }
         };
         self.interned.insert(id, n);
         n
@@ -170,15 +175,29 @@ fn import_with(
         interned: FxHashMap::default(),
         rows_by_table: BTreeMap::new(),
         mem_kinds: db.enum_labels("ENUM_CUDA_MEM_KIND"),
+        missing_names: 0,
     };
+    let mut strings_error = None;
     if db.has("StringIds") {
         let mut stmt = db.conn.prepare("SELECT id, value FROM StringIds")?;
         let rows = stmt.query_map([], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?))
         })?;
-        for (id, v) in rows.flatten() {
-            imp.strings.insert(id, v.unwrap_or_default());
+        for row in rows {
+            match row {
+                Ok((id, v)) => {
+                    imp.strings.insert(id, v.unwrap_or_default());
+                }
+                // A damaged page: keep the names read so far and say so below.
+                Err(e) => {
+                    strings_error = Some(e.to_string());
+                    break;
+                }
+            }
         }
+    }
+    for w in db.unread_warnings() {
+        imp.b.warn(WarningKind::Other, w, 1);
     }
     let expected: u64 = crate::EVENT_TABLES.iter().map(|t| db.count(t)).sum();
     imp.b.reserve(expected as usize);
@@ -234,6 +253,18 @@ fn import_with(
         ignored_categories: ignored,
         truncated_at_byte: None,
     };
+    if imp.missing_names > 0 || strings_error.is_some() {
+        let why = match &strings_error {
+            Some(e) => format!("StringIds could not be read to its end ({e})"),
+            None => "StringIds lacks their ids".to_string(),
+        };
+        let message = format!(
+            "{} names could not be resolved: {why}; they are shown as \"(string ID)\" and the diagnoses that match names may miss them",
+            imp.missing_names
+        );
+        let n = imp.missing_names.max(1);
+        imp.b.warn(WarningKind::MissingNames, message, n);
+    }
     Ok(imp.b.finish(source))
 }
 

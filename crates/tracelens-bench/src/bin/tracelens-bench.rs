@@ -5,38 +5,13 @@
 //! prints throughput in MB/s of trace text, the ratio to `cat`, and peak RSS of tracelens.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::Command;
 
-struct Measure {
-    seconds: f64,
-    peak_rss_kb: i64,
-}
-
-/// Runs a command with stdout discarded; wall time and the child's peak RSS (wait4).
-// The child is reaped by wait4 below, which std cannot do while also returning rusage.
-#[allow(clippy::zombie_processes)]
-fn measure(cmd: &mut Command) -> Measure {
-    let start = Instant::now();
-    let child = cmd
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let pid = child.id() as libc::pid_t;
-    let mut status: libc::c_int = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: wait4 on our own child with valid out-pointers.
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    let seconds = start.elapsed().as_secs_f64();
-    assert_eq!(rc, pid, "wait4 failed");
-    assert!(
-        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
-        "{cmd:?} failed with status {status}"
-    );
-    Measure {
-        seconds,
-        peak_rss_kb: usage.ru_maxrss,
-    }
+/// A successful run, measured.
+fn measure(cmd: &mut Command) -> tracelens_bench::measure::Measure {
+    let m = tracelens_bench::measure::measure(cmd);
+    assert_eq!(m.exit_code, Some(0), "{cmd:?} failed");
+    m
 }
 
 fn main() {

@@ -1,0 +1,151 @@
+//! Crafted inputs that once crashed tracelens or made it run away (issue 9), written on
+//! demand so the repository holds generators, not multi-GB files. `tracelens-hostile` runs
+//! the binary on each and reports exit code, time and peak memory.
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use std::io::{self, Write};
+
+/// One crafted input: its file name, what it attacks, and how to write it.
+pub struct Hostile {
+    /// File name (the extension says whether it is gzip).
+    pub name: &'static str,
+    /// What it attacks.
+    pub attack: &'static str,
+    /// Writes the decoded text (gzip is applied by [`write_hostile`] from the name).
+    pub write: fn(&mut dyn Write) -> io::Result<()>,
+}
+
+/// One kernel and its launch: enough for a valid trace with GPU activity.
+const ONE_KERNEL: &str = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}}, {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 98, "dur": 1, "args": {"correlation": 1}}"#;
+
+fn repeat(out: &mut dyn Write, piece: &[u8], total_bytes: u64) -> io::Result<()> {
+    let block = piece.repeat((1 << 20) / piece.len().max(1) + 1);
+    let mut left = total_bytes;
+    while left > 0 {
+        let n = left.min(block.len() as u64) as usize;
+        out.write_all(&block[..n])?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+/// Every crafted input, in the order the report lists them.
+pub fn all() -> Vec<Hostile> {
+    vec![
+        Hostile {
+            name: "deep_array_metadata.json",
+            attack: "metadata nested 25,000 levels deep (50 kB): stack overflow",
+            write: |o| {
+                write!(o, "{{\"traceEvents\": [{ONE_KERNEL}], \"meta\": ")?;
+                repeat(o, b"[", 25_000)?;
+                repeat(o, b"]", 25_000)?;
+                write!(o, "}}")
+            },
+        },
+        Hostile {
+            name: "deep_object_metadata.json",
+            attack:
+                "metadata objects nested 8,000 levels (40 kB): time and memory square in the depth",
+            write: |o| {
+                write!(o, "{{\"traceEvents\": [{ONE_KERNEL}], \"meta\": ")?;
+                repeat(o, b"{\"a\":", 8_000 * 5)?;
+                write!(o, "1")?;
+                repeat(o, b"}", 8_000)?;
+                write!(o, "}}")
+            },
+        },
+        Hostile {
+            name: "top_level_keys_1gb.json.gz",
+            attack: "1 GB of top-level keys in a ~1 MB gzip: every key kept",
+            write: |o| {
+                write!(o, "{{\"traceEvents\": [{ONE_KERNEL}], ")?;
+                repeat(o, b"\"k\": 1, ", 1 << 30)?;
+                write!(o, "\"end\": 1}}")
+            },
+        },
+        Hostile {
+            name: "unclosed_array_1gb.json.gz",
+            attack: "1 GB of '[' that never closes, gzip: rescanned at every chunk",
+            write: |o| repeat(o, b"[", 1 << 30),
+        },
+        Hostile {
+            name: "cpu_threads_400k.json",
+            attack: "400,000 CPU threads each launching one kernel: lists searched per lane",
+            write: |o| threads(o, 400_000),
+        },
+        Hostile {
+            name: "deep_python_frames.json",
+            attack:
+                "100,000 nested Python frames around 4,000 syncs: each sync walks the whole stack",
+            write: |o| deep_frames(o, 100_000, 4_000),
+        },
+    ]
+}
+
+/// `n` CPU threads, each running one op that launches one kernel.
+pub fn threads(o: &mut dyn Write, n: u64) -> io::Result<()> {
+    write!(o, "{{\"traceEvents\": [")?;
+    for i in 0..n {
+        let t = 1_000 + i * 20;
+        let tid = i + 10;
+        let c = i + 1;
+        if i > 0 {
+            write!(o, ", ")?;
+        }
+        write!(
+            o,
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": {tid}, "ts": {t}, "dur": 15}}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": {tid}, "ts": {}, "dur": 2, "args": {{"correlation": {c}}}}}, {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 3, "args": {{"device": 0, "stream": 7, "correlation": {c}}}}}"#,
+            t + 12,
+            t + 14
+        )?;
+    }
+    write!(o, "]}}")
+}
+
+/// `frames` nested Python frames on one thread, then `syncs` `.item()` syncs inside them.
+pub fn deep_frames(o: &mut dyn Write, frames: u64, syncs: u64) -> io::Result<()> {
+    write!(o, "{{\"traceEvents\": [")?;
+    let span_ns = 10_000_000_000u64;
+    for i in 0..frames {
+        write!(
+            o,
+            r#"{{"ph": "X", "cat": "python_function", "name": "lib/site-packages/m.py({i}): f{i}", "pid": 1, "tid": 1, "ts": {}.{:03}, "dur": {}.{:03}}}, "#,
+            1_000 + i / 1000,
+            i % 1000,
+            (span_ns - 2 * i) / 1000,
+            (span_ns - 2 * i) % 1000
+        )?;
+    }
+    let base = 1_000 + frames / 1000 + 10;
+    for j in 0..syncs {
+        let t = base + j * 100;
+        if j > 0 {
+            write!(o, ", ")?;
+        }
+        write!(
+            o,
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 1, "ts": {t}, "dur": 50}}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": {}, "dur": 40, "args": {{"correlation": {}}}}}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 1, "ts": {}, "dur": 5}}, {{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pageable)", "pid": 0, "tid": 7, "ts": {}, "dur": 10, "args": {{"device": 0, "stream": 7, "correlation": {}}}}}"#,
+            t + 1,
+            2 * j + 1,
+            t + 42,
+            t + 30,
+            2 * j + 1
+        )?;
+    }
+    write!(o, "]}}")
+}
+
+/// Writes `h` to `path`, gzip-compressed when the name ends in `.gz`.
+pub fn write_hostile(h: &Hostile, path: &std::path::Path) -> io::Result<()> {
+    let file = io::BufWriter::new(std::fs::File::create(path)?);
+    if h.name.ends_with(".gz") {
+        let mut gz = GzEncoder::new(file, Compression::new(6));
+        (h.write)(&mut gz)?;
+        gz.finish()?.flush()
+    } else {
+        let mut file = file;
+        (h.write)(&mut file)?;
+        file.flush()
+    }
+}

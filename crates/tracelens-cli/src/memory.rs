@@ -1,0 +1,141 @@
+//! A memory budget for the whole process: the global allocator counts live bytes, and an
+//! allocation that would pass the budget ends the run with one clear line and exit 2
+//! instead of the allocator's abort (or the kernel's OOM killer).
+//!
+//! The budget is `TRACELENS_MAX_MEMORY` (`512M`, `8G`, or bytes) or, by default, 90 % of the
+//! machine's memory (the smaller of `MemTotal` and a cgroup v2 `memory.max`).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+/// The system allocator with a budget on live bytes.
+pub struct BudgetAllocator;
+
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+static BUDGET_BYTES: AtomicUsize = AtomicUsize::new(usize::MAX);
+static OVER_BUDGET: AtomicBool = AtomicBool::new(false);
+static INPUT_LABEL: OnceLock<String> = OnceLock::new();
+
+impl BudgetAllocator {
+    fn charge(size: usize) {
+        let live = LIVE_BYTES.fetch_add(size, Ordering::Relaxed) + size;
+        if live > BUDGET_BYTES.load(Ordering::Relaxed) && !OVER_BUDGET.swap(true, Ordering::SeqCst)
+        {
+            over_budget(live);
+        }
+    }
+}
+
+// SAFETY: every call is forwarded to `System` unchanged; only a counter is kept beside it.
+unsafe impl GlobalAlloc for BudgetAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        Self::charge(layout.size());
+        System.alloc(layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        Self::charge(layout.size());
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE_BYTES.fetch_sub(layout.size(), Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > layout.size() {
+            Self::charge(new_size - layout.size());
+        } else {
+            LIVE_BYTES.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+/// Prints the one-line error and exits 2. Runs inside the allocator: it formats numbers
+/// only (no heap), and later allocations pass unchecked.
+fn over_budget(live: usize) -> ! {
+    let budget = BUDGET_BYTES.load(Ordering::Relaxed);
+    let label = INPUT_LABEL.get().map(String::as_str).unwrap_or("tracelens");
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "tracelens: error: {label}: needs more than ");
+    let _ = if budget >= 1_000_000_000 {
+        write!(err, "{:.1} GB", budget as f64 / 1e9)
+    } else {
+        write!(err, "{} MB", budget / 1_000_000)
+    };
+    let _ = writeln!(
+        err,
+        " of memory ({} MB live when it stopped; the budget is TRACELENS_MAX_MEMORY, or 90 % of this machine's memory): raise it, or profile fewer steps",
+        live / 1_000_000
+    );
+    let _ = err.flush();
+    std::process::exit(crate::EXIT_INPUT)
+}
+
+/// Parses `512M`, `8G`, `1.5G`, `100000` (bytes).
+fn parse_size(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let (number, scale) = match t.char_indices().last()? {
+        (i, 'k' | 'K') => (&t[..i], 1e3),
+        (i, 'm' | 'M') => (&t[..i], 1e6),
+        (i, 'g' | 'G') => (&t[..i], 1e9),
+        (i, 't' | 'T') => (&t[..i], 1e12),
+        _ => (t, 1.0),
+    };
+    let v: f64 = number.trim().parse().ok()?;
+    (v.is_finite() && v > 0.0).then_some((v * scale) as usize)
+}
+
+/// 90 % of the memory this process may use, when the system says.
+fn default_budget() -> Option<usize> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let total_kb: usize = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    let mut limit = total_kb * 1024;
+    if let Ok(max) = std::fs::read_to_string("/sys/fs/cgroup/memory.max") {
+        if let Ok(bytes) = max.trim().parse::<usize>() {
+            limit = limit.min(bytes);
+        }
+    }
+    Some(limit / 10 * 9)
+}
+
+/// Names the input in the out-of-memory message.
+pub fn name_input(label: &str) {
+    let _ = INPUT_LABEL.set(label.to_string());
+}
+
+/// Sets the budget, from `TRACELENS_MAX_MEMORY` or the machine. Call once, first.
+pub fn set_budget() -> Result<(), String> {
+    let budget = match std::env::var("TRACELENS_MAX_MEMORY") {
+        Ok(v) => parse_size(&v)
+            .ok_or_else(|| format!("TRACELENS_MAX_MEMORY={v:?} is not a size (like 512M or 8G)"))?,
+        Err(_) => default_budget().unwrap_or(usize::MAX),
+    };
+    BUDGET_BYTES.store(budget, Ordering::Relaxed);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("512M"), Some(512_000_000));
+        assert_eq!(parse_size("1.5G"), Some(1_500_000_000));
+        assert_eq!(parse_size("100000"), Some(100_000));
+        assert_eq!(parse_size("lots"), None);
+        assert_eq!(parse_size("-1G"), None);
+    }
+}

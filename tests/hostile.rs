@@ -1,0 +1,684 @@
+//! Hostile traces (issue 9): nothing is written over an input, no secret reaches any output,
+//! trace strings cannot inject Markdown or terminal escapes, crafted inputs end in a clear
+//! line rather than a crash, and the plumbing (stdin, FIFOs, full devices) reports honestly.
+//! Every input here is made by the test; the crafted bombs at full size live in
+//! `tracelens-hostile` (`just hostile`), which measures their time and memory.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use tracelens_tests::nsys_export::Export;
+use tracelens_tests::{fixtures_dir, tracelens};
+
+/// A fresh scratch folder for one test.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tracelens-hostile-{}-{test}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn exe() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tracelens_for_tests"))
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap()
+}
+
+fn small_trace() -> Vec<u8> {
+    std::fs::read(fixtures_dir().join("scenarios/item_every_step.json")).unwrap()
+}
+
+/// A tiny Nsight Systems export with one launch and one kernel.
+fn small_export(path: &Path) -> Export {
+    let mut e = Export::create(path, "META_DATA_EXPORT", "3.7.2");
+    e.runtime("cudaLaunchKernel", 10, 11, 1_000, 2_000, 1);
+    e.kernel("k", 10, 0, 7, 3_000, 9_000, 1);
+    e
+}
+
+// ---- 1. never write over the input ----
+
+#[test]
+fn output_over_the_input_is_refused_through_any_name() {
+    let dir = scratch("overwrite");
+    let json = dir.join("t.json");
+    std::fs::write(&json, small_trace()).unwrap();
+    let gz = dir.join("t.json.gz");
+    std::fs::write(&gz, gzip(&small_trace())).unwrap();
+    let sqlite = dir.join("t.sqlite");
+    drop(small_export(&sqlite));
+    let soft = dir.join("soft.json");
+    std::os::unix::fs::symlink(&json, &soft).unwrap();
+    let hard = dir.join("hard.json");
+    std::fs::hard_link(&json, &hard).unwrap();
+    let cases: [(&Path, &Path); 6] = [
+        (&json, &json),
+        (&gz, &gz),
+        (&sqlite, &sqlite),
+        (&soft, &json),
+        (&json, &soft),
+        (&json, &hard),
+    ];
+    for (input, output) in cases {
+        let before = std::fs::read(input).unwrap();
+        let run = tracelens([
+            "analyze".into(),
+            input.as_os_str().to_owned(),
+            "-o".into(),
+            output.as_os_str().to_owned(),
+        ]);
+        assert_eq!(run.code, 2, "{} -o {}", input.display(), output.display());
+        assert!(
+            run.stderr
+                .contains("refusing to write the output over the input trace"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(run.stderr.lines().count(), 1);
+        assert_eq!(std::fs::read(input).unwrap(), before, "{}", input.display());
+    }
+    // The default report path when it is a hard link to the trace.
+    std::fs::hard_link(&json, dir.join("t.tracelens.html")).unwrap();
+    let out = exe()
+        .current_dir(&dir)
+        .args(["analyze", "t.json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(std::fs::read(&json).unwrap(), small_trace());
+    // The rule mode's CSV folder may not be the export either.
+    let run = tracelens([
+        "analyze".into(),
+        "--rules".into(),
+        "nsys".into(),
+        sqlite.as_os_str().to_owned(),
+        "-o".into(),
+        sqlite.as_os_str().to_owned(),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- 2. secrets ----
+
+/// Secret markers: none of these may appear in any output.
+const SECRETS: [&str; 14] = [
+    "LISTSECRET1",
+    "NESTEDSECRET2",
+    "DEEPSECRET3",
+    "FLAGSECRET4",
+    "FLAGSECRET5",
+    "BEARERSECRET6",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJTRUNSRVQifQ.c2lnbmF0dXJl",
+    "URLSECRET8",
+    "INITSECRET9",
+    "QUERYSECRET10",
+    "hf_VERSIONSECRET11abcdefgh",
+    "SLACKSECRET12",
+    "ACCOUNTSECRET13",
+    "ghp_THREADSECRET14abcdefgh",
+];
+
+fn secret_trace() -> String {
+    let events = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}},
+      {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 98, "dur": 1, "args": {"correlation": 1}},
+      {"ph": "X", "cat": "cpu_op", "name": "aten::add --token=ghp_THREADSECRET14abcdefgh", "pid": 1, "tid": 1, "ts": 90, "dur": 9},
+      {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "worker Authorization: Bearer BEARERSECRET6"}}"#;
+    format!(
+        r#"{{"traceEvents": [{events}],
+  "traceName": "https://x.io/run?token=QUERYSECRET10&page=1",
+  "tokenizer_version": "hf_VERSIONSECRET11abcdefgh",
+  "distributedInfo": {{"backend": "nccl", "rank": 0, "world_size": 2, "init_method": "tcp://root:INITSECRET9@10.0.0.1:29500"}},
+  "env": ["PATH=/bin", "WANDB_API_KEY=LISTSECRET1"],
+  "config": {{"HF_TOKEN": {{"value": "NESTEDSECRET2"}}, "api": [["x", {{"accessToken": [["DEEPSECRET3"]]}}]]}},
+  "argv": "python train.py --password=FLAGSECRET4 --token FLAGSECRET5 --lr 3",
+  "auth_header": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJTRUNSRVQifQ.c2lnbmF0dXJl",
+  "db": "postgres://u:URLSECRET8@db:5432/x",
+  "hook": "https://hooks.slack.com/services/T0/B0/SLACKSECRET12",
+  "storage": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=ACCOUNTSECRET13;EndpointSuffix=core"
+}}"#
+    )
+}
+
+fn assert_no_secret(what: &str, text: &str) {
+    for s in SECRETS {
+        assert!(!text.contains(s), "{what} leaks {s}");
+    }
+}
+
+#[test]
+fn no_secret_reaches_any_output() {
+    let dir = scratch("secrets");
+    let path = dir.join("secrets.json");
+    std::fs::write(&path, secret_trace()).unwrap();
+    for format in ["json", "md", "html", "text"] {
+        let run = tracelens([
+            "analyze".into(),
+            path.as_os_str().to_owned(),
+            "--format".into(),
+            format.into(),
+            "-o".into(),
+            "-".into(),
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_no_secret(format, &run.stdout);
+    }
+    let run = tracelens([
+        "analyze".into(),
+        path.as_os_str().to_owned(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let redacted = doc["metadata"]["redacted"].as_array().unwrap();
+    assert!(redacted.len() >= 10, "{redacted:?}");
+    // What stays: the redaction keeps keys, hosts and harmless values readable.
+    assert!(run.stdout.contains("tcp://root:<redacted>@10.0.0.1:29500"));
+    assert!(run.stdout.contains("PATH=/bin"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn nsight_command_lines_and_environment_are_redacted() {
+    let dir = scratch("nsys-secrets");
+    let path = dir.join("secrets.sqlite");
+    let e = small_export(&path);
+    e.conn
+        .execute_batch(
+            "CREATE TABLE META_DATA_CAPTURE (name TEXT NOT NULL, value TEXT);
+             INSERT INTO META_DATA_CAPTURE VALUES
+               ('PROCESS_1:COMMAND', 'python train.py --password=FLAGSECRET4 --token FLAGSECRET5'),
+               ('ENVIRONMENT_VARIABLE', 'HF_TOKEN=NESTEDSECRET2'),
+               ('ENVIRONMENT_VARIABLE', 'DATABASE_URL=postgres://u:URLSECRET8@db/x');",
+        )
+        .unwrap();
+    drop(e);
+    for format in ["json", "md", "html", "text"] {
+        let run = tracelens([
+            "analyze".into(),
+            path.as_os_str().to_owned(),
+            "--format".into(),
+            format.into(),
+            "-o".into(),
+            "-".into(),
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_no_secret(format, &run.stdout);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- 3 and 4. Markdown and terminal injection ----
+
+fn hostile_names_trace() -> String {
+    let frame = "evil.py(1): f\n| injected | row |\n## Heading <script>alert(1)</script> @octocat ![x](https://evil.example/p.png) <img src=x onerror=alert(1)> <svg onload=alert(1)> <details>";
+    let gpu = "GPU\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\u{1b}]0;title\u{7}\nforged: all good";
+    let ev = |v: serde_json::Value| v.to_string();
+    let mut events = Vec::new();
+    for step in 0..3 {
+        let t0 = 1_000 + step * 10_000;
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "user_annotation", "name": format!("ProfilerStep#{step}"), "pid": 1, "tid": 1, "ts": t0, "dur": 9_000})));
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "python_function", "name": frame, "pid": 1, "tid": 1, "ts": t0 + 10, "dur": 8_000})));
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 1, "ts": t0 + 100, "dur": 6_000})));
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": t0 + 110, "dur": 5_900, "args": {"correlation": step * 2 + 1}})));
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pageable)", "pid": 0, "tid": 7, "ts": t0 + 5_990, "dur": 10, "args": {"device": 0, "stream": 7, "correlation": step * 2 + 1, "bytes": 4}})));
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 6_200, "dur": 5, "args": {"correlation": step * 2 + 2}})));
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "kernel", "name": "k|x\n<script>", "pid": 0, "tid": 7, "ts": t0 + 6_210, "dur": 2_500, "args": {"device": 0, "stream": 7, "correlation": step * 2 + 2}})));
+    }
+    format!(
+        "{{\"traceEvents\": [{}], \"deviceProperties\": [{}]}}",
+        events.join(", "),
+        ev(serde_json::json!({"id": 0, "name": gpu}))
+    )
+}
+
+#[test]
+fn markdown_cannot_be_broken_out_of() {
+    let dir = scratch("markdown");
+    let path = dir.join("names.json");
+    std::fs::write(&path, hostile_names_trace()).unwrap();
+    let run = tracelens([
+        "analyze".into(),
+        path.as_os_str().to_owned(),
+        "--format".into(),
+        "md".into(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let md = &run.stdout;
+    assert!(md.contains(".item()"), "the sync finding is there:\n{md}");
+    for raw in ["<script", "<img", "<svg", "<details", "![", "\u{1b}"] {
+        assert!(!md.contains(raw), "raw {raw:?} in\n{md}");
+    }
+    assert!(
+        !md.replace("\\]", "").contains("]("),
+        "a live link in\n{md}"
+    );
+    assert!(!md.contains("@octocat"), "a live mention in\n{md}");
+    // No trace line starts a heading or a table row of its own; every table row keeps its
+    // column count (escaped pipes do not count).
+    for line in md.lines() {
+        assert!(!line.starts_with("## Heading"), "{line}");
+        assert!(!line.starts_with("| injected"), "{line}");
+        if line.starts_with('|') {
+            let cells = line.replace("\\|", "").matches('|').count();
+            assert!(cells == 3 || cells == 6, "{cells} pipes: {line}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn terminal_output_carries_no_escape_sequence_from_the_trace() {
+    let dir = scratch("terminal");
+    let name = "evil\u{1b}]0;pwned\u{7}\nforged.json";
+    let path = dir.join(name);
+    std::fs::write(&path, hostile_names_trace()).unwrap();
+    let out = exe()
+        .current_dir(&dir)
+        .args(["analyze", name])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains('\u{1b}'), "ESC in piped output:\n{text}");
+    assert!(!text.contains('\u{7}'));
+    assert!(!text.lines().any(|l| l.starts_with("forged")), "{text}");
+    // The same for errors naming the file, and for a top-level key listed in an error.
+    let bad = dir.join("bad\u{1b}[2J.json");
+    std::fs::write(&bad, "{\"\u{1b}]52;c;eA==\u{7}key\": 1}").unwrap();
+    let out = exe().arg("analyze").arg(&bad).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not a Chrome/Kineto trace"), "{err}");
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- 5. crafted inputs end cleanly ----
+
+#[test]
+fn crafted_nesting_and_sizes_end_in_a_clear_outcome() {
+    let dir = scratch("bombs");
+    let one_kernel = tracelens_bench_free_kernel();
+    // 50 kB of nesting: read, not a stack overflow.
+    let deep = format!(
+        "{{\"traceEvents\": [{one_kernel}], \"meta\": {}{}}}",
+        "[".repeat(25_000),
+        "]".repeat(25_000)
+    );
+    let path = dir.join("deep.json");
+    std::fs::write(&path, deep).unwrap();
+    let out = exe()
+        .arg("analyze")
+        .arg(&path)
+        .arg("--no-report")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Thousands of top-level keys: the first 256 are read, the rest skipped with a warning.
+    let keys: String = (0..5_000).map(|i| format!(", \"k{i}\": {i}")).collect();
+    let path = dir.join("keys.json");
+    std::fs::write(&path, format!("{{\"traceEvents\": [{one_kernel}]{keys}}}")).unwrap();
+    let run = tracelens([
+        "analyze".into(),
+        path.as_os_str().to_owned(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("4745 top-level keys past the first 256 were skipped"),
+        "{}",
+        run.stdout
+    );
+    // An array that never closes, gzip: one clear line, exit 2.
+    let path = dir.join("open.json.gz");
+    std::fs::write(&path, gzip(&b"[".repeat(8 << 20))).unwrap();
+    let run = tracelens([
+        "analyze".into(),
+        path.as_os_str().to_owned(),
+        "--no-report".into(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("truncated"), "{}", run.stderr);
+    // Over the memory budget: one line and exit 2, not an abort.
+    let path = dir.join("big.json");
+    std::fs::write(&path, small_trace().repeat(1)).unwrap();
+    let out = exe()
+        .env("TRACELENS_MAX_MEMORY", "3M")
+        .arg("analyze")
+        .arg(&path)
+        .arg("--no-report")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs more than 3 MB of memory"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn tracelens_bench_free_kernel() -> &'static str {
+    r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}}, {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 98, "dur": 1, "args": {"correlation": 1}}"#
+}
+
+// ---- 6. honest failures ----
+
+#[test]
+fn gzip_checksum_mismatch_is_a_warning() {
+    let dir = scratch("crc");
+    let mut gz = gzip(&small_trace());
+    let n = gz.len();
+    gz[n - 8] ^= 0xff; // CRC-32
+    let path = dir.join("crc.json.gz");
+    std::fs::write(&path, &gz).unwrap();
+    let run = tracelens([
+        "analyze".into(),
+        path.as_os_str().to_owned(),
+        "--no-report".into(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("fails its CRC-32/length check"),
+        "{}",
+        run.stdout
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn duplicated_events_are_counted_once() {
+    let dir = scratch("dup");
+    let mut doc: serde_json::Value = serde_json::from_slice(&small_trace()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap().clone();
+    let twenty: Vec<serde_json::Value> = events
+        .iter()
+        .flat_map(|e| std::iter::repeat_n(e.clone(), 20))
+        .collect();
+    doc["traceEvents"] = serde_json::Value::Array(twenty);
+    let path = dir.join("dup.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let once = tracelens([
+        "analyze".into(),
+        fixtures_dir()
+            .join("scenarios/item_every_step.json")
+            .into_os_string(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    let run = tracelens([
+        "analyze".into(),
+        path.as_os_str().to_owned(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    assert_eq!(run.code, 0);
+    let a: serde_json::Value = serde_json::from_str(&once.stdout).unwrap();
+    let b: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(a["diagnosis"]["findings"], b["diagnosis"]["findings"]);
+    assert!(
+        run.stdout.contains("appear more than once"),
+        "{}",
+        run.stdout
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn nsys_exports_say_what_they_could_not_read() {
+    let dir = scratch("nsys-honest");
+    // A write-ahead log beside the export is named.
+    let path = dir.join("wal.sqlite");
+    drop(small_export(&path));
+    std::fs::write(dir.join("wal.sqlite-wal"), b"not empty").unwrap();
+    let run = tracelens([
+        "analyze".into(),
+        path.as_os_str().to_owned(),
+        "--no-report".into(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("wal.sqlite-wal (9 bytes) beside the export was not read"),
+        "{}",
+        run.stdout
+    );
+    // A view standing where a table should is named, not silently dropped.
+    let path = dir.join("view.sqlite");
+    let e = small_export(&path);
+    e.conn
+        .execute_batch(
+            "ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO k_rows;
+             CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS SELECT * FROM k_rows;",
+        )
+        .unwrap();
+    drop(e);
+    let run = tracelens([
+        "analyze".into(),
+        path.as_os_str().to_owned(),
+        "--no-report".into(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("CUPTI_ACTIVITY_KIND_KERNEL is a view"),
+        "{}",
+        run.stdout
+    );
+    // Names missing from StringIds are a warning.
+    let path = dir.join("names.sqlite");
+    let e = small_export(&path);
+    e.conn.execute_batch("DELETE FROM StringIds;").unwrap();
+    drop(e);
+    let run = tracelens([
+        "analyze".into(),
+        path.as_os_str().to_owned(),
+        "--no-report".into(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("names could not be resolved"),
+        "{}",
+        run.stdout
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn nsys_rules_fail_on_sql_errors_and_survive_huge_names() {
+    let dir = scratch("nsys-rules");
+    // A runtime table without the columns the rules query: an error, not "no problem found".
+    let path = dir.join("broken.sqlite");
+    let e = small_export(&path);
+    e.conn
+        .execute_batch(
+            "DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME;
+             CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER);",
+        )
+        .unwrap();
+    drop(e);
+    let run = tracelens([
+        "analyze".into(),
+        "--rules".into(),
+        "nsys".into(),
+        path.as_os_str().to_owned(),
+    ]);
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr.contains("cannot read the Nsight Systems export"),
+        "{}",
+        run.stderr
+    );
+    // An API name over 65,535 characters is printed, not a panic.
+    let path = dir.join("long.sqlite");
+    let mut e = small_export(&path);
+    let long = format!("cudaDeviceSynchronize{}", "x".repeat(70_000));
+    e.runtime(&long, 10, 11, 10_000, 20_000, 5);
+    drop(e);
+    let run = tracelens([
+        "analyze".into(),
+        "--rules".into(),
+        "nsys".into(),
+        path.as_os_str().to_owned(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains(&long));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- 7. plumbing ----
+
+#[test]
+fn stdin_and_fifos_are_read_once() {
+    let trace = small_trace();
+    for input in [trace.clone(), gzip(&trace)] {
+        let mut child = exe()
+            .args(["analyze", "-", "--format", "json"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let writer = std::thread::spawn(move || stdin.write_all(&input));
+        let out = child.wait_with_output().unwrap();
+        writer.join().unwrap().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("\"findings\""));
+    }
+    // A named FIFO, and an Nsight export through a pipe.
+    let dir = scratch("fifo");
+    let fifo = dir.join("trace.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let f2 = fifo.clone();
+    let writer = std::thread::spawn(move || std::fs::write(&f2, small_trace()));
+    let run = tracelens([
+        "analyze".into(),
+        fifo.as_os_str().to_owned(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    writer.join().unwrap().unwrap();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let export = dir.join("e.sqlite");
+    drop(small_export(&export));
+    let out = exe()
+        .args(["analyze", "-", "--format", "json"])
+        .stdin(std::fs::File::open(&export).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nsys_sqlite"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn write_errors_are_reported_as_write_errors() {
+    let trace = fixtures_dir().join("scenarios/item_every_step.json");
+    if !Path::new("/dev/full").exists() {
+        eprintln!("*** SKIPPED write_errors_are_reported_as_write_errors: no /dev/full ***");
+        return;
+    }
+    for args in [
+        vec!["--format", "json"],
+        vec!["-o", "-"],
+        vec!["--no-report"],
+    ] {
+        let out = exe()
+            .arg("analyze")
+            .arg(&trace)
+            .args(&args)
+            .stdout(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .unwrap(),
+            )
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("<stdout>: cannot write output: no space left on device"),
+            "{err}"
+        );
+    }
+    let run = tracelens([
+        "analyze".into(),
+        trace.into_os_string(),
+        "-o".into(),
+        "/dev/full".into(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains("/dev/full: cannot write output: no space left on device"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn unusual_encodings_get_precise_messages() {
+    let dir = scratch("encodings");
+    let trace = small_trace();
+    let utf16: Vec<u8> = [0xFF, 0xFE]
+        .into_iter()
+        .chain(
+            String::from_utf8(trace.clone())
+                .unwrap()
+                .encode_utf16()
+                .flat_map(u16::to_le_bytes),
+        )
+        .collect();
+    let cases: [(&str, Vec<u8>, &str); 3] = [
+        ("utf16.json", utf16, "UTF-16 text"),
+        ("nested.json.gz", gzip(&gzip(&trace)), "gzip inside gzip"),
+        (
+            "blank.json",
+            b"  \n\t \n".to_vec(),
+            "no JSON: the file holds only 6 bytes of whitespace",
+        ),
+    ];
+    for (name, bytes, message) in cases {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let run = tracelens(["analyze".into(), path.as_os_str().to_owned()]);
+        assert_eq!(run.code, 2, "{name}");
+        assert!(run.stderr.contains(message), "{name}: {}", run.stderr);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
