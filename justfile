@@ -39,3 +39,18 @@ bench-nsys size="1000":
     ./target/release/tracelens-inflate-nsys {{corpus}}/nsys/converted/Raphael-Hao__Abacus__report1.qdrep.nsys2023.4.4.sqlite bench-traces/nsys_{{size}}mb.sqlite {{size}}
     cat bench-traces/nsys_{{size}}mb.sqlite > /dev/null
     /usr/bin/time -f "tracelens: %e s, peak RSS %M KB" ./target/release/tracelens analyze bench-traces/nsys_{{size}}mb.sqlite --format json --timings > /dev/null
+
+# Fuzz each target for SECONDS (nightly toolchain and cargo-fuzz, installed when missing; not
+# in CI). Seeds: the project's fixtures. A crash lands in fuzz/artifacts/TARGET/: copy it to
+# fixtures/fuzz/ (tests/fuzz_regressions.rs replays every file there) and fix it.
+fuzz seconds="60":
+    rustup toolchain list | grep -q nightly || rustup toolchain install nightly --profile minimal
+    command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+    mkdir -p fuzz/corpus/kineto_import fuzz/corpus/nsys_import fuzz/corpus/trace_strings
+    cp fixtures/kineto/*.json fixtures/scenarios/*.json fixtures/fuzz/*.json fuzz/corpus/kineto_import/ 2>/dev/null || true
+    cd fuzz && for t in kineto_import nsys_import trace_strings; do cargo +nightly fuzz run $t -- -max_total_time={{seconds}} -rss_limit_mb=2048 -max_len=1048576 2>&1 | grep -E "^(#[0-9]+ +DONE|Done|==[0-9]+==)|SUMMARY|panicked" ; done
+
+# Crafted inputs that once crashed or ran away: exit code, seconds and peak memory of each.
+hostile tracelens="target/release/tracelens":
+    cargo build --release -p tracelens-cli -p tracelens-bench
+    ./target/release/tracelens-hostile --tracelens {{tracelens}}

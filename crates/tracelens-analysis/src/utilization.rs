@@ -251,11 +251,7 @@ pub fn measure(
         total_ns,
         busy_ns,
         idle_ns: total_ns - busy_ns,
-        busy_percent: if total_ns > 0 {
-            busy_ns as f64 * 100.0 / total_ns as f64
-        } else {
-            0.0
-        },
+        busy_percent: crate::dataloader::percent(busy_ns, total_ns),
         kernel_ns: of(&|k| k == SpanKind::Kernel),
         memcpy_ns: of(&|k| k == SpanKind::Memcpy),
         memset_ns: of(&|k| k == SpanKind::Memset),

@@ -1,6 +1,7 @@
 //! The `tracelens` command line: parses arguments, loads the trace, runs the analyses and
-//! hands the results to a renderer. Exit codes: 0 success, 2 usage or unreadable input
-//! (1 is reserved for a later rule gate).
+//! hands the results to a renderer. Exit codes: 0 success, 2 usage, unreadable input, an
+//! output that would replace the input, or a failed write (1 is reserved for a later rule
+//! gate).
 #![deny(missing_docs)]
 
 mod input;
@@ -37,7 +38,8 @@ enum Command {
 
 #[derive(clap::Args)]
 struct AnalyzeArgs {
-    /// Trace file: Kineto/Chrome JSON, plain or gzip-compressed.
+    /// Trace file: Kineto/Chrome JSON (plain or gzip) or an Nsight Systems SQLite export;
+    /// `-` reads stdin. It is never overwritten: an output that names it is refused.
     trace: PathBuf,
     /// Output format. Without -o: `text` prints the summary and writes the HTML report;
     /// `json`, `md` and `html` print that format to stdout. With -o: the file's format

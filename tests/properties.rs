@@ -1,0 +1,208 @@
+//! Properties that hold for any input (proptest): the interval algebra against a
+//! point-by-point model, and whole diagnoses of random traces against the invariants every
+//! report must keep (busy + idle = window, wins within the idle, breakdowns that sum).
+
+use proptest::prelude::*;
+use tracelens_analysis::intervals::{covered_ns, gaps, intersect, subtract, total_ns, union};
+use tracelens_model::{
+    Interval, LaneKey, SourceInfo, SpanInput, SpanKind, TraceBuilder, NO_DETAIL,
+};
+use tracelens_tests::consistency::consistency_errors;
+
+/// Time is small so the point model (one bool per ns) stays cheap.
+const SPAN: i64 = 400;
+
+fn interval() -> impl Strategy<Value = Interval> {
+    (0..SPAN, 0..SPAN / 4).prop_map(|(s, d)| Interval::new(s, s + d))
+}
+
+fn points(ivs: &[Interval]) -> Vec<bool> {
+    let mut p = vec![false; (SPAN * 2) as usize];
+    for iv in ivs {
+        for t in iv.start_ns..iv.end_ns {
+            p[t as usize] = true;
+        }
+    }
+    p
+}
+
+fn is_sorted_disjoint(ivs: &[Interval]) -> bool {
+    ivs.iter().all(|iv| iv.end_ns > iv.start_ns)
+        && ivs.windows(2).all(|w| w[0].end_ns < w[1].start_ns)
+}
+
+proptest! {
+    #[test]
+    fn union_is_sorted_disjoint_and_covers_the_same_points(ivs in prop::collection::vec(interval(), 0..40)) {
+        let u = union(ivs.clone());
+        prop_assert!(is_sorted_disjoint(&u));
+        prop_assert_eq!(points(&u), points(&ivs));
+    }
+
+    #[test]
+    fn busy_and_idle_add_up_to_the_window(
+        ivs in prop::collection::vec(interval(), 0..40),
+        w in interval(),
+    ) {
+        let u = union(ivs);
+        let busy = covered_ns(&u, w);
+        let idle: i64 = total_ns(&gaps(&u, w));
+        prop_assert_eq!(busy + idle, w.dur_ns());
+        let p = points(&u);
+        let expect = (w.start_ns..w.end_ns).filter(|&t| p[t as usize]).count() as i64;
+        prop_assert_eq!(busy, expect);
+        for g in gaps(&u, w) {
+            prop_assert!(g.clip(w) == Some(g));
+            prop_assert_eq!(covered_ns(&u, g), 0);
+        }
+    }
+
+    #[test]
+    fn intersect_and_subtract_partition_the_first_operand(
+        a in prop::collection::vec(interval(), 0..30),
+        b in prop::collection::vec(interval(), 0..30),
+    ) {
+        let (a, b) = (union(a), union(b));
+        let both = intersect(&a, &b);
+        let only_a = subtract(&a, &b);
+        prop_assert!(is_sorted_disjoint(&only_a));
+        let (pa, pb) = (points(&a), points(&b));
+        let pboth = points(&both);
+        let ponly = points(&only_a);
+        for t in 0..(SPAN * 2) as usize {
+            prop_assert_eq!(pboth[t], pa[t] && pb[t]);
+            prop_assert_eq!(ponly[t], pa[t] && !pb[t]);
+        }
+        prop_assert_eq!(total_ns(&both) + total_ns(&only_a), total_ns(&a));
+    }
+
+    #[test]
+    fn clipping_stays_inside_both(a in interval(), w in interval()) {
+        match a.clip(w) {
+            Some(c) => {
+                prop_assert!(c.start_ns >= a.start_ns.max(w.start_ns));
+                prop_assert!(c.end_ns <= a.end_ns.min(w.end_ns));
+                prop_assert!(c.dur_ns() > 0);
+            }
+            None => prop_assert!(a.end_ns.min(w.end_ns) <= a.start_ns.max(w.start_ns)),
+        }
+    }
+}
+
+/// One random op of a random trace: (lane 0-2 CPU threads, kind choice, start µs, dur µs).
+type OpSpec = (u8, u8, i64, i64);
+
+fn build(steps: u8, ops: &[OpSpec]) -> tracelens_model::Trace {
+    let mut b = TraceBuilder::new();
+    let cpu = |b: &mut TraceBuilder, t: u8| {
+        b.lane(LaneKey::Cpu {
+            pid: tracelens_model::Ident::Num(1),
+            tid: tracelens_model::Ident::Num(t as i64),
+        })
+    };
+    let main = cpu(&mut b, 0);
+    let step_len = 10_000_000 / steps.max(1) as i64;
+    for s in 0..steps as i64 {
+        let name = b.intern(&format!("ProfilerStep#{s}"));
+        b.add_span(SpanInput {
+            kind: SpanKind::UserAnnotation,
+            lane: main,
+            start_ns: s * step_len,
+            dur_ns: step_len - 1_000,
+            name,
+            correlation: None,
+            external_id: None,
+            detail: NO_DETAIL,
+        });
+    }
+    for (i, &(thread, choice, start_us, dur_us)) in ops.iter().enumerate() {
+        let lane = cpu(&mut b, thread % 3);
+        let start_ns = start_us * 1_000;
+        let dur_ns = dur_us * 1_000;
+        let corr = Some(i as u64 + 1);
+        match choice % 4 {
+            0 => {
+                let name = b.intern(
+                    [
+                        "aten::mm",
+                        "aten::item",
+                        "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                    ][i % 3],
+                );
+                b.add_span(SpanInput {
+                    kind: SpanKind::CpuOp,
+                    lane,
+                    start_ns,
+                    dur_ns,
+                    name,
+                    correlation: None,
+                    external_id: None,
+                    detail: NO_DETAIL,
+                });
+            }
+            1 => {
+                let name = b.intern("cudaStreamSynchronize");
+                b.add_span(SpanInput {
+                    kind: SpanKind::Runtime,
+                    lane,
+                    start_ns,
+                    dur_ns,
+                    name,
+                    correlation: None,
+                    external_id: None,
+                    detail: NO_DETAIL,
+                });
+            }
+            _ => {
+                let launch = b.intern("cudaLaunchKernel");
+                b.add_span(SpanInput {
+                    kind: SpanKind::Runtime,
+                    lane,
+                    start_ns,
+                    dur_ns: 5_000,
+                    name: launch,
+                    correlation: corr,
+                    external_id: None,
+                    detail: NO_DETAIL,
+                });
+                let stream = b.lane(LaneKey::Gpu {
+                    device: 0,
+                    stream: 7 + (choice % 2) as i64,
+                });
+                let k = b.intern(
+                    [
+                        "volta_sgemm_128x64_nn",
+                        "nccl:all_reduce",
+                        "vectorized_elementwise_kernel",
+                    ][i % 3],
+                );
+                b.add_span(SpanInput {
+                    kind: SpanKind::Kernel,
+                    lane: stream,
+                    start_ns: start_ns + 6_000 + dur_ns / 3,
+                    dur_ns,
+                    name: k,
+                    correlation: corr,
+                    external_id: None,
+                    detail: NO_DETAIL,
+                });
+            }
+        }
+    }
+    b.finish(SourceInfo::default())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_traces_keep_every_report_invariant(
+        steps in 0u8..5,
+        ops in prop::collection::vec((0u8..3, 0u8..8, 0i64..10_000, 0i64..800), 1..60),
+    ) {
+        let trace = build(steps, &ops);
+        let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
+        let errors = consistency_errors(&trace, &overview, &diagnosis);
+        prop_assert!(errors.is_empty(), "{:?}", errors);
+    }
+}
