@@ -68,7 +68,12 @@ pub fn is_secret_key(key: &str) -> bool {
     if SECRET_FRAGMENTS.iter().any(|f| squashed.contains(f)) {
         return true;
     }
-    words(key).any(|w| SECRET_WORDS.contains(&w.as_str()))
+    // A keyboard shortcut (`TRACE_NVTX_RANGE_HOT_KEY`) is not a credential.
+    let words: Vec<String> = words(key).collect();
+    words
+        .iter()
+        .enumerate()
+        .any(|(i, w)| SECRET_WORDS.contains(&w.as_str()) && !(i > 0 && words[i - 1] == "HOT"))
 }
 
 /// The upper-cased words of a key: split at non-alphanumerics and lower→upper case changes.
@@ -259,7 +264,16 @@ fn redact_pair(piece: &str) -> Cow<'_, str> {
     let key = piece[..at].trim_start_matches(['"', '\'', '{', '(', '[']);
     let key = key.trim_end_matches(['"', '\'']);
     let value = &piece[at + 1..];
-    if value.is_empty() || value == REDACTED || !is_secret_key(key) {
+    // `name==1.2` is a version pin, and a key is a name, not a path (`/etc/keys/x:y`).
+    let identifier = key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if value.is_empty()
+        || value == REDACTED
+        || value.starts_with('=')
+        || !identifier
+        || !is_secret_key(key)
+    {
         return Cow::Borrowed(piece);
     }
     Cow::Owned(format!("{}{REDACTED}", &piece[..at + 1]))
@@ -400,6 +414,7 @@ mod tests {
             "monkey",
             "passage",
             "cuda_runtime_version",
+            "TRACE_NVTX_RANGE_HOT_KEY",
         ] {
             assert!(!is_secret_key(k), "{k}");
         }
@@ -463,6 +478,8 @@ mod tests {
             "nccl:all_reduce",
             "PYTHONPATH=/src",
             "tokenizer=bert-base",
+            "google-auth==2.40.3",
+            "file:///etc/keys/ima:/etc/ima",
             "2022-04…2024-02 é_x-hf_ü",
         ] {
             assert!(matches!(redact_text(s), Cow::Borrowed(_)), "{s}");
