@@ -15,7 +15,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
     let text = tracelens_report::render_text(&trace, &overview, &diagnosis, false);
-    assert!(!text.contains('\u{1b}'), "an escape sequence reached the terminal");
+    assert!(
+        !text.contains('\u{1b}'),
+        "an escape sequence reached the terminal"
+    );
     let md = tracelens_report::render_markdown(&trace, &overview, &diagnosis);
     assert!(!md.contains("<script"), "raw HTML reached the Markdown");
     let _ = tracelens_report::render_json(&trace, &overview, &diagnosis);

@@ -48,7 +48,11 @@ fn fill(conn: &Connection, b: &mut Bytes) -> Option<()> {
         match op % 7 {
             0 => {
                 let s = b.text()?;
-                conn.execute("INSERT OR IGNORE INTO StringIds VALUES (?1, ?2)", params![next_string, s]).ok()?;
+                conn.execute(
+                    "INSERT OR IGNORE INTO StringIds VALUES (?1, ?2)",
+                    params![next_string, s],
+                )
+                .ok()?;
                 next_string += 1;
             }
             1 => {
@@ -87,8 +91,10 @@ fn fill(conn: &Connection, b: &mut Bytes) -> Option<()> {
                 .ok()?;
             }
             _ => {
-                let t = ["CUPTI_ACTIVITY_KIND_MEMCPY", "NVTX_EVENTS", "StringIds"][b.byte()? as usize % 3];
-                conn.execute_batch(&format!("DROP TABLE IF EXISTS {t}")).ok()?;
+                let t = ["CUPTI_ACTIVITY_KIND_MEMCPY", "NVTX_EVENTS", "StringIds"]
+                    [b.byte()? as usize % 3];
+                conn.execute_batch(&format!("DROP TABLE IF EXISTS {t}"))
+                    .ok()?;
             }
         }
     }
@@ -96,13 +102,23 @@ fn fill(conn: &Connection, b: &mut Bytes) -> Option<()> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let dir = if std::path::Path::new("/dev/shm").is_dir() { "/dev/shm" } else { "/tmp" };
-    let path = std::path::PathBuf::from(format!("{dir}/tracelens-fuzz-{}.sqlite", std::process::id()));
+    let dir = if std::path::Path::new("/dev/shm").is_dir() {
+        "/dev/shm"
+    } else {
+        "/tmp"
+    };
+    let path = std::path::PathBuf::from(format!(
+        "{dir}/tracelens-fuzz-{}.sqlite",
+        std::process::id()
+    ));
     let _ = std::fs::remove_file(&path);
     {
         let conn = Connection::open(&path).unwrap();
         conn.execute_batch(DDL).unwrap();
-        conn.execute_batch("INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', '3.7.2')").unwrap();
+        conn.execute_batch(
+            "INSERT INTO META_DATA_EXPORT VALUES ('EXPORT_SCHEMA_VERSION', '3.7.2')",
+        )
+        .unwrap();
         let _ = fill(&conn, &mut Bytes(data));
     }
     if let Ok(trace) = tracelens_nsys::import_file(&path) {

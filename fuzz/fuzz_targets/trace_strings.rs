@@ -11,7 +11,13 @@ fuzz_target!(|text: &str| {
     let once = redact_text(text).into_owned();
     assert_eq!(redact_text(&once), once, "redaction is not idempotent");
     let t = terminal_text(text);
-    assert!(!t.chars().any(char::is_control), "a control character reached the terminal");
+    assert!(
+        !t.chars().any(char::is_control),
+        "a control character reached the terminal"
+    );
     let md = markdown_text(text);
-    assert!(!md.contains('\n') && !md.contains('<'), "Markdown text broke out: {md:?}");
+    assert!(
+        !md.contains('\n') && !md.contains('<'),
+        "Markdown text broke out: {md:?}"
+    );
 });
