@@ -308,8 +308,11 @@ fn redact_tokens(word: &str) -> String {
     let mut i = 0;
     let mut copied = 0;
     while i < bytes.len() {
-        // Tokens are ASCII: only ASCII bytes can start one (and are char boundaries).
-        let boundary = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        // Tokens are ASCII: only ASCII bytes can start one (and are char boundaries). A
+        // token right after a redacted one starts a token too, as it will once the first
+        // is `<redacted>`: redaction is idempotent.
+        let boundary =
+            i == 0 || (i == copied && copied > 0) || !bytes[i - 1].is_ascii_alphanumeric();
         if !boundary || !bytes[i].is_ascii() {
             i += 1;
             continue;
@@ -455,6 +458,11 @@ mod tests {
         );
         assert_eq!(r("v1.2+hf_abcdefghijklmnopqrstu"), "v1.2+<redacted>");
         assert_eq!(r("key AKIAABCDEFGHIJKLMNOP!"), "key <redacted>!");
+        // Found by fuzzing: a token glued to the end of another.
+        assert_eq!(
+            r("ASIA9999999999999999sk_live_abcdefghijklmnopqr"),
+            "<redacted><redacted>"
+        );
         assert_eq!(
             r("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig_x-y"),
             "jwt <redacted>"
