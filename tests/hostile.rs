@@ -682,3 +682,44 @@ fn unusual_encodings_get_precise_messages() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn extreme_times_do_not_overflow() {
+    // Found by the nsys_import fuzz target: a row ending before the earliest time.
+    let dir = scratch("extreme");
+    let path = dir.join("extreme.sqlite");
+    let mut e = small_export(&path);
+    e.kernel("k2", 10, 0, 7, i64::MAX, i64::MIN, 2);
+    e.runtime("cudaLaunchKernel", 10, 11, i64::MIN, i64::MAX, 3);
+    e.kernel("k3", 10, 0, 7, -4_500_000_000_000_000_000, 0, 3);
+    drop(e);
+    let run = tracelens([
+        "analyze".into(),
+        path.as_os_str().to_owned(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // Kineto timestamps at both ends of the i64 range (in µs, then ns).
+    let events = r#"{"traceEvents": [
+      {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": -9000000000000000, "dur": 5, "args": {"device": 0, "stream": 7}},
+      {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 9000000000000000, "dur": 5, "args": {"device": 0, "stream": 7}},
+      {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": -4000000000000000, "dur": 5, "args": {"device": 0, "stream": 7}},
+      {"ph": "X", "cat": "kernel", "name": "d", "pid": 0, "tid": 7, "ts": 3999999999999000, "dur": 5, "args": {"device": 0, "stream": 7}},
+      {"ph": "X", "cat": "cpu_op", "name": "e", "pid": 1, "tid": 1, "ts": -3999999999999000, "dur": 86400000000, "args": {}}
+    ]}"#;
+    let path = dir.join("extreme.json");
+    std::fs::write(&path, events).unwrap();
+    for format in ["json", "md", "html", "text"] {
+        let run = tracelens([
+            "analyze".into(),
+            path.as_os_str().to_owned(),
+            "--format".into(),
+            format.into(),
+            "-o".into(),
+            "-".into(),
+        ]);
+        assert_eq!(run.code, 0, "{format}: {}", run.stderr);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -14,6 +14,9 @@ use std::collections::BTreeMap;
 
 /// Durations above this are CUPTI garbage or clock errors, and such spans are dropped.
 pub const MAX_SPAN_DUR_NS: TimeNs = 24 * 3600 * NS_PER_S;
+/// Timestamps farther than this from zero (about ±126 years of epoch nanoseconds) are clock
+/// garbage, and such spans are dropped: any two kept times differ by less than `i64::MAX`.
+pub const MAX_ABS_TIME_NS: TimeNs = 4_000_000_000_000_000_000;
 /// A child may end this much after its parent and still nest (timestamp rounding).
 pub const NESTING_TOLERANCE_NS: TimeNs = NS_PER_US;
 
@@ -134,15 +137,19 @@ impl TraceBuilder {
         (self.call_stacks.len() - 1) as u32
     }
 
-    /// Appends a span. Negative durations are clamped to zero and absurd ones (over a day)
-    /// dropped, each counted into a warning. Returns whether it was kept.
+    /// Appends a span. Negative durations are clamped to zero and absurd ones (over a day, or
+    /// times beyond [`MAX_ABS_TIME_NS`]) dropped, each counted into a warning. Returns whether
+    /// it was kept.
     pub fn add_span(&mut self, input: SpanInput) -> bool {
         let mut dur_ns = input.dur_ns;
         if dur_ns < 0 {
             self.negative_durations += 1;
             dur_ns = 0;
         }
-        if dur_ns > MAX_SPAN_DUR_NS || input.start_ns.checked_add(dur_ns).is_none() {
+        if dur_ns > MAX_SPAN_DUR_NS
+            || input.start_ns.unsigned_abs() > MAX_ABS_TIME_NS as u64
+            || input.start_ns.checked_add(dur_ns).is_none()
+        {
             self.absurd_durations += 1;
             return false;
         }
