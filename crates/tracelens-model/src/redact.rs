@@ -135,9 +135,7 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
         rest = &rest[end..];
         let lower = word.to_ascii_lowercase();
         let bare = lower.trim_end_matches(':');
-        if matches!(bare, "bearer" | "basic" | "authorization" | "token")
-            || (word.starts_with('-') && !word.contains('=') && is_secret_key(word))
-        {
+        if matches!(bare, "bearer" | "basic" | "authorization" | "token") {
             out.push_str(word);
             redact_next = true;
             continue;
@@ -146,7 +144,12 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
             out.push_str(&redact_quoted(word));
             continue;
         }
-        out.push_str(&redact_word(word));
+        // Decided on the redacted word, so a second pass decides the same (idempotence).
+        let redacted = redact_word(word);
+        if redacted.starts_with('-') && !redacted.contains('=') && is_secret_key(&redacted) {
+            redact_next = true;
+        }
+        out.push_str(&redacted);
     }
     if out == text {
         Cow::Borrowed(text)

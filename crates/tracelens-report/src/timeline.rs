@@ -167,7 +167,10 @@ pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
     let ticks = (0..=4)
         .map(|i| {
             let x = i * PLOT_WIDTH / 4;
-            (x, format_ms((window.dur_ns() as i128 * i as i128 / 4) as i64))
+            (
+                x,
+                format_ms((window.dur_ns() as i128 * i as i128 / 4) as i64),
+            )
         })
         .collect();
     Some(Timeline {
