@@ -18,6 +18,20 @@ fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// `tracelens analyze PATH ARGS…`, in process.
+fn analyze(path: &Path, args: &[&str]) -> tracelens_tests::Run {
+    let mut argv: Vec<std::ffi::OsString> = vec!["analyze".into(), path.into()];
+    argv.extend(args.iter().map(std::ffi::OsString::from));
+    tracelens(argv)
+}
+
+/// Analyses `path` (exit 0) and checks that the summary says `message`.
+fn assert_says(path: &Path, message: &str) {
+    let run = analyze(path, &["--no-report"]);
+    assert_eq!(run.code, 0, "{}: {}", path.display(), run.stderr);
+    assert!(run.stdout.contains(message), "{}", run.stdout);
+}
+
 fn exe() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tracelens_for_tests"))
 }
@@ -161,23 +175,11 @@ fn no_secret_reaches_any_output() {
     let path = dir.join("secrets.json");
     std::fs::write(&path, secret_trace()).unwrap();
     for format in ["json", "md", "html", "text"] {
-        let run = tracelens([
-            "analyze".into(),
-            path.as_os_str().to_owned(),
-            "--format".into(),
-            format.into(),
-            "-o".into(),
-            "-".into(),
-        ]);
+        let run = analyze(&path, &["--format", format, "-o", "-"]);
         assert_eq!(run.code, 0, "{}", run.stderr);
         assert_no_secret(format, &run.stdout);
     }
-    let run = tracelens([
-        "analyze".into(),
-        path.as_os_str().to_owned(),
-        "--format".into(),
-        "json".into(),
-    ]);
+    let run = analyze(&path, &["--format", "json"]);
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let redacted = doc["metadata"]["redacted"].as_array().unwrap();
     assert!(redacted.len() >= 10, "{redacted:?}");
@@ -203,14 +205,7 @@ fn nsight_command_lines_and_environment_are_redacted() {
         .unwrap();
     drop(e);
     for format in ["json", "md", "html", "text"] {
-        let run = tracelens([
-            "analyze".into(),
-            path.as_os_str().to_owned(),
-            "--format".into(),
-            format.into(),
-            "-o".into(),
-            "-".into(),
-        ]);
+        let run = analyze(&path, &["--format", format, "-o", "-"]);
         assert_eq!(run.code, 0, "{}", run.stderr);
         assert_no_secret(format, &run.stdout);
     }
@@ -246,12 +241,7 @@ fn markdown_cannot_be_broken_out_of() {
     let dir = scratch("markdown");
     let path = dir.join("names.json");
     std::fs::write(&path, hostile_names_trace()).unwrap();
-    let run = tracelens([
-        "analyze".into(),
-        path.as_os_str().to_owned(),
-        "--format".into(),
-        "md".into(),
-    ]);
+    let run = analyze(&path, &["--format", "md"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let md = &run.stdout;
     assert!(md.contains(".item()"), "the sync finding is there:\n{md}");
@@ -338,12 +328,7 @@ fn crafted_nesting_and_sizes_end_in_a_clear_outcome() {
     let keys: String = (0..5_000).map(|i| format!(", \"k{i}\": {i}")).collect();
     let path = dir.join("keys.json");
     std::fs::write(&path, format!("{{\"traceEvents\": [{one_kernel}]{keys}}}")).unwrap();
-    let run = tracelens([
-        "analyze".into(),
-        path.as_os_str().to_owned(),
-        "--format".into(),
-        "json".into(),
-    ]);
+    let run = analyze(&path, &["--format", "json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout
@@ -354,11 +339,7 @@ fn crafted_nesting_and_sizes_end_in_a_clear_outcome() {
     // An array that never closes, gzip: one clear line, exit 2.
     let path = dir.join("open.json.gz");
     std::fs::write(&path, gzip(&b"[".repeat(8 << 20))).unwrap();
-    let run = tracelens([
-        "analyze".into(),
-        path.as_os_str().to_owned(),
-        "--no-report".into(),
-    ]);
+    let run = analyze(&path, &["--no-report"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("truncated"), "{}", run.stderr);
     // Over the memory budget: one line and exit 2, not an abort.
@@ -392,17 +373,7 @@ fn gzip_checksum_mismatch_is_a_warning() {
     gz[n - 8] ^= 0xff; // CRC-32
     let path = dir.join("crc.json.gz");
     std::fs::write(&path, &gz).unwrap();
-    let run = tracelens([
-        "analyze".into(),
-        path.as_os_str().to_owned(),
-        "--no-report".into(),
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout.contains("fails its CRC-32/length check"),
-        "{}",
-        run.stdout
-    );
+    assert_says(&path, "fails its CRC-32/length check");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -426,12 +397,7 @@ fn duplicated_events_are_counted_once() {
         "--format".into(),
         "json".into(),
     ]);
-    let run = tracelens([
-        "analyze".into(),
-        path.as_os_str().to_owned(),
-        "--format".into(),
-        "json".into(),
-    ]);
+    let run = analyze(&path, &["--format", "json"]);
     assert_eq!(run.code, 0);
     let a: serde_json::Value = serde_json::from_str(&once.stdout).unwrap();
     let b: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
@@ -451,11 +417,7 @@ fn nsys_exports_say_what_they_could_not_read() {
     let path = dir.join("wal.sqlite");
     drop(small_export(&path));
     std::fs::write(dir.join("wal.sqlite-wal"), b"not empty").unwrap();
-    let run = tracelens([
-        "analyze".into(),
-        path.as_os_str().to_owned(),
-        "--no-report".into(),
-    ]);
+    let run = analyze(&path, &["--no-report"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(
         run.stdout
@@ -473,33 +435,13 @@ fn nsys_exports_say_what_they_could_not_read() {
         )
         .unwrap();
     drop(e);
-    let run = tracelens([
-        "analyze".into(),
-        path.as_os_str().to_owned(),
-        "--no-report".into(),
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout.contains("CUPTI_ACTIVITY_KIND_KERNEL is a view"),
-        "{}",
-        run.stdout
-    );
+    assert_says(&path, "CUPTI_ACTIVITY_KIND_KERNEL is a view");
     // Names missing from StringIds are a warning.
     let path = dir.join("names.sqlite");
     let e = small_export(&path);
     e.conn.execute_batch("DELETE FROM StringIds;").unwrap();
     drop(e);
-    let run = tracelens([
-        "analyze".into(),
-        path.as_os_str().to_owned(),
-        "--no-report".into(),
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(
-        run.stdout.contains("names could not be resolved"),
-        "{}",
-        run.stdout
-    );
+    assert_says(&path, "names could not be resolved");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -580,12 +522,7 @@ fn stdin_and_fifos_are_read_once() {
         .success());
     let f2 = fifo.clone();
     let writer = std::thread::spawn(move || std::fs::write(&f2, small_trace()));
-    let run = tracelens([
-        "analyze".into(),
-        fifo.as_os_str().to_owned(),
-        "--format".into(),
-        "json".into(),
-    ]);
+    let run = analyze(&fifo, &["--format", "json"]);
     writer.join().unwrap().unwrap();
     assert_eq!(run.code, 0, "{}", run.stderr);
     let export = dir.join("e.sqlite");
@@ -693,12 +630,7 @@ fn extreme_times_do_not_overflow() {
     e.runtime("cudaLaunchKernel", 10, 11, i64::MIN, i64::MAX, 3);
     e.kernel("k3", 10, 0, 7, -4_500_000_000_000_000_000, 0, 3);
     drop(e);
-    let run = tracelens([
-        "analyze".into(),
-        path.as_os_str().to_owned(),
-        "--format".into(),
-        "json".into(),
-    ]);
+    let run = analyze(&path, &["--format", "json"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     // Kineto timestamps at both ends of the i64 range (in µs, then ns).
     let events = r#"{"traceEvents": [
@@ -711,14 +643,7 @@ fn extreme_times_do_not_overflow() {
     let path = dir.join("extreme.json");
     std::fs::write(&path, events).unwrap();
     for format in ["json", "md", "html", "text"] {
-        let run = tracelens([
-            "analyze".into(),
-            path.as_os_str().to_owned(),
-            "--format".into(),
-            format.into(),
-            "-o".into(),
-            "-".into(),
-        ]);
+        let run = analyze(&path, &["--format", format, "-o", "-"]);
         assert_eq!(run.code, 0, "{format}: {}", run.stderr);
     }
     std::fs::remove_dir_all(&dir).unwrap();

@@ -89,103 +89,100 @@ proptest! {
     }
 }
 
-/// One random op of a random trace: (lane 0-2 CPU threads, kind choice, start µs, dur µs).
+/// One random op of a random trace: (CPU thread 0-2, kind choice, start µs, dur µs).
 type OpSpec = (u8, u8, i64, i64);
 
+/// Adds one span named `name`.
+fn span(
+    b: &mut TraceBuilder,
+    kind: SpanKind,
+    lane: tracelens_model::LaneId,
+    (start_ns, dur_ns): (i64, i64),
+    name: &str,
+    correlation: Option<u64>,
+) {
+    let name = b.intern(name);
+    b.add_span(SpanInput {
+        kind,
+        lane,
+        start_ns,
+        dur_ns,
+        name,
+        correlation,
+        external_id: None,
+        detail: NO_DETAIL,
+    });
+}
+
 fn build(steps: u8, ops: &[OpSpec]) -> tracelens_model::Trace {
+    use tracelens_model::Ident::Num;
     let mut b = TraceBuilder::new();
-    let cpu = |b: &mut TraceBuilder, t: u8| {
-        b.lane(LaneKey::Cpu {
-            pid: tracelens_model::Ident::Num(1),
-            tid: tracelens_model::Ident::Num(t as i64),
-        })
-    };
-    let main = cpu(&mut b, 0);
+    let main = b.lane(LaneKey::Cpu {
+        pid: Num(1),
+        tid: Num(0),
+    });
     let step_len = 10_000_000 / steps.max(1) as i64;
     for s in 0..steps as i64 {
-        let name = b.intern(&format!("ProfilerStep#{s}"));
-        b.add_span(SpanInput {
-            kind: SpanKind::UserAnnotation,
-            lane: main,
-            start_ns: s * step_len,
-            dur_ns: step_len - 1_000,
-            name,
-            correlation: None,
-            external_id: None,
-            detail: NO_DETAIL,
-        });
+        let name = format!("ProfilerStep#{s}");
+        span(
+            &mut b,
+            SpanKind::UserAnnotation,
+            main,
+            (s * step_len, step_len - 1_000),
+            &name,
+            None,
+        );
     }
     for (i, &(thread, choice, start_us, dur_us)) in ops.iter().enumerate() {
-        let lane = cpu(&mut b, thread % 3);
-        let start_ns = start_us * 1_000;
-        let dur_ns = dur_us * 1_000;
-        let corr = Some(i as u64 + 1);
+        let lane = b.lane(LaneKey::Cpu {
+            pid: Num(1),
+            tid: Num((thread % 3) as i64),
+        });
+        let (start_ns, dur_ns) = (start_us * 1_000, dur_us * 1_000);
         match choice % 4 {
             0 => {
-                let name = b.intern(
-                    [
-                        "aten::mm",
-                        "aten::item",
-                        "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
-                    ][i % 3],
-                );
-                b.add_span(SpanInput {
-                    kind: SpanKind::CpuOp,
-                    lane,
-                    start_ns,
-                    dur_ns,
-                    name,
-                    correlation: None,
-                    external_id: None,
-                    detail: NO_DETAIL,
-                });
+                let op = [
+                    "aten::mm",
+                    "aten::item",
+                    "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__",
+                ][i % 3];
+                span(&mut b, SpanKind::CpuOp, lane, (start_ns, dur_ns), op, None);
             }
-            1 => {
-                let name = b.intern("cudaStreamSynchronize");
-                b.add_span(SpanInput {
-                    kind: SpanKind::Runtime,
-                    lane,
-                    start_ns,
-                    dur_ns,
-                    name,
-                    correlation: None,
-                    external_id: None,
-                    detail: NO_DETAIL,
-                });
-            }
+            1 => span(
+                &mut b,
+                SpanKind::Runtime,
+                lane,
+                (start_ns, dur_ns),
+                "cudaStreamSynchronize",
+                None,
+            ),
             _ => {
-                let launch = b.intern("cudaLaunchKernel");
-                b.add_span(SpanInput {
-                    kind: SpanKind::Runtime,
+                let corr = Some(i as u64 + 1);
+                span(
+                    &mut b,
+                    SpanKind::Runtime,
                     lane,
-                    start_ns,
-                    dur_ns: 5_000,
-                    name: launch,
-                    correlation: corr,
-                    external_id: None,
-                    detail: NO_DETAIL,
-                });
+                    (start_ns, 5_000),
+                    "cudaLaunchKernel",
+                    corr,
+                );
                 let stream = b.lane(LaneKey::Gpu {
                     device: 0,
                     stream: 7 + (choice % 2) as i64,
                 });
-                let k = b.intern(
-                    [
-                        "volta_sgemm_128x64_nn",
-                        "nccl:all_reduce",
-                        "vectorized_elementwise_kernel",
-                    ][i % 3],
+                let kernel = [
+                    "volta_sgemm_128x64_nn",
+                    "nccl:all_reduce",
+                    "vectorized_elementwise_kernel",
+                ][i % 3];
+                span(
+                    &mut b,
+                    SpanKind::Kernel,
+                    stream,
+                    (start_ns + 6_000 + dur_ns / 3, dur_ns),
+                    kernel,
+                    corr,
                 );
-                b.add_span(SpanInput {
-                    kind: SpanKind::Kernel,
-                    lane: stream,
-                    start_ns: start_ns + 6_000 + dur_ns / 3,
-                    dur_ns,
-                    name: k,
-                    correlation: corr,
-                    external_id: None,
-                    detail: NO_DETAIL,
-                });
             }
         }
     }

@@ -9,6 +9,13 @@
 pub mod hostile;
 pub mod measure;
 
+/// The value after `--name` in a command line, if given.
+pub fn option(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
 use std::io::{self, Write};
 
 /// Deterministic xorshift generator (no dependency, stable across platforms).

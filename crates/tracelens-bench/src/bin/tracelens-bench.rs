@@ -16,11 +16,7 @@ fn measure(cmd: &mut Command) -> tracelens_bench::measure::Measure {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opt = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
+    let opt = |name: &str| tracelens_bench::option(&args, name);
     let sizes: Vec<u64> = opt("--sizes")
         .unwrap_or_else(|| "100,1000".into())
         .split(',')

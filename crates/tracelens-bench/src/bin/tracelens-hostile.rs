@@ -9,11 +9,7 @@ use std::process::Command;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opt = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1).cloned())
-    };
+    let opt = |name: &str| tracelens_bench::option(&args, name);
     let dir = PathBuf::from(opt("--dir").unwrap_or_else(|| "bench-traces/hostile".into()));
     let tracelens = opt("--tracelens").unwrap_or_else(|| "target/release/tracelens".into());
     let timeout = opt("--timeout").unwrap_or_else(|| "180".into());
