@@ -484,6 +484,40 @@ fn nsys_rules_fail_on_sql_errors_and_survive_huge_names() {
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(run.stdout.contains(&long));
+    // Names with line breaks, commas and escapes stay inside their cell and CSV field.
+    let path = dir.join("names.sqlite");
+    let mut e = small_export(&path);
+    e.runtime(
+        "cudaDeviceSynchronize,x\n\u{1b}]0;t\u{7}forged",
+        10,
+        11,
+        10_000,
+        20_000,
+        5,
+    );
+    drop(e);
+    let run = tracelens([
+        "analyze".into(),
+        "--rules".into(),
+        "nsys".into(),
+        path.as_os_str().to_owned(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stdout.contains('\u{1b}'));
+    assert!(!run.stdout.lines().any(|l| l.starts_with("forged")));
+    let csv_dir = dir.join("csv");
+    let run = tracelens([
+        "analyze".into(),
+        "--rules".into(),
+        "nsys".into(),
+        path.as_os_str().to_owned(),
+        "-o".into(),
+        csv_dir.as_os_str().to_owned(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let csv = std::fs::read_to_string(csv_dir.join("names_cuda_api_sync.csv")).unwrap();
+    assert!(csv.contains(",\"cudaDeviceSynchronize,x"), "{csv}");
+    assert_eq!(csv.lines().count(), 2, "{csv}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -85,7 +85,7 @@ impl RuleResult {
         let mut out = self.columns.join(",");
         out.push('\n');
         for row in &self.rows {
-            let cells: Vec<String> = row.iter().map(Cell::render).collect();
+            let cells: Vec<String> = row.iter().map(|c| csv_field(&c.render())).collect();
             out.push_str(&cells.join(","));
             out.push('\n');
         }
@@ -233,9 +233,26 @@ fn opt_int(v: &Value) -> Cell {
     int(v).map_or(Cell::Empty, Cell::Int)
 }
 
+/// A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// Text from the export for one table cell: control characters (line breaks, escape
+/// sequences) would break the table or reach the terminal, so they become spaces.
+fn cell_text(t: &str) -> String {
+    t.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 fn text(v: &Value) -> Cell {
     match v {
-        Value::Text(t) => Cell::Text(t.clone()),
+        Value::Text(t) => Cell::Text(cell_text(t)),
         Value::Null => Cell::Empty,
         other => Cell::Text(format!("{other:?}")),
     }
