@@ -108,14 +108,32 @@ pub fn is_secret_path(path: &str) -> bool {
 }
 
 /// `text` with every credential it holds replaced by [`REDACTED`] (see the module docs).
-/// Borrowed when nothing was found, which is the common case.
+/// Borrowed when nothing was found, which is the common case. A replacement can expose
+/// another pattern (a URL whose password ends where a redacted token was), so passes repeat
+/// until nothing changes: the result is a fixed point, and redacting it again is a no-op.
 pub fn redact_text(text: &str) -> Cow<'_, str> {
+    let Cow::Owned(mut current) = redact_pass(text) else {
+        return Cow::Borrowed(text);
+    };
+    for _ in 0..MAX_PASSES {
+        match redact_pass(&current) {
+            Cow::Borrowed(_) => break,
+            Cow::Owned(next) => current = next,
+        }
+    }
+    Cow::Owned(current)
+}
+
+/// Passes after the first; each one only runs when the one before changed something.
+const MAX_PASSES: usize = 8;
+
+fn redact_pass(text: &str) -> Cow<'_, str> {
     if !might_hold_secret(text) {
         return Cow::Borrowed(text);
     }
     if let Some(at) = text.find("-----BEGIN") {
         if text[at..].contains("PRIVATE KEY") {
-            return Cow::Owned(format!("{}{REDACTED}", redact_text(&text[..at])));
+            return Cow::Owned(format!("{}{REDACTED}", redact_pass(&text[..at])));
         }
     }
     let mut out = String::with_capacity(text.len());
