@@ -169,12 +169,14 @@ pub fn consistency_errors(t: &Trace, o: &Overview, d: &Diagnosis) -> Vec<String>
             ));
         }
     }
-    // Every renderer shows the verdict and the same step.
-    let text = tracelens_report::render_text(t, o, d, false);
+    // Every renderer shows the verdict and the same step (the terminal wraps lines: compare
+    // with whitespace collapsed).
+    let collapse = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = collapse(&tracelens_report::render_text(t, o, d, false));
     let md = tracelens_report::render_markdown(t, o, d);
     let step = format_ms(v.step_ns);
     let shown = [
-        ("text", &text, terminal_text(&v.text).into_owned()),
+        ("text", &text, collapse(&terminal_text(&v.text))),
         ("markdown", &md, markdown_text(&v.text)),
     ];
     for (name, out, verdict) in shown {

@@ -636,3 +636,39 @@ fn named_traces_get_the_right_verdicts() {
     assert_eq!(site.trigger, SyncTrigger::DeviceSynchronize);
     assert_eq!(site.count, site.api_calls);
 }
+
+#[test]
+fn the_resnet50_summary_fits_30_lines_of_100_columns() {
+    let Some(root) = corpus_dir("the_resnet50_summary_fits_30_lines_of_100_columns") else {
+        return;
+    };
+    let path =
+        root.join("kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.pt.trace.json.gz");
+    let dir = std::env::temp_dir().join(format!("tracelens-30lines-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tracelens_for_tests"))
+        .current_dir(&dir)
+        .env("COLUMNS", "100")
+        .arg("analyze")
+        .arg(&path)
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        text.lines().count() <= 30,
+        "{} lines:\n{text}",
+        text.lines().count()
+    );
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
+    // The answer comes first: the verdict, then idle by cause, then the findings.
+    let at = |s: &str| {
+        text.find(s)
+            .unwrap_or_else(|| panic!("no {s:?} in\n{text}"))
+    };
+    assert!(at("GPU idle 14 % of each step") < at("by cause:"));
+    assert!(at("by cause:") < at("Findings"));
+    assert!(at("Findings") < at("window "));
+    assert!(text.contains("fix: "), "{text}");
+}

@@ -23,7 +23,8 @@ pub const EXIT_INPUT: i32 = 2;
 #[command(
     name = "tracelens",
     version,
-    about = "Fast offline analyzer for GPU training traces (PyTorch Profiler / Kineto)"
+    about = "Fast offline analyzer for GPU training traces (PyTorch Profiler / Kineto JSON, Nsight Systems SQLite)",
+    after_help = "Run `tracelens analyze --help` for inputs and examples."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -32,9 +33,24 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Read a trace and summarise it: format, events, devices with GPU busy/idle, steps.
+    /// Diagnose a trace: where the GPU sat idle, why, which line caused it, what to fix.
+    #[command(visible_alias = "analyse", after_help = ANALYZE_EXAMPLES)]
     Analyze(AnalyzeArgs),
 }
+
+/// Examples under `tracelens analyze --help`.
+const ANALYZE_EXAMPLES: &str = "\
+Inputs (recognised by content, not by extension):
+  PyTorch Profiler / Kineto Chrome traces: .json or .json.gz (torch.profiler, tensorboard_trace_handler)
+  Nsight Systems SQLite exports: nsys export --type sqlite report.nsys-rep
+
+Examples:
+  tracelens analyze worker0.pt.trace.json.gz         summary, and the HTML report beside it
+  tracelens analyze trace.json -o report.html        the report where you want it
+  tracelens analyze trace.json --format md >> \"$GITHUB_STEP_SUMMARY\"
+  tracelens analyze report.sqlite --format json      JSON for scripts (docs/json-output.md)
+  tracelens analyze --rules nsys report.sqlite       the nsys analyze rules, as nsys prints them
+  gzip -dc trace.json.gz | tracelens analyze -       read stdin";
 
 #[derive(clap::Args)]
 struct AnalyzeArgs {
@@ -59,6 +75,10 @@ struct AnalyzeArgs {
     /// Print how long reading, analysing and rendering took (to stderr).
     #[arg(long)]
     timings: bool,
+    /// Also show input details in the summary: format, event and span counts, lanes, every
+    /// warning.
+    #[arg(short = 'v', long)]
+    verbose: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -197,8 +217,63 @@ fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
     Ok(())
 }
 
-/// The default report path: `./<trace stem>.tracelens.html` (stem without `.json`/`.gz`).
+/// Columns of the terminal summary: `COLUMNS` when set, else the terminal's width, else 80
+/// (piped output).
+fn terminal_width(tty: bool) -> usize {
+    if let Some(c) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+    {
+        return usize::clamp(c, 40, 400);
+    }
+    #[cfg(unix)]
+    if tty {
+        // SAFETY: TIOCGWINSZ fills a winsize we own; a failure leaves it zeroed.
+        let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+        if ok && size.ws_col >= 40 {
+            return size.ws_col as usize;
+        }
+    }
+    let _ = tty;
+    80
+}
+
+/// Where the default report goes, and a note when it is not the plain default: a report of
+/// another trace already has that name (two traces with the same file name in different
+/// folders), so this one gets a short id of its path appended.
+fn report_path_for(trace: &Path) -> (PathBuf, Option<String>) {
+    let plain = default_report_path(trace);
+    let id = tracelens_report::source_id(&trace.display().to_string());
+    let existing = std::fs::File::open(&plain).ok().map(|f| {
+        let mut head = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::Read::take(f, 4096), &mut head);
+        tracelens_report::source_id_in(&String::from_utf8_lossy(&head))
+    });
+    match existing {
+        None => (plain, None),
+        Some(Some(other)) if other == id => (plain, None),
+        Some(_) => {
+            let stem = plain
+                .to_string_lossy()
+                .trim_end_matches(".tracelens.html")
+                .to_string();
+            let own = PathBuf::from(format!("{stem}-{}.tracelens.html", &id[..8]));
+            let note = format!(
+                "{} exists and is not this trace's report: this one is named after the trace's path",
+                plain.display()
+            );
+            (own, Some(note))
+        }
+    }
+}
+
+/// The default report path: `./<trace stem>.tracelens.html` (stem without `.json`/`.gz`;
+/// `stdin` for `-`).
 pub fn default_report_path(trace: &Path) -> PathBuf {
+    if input::is_stdin(trace) {
+        return PathBuf::from("stdin.tracelens.html");
+    }
     let mut stem = trace
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -254,13 +329,29 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
 }
 
 fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
-    // Refuse an output over the input before spending time on reading it.
-    match &args.output {
-        Some(p) if p.as_os_str() != "-" => out.check_not_input(p)?,
-        None if !args.no_report && args.format.is_none_or(|f| f == Format::Text) => {
-            out.check_not_input(&default_report_path(&args.trace))?
+    // Refuse a bad output before spending time on reading the trace: one over the input,
+    // or one in a folder that does not exist.
+    let writes_report =
+        args.output.is_none() && !args.no_report && args.format.is_none_or(|f| f == Format::Text);
+    let (report_path, report_note) = report_path_for(&args.trace);
+    let target = match &args.output {
+        Some(p) if p.as_os_str() != "-" => Some(p.clone()),
+        None if writes_report => Some(report_path.clone()),
+        _ => None,
+    };
+    if let Some(path) = &target {
+        out.check_not_input(path)?;
+        let folder = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !folder.is_dir() {
+            return Err(fail(
+                out.stderr,
+                path,
+                "cannot write output: no such directory",
+            ));
         }
-        _ => {}
     }
     let started = std::time::Instant::now();
     let trace = input::load(&args.trace).map_err(|p| fail(out.stderr, &args.trace, p))?;
@@ -276,9 +367,20 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
             (analysed - loaded).as_secs_f64()
         );
     }
-    let color = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let tty = std::io::stdout().is_terminal();
+    let color = tty && std::env::var_os("NO_COLOR").is_none();
+    let width = terminal_width(tty);
     let render = |format: Format, color: bool| match format {
-        Format::Text => tracelens_report::render_text(&trace, &overview, &diagnosis, color),
+        Format::Text => tracelens_report::render_text_with(
+            &trace,
+            &overview,
+            &diagnosis,
+            &tracelens_report::TextOptions {
+                color,
+                width,
+                verbose: args.verbose,
+            },
+        ),
         Format::Json => tracelens_report::render_json(&trace, &overview, &diagnosis),
         Format::Md => tracelens_report::render_markdown(&trace, &overview, &diagnosis),
         Format::Html => tracelens_report::render_html(&trace, &overview, &diagnosis),
@@ -304,10 +406,12 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
         // The plain command: summary, then the HTML report beside it.
         (None, _) => {
             out.print(&render(Format::Text, color))?;
-            if !args.no_report {
-                let path = default_report_path(&args.trace);
-                out.write_file(&path, &render(Format::Html, false))?;
-                out.announce("report: ", &path)?;
+            if writes_report {
+                out.write_file(&report_path, &render(Format::Html, false))?;
+                out.announce("report: ", &report_path)?;
+                if let Some(note) = report_note {
+                    out.print(&format!("        ({})\n", terminal_text(&note)))?;
+                }
             }
         }
     }

@@ -57,6 +57,7 @@ struct IdleView {
 #[template(path = "report.html")]
 struct ReportPage {
     file_name: String,
+    source_id: String,
     verdict: String,
     facts: Vec<(String, String)>,
     findings: Vec<FindingView>,
@@ -119,6 +120,7 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
     let (per, of_time) = (crate::per(diagnosis), crate::of_time(diagnosis));
     let has_steps = !per.starts_with("in");
     let page = ReportPage {
+        source_id: crate::source_id(&trace.source.path),
         file_name: std::path::Path::new(&trace.source.path)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

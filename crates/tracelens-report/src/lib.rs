@@ -17,11 +17,32 @@ mod timeline;
 pub use html::render_html;
 pub use json::{render_json, SCHEMA_VERSION};
 pub use markdown::render_markdown;
-pub use text::render_text;
+pub use text::{render_text, render_text_with, wrap, TextOptions};
 
 use tracelens_analysis::finding::{Finding, WinKind};
 use tracelens_analysis::{AnalysisWindow, Diagnosis, WindowKind};
 use tracelens_model::format_ms;
+
+/// A stable id of a trace path (FNV-1a, 16 hex digits), written into the HTML report so the
+/// CLI can tell its own earlier report of the same trace from another trace's.
+pub fn source_id(path: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in path.bytes() {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+/// The [`source_id`] recorded in the head of an HTML report, if it is one.
+pub fn source_id_in(html_head: &str) -> Option<String> {
+    const MARK: &str = "<meta name=\"tracelens-source\" content=\"";
+    let at = html_head.find(MARK)? + MARK.len();
+    let id = html_head.get(at..at + 16)?;
+    id.bytes()
+        .all(|b| b.is_ascii_hexdigit())
+        .then(|| id.to_string())
+}
 
 /// "per step", or "in the trace" without steps.
 fn per(d: &Diagnosis) -> &'static str {
@@ -55,6 +76,22 @@ fn window_line(w: &AnalysisWindow) -> String {
             w.kind.describe()
         ),
         _ => format!("{}, {}", format_ms(w.interval.dur_ns()), w.kind.describe()),
+    }
+}
+
+/// The window without saying where it comes from (the terminal's facts block).
+fn window_line_short(w: &AnalysisWindow) -> String {
+    match w.kind {
+        WindowKind::ProfiledSteps => format!(
+            "{} step{}, {}: mean step {} (min {}, max {})",
+            w.step.count,
+            if w.step.count == 1 { "" } else { "s" },
+            format_ms(w.interval.dur_ns()),
+            format_ms(w.step.mean_ns),
+            format_ms(w.step.min_ns),
+            format_ms(w.step.max_ns),
+        ),
+        _ => window_line(w),
     }
 }
 

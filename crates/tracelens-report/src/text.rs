@@ -1,11 +1,42 @@
-//! The terminal summary of `tracelens analyze`: short, aligned, one screen. Every trace
-//! string goes through [`crate::escape::terminal_text`], and the finished text through
+//! The terminal summary of `tracelens analyze`: the answer first (verdict, idle by cause with
+//! what each cause means, the findings with their win, fix and call site), then a few facts;
+//! input details under `--verbose`. Wrapped to the terminal width. Every trace string goes
+//! through [`crate::escape::terminal_text`] and the finished text through
 //! [`crate::escape::terminal_output`]: the only escape sequences printed are our colours.
 
 use crate::escape::{terminal_output, terminal_text as clean};
 use std::fmt::Write;
+use tracelens_analysis::finding::Severity;
 use tracelens_analysis::{BusyIdle, Diagnosis, Overview};
 use tracelens_model::{format_ms, Trace};
+
+/// How the summary is laid out.
+#[derive(Clone, Copy, Debug)]
+pub struct TextOptions {
+    /// ANSI colours.
+    pub color: bool,
+    /// Columns to wrap to (80 when piped).
+    pub width: usize,
+    /// Input details: format, counts, lanes, both busy figures, every warning.
+    pub verbose: bool,
+}
+
+impl Default for TextOptions {
+    fn default() -> Self {
+        TextOptions {
+            color: false,
+            width: 80,
+            verbose: false,
+        }
+    }
+}
+
+/// Findings listed.
+const TEXT_FINDINGS: usize = 5;
+/// Warnings listed without `--verbose`.
+const TEXT_WARNINGS: usize = 2;
+/// Width of the label column of the facts block.
+const LABEL: usize = 10;
 
 /// ANSI styles for the terminal, or none.
 #[derive(Clone, Copy)]
@@ -23,125 +54,366 @@ impl Style {
     }
 }
 
-/// Renders the text summary (ending with a newline); `color` adds ANSI colours.
+/// Wraps `text` to `width` columns: the first line starts with `first`, the others with
+/// `indent` spaces. Words longer than a line (kernel names) are cut.
+pub fn wrap(text: &str, width: usize, first: &str, indent: usize) -> String {
+    let width = width.max(indent + 20);
+    // A number and its unit stay on one line (`290.175 ms`, `6.2 %`).
+    let mut glued = String::with_capacity(text.len());
+    let mut prev_digit = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let unit_follows = c == ' '
+            && prev_digit
+            && matches!(
+                chars.peek(),
+                Some('m' | '%' | 'k' | 'M' | 'G' | 'µ' | 'n' | 's')
+            );
+        glued.push(if unit_follows { '\u{a0}' } else { c });
+        prev_digit = c.is_ascii_digit();
+    }
+    let text = glued.as_str();
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut line_len = first.chars().count();
+    let mut empty = true;
+    for word in text.split([' ', '\n', '\t']).filter(|w| !w.is_empty()) {
+        let mut word: &str = word;
+        loop {
+            let wlen = word.chars().count();
+            let need = if empty { wlen } else { wlen + 1 };
+            if line_len + need <= width {
+                if !empty {
+                    line.push(' ');
+                }
+                line.push_str(word);
+                line_len += need;
+                empty = false;
+                break;
+            }
+            if empty {
+                // Alone on a line and still too long: cut it.
+                let room = width.saturating_sub(line_len).max(1);
+                let cut = word.char_indices().nth(room).map_or(word.len(), |(i, _)| i);
+                line.push_str(&word[..cut]);
+                word = &word[cut..];
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = " ".repeat(indent);
+            line_len = indent;
+            empty = true;
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    if !empty || out.is_empty() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    // The glue was only for wrapping: print plain spaces (people grep for "12.3 ms").
+    out.replace('\u{a0}', " ")
+}
+
+/// Renders the summary with default options (80 columns, no colour unless asked).
 pub fn render_text(
     trace: &Trace,
     overview: &Overview,
     diagnosis: &Diagnosis,
     color: bool,
 ) -> String {
-    let style = Style { on: color };
+    render_text_with(
+        trace,
+        overview,
+        diagnosis,
+        &TextOptions {
+            color,
+            ..TextOptions::default()
+        },
+    )
+}
+
+/// Renders the summary (ending with a newline).
+pub fn render_text_with(
+    trace: &Trace,
+    overview: &Overview,
+    diagnosis: &Diagnosis,
+    opts: &TextOptions,
+) -> String {
+    let style = Style { on: opts.color };
+    let w = opts.width;
     let mut out = String::new();
-    let s = &trace.source;
+    let name = std::path::Path::new(&trace.source.path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| trace.source.path.clone());
     let _ = writeln!(
         out,
-        "tracelens {} - {}",
+        "tracelens {} · {}",
         env!("CARGO_PKG_VERSION"),
-        clean(&s.path)
+        clean(&name)
     );
-    let _ = writeln!(
-        out,
-        "verdict     {}",
-        style.paint("1", &clean(&diagnosis.verdict.text))
-    );
-    if let Some(w) = &diagnosis.window {
-        let _ = writeln!(out, "window      {}", crate::window_line(w));
+    out.push_str(&style.paint(
+        "1",
+        wrap(&clean(&diagnosis.verdict.text), w, "", 0).trim_end(),
+    ));
+    out.push('\n');
+    render_idle(&mut out, diagnosis, w);
+    render_findings(&mut out, diagnosis, style, w);
+    render_facts(&mut out, trace, overview, diagnosis, opts);
+    terminal_output(out, opts.color)
+}
+
+/// Idle time by cause, with what each cause means.
+fn render_idle(out: &mut String, d: &Diagnosis, width: usize) {
+    for idle in d.idle.iter().filter(|i| i.idle_ns > 0) {
+        let of = d
+            .window
+            .as_ref()
+            .map(|w| format!(" of {}", format_ms(w.interval.dur_ns())))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "GPU {} idle {}{of}, by cause:",
+            idle.device,
+            format_ms(idle.idle_ns)
+        );
+        for c in &idle.by_cause {
+            let head = format!(
+                "  {:<17} {:>12} {:>4.0} %  ",
+                c.cause.label().replace('_', " "),
+                format_ms(c.ns),
+                c.percent
+            );
+            let indent = head.chars().count();
+            out.push_str(&wrap(c.cause.describe(), width, &head, indent));
+        }
+        if !idle.attribution_reliable {
+            out.push_str(&wrap(
+                &format!(
+                    "({} GPU ops come from graph replays: the attribution is unreliable)",
+                    idle.graph_replay_ops
+                ),
+                width,
+                "  ",
+                2,
+            ));
+        }
     }
-    let compression = s
-        .compression
-        .as_deref()
-        .map(|c| format!(", {c}"))
-        .unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "format      {} ({} container{compression}), {}",
-        s.format.label(),
-        s.container,
-        s.generation
-    );
-    let _ = writeln!(out, "            {}", clean(&s.generation_note));
-    let _ = writeln!(
-        out,
-        "{:<11} {} read, {} kept as spans ({} of {})",
-        s.format.records(),
-        s.events_read,
-        s.events_kept,
-        format_bytes(s.decoded_bytes),
-        s.format.content()
-    );
-    let kinds: Vec<String> = overview
-        .spans_by_kind
+}
+
+fn render_findings(out: &mut String, d: &Diagnosis, style: Style, width: usize) {
+    if d.findings.is_empty() {
+        out.push_str("\nNo findings above the reporting thresholds.\n");
+        return;
+    }
+    out.push('\n');
+    out.push_str(&wrap(
+        &format!(
+            "Findings (largest first; wins are upper bounds, GPU-idle wins total {} of {} idle):",
+            format_ms(d.wins.gpu_idle_wins_ns),
+            format_ms(d.wins.idle_ns)
+        ),
+        width,
+        "",
+        0,
+    ));
+    let per = crate::per(d);
+    for (i, f) in d.findings.iter().take(TEXT_FINDINGS).enumerate() {
+        let badge = format!("[{:?}]", f.severity);
+        let painted = match f.severity {
+            Severity::High => style.paint("1;31", &badge),
+            Severity::Medium => style.paint("1;33", &badge),
+            Severity::Low => style.paint("2", &badge),
+        };
+        // Wrap on the plain badge, then paint it: colour codes have no width.
+        let head = format!("  {}. {badge} ", i + 1);
+        let text = wrap(&clean(&f.title), width, &head, 5);
+        out.push_str(&text.replacen(&badge, &painted, 1));
+        out.push_str(&wrap(&crate::win_line(f, per), width, "     ", 5));
+        out.push_str(&wrap(&clean(&f.fix), width, "     fix: ", 10));
+        if let Some(site) = &f.call_site {
+            out.push_str(&wrap(&clean(site), width, "     at:  ", 10));
+        }
+    }
+    if d.findings.len() > TEXT_FINDINGS {
+        let _ = writeln!(
+            out,
+            "  … {} more in the HTML report and --format json",
+            d.findings.len() - TEXT_FINDINGS
+        );
+    }
+}
+
+/// The facts block: the window, each device, the breakdown, warnings; more with `verbose`.
+fn render_facts(
+    out: &mut String,
+    trace: &Trace,
+    overview: &Overview,
+    d: &Diagnosis,
+    opts: &TextOptions,
+) {
+    let w = opts.width;
+    let fact = |out: &mut String, label: &str, text: &str| {
+        out.push_str(&wrap(text, w, &format!("{label:<LABEL$} "), LABEL + 1));
+    };
+    out.push('\n');
+    if let Some(win) = &d.window {
+        let line = if opts.verbose {
+            crate::window_line(win)
+        } else {
+            crate::window_line_short(win)
+        };
+        fact(out, "window", &line);
+    }
+    // One unnamed GPU: its idle line above already says all the facts line would.
+    let lone_unnamed = overview.devices.len() == 1 && overview.devices[0].name.is_none();
+    for dev in overview
+        .devices
         .iter()
-        .filter(|(_, &n)| n > 0)
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect();
-    if !kinds.is_empty() {
-        let _ = writeln!(out, "spans       {}", kinds.join(", "));
-    }
-    let _ = writeln!(
-        out,
-        "lanes       {} CPU threads, {} GPU streams",
-        overview.cpu_threads, overview.gpu_streams
-    );
-    if let Some(d) = &trace.metadata.distributed {
-        let rank = d.rank.map(|r| r.to_string()).unwrap_or_else(|| "?".into());
-        let world = d.world_size.map(|w| format!(" of {w}")).unwrap_or_default();
-        let _ = writeln!(out, "rank        {rank}{world}");
+        .filter(|_| opts.verbose || !lone_unnamed)
+    {
+        let name = clean(dev.name.as_deref().unwrap_or("unnamed GPU")).into_owned();
+        let busy = dev
+            .window
+            .as_ref()
+            .map(|b| {
+                format!(
+                    "busy {:.1} %, idle {} of {}",
+                    b.busy_percent,
+                    format_ms(b.idle_ns),
+                    format_ms(b.total_ns)
+                )
+            })
+            .unwrap_or_else(|| "no work in the window".into());
+        fact(
+            out,
+            &format!("GPU {}", dev.device),
+            &format!("{name}: {busy}"),
+        );
+        if opts.verbose {
+            let streams: Vec<String> = dev.streams.iter().map(i64::to_string).collect();
+            fact(
+                out,
+                "",
+                &format!(
+                    "{} ops on stream{} {}",
+                    dev.gpu_ops,
+                    if streams.len() == 1 { "" } else { "s" },
+                    streams.join(", ")
+                ),
+            );
+            if let Some(b) = &dev.first_to_last_op {
+                fact(out, "", &busy_line("first to last op", b));
+            }
+        }
     }
     if !overview.has_gpu_activity {
-        let _ = writeln!(
+        fact(
             out,
-            "devices     none: this trace has no GPU activity (no kernel, memcpy or memset)"
+            "devices",
+            "none: no kernel, memcpy or memset in the trace",
         );
     }
-    for d in &overview.devices {
-        let name = clean(d.name.as_deref().unwrap_or("unnamed GPU"));
-        let streams: Vec<String> = d.streams.iter().map(i64::to_string).collect();
-        let procs = match d.processes.as_slice() {
-            [] => String::new(),
-            [one] => format!(", process {one}"),
-            many => format!(
-                ", processes {}",
-                many.iter()
-                    .map(i64::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+    if let Some(b) = &d.breakdown {
+        let p = &b.percent;
+        let parts: Vec<String> = [
+            ("kernel", p.kernel),
+            ("memcpy", p.memcpy),
+            ("memset", p.memset),
+            ("comm", p.communication),
+            ("runtime", p.runtime),
+            ("dataloader", p.dataloader),
+            ("cpu", p.cpu_exec),
+            ("other", p.other),
+        ]
+        .iter()
+        .filter(|(_, v)| *v >= 0.05)
+        .map(|(k, v)| format!("{k} {v:.1} %"))
+        .collect();
+        let of = if b.steps.is_empty() {
+            "of the window"
+        } else {
+            "of the mean step"
         };
-        let _ = writeln!(
+        fact(out, "breakdown", &format!("{} ({of})", parts.join(", ")));
+    }
+    if let Some(dist) = &trace.metadata.distributed {
+        let rank = dist.rank.map_or("?".into(), |r| r.to_string());
+        let world = dist
+            .world_size
+            .map(|w| format!(" of {w}"))
+            .unwrap_or_default();
+        fact(out, "rank", &format!("{rank}{world}"));
+    }
+    let s = &trace.source;
+    if opts.verbose {
+        let compression = s
+            .compression
+            .as_deref()
+            .map(|c| format!(", {c}"))
+            .unwrap_or_default();
+        fact(
             out,
-            "GPU {:<7} {name}, {} ops on stream{} {}{procs}",
-            d.device,
-            d.gpu_ops,
-            if streams.len() == 1 { "" } else { "s" },
-            streams.join(", ")
+            "format",
+            &format!(
+                "{} ({} container{compression}), {}: {}",
+                s.format.label(),
+                s.container,
+                s.generation,
+                clean(&s.generation_note)
+            ),
         );
-        if let Some(b) = &d.window {
-            let _ = writeln!(out, "{}", busy_line("window", b));
-        }
-        if let Some(b) = &d.first_to_last_op {
-            let _ = writeln!(out, "{}", busy_line("first-last op", b));
-        }
+        fact(
+            out,
+            s.format.records(),
+            &format!(
+                "{} read, {} kept as spans ({} of {})",
+                s.events_read,
+                s.events_kept,
+                format_bytes(s.decoded_bytes),
+                s.format.content()
+            ),
+        );
+        let kinds: Vec<String> = overview
+            .spans_by_kind
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        fact(out, "spans", &kinds.join(", "));
+        fact(
+            out,
+            "lanes",
+            &format!(
+                "{} CPU threads, {} GPU streams",
+                overview.cpu_threads, overview.gpu_streams
+            ),
+        );
+        fact(out, "path", &clean(&s.path));
     }
-    let st = &overview.steps;
-    if st.count == 0 {
-        let _ = writeln!(out, "steps       none (no ProfilerStep#N ranges)");
-    }
-    render_diagnosis(&mut out, diagnosis, style);
-    if trace.warnings.is_empty() {
-        let _ = writeln!(out, "warnings    none");
+    let shown = if opts.verbose {
+        trace.warnings.len()
     } else {
-        for (i, w) in trace.warnings.iter().enumerate() {
-            let label = if i == 0 { "warnings" } else { "" };
-            let _ = writeln!(out, "{label:<11} - {}", clean(&w.message));
-        }
+        TEXT_WARNINGS
+    };
+    for (i, warning) in trace.warnings.iter().take(shown).enumerate() {
+        let label = if i == 0 { "warnings" } else { "" };
+        fact(out, label, &format!("- {}", clean(&warning.message)));
     }
-    terminal_output(out, color)
+    if trace.warnings.len() > shown {
+        fact(
+            out,
+            "",
+            &format!("… {} more with --verbose", trace.warnings.len() - shown),
+        );
+    }
 }
 
 fn busy_line(label: &str, b: &BusyIdle) -> String {
     format!(
-        "  {label:<13} total {:>12}  busy {:>12} ({:5.1} %)  idle {:>12}",
+        "{label}: total {}, busy {} ({:.1} %), idle {}",
         format_ms(b.total_ns),
         format_ms(b.busy_ns),
         b.busy_percent,
@@ -158,79 +430,23 @@ fn format_bytes(bytes: u64) -> String {
     }
 }
 
-/// Findings shown in the terminal summary.
-const TEXT_FINDINGS: usize = 5;
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn render_diagnosis(out: &mut String, d: &Diagnosis, style: Style) {
-    let per = crate::per(d);
-    for idle in &d.idle {
-        if idle.idle_ns == 0 {
-            continue;
-        }
-        let parts: Vec<String> = idle
-            .by_cause
-            .iter()
-            .map(|c| {
-                format!(
-                    "{} {} ({:.0} %)",
-                    c.cause.label(),
-                    format_ms(c.ns),
-                    c.percent
-                )
-            })
-            .collect();
-        let _ = writeln!(out, "idle GPU {:<3} {}", idle.device, parts.join(", "));
-        if !idle.attribution_reliable {
-            let _ = writeln!(
-                out,
-                "            ({} GPU ops come from graph replays: idle attribution is unreliable)",
-                idle.graph_replay_ops
-            );
-        }
-    }
-    if let Some(b) = &d.breakdown {
-        let p = &b.percent;
-        let label = if b.steps.is_empty() {
-            "window".to_string()
-        } else {
-            format!("step {} mean", format_ms(d.verdict.step_ns))
-        };
-        let _ = writeln!(
-            out,
-            "breakdown   {label}: kernel {:.1} %, memcpy {:.1} %, memset {:.1} %, comm {:.1} %, runtime {:.1} %, dataloader {:.1} %, cpu {:.1} %, other {:.1} %",
-            p.kernel, p.memcpy, p.memset, p.communication, p.runtime, p.dataloader, p.cpu_exec, p.other
+    #[test]
+    fn wraps_words_and_cuts_long_ones() {
+        let text = wrap("aaa bbb ccc ddd eee", 30, "> ", 2);
+        assert_eq!(text, "> aaa bbb ccc ddd eee\n");
+        let long = "x".repeat(70);
+        let text = wrap(&format!("short {long} end"), 30, "- ", 2);
+        assert!(text.lines().all(|l| l.chars().count() <= 30), "{text}");
+        assert_eq!(
+            text.replace(['\n', ' ', '-'], ""),
+            format!("short{long}end")
         );
-    }
-    if d.findings.is_empty() {
-        let _ = writeln!(
-            out,
-            "findings    none: no idle cause above the reporting thresholds"
-        );
-        return;
-    }
-    let _ = writeln!(
-        out,
-        "findings    {} (largest estimated win first; wins are upper bounds, GPU-idle wins add up to {} of {} idle)",
-        d.findings.len(),
-        format_ms(d.wins.gpu_idle_wins_ns),
-        format_ms(d.wins.idle_ns)
-    );
-    for (i, f) in d.findings.iter().take(TEXT_FINDINGS).enumerate() {
-        let badge = format!("[{:?}]", f.severity);
-        let badge = match f.severity {
-            tracelens_analysis::finding::Severity::High => style.paint("1;31", &badge),
-            tracelens_analysis::finding::Severity::Medium => style.paint("1;33", &badge),
-            tracelens_analysis::finding::Severity::Low => style.paint("2", &badge),
-        };
-        let _ = writeln!(out, "  {}. {badge} {}", i + 1, clean(&f.title));
-        let _ = writeln!(out, "     {}", crate::win_line(f, per));
-        let _ = writeln!(out, "     fix: {}", clean(&f.fix));
-    }
-    if d.findings.len() > TEXT_FINDINGS {
-        let _ = writeln!(
-            out,
-            "  … {} more in --format json",
-            d.findings.len() - TEXT_FINDINGS
-        );
+        assert_eq!(wrap("", 30, "label ", 6), "label\n");
+        let text = wrap("blocks the CPU 290.175 ms in the trace", 24, "", 0);
+        assert!(text.contains("290.175 ms"), "{text}");
     }
 }
