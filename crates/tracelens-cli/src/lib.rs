@@ -36,6 +36,28 @@ enum Command {
     /// Diagnose a trace: where the GPU sat idle, why, which line caused it, what to fix.
     #[command(visible_alias = "analyse", after_help = ANALYZE_EXAMPLES)]
     Analyze(AnalyzeArgs),
+    /// Write the trace back with our findings as extra tracks, for Perfetto UI or
+    /// chrome://tracing: GPU idle coloured by cause, each finding at its evidence, arrows from
+    /// blocking syncs to the idle they caused.
+    #[command(after_help = ANNOTATE_EXAMPLES)]
+    Annotate(AnnotateArgs),
+}
+
+/// Examples under `tracelens annotate --help`.
+const ANNOTATE_EXAMPLES: &str = "\
+Examples:
+  tracelens annotate worker0.pt.trace.json.gz                 writes worker0.annotated.json.gz
+  tracelens annotate trace.json -o annotated.json             uncompressed
+Then open the file in ui.perfetto.dev (Open trace file) or chrome://tracing. Kineto traces only.";
+
+#[derive(clap::Args)]
+struct AnnotateArgs {
+    /// Kineto/Chrome trace, plain or gzip (not stdin: the file is read twice).
+    trace: PathBuf,
+    /// Where to write the annotated trace (default `./<stem>.annotated.json.gz`); gzip when
+    /// the name ends in `.gz`.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 /// Examples under `tracelens analyze --help`.
@@ -217,6 +239,69 @@ fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
     Ok(())
 }
 
+/// `tracelens annotate`: the trace copied verbatim with our tracks added first.
+fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), i32> {
+    if input::is_stdin(&args.trace) {
+        return Err(fail(
+            out.stderr,
+            &args.trace,
+            "annotate reads the trace twice: give it a file, not stdin",
+        ));
+    }
+    let path = args.output.clone().unwrap_or_else(|| {
+        let report = default_report_path(&args.trace);
+        let stem = report
+            .to_string_lossy()
+            .trim_end_matches(".tracelens.html")
+            .to_string();
+        PathBuf::from(format!("{stem}.annotated.json.gz"))
+    });
+    out.check_not_input(&path)?;
+    let trace = input::load(&args.trace).map_err(|p| fail(out.stderr, &args.trace, p))?;
+    if trace.source.format != tracelens_model::InputFormat::KinetoJson {
+        return Err(fail(
+            out.stderr,
+            &args.trace,
+            "annotate writes Chrome-trace JSON and needs a Kineto trace; open Nsight Systems reports in Nsight Systems",
+        ));
+    }
+    let (_, diagnosis) = tracelens_analysis::analyze(&trace);
+    let events = tracelens_report::perfetto::annotation_events(&trace, &diagnosis);
+    let gzip = path.to_string_lossy().ends_with(".gz");
+    let mut stats = None;
+    let written = output::write_atomically_with(&path, |w| {
+        let src = tracelens_kineto::open_decoded(&args.trace)?;
+        stats = Some(if gzip {
+            let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::new(6));
+            let s = tracelens_kineto::copy_with_events(src, &mut gz, &events)?;
+            gz.finish()?;
+            s
+        } else {
+            tracelens_kineto::copy_with_events(src, w, &events)?
+        });
+        Ok(())
+    });
+    if let Err(e) = written {
+        let why = format!("cannot write output: {}", input::write_problem(&e));
+        return Err(fail(out.stderr, &path, why));
+    }
+    let stats = stats.unwrap_or_default();
+    out.announce("wrote ", &path)?;
+    let dropped = if stats.dropped > 0 {
+        format!(
+            " ({} events that could not be copied whole were left out)",
+            stats.dropped
+        )
+    } else {
+        String::new()
+    };
+    out.print(&format!(
+        "        {} trace events and {} tracelens events{dropped}; open it in ui.perfetto.dev or chrome://tracing\n",
+        stats.events,
+        events.len()
+    ))
+}
+
 /// Columns of the terminal summary: `COLUMNS` when set, else the terminal's width, else 80
 /// (piped output).
 fn terminal_width(tty: bool) -> usize {
@@ -303,6 +388,19 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
         }
     };
     match cli.command {
+        Command::Annotate(a) => {
+            memory::name_input(&terminal_text(&a.trace.display().to_string()));
+            let mut sink = Sink {
+                stdout,
+                stderr,
+                input: &a.trace,
+                input_identity: input::identity(&a.trace),
+            };
+            match annotate(&a, &mut sink).and_then(|()| sink.flush()) {
+                Ok(()) => EXIT_OK,
+                Err(code) => code,
+            }
+        }
         Command::Analyze(a) => {
             memory::name_input(&terminal_text(&a.trace.display().to_string()));
             let mut sink = Sink {

@@ -6,6 +6,14 @@ use std::path::{Path, PathBuf};
 /// Writes `text` to `path` so that readers see either nothing or the whole file.
 /// Special files (`/dev/null`, pipes) are written in place: they cannot be replaced.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    write_atomically_with(path, |w| w.write_all(text.as_bytes()))
+}
+
+/// [`write_atomically`] for output produced by `fill` in pieces.
+pub fn write_atomically_with(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     if let Ok(meta) = std::fs::metadata(path) {
         if !meta.is_file() {
             if meta.is_dir() {
@@ -14,10 +22,8 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
                     "is a directory",
                 ));
             }
-            return std::fs::OpenOptions::new()
-                .write(true)
-                .open(path)?
-                .write_all(text.as_bytes());
+            let mut f = std::fs::OpenOptions::new().write(true).open(path)?;
+            return fill(&mut f);
         }
     }
     let dir = match path.parent() {
@@ -30,8 +36,9 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         .unwrap_or_else(|| "output".into());
     let tmp = dir.join(format!(".{file_name}.tracelens-tmp-{}", std::process::id()));
     let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        fill(&mut f)?;
+        let f = f.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();

@@ -32,6 +32,8 @@ pub struct EventStats {
     pub ts_with_fraction: u64,
     /// Timestamps written as integers.
     pub ts_integer: u64,
+    /// Events of category `tracelens`: tracks a `tracelens annotate` run added, skipped.
+    pub annotations: u64,
     /// Events whose phase or category was counted as `(other)`: past
     /// [`MAX_DISTINCT_LABELS`] distinct ones.
     pub labels_dropped: u64,
@@ -184,6 +186,11 @@ impl EventReader {
         }
         if fields.malformed && e.ph.is_empty() {
             self.malformed(offset);
+            return;
+        }
+        // Tracks that `tracelens annotate` added: ours, never analysed again.
+        if e.cat == b"\"tracelens\"" {
+            self.stats.annotations += 1;
             return;
         }
         let ph = text_of(e.ph);

@@ -14,6 +14,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod annotate;
 mod document;
 mod error;
 mod event;
@@ -22,6 +23,7 @@ mod json;
 mod pipe;
 mod scan;
 
+pub use annotate::{copy_with_events, CopyStats};
 pub use error::{ImportError, Problem};
 pub use event::kind_of_category;
 
@@ -67,6 +69,18 @@ pub fn import_stream<R: Read + Send + 'static>(
     } else {
         import_reader(reader, path, file_bytes, false)
     }
+}
+
+/// The decoded text of the trace at `path` (gzip undone), for copying it.
+pub fn open_decoded(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
+    let mut file = File::open(path)?;
+    let head = read_head(&mut file, 2)?;
+    let rest = std::io::Cursor::new(head.clone()).chain(file);
+    Ok(if head.starts_with(&GZIP_MAGIC) {
+        Box::new(flate2::read::MultiGzDecoder::new(rest))
+    } else {
+        Box::new(rest)
+    })
 }
 
 /// Up to `n` first bytes of `src` (fewer only at its end); pipes deliver in pieces.

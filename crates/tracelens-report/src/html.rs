@@ -169,10 +169,11 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
                     .iter()
                     .map(|r| {
                         format!(
-                            "{} – {} ({})",
+                            "{} – {} ({}); trace ts {} µs",
                             rel(r.start_ns),
                             rel(r.end_ns),
-                            format_ms(r.dur_ns())
+                            format_ms(r.dur_ns()),
+                            crate::perfetto::ts_us(r.start_ns)
                         )
                     })
                     .collect(),

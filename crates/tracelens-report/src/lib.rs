@@ -11,6 +11,7 @@ pub mod escape;
 mod html;
 mod json;
 mod markdown;
+pub mod perfetto;
 mod text;
 mod timeline;
 

@@ -1,0 +1,120 @@
+//! The findings as Chrome-trace events, for `tracelens annotate`: a "tracelens" process with
+//! one track of GPU idle per device (each segment named and coloured by its cause), one track
+//! of findings (a slice per evidence range, with title, win, fix and call site in `args`),
+//! and flow arrows from each blocking sync to the idle it caused. Every event has category
+//! `tracelens`, which the importer skips, so an annotated trace analyses like the original.
+//!
+//! Times are written back in the trace's own unit (µs, three decimals = the ns we read).
+
+use serde_json::{json, Value};
+use tracelens_analysis::Diagnosis;
+use tracelens_model::{Ident, LaneKey, Trace};
+
+/// Our process id: far from real pids, so Perfetto shows it as its own process.
+pub const ANNOTATION_PID: i64 = 2_000_000_000;
+/// Track (tid) of the findings.
+const FINDINGS_TID: i64 = 1;
+/// Tracks of GPU idle: this plus the device index.
+const IDLE_TID_BASE: i64 = 100;
+
+/// A time in the trace's µs (the `ts` Perfetto shows for a Kineto trace), from our ns, written exactly (an f64 would lose the last
+/// digits of epoch timestamps).
+pub fn ts_us(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    let a = ns.unsigned_abs();
+    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+}
+
+/// `event` (an object without times) with `"ts"` (and `"dur"`) put first, exactly.
+fn timed(event: Value, start_ns: i64, dur_ns: Option<i64>) -> String {
+    let body = event.to_string();
+    let dur = dur_ns
+        .map(|d| format!("\"dur\": {}, ", ts_us(d)))
+        .unwrap_or_default();
+    format!("{{\"ts\": {}, {dur}{}", ts_us(start_ns), &body[1..])
+}
+
+fn ident(trace: &Trace, id: Ident) -> Value {
+    match id {
+        Ident::Num(n) => json!(n),
+        Ident::Text(t) => json!(trace.names.get(t)),
+    }
+}
+
+fn meta(name: &str, tid: Option<i64>, args: Value) -> String {
+    let mut e =
+        json!({"ph": "M", "cat": "tracelens", "name": name, "pid": ANNOTATION_PID, "args": args});
+    if let Some(tid) = tid {
+        e["tid"] = json!(tid);
+    }
+    e.to_string()
+}
+
+/// The annotation events, each a JSON object in one string.
+pub fn annotation_events(trace: &Trace, d: &Diagnosis) -> Vec<String> {
+    let mut out = vec![
+        meta("process_name", None, json!({"name": "tracelens analysis"})),
+        meta("process_sort_index", None, json!({"sort_index": -1})),
+        meta(
+            "thread_name",
+            Some(FINDINGS_TID),
+            json!({"name": "findings (estimated wins)"}),
+        ),
+    ];
+    let per = crate::per(d);
+    for (rank, f) in d.findings.iter().enumerate() {
+        for iv in &f.evidence.time_ranges {
+            let event = json!({
+                "ph": "X", "cat": "tracelens", "pid": ANNOTATION_PID, "tid": FINDINGS_TID,
+                "name": format!("#{} {}", rank + 1, tracelens_model::shorten(&f.title, 100)),
+                "args": {
+                    "title": f.title,
+                    "severity": format!("{:?}", f.severity),
+                    "win": crate::win_line(f, per),
+                    "fix": f.fix,
+                    "call_site": f.call_site,
+                }
+            });
+            out.push(timed(event, iv.start_ns, Some(iv.dur_ns())));
+        }
+    }
+    let mut flow_id: u64 = 1;
+    for idle in &d.device_idle {
+        let tid = IDLE_TID_BASE + idle.device;
+        out.push(meta(
+            "thread_name",
+            Some(tid),
+            json!({"name": format!("GPU {} idle, by cause", idle.device)}),
+        ));
+        for seg in &idle.segments {
+            let event = json!({
+                "ph": "X", "cat": "tracelens", "pid": ANNOTATION_PID, "tid": tid,
+                "name": format!("idle: {}", seg.cause.label().replace('_', " ")),
+                "args": {"cause": seg.cause.label(), "meaning": seg.cause.describe()}
+            });
+            out.push(timed(
+                event,
+                seg.interval.start_ns,
+                Some(seg.interval.dur_ns()),
+            ));
+            // An arrow from the blocking call to the idle it caused.
+            let Some(sync) = seg.sync else { continue };
+            let span = trace.span(sync);
+            let LaneKey::Cpu { pid, tid: thread } = trace.lane(span.lane).key else {
+                continue;
+            };
+            let from = json!({
+                "ph": "s", "cat": "tracelens", "id": flow_id, "name": "blocking sync → GPU idle",
+                "pid": ident(trace, pid), "tid": ident(trace, thread)
+            });
+            out.push(timed(from, span.start_ns, None));
+            let to = json!({
+                "ph": "f", "bp": "e", "cat": "tracelens", "id": flow_id, "name": "blocking sync → GPU idle",
+                "pid": ANNOTATION_PID, "tid": tid
+            });
+            out.push(timed(to, seg.interval.start_ns, None));
+            flow_id += 1;
+        }
+    }
+    out
+}
