@@ -1,6 +1,7 @@
 //! A real browser opens the report of a real corpus trace: the page renders its verdict and
 //! findings, logs nothing to the console and makes no network request. A control page that
-//! does both proves the checks can fail. A screenshot is saved for people to look at.
+//! does both proves the checks can fail. Screenshots of three real traces (wide and narrow,
+//! light and dark) are saved under the test's target folder for people to look at.
 //!
 //! Needs Chromium (`chromium`, `chromium-browser`, `google-chrome`, or `$TRACELENS_CHROMIUM`);
 //! skipped loudly without it unless `TRACELENS_REQUIRE_BROWSER=1` (set by `.ci/run`).
@@ -199,23 +200,62 @@ fn report_renders_offline_in_chromium_without_errors_or_requests() {
         r.page_requests
     );
 
-    let shot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report-screenshot.png");
-    let _ = std::fs::remove_file(&shot);
-    open(
-        &browser,
-        &report,
-        &work,
-        &[
-            "--hide-scrollbars".into(),
-            "--window-size=1280,1800".into(),
-            format!("--screenshot={}", shot.display()),
-        ],
-    );
-    let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
-    assert!(
-        size > 20_000,
-        "screenshot {} has {size} bytes",
-        shot.display()
-    );
-    eprintln!("report screenshot: {}", shot.display());
+    // Screenshots for people: three real traces (training CUDA Kineto, inference ROCm Kineto,
+    // Nsight Systems), wide and narrow, light and dark.
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    let _ = std::fs::remove_dir_all(&shots);
+    std::fs::create_dir_all(&shots).unwrap();
+    let traces = [
+        (
+            "resnet50_nw0",
+            "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
+        ),
+        (
+            "qwen_mi300",
+            "other/TraceLens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        ),
+        (
+            "nsys_2gpu",
+            "nsys/public/GindaChen__nsys-ai/tests/fixtures/mfu_2gpu_after.sqlite",
+        ),
+    ];
+    for (name, rel) in traces {
+        let report = work.join(format!("{name}.html"));
+        let run = tracelens([
+            "analyze".into(),
+            corpus.join(rel).into_os_string(),
+            "-o".into(),
+            report.clone().into_os_string(),
+        ]);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        for (theme, flags) in [
+            ("light", vec![]),
+            (
+                "dark",
+                vec![
+                    "--force-dark-mode".to_string(),
+                    "--blink-settings=preferredColorScheme=0".to_string(),
+                ],
+            ),
+        ] {
+            for width in [1400, 800] {
+                let shot = shots.join(format!("{name}-{theme}-{width}.png"));
+                let mut args = flags.clone();
+                args.extend([
+                    "--hide-scrollbars".to_string(),
+                    format!("--window-size={width},2400"),
+                    format!("--screenshot={}", shot.display()),
+                ]);
+                let page = open(&browser, &report, &work, &args);
+                assert!(page.console.is_empty(), "{name}: {:?}", page.console);
+                let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+                assert!(
+                    size > 20_000,
+                    "screenshot {} has {size} bytes",
+                    shot.display()
+                );
+            }
+        }
+    }
+    eprintln!("report screenshots: {}", shots.display());
 }

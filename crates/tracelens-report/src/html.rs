@@ -21,8 +21,8 @@ const MAX_REDACTED_LISTED: usize = 10;
 /// Steps listed at each end of the breakdown table when there are more.
 const BREAKDOWN_EDGE_ROWS: usize = 20;
 
-/// Width of the label column left of the timeline.
-const LABEL_WIDTH: usize = 190;
+/// Width of the overview bars in SVG units.
+const OVERVIEW_UNITS: f64 = 1000.0;
 
 struct FindingView {
     rank: usize,
@@ -45,6 +45,21 @@ struct Bar {
     value: String,
 }
 
+/// One segment of an overview bar.
+struct Segment {
+    class: &'static str,
+    label: &'static str,
+    x: String,
+    w: String,
+    value: String,
+}
+
+/// A stacked bar of the first screen.
+struct OverviewBar {
+    title: String,
+    segments: Vec<Segment>,
+}
+
 struct IdleView {
     title: String,
     descheduled: Option<String>,
@@ -64,8 +79,7 @@ struct ReportPage {
     findings_total: usize,
     timeline: Option<Timeline>,
     plot_width: usize,
-    label_width: usize,
-    svg_width: usize,
+    overview_bars: Vec<OverviewBar>,
     idle: Vec<IdleView>,
     breakdown_title: &'static str,
     breakdown_head: Vec<&'static str>,
@@ -126,7 +140,10 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| trace.source.path.clone()),
         verdict: diagnosis.verdict.text.clone(),
-        facts: facts(trace, overview, diagnosis),
+        facts: facts(trace, overview, diagnosis)
+            .into_iter()
+            .map(|(k, v)| (k, keep_units(&v)))
+            .collect(),
         findings: diagnosis
             .findings
             .iter()
@@ -139,8 +156,8 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
                     Severity::Medium => "medium",
                     Severity::Low => "low",
                 },
-                title: f.title.clone(),
-                win: match f.win_kind {
+                title: keep_units(&f.title),
+                win: keep_units(&match f.win_kind {
                     tracelens_analysis::WinKind::HostOnly => format!(
                         "No GPU idle caused; the host is blocked {} {per}",
                         format_ms(f.cpu_cost_per_step_ns.unwrap_or(0))
@@ -151,7 +168,7 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
                         f.estimated_win_percent,
                         f.win_basis
                     ),
-                },
+                }),
                 call_site: f.call_site.clone(),
                 fix: f.fix.clone(),
                 advice: f.advice.clone(),
@@ -182,8 +199,7 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
         findings_total: diagnosis.findings.len(),
         timeline: timeline::build(trace, diagnosis),
         plot_width: PLOT_WIDTH,
-        label_width: LABEL_WIDTH,
-        svg_width: PLOT_WIDTH + LABEL_WIDTH + 40,
+        overview_bars: overview_bars(diagnosis),
         idle: idle_views(diagnosis),
         breakdown_title: if has_steps {
             "Step breakdown"
@@ -253,6 +269,17 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
         health: health(trace, overview, diagnosis),
         version: env!("CARGO_PKG_VERSION"),
     };
+    let mut page = page;
+    for rows in [
+        &mut page.breakdown_rows,
+        &mut page.sync_rows,
+        &mut page.copy_rows,
+        &mut page.kernel_rows,
+    ] {
+        for cell in rows.iter_mut().flatten() {
+            *cell = keep_units(cell);
+        }
+    }
     page.render().expect("the report template renders")
 }
 
@@ -362,6 +389,105 @@ fn facts(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> Vec<(Stri
         ));
     }
     f
+}
+
+/// Lays `parts` (class, name, ns) side by side over the bar's width.
+fn stacked(parts: &[(&'static str, &'static str, i64)]) -> Vec<Segment> {
+    let total: i64 = parts.iter().map(|p| p.2.max(0)).sum();
+    if total <= 0 {
+        return Vec::new();
+    }
+    let mut x = 0.0;
+    parts
+        .iter()
+        .filter(|p| p.2 > 0)
+        .map(|&(class, label, ns)| {
+            let w = ns as f64 / total as f64 * OVERVIEW_UNITS;
+            let seg = Segment {
+                class,
+                label,
+                x: format!("{x:.2}"),
+                w: format!("{w:.2}"),
+                value: format!(
+                    "{} ({:.1} %)",
+                    format_ms(ns),
+                    ns as f64 * 100.0 / total as f64
+                ),
+            };
+            x += w;
+            seg
+        })
+        .collect()
+}
+
+/// The first screen's chart: the mean step (or the window) split by the breakdown
+/// categories, and the focus device's idle time by cause.
+fn overview_bars(d: &Diagnosis) -> Vec<OverviewBar> {
+    let mut bars = Vec::new();
+    if let Some(b) = &d.breakdown {
+        let t = &b.mean;
+        let parts = [
+            ("kernel", "kernel", t.kernel_ns),
+            ("memcpy", "memcpy", t.memcpy_ns),
+            ("memset", "memset", t.memset_ns),
+            ("idle-collective", "communication", t.communication_ns),
+            ("runtime", "runtime calls", t.runtime_ns),
+            ("dataloader", "DataLoader", t.dataloader_ns),
+            ("cpu-op", "CPU execution", t.cpu_exec_ns),
+            ("idle-unattributed", "other", t.other_ns),
+        ];
+        let total: i64 = parts.iter().map(|p| p.2).sum();
+        let title = if b.steps.is_empty() {
+            format!("The window, {}: where the time goes", format_ms(total))
+        } else {
+            format!("The mean step, {}: where the time goes", format_ms(total))
+        };
+        let segments = stacked(&parts);
+        if !segments.is_empty() {
+            bars.push(OverviewBar { title, segments });
+        }
+    }
+    let focus = d.focus_idle().map(|f| f.device);
+    let idle = d
+        .idle
+        .iter()
+        .find(|i| Some(i.device) == focus)
+        .or(d.idle.first());
+    if let Some(idle) = idle {
+        let parts: Vec<(&'static str, &'static str, i64)> = idle
+            .by_cause
+            .iter()
+            .map(|c| (cause_class(c.cause), c.cause.describe(), c.ns))
+            .collect();
+        let segments = stacked(&parts);
+        if !segments.is_empty() {
+            bars.push(OverviewBar {
+                title: format!(
+                    "GPU {} idle, {} in the window: why",
+                    idle.device,
+                    format_ms(idle.idle_ns)
+                ),
+                segments,
+            });
+        }
+    }
+    bars
+}
+
+/// `text` with a no-break space between each number and its unit (`97.9 %`, `12.3 ms`), so
+/// a narrow page never wraps a figure.
+fn keep_units(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut prev_digit = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let unit = c == ' '
+            && prev_digit
+            && matches!(chars.peek(), Some('m' | '%' | 'k' | 'M' | 'G' | 'µ' | 'n'));
+        out.push(if unit { '\u{a0}' } else { c });
+        prev_digit = c.is_ascii_digit();
+    }
+    out
 }
 
 fn idle_views(diagnosis: &Diagnosis) -> Vec<IdleView> {

@@ -1,15 +1,15 @@
 //! The timeline picture: one representative step, CPU threads and GPU streams as lanes, idle
-//! gaps shaded by cause. Spans are binned to pixels, so the SVG stays small for any trace.
+//! gaps shaded by cause. Spans are binned to columns, so the SVG stays small for any trace;
+//! each run of a class carries a hover title with its times, and the page stretches the
+//! columns to its width (zoom and pan are the report's small script).
 
 use tracelens_analysis::idle::IdleCause;
 use tracelens_analysis::timeline::{cpu_span_class, CpuSpanClass};
 use tracelens_analysis::Diagnosis;
 use tracelens_model::{format_ms, Interval, LaneId, LaneKey, SpanKind, TimeNs, Trace};
 
-/// Width of the time axis in pixels.
-pub const PLOT_WIDTH: usize = 960;
-/// Height of one lane row.
-const ROW_HEIGHT: usize = 16;
+/// Columns of the time axis (the SVG's own units; the page stretches them to its width).
+pub const PLOT_WIDTH: usize = 1600;
 /// Most CPU threads drawn.
 const MAX_CPU_LANES: usize = 4;
 /// Most GPU streams drawn.
@@ -23,12 +23,12 @@ pub struct Rect {
     pub w: usize,
     /// CSS class (the category).
     pub class: &'static str,
+    /// Hover text: what and when.
+    pub title: String,
 }
 
 /// One lane row.
 pub struct Row {
-    /// Top edge.
-    pub y: usize,
     /// Label shown left of the plot.
     pub label: String,
     /// Filled runs.
@@ -41,10 +41,41 @@ pub struct Timeline {
     pub caption: String,
     /// Rows, top to bottom.
     pub rows: Vec<Row>,
-    /// Axis ticks: x and label.
+    /// Axis ticks: position in percent of the width, and label.
     pub ticks: Vec<(usize, String)>,
-    /// Total SVG height.
-    pub height: usize,
+    /// Length of the window drawn, for the zoom script's tick labels.
+    pub window_ns: TimeNs,
+    /// The classes drawn, with their names, in legend order.
+    pub legend: Vec<(&'static str, &'static str)>,
+}
+
+/// Every class the timeline can draw, with its name, in legend order.
+const CLASS_NAMES: [(&str, &str); 17] = [
+    ("kernel", "kernel"),
+    ("memcpy", "memcpy"),
+    ("memset", "memset"),
+    ("idle-data", "idle: data loading"),
+    ("idle-sync", "idle: sync drain"),
+    ("idle-host", "idle: host compute"),
+    ("idle-launch", "idle: launch latency"),
+    ("idle-stream", "idle: cross-stream wait"),
+    ("idle-collective", "idle: collective wait"),
+    ("idle-graph", "idle: graph replay"),
+    ("idle-gpuwait", "idle: GPU wait"),
+    ("idle-unattributed", "idle: unattributed"),
+    ("python", "Python"),
+    ("cpu-op", "CPU op"),
+    ("runtime", "runtime call"),
+    ("dataloader", "DataLoader wait"),
+    ("sync", "blocking sync"),
+];
+
+/// The name of a class for people.
+pub fn class_name(class: &str) -> &'static str {
+    CLASS_NAMES
+        .iter()
+        .find(|(c, _)| *c == class)
+        .map_or("", |(_, n)| n)
 }
 
 /// Builds the timeline of the median-length step of the analysis window (or the whole window
@@ -78,7 +109,6 @@ pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
         ((rel * PLOT_WIDTH as i128) / window.dur_ns() as i128) as usize
     };
     let mut rows = Vec::new();
-    let mut y = 0;
     // GPU streams of the device, busiest first.
     let device = trace.devices.iter().find(|d| d.index == dev.device)?;
     let mut gpu_lanes: Vec<(TimeNs, LaneId)> = device
@@ -99,11 +129,9 @@ pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
             _ => 0,
         });
         rows.push(Row {
-            y,
             label: format!("GPU {device} stream {stream}"),
             rects: runs(&bins, &["", "memset", "memcpy", "kernel"]),
         });
-        y += ROW_HEIGHT + 4;
     }
     // Idle shading by cause.
     let idle_css: Vec<&'static str> = std::iter::once("")
@@ -121,11 +149,9 @@ pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
         fill(&mut idle_bins, px(c.start_ns), px(c.end_ns), code);
     }
     rows.push(Row {
-        y,
         label: format!("GPU {} idle, by cause", dev.device),
         rects: runs(&idle_bins, &idle_css),
     });
-    y += ROW_HEIGHT + 10;
     // CPU threads with the most activity in the window.
     let mut cpu_lanes: Vec<(TimeNs, LaneId)> = (0..trace.lanes.len() as u32)
         .map(LaneId)
@@ -147,37 +173,56 @@ pub fn build(trace: &Trace, diagnosis: &Diagnosis) -> Option<Timeline> {
         });
         let l = trace.lane(lane);
         let name = l.name.map(|n| trace.names.get(n).to_string());
+        // The trace's thread name, else "<process> thread N" with the id as the trace gives it.
+        let process = l
+            .process_name
+            .map(|n| format!("{} ", trace.names.get(n)))
+            .unwrap_or_default();
         let label = match l.key {
             LaneKey::Cpu { tid, .. } => name.unwrap_or_else(|| match tid {
-                tracelens_model::Ident::Num(n) => format!("thread {n}"),
+                tracelens_model::Ident::Num(n) if n < 0 => {
+                    format!("{process}thread {} (id as recorded)", n)
+                }
+                tracelens_model::Ident::Num(n) => format!("{process}thread {n}"),
                 tracelens_model::Ident::Text(t) => trace.names.get(t).to_string(),
             }),
             LaneKey::Gpu { .. } => continue,
         };
         rows.push(Row {
-            y,
-            label: tracelens_model::shorten(&label, 28),
+            label: tracelens_model::shorten(&label, 40),
             rects: runs(
                 &bins,
                 &["", "python", "cpu-op", "runtime", "dataloader", "sync"],
             ),
         });
-        y += ROW_HEIGHT + 4;
     }
     let ticks = (0..=4)
         .map(|i| {
-            let x = i * PLOT_WIDTH / 4;
             (
-                x,
+                i * 25,
                 format_ms((window.dur_ns() as i128 * i as i128 / 4) as i64),
             )
         })
+        .collect();
+    // Hover titles: the class and its time range from the start of the window.
+    let at =
+        |x: usize| format_ms((window.dur_ns() as i128 * x as i128 / PLOT_WIDTH as i128) as i64);
+    for row in &mut rows {
+        for r in &mut row.rects {
+            r.title = format!("{}: {} – {}", class_name(r.class), at(r.x), at(r.x + r.w));
+        }
+    }
+    let legend = CLASS_NAMES
+        .iter()
+        .copied()
+        .filter(|(c, _)| rows.iter().any(|r| r.rects.iter().any(|x| x.class == *c)))
         .collect();
     Some(Timeline {
         caption,
         rows,
         ticks,
-        height: y + 20,
+        window_ns: window.dur_ns(),
+        legend,
     })
 }
 
@@ -251,6 +296,7 @@ fn runs(bins: &[u8], classes: &[&'static str]) -> Vec<Rect> {
                 x: start,
                 w: i - start,
                 class: classes[c as usize],
+                title: String::new(),
             });
         }
     }
