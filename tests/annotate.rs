@@ -116,6 +116,10 @@ fn annotated_fixture_round_trips_with_findings_idle_and_flows() {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn annotated_corpus_trace_round_trips() {
     let Some(root) = corpus_dir("annotated_corpus_trace_round_trips") else {
         return;

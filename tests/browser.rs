@@ -135,6 +135,11 @@ fn page_requests(netlog: &Path) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+#[cfg_attr(no_browser, ignore = "no chromium on PATH")]
 fn report_renders_offline_in_chromium_without_errors_or_requests() {
     let Some(browser) = chromium() else {
         if std::env::var_os("TRACELENS_REQUIRE_BROWSER").is_some_and(|v| v == "1") {

@@ -194,6 +194,10 @@ fn check_reports_render(path: &Path, t: &Trace) -> Vec<String> {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn every_corpus_trace_reads_and_keeps_the_invariants() {
     let Some(root) = corpus_dir("every_corpus_trace_reads_and_keeps_the_invariants") else {
         return;
@@ -270,6 +274,10 @@ fn oracle_ms(csv: &Path) -> (f64, f64) {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn gpu_busy_idle_matches_the_tracelens_oracles_to_one_microsecond() {
     let Some(root) = corpus_dir("gpu_busy_idle_matches_the_tracelens_oracles_to_one_microsecond")
     else {
@@ -297,6 +305,10 @@ fn gpu_busy_idle_matches_the_tracelens_oracles_to_one_microsecond() {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn cpu_steps_and_generations_of_known_traces() {
     let Some(root) = corpus_dir("cpu_steps_and_generations_of_known_traces") else {
         return;
@@ -323,6 +335,10 @@ fn cpu_steps_and_generations_of_known_traces() {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn environment_secrets_in_real_traces_are_redacted() {
     let Some(root) = corpus_dir("environment_secrets_in_real_traces_are_redacted") else {
         return;
@@ -354,6 +370,10 @@ fn diagnose_corpus(root: &Path, rel: &str) -> tracelens_analysis::Diagnosis {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn tb_plugin_step_breakdown_oracle() {
     let Some(root) = corpus_dir("tb_plugin_step_breakdown_oracle") else {
         return;
@@ -394,6 +414,10 @@ fn tb_plugin_step_breakdown_oracle() {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn data_loader_stall_ranks_first_with_num_workers_0_and_is_absent_with_4() {
     let Some(root) =
         corpus_dir("data_loader_stall_ranks_first_with_num_workers_0_and_is_absent_with_4")
@@ -431,6 +455,10 @@ fn data_loader_stall_ranks_first_with_num_workers_0_and_is_absent_with_4() {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn item_syncs_and_pageable_copies_are_ranked_with_their_cost() {
     let Some(root) = corpus_dir("item_syncs_and_pageable_copies_are_ranked_with_their_cost") else {
         return;
@@ -473,6 +501,10 @@ fn item_syncs_and_pageable_copies_are_ranked_with_their_cost() {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn every_sync_kind_of_the_event_sync_trace_is_classified() {
     let Some(root) = corpus_dir("every_sync_kind_of_the_event_sync_trace_is_classified") else {
         return;
@@ -513,6 +545,10 @@ fn every_sync_kind_of_the_event_sync_trace_is_classified() {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn graph_replays_mark_attribution_unreliable() {
     let Some(root) = corpus_dir("graph_replays_mark_attribution_unreliable") else {
         return;
@@ -529,6 +565,10 @@ fn graph_replays_mark_attribution_unreliable() {
 
 /// The traces the trust issue named each get the right verdict kind and cause.
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn named_traces_get_the_right_verdicts() {
     let Some(root) = corpus_dir("named_traces_get_the_right_verdicts") else {
         return;
@@ -638,6 +678,10 @@ fn named_traces_get_the_right_verdicts() {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn the_resnet50_summary_fits_30_lines_of_100_columns() {
     let Some(root) = corpus_dir("the_resnet50_summary_fits_30_lines_of_100_columns") else {
         return;

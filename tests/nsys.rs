@@ -28,6 +28,10 @@ fn exports(root: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn every_corpus_export_loads_and_conserves_idle_time() {
     let Some(root) = corpus_dir("every_corpus_export_loads_and_conserves_idle_time") else {
         return;
@@ -108,6 +112,10 @@ fn rule_tables(text: &str) -> std::collections::BTreeMap<String, Vec<String>> {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn nsys_rules_reproduce_the_golden_outputs_row_for_row() {
     let Some(root) = corpus_dir("nsys_rules_reproduce_the_golden_outputs_row_for_row") else {
         return;
@@ -169,6 +177,10 @@ fn nsys_rules_reproduce_the_golden_outputs_row_for_row() {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn native_diagnoses_report_pageable_and_synchronous_copies_with_their_cost() {
     let Some(root) =
         corpus_dir("native_diagnoses_report_pageable_and_synchronous_copies_with_their_cost")
@@ -205,6 +217,10 @@ fn native_diagnoses_report_pageable_and_synchronous_copies_with_their_cost() {
 }
 
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn two_process_export_shows_both_gpus_and_the_428_ms_stream_syncs() {
     let Some(root) = corpus_dir("two_process_export_shows_both_gpus_and_the_428_ms_stream_syncs")
     else {
@@ -619,6 +635,10 @@ fn rules_show_raw_memory_kinds_when_the_enum_table_is_absent() {
 /// A sync's GPU-idle win is at most the time it blocked the host: the Abacus export's 1,256
 /// stream syncs blocked 15.9 ms and are not blamed for the start-up gap before the real work.
 #[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
 fn syncs_are_charged_at_most_the_time_they_blocked() {
     let Some(root) = corpus_dir("syncs_are_charged_at_most_the_time_they_blocked") else {
         return;

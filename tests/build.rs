@@ -1,0 +1,60 @@
+//! Decides at build time which end-to-end tests cannot run here, so cargo's summary shows
+//! them as *ignored* (with the reason) rather than as passed:
+//! - `no_corpus`: the trace corpus (`$TRACELENS_CORPUS`, default `../shared/traces`) is absent;
+//! - `no_browser`: no Chromium on `PATH` (or `$TRACELENS_CHROMIUM`).
+//!
+//! With `TRACELENS_REQUIRE_CORPUS=1` / `TRACELENS_REQUIRE_BROWSER=1` (as `.ci/run` sets) the
+//! tests are never ignored: they run and fail loudly when what they need is missing.
+
+use std::path::{Path, PathBuf};
+
+fn required(var: &str) -> bool {
+    std::env::var_os(var).is_some_and(|v| v == "1")
+}
+
+fn main() {
+    println!("cargo::rustc-check-cfg=cfg(no_corpus)");
+    println!("cargo::rustc-check-cfg=cfg(no_browser)");
+    for var in [
+        "TRACELENS_CORPUS",
+        "TRACELENS_REQUIRE_CORPUS",
+        "TRACELENS_REQUIRE_BROWSER",
+        "TRACELENS_CHROMIUM",
+        "PATH",
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let corpus = std::env::var_os("TRACELENS_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("../shared/traces"));
+    let corpus = if corpus.is_absolute() {
+        corpus
+    } else {
+        root.join(corpus)
+    };
+    // Re-checked when the folder appears or goes.
+    println!("cargo:rerun-if-changed={}", corpus.display());
+    if !corpus.is_dir() && !required("TRACELENS_REQUIRE_CORPUS") {
+        println!("cargo:rustc-cfg=no_corpus");
+    }
+    let browser = std::env::var_os("TRACELENS_CHROMIUM").is_some()
+        || std::env::var_os("PATH").is_some_and(|path| {
+            std::env::split_paths(&path).any(|dir| {
+                [
+                    "chromium",
+                    "chromium-browser",
+                    "google-chrome",
+                    "google-chrome-stable",
+                ]
+                .iter()
+                .any(|n| dir.join(n).is_file())
+            })
+        });
+    if !browser && !required("TRACELENS_REQUIRE_BROWSER") {
+        println!("cargo:rustc-cfg=no_browser");
+    }
+}
