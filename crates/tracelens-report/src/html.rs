@@ -80,6 +80,8 @@ struct ReportPage {
     timeline: Option<Timeline>,
     plot_width: usize,
     overview_bars: Vec<OverviewBar>,
+    /// Whether `tracelens annotate` can take this trace (Kineto JSON).
+    annotatable: bool,
     idle: Vec<IdleView>,
     breakdown_title: &'static str,
     breakdown_head: Vec<&'static str>,
@@ -200,6 +202,7 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
         timeline: timeline::build(trace, diagnosis),
         plot_width: PLOT_WIDTH,
         overview_bars: overview_bars(diagnosis),
+        annotatable: trace.source.format == tracelens_model::InputFormat::KinetoJson,
         idle: idle_views(diagnosis),
         breakdown_title: if has_steps {
             "Step breakdown"
