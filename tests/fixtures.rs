@@ -84,7 +84,7 @@ fn json_output_is_deterministic() {
     assert_eq!(a.stdout, b.stdout);
     assert!(a
         .stdout
-        .starts_with("{\n  \"schema_version\": 2,\n  \"tool\""));
+        .starts_with("{\n  \"schema_version\": 3,\n  \"tool\""));
 }
 
 #[test]

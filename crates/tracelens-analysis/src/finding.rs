@@ -4,7 +4,9 @@ use serde::Serialize;
 use tracelens_model::{Interval, TimeNs};
 
 /// What kind of problem a finding describes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum FindingKind {
     /// The GPU waits for the DataLoader.
@@ -36,7 +38,7 @@ impl FindingKind {
 }
 
 /// What a finding's win counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WinKind {
     /// GPU idle time of the analysis window; every idle nanosecond is credited to at most one
@@ -50,7 +52,7 @@ pub enum WinKind {
 }
 
 /// How much it matters, from the estimated win's share of step time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// Under 3 % of step time.
@@ -118,7 +120,9 @@ pub struct Evidence {
     pub time_ranges: Vec<Interval>,
     /// Named counts, durations, percents and sizes, in a fixed order.
     pub items: Vec<EvidenceItem>,
-    /// Up to ten span ids, for renderers that link into the timeline.
+    /// Up to ten span ids, for renderers that link into the timeline (not serialized: they
+    /// mean something inside one import only).
+    #[serde(skip)]
     pub span_ids: Vec<u32>,
 }
 

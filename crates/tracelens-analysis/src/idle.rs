@@ -45,7 +45,9 @@ pub const SYNC_RETURN_TOLERANCE_NS: TimeNs = 10 * NS_PER_US;
 pub const LAUNCH_OVERHEAD_BOUND_NS: TimeNs = 30 * NS_PER_US;
 
 /// Why the GPU sat idle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum IdleCause {
     /// The launching thread was waiting for the DataLoader.

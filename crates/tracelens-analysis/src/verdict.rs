@@ -23,7 +23,7 @@ pub const GPU_BOUND_IDLE_PERCENT: f64 = 5.0;
 pub const HOST_AHEAD_NS: TimeNs = NS_PER_MS;
 
 /// What the verdict says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictKind {
     /// The GPU is busy nearly all the window.

@@ -4,7 +4,8 @@
 //! gate).
 #![deny(missing_docs)]
 
-mod input;
+mod gate;
+use tracelens_load as input;
 pub mod memory;
 mod output;
 
@@ -41,6 +42,65 @@ enum Command {
     /// blocking syncs to the idle they caused.
     #[command(after_help = ANNOTATE_EXAMPLES)]
     Annotate(AnnotateArgs),
+    /// Gate a CI job: evaluate rules on a trace or a stored result; exit 1 when a rule fires.
+    #[command(after_help = CHECK_EXAMPLES)]
+    Check(CheckArgs),
+    /// Compare two runs (traces or stored results): step time against the noise, GPU busy,
+    /// idle by cause, findings resolved/new/changed, kernels that moved.
+    Diff(DiffArgs),
+}
+
+/// Examples under `tracelens check --help`.
+const CHECK_EXAMPLES: &str = "\
+A rule describes a problem; the check fails (exit 1) when any rule is true. Metrics and the
+grammar: docs/rules.md. Without --rule/--rules, ./tracelens.toml (rules = [\"...\"]) or the
+default set is used.
+
+Examples:
+  tracelens check trace.json.gz --rule 'gpu.idle_percent > 25' --rule 'finding.implicit_sync.count_per_step >= 1'
+  tracelens check trace.json.gz --rules default
+  tracelens check after.json --baseline before.json --rule 'diff.step_time_percent > 5'
+  tracelens check trace.json.gz --annotations github";
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Annotations {
+    /// `::warning file=…,line=…::` lines for GitHub Actions.
+    Github,
+}
+
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// A trace (any supported format) or a result document (`tracelens analyze --format json`).
+    input: PathBuf,
+    /// A rule, e.g. 'gpu.idle_percent > 25' (repeatable).
+    #[arg(long = "rule", value_name = "RULE")]
+    rule: Vec<String>,
+    /// A rules file (`rules = ["...", ...]`), or `default` for the documented default set.
+    #[arg(long = "rules", value_name = "FILE|default")]
+    rules: Option<PathBuf>,
+    /// A run to compare with, enabling the `diff.*` metrics.
+    #[arg(long, value_name = "BEFORE")]
+    baseline: Option<PathBuf>,
+    /// Also print findings with a Python call site as CI annotations.
+    #[arg(long, value_enum)]
+    annotations: Option<Annotations>,
+}
+
+#[derive(clap::Args)]
+struct DiffArgs {
+    /// The earlier run: a trace or a result document.
+    before: PathBuf,
+    /// The later run.
+    after: PathBuf,
+    /// Output format (default: from the -o extension, else text).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// Write to FILE (atomically) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Fail (exit 1) when this rule over the run and the diff is true (repeatable).
+    #[arg(long = "fail-on", value_name = "RULE")]
+    fail_on: Vec<String>,
 }
 
 /// Examples under `tracelens annotate --help`.
@@ -101,6 +161,13 @@ struct AnalyzeArgs {
     /// warning.
     #[arg(short = 'v', long)]
     verbose: bool,
+    /// Fail (exit 1) after writing the outputs when this rule is true, e.g.
+    /// 'idle.data_loading.percent > 10' (repeatable; docs/rules.md).
+    #[arg(long = "fail-on", value_name = "RULE")]
+    fail_on: Vec<String>,
+    /// Also print findings with a Python call site as CI annotations.
+    #[arg(long, value_enum)]
+    annotations: Option<Annotations>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -134,14 +201,14 @@ impl Format {
 
 /// Prints `tracelens: error: PATH: PROBLEM` (both made safe for a terminal) and returns the
 /// input-error exit code.
-fn fail(stderr: &mut dyn Write, path: &Path, problem: impl std::fmt::Display) -> i32 {
+pub(crate) fn fail(stderr: &mut dyn Write, path: &Path, problem: impl std::fmt::Display) -> i32 {
     let line = format!("{}: {problem}", path.display());
     let _ = writeln!(stderr, "tracelens: error: {}", terminal_text(&line));
     EXIT_INPUT
 }
 
 /// Where results go, and the one input they must never replace.
-struct Sink<'a> {
+pub(crate) struct Sink<'a> {
     stdout: &'a mut dyn Write,
     stderr: &'a mut dyn Write,
     input: &'a Path,
@@ -150,7 +217,7 @@ struct Sink<'a> {
 
 impl Sink<'_> {
     /// Writes to stdout; a failure (a full device, a closed pipe) ends the run with exit 2.
-    fn print(&mut self, text: &str) -> Result<(), i32> {
+    pub(crate) fn print(&mut self, text: &str) -> Result<(), i32> {
         match self.stdout.write_all(text.as_bytes()) {
             Ok(()) => Ok(()),
             Err(e) => Err(self.stdout_failed(&e)),
@@ -239,6 +306,78 @@ fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
     Ok(())
 }
 
+/// `tracelens check`.
+fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), i32> {
+    let texts = gate::collect_rules(&args.rule, args.rules.as_deref(), out.stderr)?;
+    let rules = gate::parse_all(&texts, out.stderr)?;
+    let results = gate::results_of(&args.input, out.stderr)?;
+    let mut metrics = tracelens_gate::Metrics::of(&results);
+    if let Some(before) = &args.baseline {
+        let base = gate::results_of(before, out.stderr)?;
+        metrics.add_diff(&tracelens_gate::diff(&base, &results));
+    }
+    if args.annotations == Some(Annotations::Github) {
+        out.print(&gate::github_annotations(&results))?;
+    }
+    let label = args.input.display().to_string();
+    if gate::report_rules(out, &label, &rules, &metrics)? {
+        return Err(gate::EXIT_RULE);
+    }
+    Ok(())
+}
+
+/// `tracelens diff`.
+fn diff(args: &DiffArgs, out: &mut Sink) -> Result<(), i32> {
+    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
+    if let Some(path) = gate::diff_target(args.output.as_ref()) {
+        out.check_not_input(path)?;
+        if input::identity(path).is_some() && input::identity(path) == input::identity(&args.before)
+        {
+            return Err(fail(
+                out.stderr,
+                path,
+                "refusing to write the output over an input",
+            ));
+        }
+    }
+    let before = gate::results_of(&args.before, out.stderr)?;
+    let after = gate::results_of(&args.after, out.stderr)?;
+    let mut d = tracelens_gate::diff(&before, &after);
+    // Name the runs as the command line did: two runs often share a file name.
+    d.before = terminal_text(&args.before.display().to_string()).into_owned();
+    d.after = terminal_text(&args.after.display().to_string()).into_owned();
+    let format = args
+        .format
+        .unwrap_or_else(|| match gate::diff_target(args.output.as_ref()) {
+            Some(p) => Format::from_extension(p),
+            None => Format::Text,
+        });
+    let text = match format {
+        Format::Text => {
+            tracelens_report::render_diff_text(&d, terminal_width(std::io::stdout().is_terminal()))
+        }
+        Format::Md => tracelens_report::render_diff_markdown(&d),
+        Format::Json => tracelens_report::render_diff_json(&d),
+        Format::Html => tracelens_report::render_diff_html(&d),
+    };
+    match gate::diff_target(args.output.as_ref()) {
+        Some(path) => {
+            out.write_file(path, &text)?;
+            out.announce("wrote ", path)?;
+        }
+        None => out.print(&text)?,
+    }
+    if !rules.is_empty() {
+        let mut metrics = tracelens_gate::Metrics::of(&after);
+        metrics.add_diff(&d);
+        let label = format!("{} → {}", args.before.display(), args.after.display());
+        if gate::report_rules(out, &label, &rules, &metrics)? {
+            return Err(gate::EXIT_RULE);
+        }
+    }
+    Ok(())
+}
+
 /// `tracelens annotate`: the trace copied verbatim with our tracks added first.
 fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), i32> {
     if input::is_stdin(&args.trace) {
@@ -257,7 +396,9 @@ fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), i32> {
         PathBuf::from(format!("{stem}.annotated.json.gz"))
     });
     out.check_not_input(&path)?;
-    let trace = input::load(&args.trace).map_err(|p| fail(out.stderr, &args.trace, p))?;
+    let trace = input::open(&args.trace)
+        .map_err(|e| e.0)
+        .map_err(|p| fail(out.stderr, &args.trace, p))?;
     if trace.source.format != tracelens_model::InputFormat::KinetoJson {
         return Err(fail(
             out.stderr,
@@ -388,6 +529,30 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
         }
     };
     match cli.command {
+        Command::Check(a) => {
+            let mut sink = Sink {
+                stdout,
+                stderr,
+                input: &a.input,
+                input_identity: None,
+            };
+            match check(&a, &mut sink).and_then(|()| sink.flush()) {
+                Ok(()) => EXIT_OK,
+                Err(code) => code,
+            }
+        }
+        Command::Diff(a) => {
+            let mut sink = Sink {
+                stdout,
+                stderr,
+                input: &a.after,
+                input_identity: input::identity(&a.after),
+            };
+            match diff(&a, &mut sink).and_then(|()| sink.flush()) {
+                Ok(()) => EXIT_OK,
+                Err(code) => code,
+            }
+        }
         Command::Annotate(a) => {
             memory::name_input(&terminal_text(&a.trace.display().to_string()));
             let mut sink = Sink {
@@ -452,10 +617,14 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
         }
     }
     let started = std::time::Instant::now();
-    let trace = input::load(&args.trace).map_err(|p| fail(out.stderr, &args.trace, p))?;
+    let trace = input::open(&args.trace)
+        .map_err(|e| e.0)
+        .map_err(|p| fail(out.stderr, &args.trace, p))?;
     let loaded = started.elapsed();
     let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
     let analysed = started.elapsed();
+    // Bad rules are refused before any output is written.
+    let _ = gate::parse_all(&args.fail_on, out.stderr)?;
     if args.timings {
         let _ = writeln!(
             out.stderr,
@@ -512,6 +681,14 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
                 }
             }
         }
+    }
+    if args.annotations.is_some() || !args.fail_on.is_empty() {
+        let results = tracelens_gate::Results::of(&trace, &diagnosis);
+        if args.annotations == Some(Annotations::Github) {
+            out.print(&gate::github_annotations(&results))?;
+        }
+        out.flush()?;
+        gate::fail_on(&args.fail_on, &results, out.stderr)?;
     }
     Ok(())
 }

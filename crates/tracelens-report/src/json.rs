@@ -8,7 +8,7 @@ use tracelens_analysis::{Diagnosis, Overview};
 use tracelens_model::{LinkStats, Metadata, SourceInfo, Trace, Warning};
 
 /// Version of the document layout; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Serialize)]
 struct Tool {
@@ -26,6 +26,7 @@ struct Document<'a> {
     diagnosis: &'a Diagnosis,
     links: &'a LinkStats,
     warnings: &'a [Warning],
+    results: tracelens_gate::Results,
 }
 
 /// Renders the analyze document as pretty-printed JSON (ending with a newline).
@@ -42,6 +43,7 @@ pub fn render_json(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
         diagnosis,
         links: &trace.links,
         warnings: &trace.warnings,
+        results: tracelens_gate::Results::of(trace, diagnosis),
     };
     let mut out = serde_json::to_string_pretty(&doc).expect("the document always serializes");
     out.push('\n');

@@ -7,6 +7,7 @@
 //! - [`render_json`]: the versioned, stable-order JSON document ([`SCHEMA_VERSION`]).
 #![deny(missing_docs)]
 
+mod diff;
 pub mod escape;
 mod html;
 mod json;
@@ -15,6 +16,7 @@ pub mod perfetto;
 mod text;
 mod timeline;
 
+pub use diff::{render_diff_html, render_diff_json, render_diff_markdown, render_diff_text};
 pub use html::render_html;
 pub use json::{render_json, SCHEMA_VERSION};
 pub use markdown::render_markdown;

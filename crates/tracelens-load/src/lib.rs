@@ -1,5 +1,8 @@
-//! Opening a trace: the input is read exactly once (files, pipes, FIFOs and stdin alike),
-//! its format sniffed from the buffered first bytes, and the stream handed to an importer.
+//! Opening a trace of any supported format, shared by `analyze`, `annotate`, `check` and
+//! `diff`: the input is read exactly once (files, pipes, FIFOs and stdin alike), its format
+//! sniffed from the buffered first bytes, and the stream handed to an importer. Errors are one
+//! line without the path ([`LoadError`]); the caller names the file.
+#![deny(missing_docs)]
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
@@ -147,9 +150,31 @@ pub fn open_nsys(path: &Path) -> Result<NsysInput, String> {
     })
 }
 
-/// Reads the trace at `path` (`-` for stdin), or says in one line (without the path) what
-/// is wrong.
-pub fn load(path: &Path) -> Result<Trace, String> {
+/// Why a trace could not be opened: one line, without the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadError(pub String);
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for LoadError {}
+
+/// Reads the trace at `path` (`-` for stdin).
+pub fn open(path: &Path) -> Result<Trace, LoadError> {
+    load(path).map_err(LoadError)
+}
+
+/// The first bytes of a file, to tell a result document (JSON with `"schema_version"` and
+/// `"results"`) from a trace without reading it all.
+pub fn head_of(path: &Path, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut f = File::open(path)?;
+    tracelens_kineto::read_head(&mut f, n)
+}
+
+fn load(path: &Path) -> Result<Trace, String> {
     let opened = Opened::open(path)?;
     if opened.head.starts_with(SQLITE_MAGIC) {
         if opened.regular_file {

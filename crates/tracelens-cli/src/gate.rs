@@ -1,0 +1,256 @@
+//! `tracelens check` and `tracelens diff`, `--fail-on` and `--annotations github`: the CI
+//! side. Results come from a trace (analysed now) or from a stored `--format json` document.
+
+use crate::{fail, input, Sink, EXIT_INPUT};
+use std::path::{Path, PathBuf};
+use tracelens_gate::{parse_rule, Metrics, Results, Rule};
+use tracelens_report::escape::terminal_text;
+
+/// Exit code when a rule fires.
+pub const EXIT_RULE: i32 = 1;
+
+/// The default rule set (`--rules default`): the seed advice as gates.
+pub const DEFAULT_RULES: [&str; 3] = [
+    // No DataLoader stall above 10 % of the step.
+    "finding.data_loader_stall.win_percent > 10",
+    // No per-step host sync that idles the GPU above 5 % of the step.
+    "finding.implicit_sync.win_percent > 5",
+    // No pageable copies whose exposed time passes 5 % of the step.
+    "finding.pageable_copies.win_percent > 5",
+];
+
+/// The rules file looked for in the working directory.
+pub const RULES_FILE: &str = "tracelens.toml";
+
+/// Whether the file at `path` is a tracelens result document rather than a trace.
+fn is_result_document(path: &Path) -> bool {
+    let Ok(head) = input::head_of(path, 512) else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&head);
+    head.trim_start().starts_with('{')
+        && head.contains("\"schema_version\"")
+        && head.contains("\"tracelens\"")
+}
+
+/// The results of a trace (analysed now) or of a stored result document.
+pub fn results_of(path: &Path, stderr: &mut dyn std::io::Write) -> Result<Results, i32> {
+    if !input::is_stdin(path) && is_result_document(path) {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| fail(stderr, path, input::read_problem(&e)))?;
+        return Results::from_json(&text).map_err(|p| fail(stderr, path, p));
+    }
+    let trace = input::open(path).map_err(|e| fail(stderr, path, e))?;
+    let (_, d) = tracelens_analysis::analyze(&trace);
+    Ok(Results::of(&trace, &d))
+}
+
+/// Reads the `rules = [...]` list of a rules file: double-quoted strings, `#` comments.
+pub fn rules_from_file(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_list = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('#') {
+            continue;
+        }
+        let rest = if !in_list {
+            match line.strip_prefix("rules").map(str::trim_start) {
+                Some(r) if r.starts_with('=') => {
+                    in_list = true;
+                    r[1..].trim_start().trim_start_matches('[')
+                }
+                _ => continue,
+            }
+        } else {
+            line
+        };
+        let mut chars = rest.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '"' => {
+                    let mut s = String::new();
+                    let mut escaped = false;
+                    for (_, c) in chars.by_ref() {
+                        match (escaped, c) {
+                            (false, '\\') => escaped = true,
+                            (false, '"') => break,
+                            (_, c) => {
+                                s.push(c);
+                                escaped = false;
+                            }
+                        }
+                    }
+                    out.push(s);
+                }
+                ']' => {
+                    in_list = false;
+                    let _ = i;
+                    break;
+                }
+                '#' => break,
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+/// The rule texts of a `check`: `--rule`s, then `--rules FILE|default`, else `tracelens.toml`
+/// in the working directory, else the default set.
+pub fn collect_rules(
+    rules: &[String],
+    file: Option<&Path>,
+    stderr: &mut dyn std::io::Write,
+) -> Result<Vec<String>, i32> {
+    let mut out: Vec<String> = rules.to_vec();
+    let from_file = |p: &Path, stderr: &mut dyn std::io::Write| -> Result<Vec<String>, i32> {
+        let text =
+            std::fs::read_to_string(p).map_err(|e| fail(stderr, p, input::read_problem(&e)))?;
+        let rules = rules_from_file(&text);
+        if rules.is_empty() {
+            return Err(fail(stderr, p, "no rules = [\"...\"] list in this file"));
+        }
+        Ok(rules)
+    };
+    match file {
+        Some(p) if p.as_os_str() == "default" => {
+            out.extend(DEFAULT_RULES.iter().map(|r| r.to_string()))
+        }
+        Some(p) => out.extend(from_file(p, stderr)?),
+        None if out.is_empty() && Path::new(RULES_FILE).is_file() => {
+            out.extend(from_file(Path::new(RULES_FILE), stderr)?)
+        }
+        None if out.is_empty() => out.extend(DEFAULT_RULES.iter().map(|r| r.to_string())),
+        None => {}
+    }
+    Ok(out)
+}
+
+/// Parses every rule; a bad one is one line naming it and exit 2.
+pub fn parse_all(
+    texts: &[String],
+    stderr: &mut dyn std::io::Write,
+) -> Result<Vec<(String, Rule)>, i32> {
+    texts
+        .iter()
+        .map(|t| match parse_rule(t) {
+            Ok(r) => Ok((t.clone(), r)),
+            Err(e) => {
+                let _ = writeln!(stderr, "tracelens: error: rule '{}': {e}", terminal_text(t));
+                Err(EXIT_INPUT)
+            }
+        })
+        .collect()
+}
+
+/// Evaluates `rules`; prints each with its measured values. Returns whether any fired.
+pub fn report_rules(
+    out: &mut Sink,
+    label: &str,
+    rules: &[(String, Rule)],
+    metrics: &Metrics,
+) -> Result<bool, i32> {
+    let fired: Vec<bool> = rules.iter().map(|(_, r)| r.fires(metrics)).collect();
+    let failing = fired.iter().filter(|&&f| f).count();
+    out.print(&format!(
+        "tracelens check: {} — {}\n",
+        terminal_text(label),
+        if failing == 0 {
+            format!("all {} rules hold", rules.len())
+        } else {
+            format!("{failing} of {} rules fail", rules.len())
+        }
+    ))?;
+    for ((text, rule), fired) in rules.iter().zip(&fired) {
+        let measured: Vec<String> = rule
+            .metric_names()
+            .iter()
+            .filter_map(|n| {
+                metrics
+                    .get(n)
+                    .map(|m| format!("{n} = {}", m.unit.show(m.value)))
+            })
+            .collect();
+        out.print(&format!(
+            "  {}  {}\n        measured: {}\n",
+            if *fired { "FAIL" } else { "ok  " },
+            terminal_text(text),
+            measured.join(", ")
+        ))?;
+    }
+    Ok(failing > 0)
+}
+
+/// `::warning` lines for findings with a Python call site (`file.py:LINE function`).
+pub fn github_annotations(r: &Results) -> String {
+    let data = |s: &str| {
+        s.replace('%', "%25")
+            .replace('\r', "%0D")
+            .replace('\n', "%0A")
+    };
+    let prop = |s: &str| data(s).replace(':', "%3A").replace(',', "%2C");
+    let mut out = String::new();
+    for f in &r.findings {
+        let Some(site) = &f.call_site else { continue };
+        let location = site.split_whitespace().next().unwrap_or(site);
+        let Some((file, line)) = location.rsplit_once(':') else {
+            continue;
+        };
+        if line.parse::<u32>().is_err() {
+            continue;
+        }
+        out.push_str(&format!(
+            "::warning file={},line={line},title={}::{} — fix: {}\n",
+            prop(file),
+            prop(&format!("tracelens: {}", f.kind.label().replace('_', " "))),
+            data(&f.title),
+            data(&f.fix)
+        ));
+    }
+    out
+}
+
+/// `--fail-on` after `analyze`: the rules that fired, on stderr; exit 1 if any.
+pub fn fail_on(
+    rules: &[String],
+    results: &Results,
+    stderr: &mut dyn std::io::Write,
+) -> Result<(), i32> {
+    if rules.is_empty() {
+        return Ok(());
+    }
+    let parsed = parse_all(rules, stderr)?;
+    let metrics = Metrics::of(results);
+    let mut any = false;
+    for (text, rule) in &parsed {
+        if rule.fires(&metrics) {
+            any = true;
+            let measured: Vec<String> = rule
+                .metric_names()
+                .iter()
+                .filter_map(|n| {
+                    metrics
+                        .get(n)
+                        .map(|m| format!("{n} = {}", m.unit.show(m.value)))
+                })
+                .collect();
+            let _ = writeln!(
+                stderr,
+                "tracelens: gate failed: {} (measured {})",
+                terminal_text(text),
+                measured.join(", ")
+            );
+        }
+    }
+    if any {
+        Err(EXIT_RULE)
+    } else {
+        Ok(())
+    }
+}
+
+/// Where a diff goes and in which format, from `-o`/`--format`.
+pub fn diff_target(output: Option<&PathBuf>) -> Option<&PathBuf> {
+    output.filter(|p| p.as_os_str() != "-")
+}

@@ -1,0 +1,217 @@
+//! The numbers rules compare, by documented name (docs/rules.md). Every name exists for every
+//! run (a finding kind that did not occur reads 0), so a rule never depends on what happened
+//! to be found.
+
+use crate::diff::Diff;
+use crate::results::Results;
+use std::collections::BTreeMap;
+use tracelens_analysis::finding::FindingKind;
+use tracelens_analysis::idle::IdleCause;
+
+/// The unit a metric is measured in; literals in rules convert to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Milliseconds.
+    Ms,
+    /// Percent (or percentage points for differences).
+    Percent,
+    /// A plain number (counts).
+    Count,
+}
+
+impl Unit {
+    /// How values print (`12.300 ms`, `4.0 %`, `3`).
+    pub fn show(self, v: f64) -> String {
+        // No "-0.0".
+        let v = if v == 0.0 { 0.0 } else { v };
+        match self {
+            Unit::Ms => format!("{v:.3} ms"),
+            Unit::Percent => format!("{v:.1} %"),
+            Unit::Count if v.fract() == 0.0 => format!("{v:.0}"),
+            Unit::Count => format!("{v:.2}"),
+        }
+    }
+}
+
+/// One measured number.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Metric {
+    /// Its value, in `unit`.
+    pub value: f64,
+    /// Its unit.
+    pub unit: Unit,
+}
+
+/// Every metric of one run (and of a diff, when there is one).
+#[derive(Clone, Debug, Default)]
+pub struct Metrics {
+    map: BTreeMap<String, Metric>,
+}
+
+/// All finding kinds, for names that exist in every run.
+const KINDS: [FindingKind; 6] = [
+    FindingKind::DataLoaderStall,
+    FindingKind::ImplicitSync,
+    FindingKind::PageableCopies,
+    FindingKind::LaunchBound,
+    FindingKind::HostCompute,
+    FindingKind::CpuOversubscription,
+];
+
+fn ms(ns: i64) -> f64 {
+    ns as f64 / 1e6
+}
+
+impl Metrics {
+    fn put(&mut self, name: impl Into<String>, value: f64, unit: Unit) {
+        self.map.insert(name.into(), Metric { value, unit });
+    }
+
+    /// The metrics of one run.
+    pub fn of(r: &Results) -> Metrics {
+        let mut m = Metrics::default();
+        m.put("gpu.busy_percent", r.gpu_busy_percent, Unit::Percent);
+        m.put(
+            "gpu.idle_percent",
+            (100.0 - r.gpu_busy_percent).max(0.0),
+            Unit::Percent,
+        );
+        m.put("gpu.idle_ms", ms(r.gpu_idle_per_step_ns), Unit::Ms);
+        m.put("step.time_ms", ms(r.step_ns), Unit::Ms);
+        m.put("step.count", r.step_count as f64, Unit::Count);
+        let spread = if r.step_ns > 0 {
+            r.step_stddev_ns as f64 * 100.0 / r.step_ns as f64
+        } else {
+            0.0
+        };
+        m.put("step.spread_percent", spread, Unit::Percent);
+        for cause in IdleCause::ALL {
+            let c = r.idle_by_cause.iter().find(|c| c.cause == cause);
+            let label = cause.label();
+            m.put(
+                format!("idle.{label}.ms"),
+                c.map_or(0.0, |c| ms(c.per_step_ns)),
+                Unit::Ms,
+            );
+            m.put(
+                format!("idle.{label}.percent"),
+                c.map_or(0.0, |c| c.percent_of_step),
+                Unit::Percent,
+            );
+        }
+        for kind in KINDS {
+            let of_kind: Vec<_> = r.findings.iter().filter(|f| f.kind == kind).collect();
+            let label = kind.label();
+            let sum = |f: &dyn Fn(&crate::FindingResult) -> f64| {
+                of_kind.iter().map(|x| f(x)).sum::<f64>()
+            };
+            m.put(
+                format!("finding.{label}.present"),
+                (!of_kind.is_empty()) as u8 as f64,
+                Unit::Count,
+            );
+            m.put(
+                format!("finding.{label}.count"),
+                sum(&|f| f.count as f64),
+                Unit::Count,
+            );
+            m.put(
+                format!("finding.{label}.count_per_step"),
+                sum(&|f| f.count_per_step),
+                Unit::Count,
+            );
+            m.put(
+                format!("finding.{label}.win_ms"),
+                sum(&|f| ms(f.win_per_step_ns)),
+                Unit::Ms,
+            );
+            m.put(
+                format!("finding.{label}.win_percent"),
+                sum(&|f| f.win_percent).min(100.0),
+                Unit::Percent,
+            );
+        }
+        m.put("findings.count", r.findings.len() as f64, Unit::Count);
+        m
+    }
+
+    /// Adds the `diff.*` metrics.
+    pub fn add_diff(&mut self, d: &Diff) {
+        self.put(
+            "diff.step_time_percent",
+            d.step_change_percent,
+            Unit::Percent,
+        );
+        self.put(
+            "diff.step_time_ms",
+            ms(d.after_step_ns - d.before_step_ns),
+            Unit::Ms,
+        );
+        self.put(
+            "diff.gpu_busy_points",
+            d.after_busy_percent - d.before_busy_percent,
+            Unit::Percent,
+        );
+        self.put("diff.new_findings", d.new.len() as f64, Unit::Count);
+        self.put(
+            "diff.resolved_findings",
+            d.resolved.len() as f64,
+            Unit::Count,
+        );
+        self.put("diff.regression", d.regression as u8 as f64, Unit::Count);
+    }
+
+    /// A metric by name.
+    pub fn get(&self, name: &str) -> Option<&Metric> {
+        self.map.get(name)
+    }
+
+    /// Every metric name, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.map.keys().map(String::as_str)
+    }
+
+    /// The unit of a metric name (counts for unknown names).
+    pub fn unit_of(name: &str) -> Unit {
+        let mut m = Metrics::of(&Results::empty());
+        m.add_diff(&Diff::default());
+        m.get(name).map_or(Unit::Count, |x| x.unit)
+    }
+
+    /// Every name a rule may use, with or without a diff.
+    pub fn all_names() -> Vec<String> {
+        let mut m = Metrics::of(&Results::empty());
+        m.add_diff(&Diff::default());
+        m.names().map(str::to_string).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_documented_metric_exists() {
+        let names = Metrics::all_names();
+        let doc = include_str!("../../../docs/rules.md");
+        for n in &names {
+            let pattern = n
+                .split('.')
+                .map(|part| {
+                    if IdleCause::ALL.iter().any(|c| c.label() == part)
+                        || KINDS.iter().any(|k| k.label() == part)
+                    {
+                        "<…>"
+                    } else {
+                        part
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(".");
+            let documented = doc.contains(&format!("`{n}`"))
+                || doc.contains(&format!("`{}`", pattern.replace("<…>", "<cause>")))
+                || doc.contains(&format!("`{}`", pattern.replace("<…>", "<kind>")));
+            assert!(documented, "{n} is not in docs/rules.md");
+        }
+    }
+}

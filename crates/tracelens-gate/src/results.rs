@@ -1,0 +1,246 @@
+//! A run's results that stand on their own: no span ids, no trace needed, readable back from
+//! the JSON document (`results` section) so `check` and `diff` work on a stored result.
+
+use serde::{Deserialize, Serialize};
+use tracelens_analysis::finding::EvidenceValue;
+use tracelens_analysis::finding::{Finding, FindingKind, Severity, WinKind};
+use tracelens_analysis::idle::IdleCause;
+use tracelens_analysis::{Diagnosis, VerdictKind};
+use tracelens_model::{TimeNs, Trace};
+
+/// Version of the `results` layout.
+pub const RESULTS_VERSION: u32 = 1;
+
+/// One finding, identified across runs by its `key`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FindingResult {
+    /// Stable identity: kind plus call site or subject, no numbers (`implicit_sync:train.py:52 log_loss`).
+    pub key: String,
+    /// What kind of problem.
+    pub kind: FindingKind,
+    /// The title as shown.
+    pub title: String,
+    /// How much it matters.
+    pub severity: Severity,
+    /// What the win counts.
+    pub win_kind: WinKind,
+    /// Estimated win per step (or in the window without steps).
+    pub win_per_step_ns: TimeNs,
+    /// The win as a share of the step (or window).
+    pub win_percent: f64,
+    /// Occurrences (calls, copies, short kernels) in the window.
+    pub count: u64,
+    /// Occurrences per step (per window without steps).
+    pub count_per_step: f64,
+    /// Python call site.
+    pub call_site: Option<String>,
+    /// The fix.
+    pub fix: String,
+}
+
+/// Idle time of one cause on the focus device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CauseResult {
+    /// The cause.
+    pub cause: IdleCause,
+    /// Time per step (or in the window without steps).
+    pub per_step_ns: TimeNs,
+    /// Share of the step (or window), percent.
+    pub percent_of_step: f64,
+}
+
+/// GPU time of one kernel name.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelResult {
+    /// Kernel name.
+    pub name: String,
+    /// Launches.
+    pub count: u64,
+    /// GPU time per step (or in the window).
+    pub per_step_ns: TimeNs,
+}
+
+/// The results of one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Layout version ([`RESULTS_VERSION`]).
+    pub version: u32,
+    /// The trace's file name.
+    pub trace: String,
+    /// The verdict kind.
+    pub verdict: VerdictKind,
+    /// The verdict as shown.
+    pub verdict_text: String,
+    /// Whether the figures are per profiled step (else for the whole window).
+    pub has_steps: bool,
+    /// Profiled steps.
+    pub step_count: u64,
+    /// Mean step (or the window length).
+    pub step_ns: TimeNs,
+    /// Step-time standard deviation.
+    pub step_stddev_ns: TimeNs,
+    /// Shortest and longest step.
+    pub step_min_ns: TimeNs,
+    /// Longest step.
+    pub step_max_ns: TimeNs,
+    /// GPU busy share of the window, focus device.
+    pub gpu_busy_percent: f64,
+    /// GPU idle per step (or in the window).
+    pub gpu_idle_per_step_ns: TimeNs,
+    /// Idle by cause, largest first.
+    pub idle_by_cause: Vec<CauseResult>,
+    /// Findings, largest win first.
+    pub findings: Vec<FindingResult>,
+    /// Kernels by GPU time, largest first.
+    pub top_kernels: Vec<KernelResult>,
+}
+
+/// The stable key of a finding: its kind and what it is about, without numbers.
+fn finding_key(f: &Finding) -> String {
+    // A sync is identified by where it is called, else by what triggers it (the title's
+    // opening words); other kinds occur once per run.
+    let subject = match (&f.call_site, f.kind) {
+        (Some(site), _) => site.clone(),
+        (None, FindingKind::ImplicitSync) => f
+            .title
+            .split_whitespace()
+            .take_while(|w| !w.chars().any(|c| c.is_ascii_digit()))
+            .collect::<Vec<_>>()
+            .join(" "),
+        (None, _) => String::new(),
+    };
+    if subject.is_empty() {
+        f.kind.label().to_string()
+    } else {
+        format!("{}:{subject}", f.kind.label())
+    }
+}
+
+impl Results {
+    /// The results of an analysed trace.
+    pub fn of(trace: &Trace, d: &Diagnosis) -> Results {
+        let w = d.window.as_ref();
+        let steps = w.map_or(0, |w| w.step_count() as u64);
+        let per = |ns: TimeNs| w.map_or(ns, |w| w.per_step(ns));
+        let step_ns = d.verdict.step_ns;
+        let pct = |ns: TimeNs| {
+            if step_ns > 0 {
+                (ns as f64 * 100.0 / step_ns as f64).clamp(0.0, 100.0)
+            } else {
+                0.0
+            }
+        };
+        let focus = d.focus_idle().map(|f| f.device);
+        let idle = d.idle.iter().find(|i| Some(i.device) == focus);
+        let mut keys: Vec<String> = Vec::new();
+        let findings = d
+            .findings
+            .iter()
+            .map(|f| {
+                let mut key = finding_key(f);
+                let same = keys
+                    .iter()
+                    .filter(|k| k.split('#').next() == Some(&key))
+                    .count();
+                if same > 0 {
+                    key = format!("{key}#{}", same + 1);
+                }
+                keys.push(key.clone());
+                let count = f
+                    .evidence
+                    .items
+                    .iter()
+                    .find_map(|i| match i.value {
+                        EvidenceValue::Count(n) => Some(n),
+                        _ => None,
+                    })
+                    .unwrap_or(0);
+                FindingResult {
+                    key,
+                    kind: f.kind,
+                    title: f.title.clone(),
+                    severity: f.severity,
+                    win_kind: f.win_kind,
+                    win_per_step_ns: f.estimated_win_per_step_ns,
+                    win_percent: f.estimated_win_percent,
+                    count,
+                    count_per_step: count as f64 / steps.max(1) as f64,
+                    call_site: f.call_site.clone(),
+                    fix: f.fix.clone(),
+                }
+            })
+            .collect();
+        Results {
+            version: RESULTS_VERSION,
+            trace: std::path::Path::new(&trace.source.path)
+                .file_name()
+                .map_or_else(
+                    || trace.source.path.clone(),
+                    |n| n.to_string_lossy().into_owned(),
+                ),
+            verdict: d.verdict.kind,
+            verdict_text: d.verdict.text.clone(),
+            has_steps: w.is_some_and(|w| w.has_steps()),
+            step_count: steps,
+            step_ns,
+            step_stddev_ns: w.map_or(0, |w| w.step.stddev_ns),
+            step_min_ns: w.map_or(0, |w| w.step.min_ns),
+            step_max_ns: w.map_or(0, |w| w.step.max_ns),
+            gpu_busy_percent: d.verdict.gpu_busy_percent,
+            gpu_idle_per_step_ns: per(d.verdict.gpu_idle_ns),
+            idle_by_cause: idle
+                .map(|i| {
+                    i.by_cause
+                        .iter()
+                        .map(|c| CauseResult {
+                            cause: c.cause,
+                            per_step_ns: per(c.ns),
+                            percent_of_step: pct(per(c.ns)),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            findings,
+            top_kernels: d
+                .top_kernels
+                .iter()
+                .map(|k| KernelResult {
+                    name: k.name.clone(),
+                    count: k.count,
+                    per_step_ns: per(k.total_ns),
+                })
+                .collect(),
+        }
+    }
+
+    /// Results of nothing (every metric zero): the set of metric names.
+    pub fn empty() -> Results {
+        Results {
+            version: RESULTS_VERSION,
+            trace: String::new(),
+            verdict: VerdictKind::NoGpuActivity,
+            verdict_text: String::new(),
+            has_steps: false,
+            step_count: 0,
+            step_ns: 0,
+            step_stddev_ns: 0,
+            step_min_ns: 0,
+            step_max_ns: 0,
+            gpu_busy_percent: 0.0,
+            gpu_idle_per_step_ns: 0,
+            idle_by_cause: Vec::new(),
+            findings: Vec::new(),
+            top_kernels: Vec::new(),
+        }
+    }
+
+    /// Reads the results back from a `tracelens analyze --format json` document (its
+    /// `results` section), or from a bare results object.
+    pub fn from_json(text: &str) -> Result<Results, String> {
+        let doc: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let section = doc.get("results").unwrap_or(&doc);
+        serde_json::from_value(section.clone())
+            .map_err(|e| format!("not a tracelens result (tracelens analyze --format json): {e}"))
+    }
+}

@@ -1,0 +1,279 @@
+//! `tracelens check`, `diff` and `--fail-on`: exit codes, measured values, the diff of real
+//! pairs and of each scenario with its fixed twin, and the round trip through stored JSON.
+
+use std::path::{Path, PathBuf};
+use tracelens_tests::{corpus_dir, fixtures_dir, tracelens};
+
+fn scenario(name: &str) -> PathBuf {
+    fixtures_dir()
+        .join("scenarios")
+        .join(format!("{name}.json"))
+}
+
+fn run(args: &[&str]) -> tracelens_tests::Run {
+    tracelens(args.iter().map(|s| s.to_string()))
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// (problem, its fixed twin, a rule that catches the problem).
+const PAIRS: [(&str, &str, &str); 5] = [
+    (
+        "dataloader_single_process",
+        "dataloader_multi_process_fast",
+        "finding.data_loader_stall.win_percent > 10",
+    ),
+    (
+        "item_every_step",
+        "item_read_every_n_steps",
+        "finding.implicit_sync.count_per_step >= 1",
+    ),
+    (
+        "device_sync_every_step",
+        "no_device_sync",
+        "finding.implicit_sync.present == 1",
+    ),
+    (
+        "pageable_sync_copy",
+        "pinned_non_blocking_copy",
+        // A synchronous pageable copy blocks the host: it is reported as the sync it is.
+        "finding.implicit_sync.present == 1",
+    ),
+    (
+        "launch_bound_tiny_kernels",
+        "fused_kernels",
+        "finding.launch_bound.present == 1",
+    ),
+];
+
+#[test]
+fn each_problem_fails_its_gate_and_its_fixed_twin_passes() {
+    for (bad, good, rule) in PAIRS {
+        let failing = run(&["check", p(&scenario(bad)), "--rule", rule]);
+        assert_eq!(
+            failing.code, 1,
+            "{bad}: {}{}",
+            failing.stdout, failing.stderr
+        );
+        assert!(failing.stdout.contains("FAIL"), "{}", failing.stdout);
+        assert!(failing.stdout.contains("measured: "), "{}", failing.stdout);
+        let passing = run(&["check", p(&scenario(good)), "--rule", rule]);
+        assert_eq!(
+            passing.code, 0,
+            "{good}: {}{}",
+            passing.stdout, passing.stderr
+        );
+        assert!(
+            passing.stdout.contains("all 1 rules hold"),
+            "{}",
+            passing.stdout
+        );
+        // The diff of the problem and its twin names the finding as resolved.
+        let d = run(&[
+            "diff",
+            p(&scenario(bad)),
+            p(&scenario(good)),
+            "--format",
+            "json",
+        ]);
+        assert_eq!(d.code, 0, "{}", d.stderr);
+        let doc: serde_json::Value = serde_json::from_str(&d.stdout).unwrap();
+        assert!(
+            !doc["diff"]["resolved"].as_array().unwrap().is_empty(),
+            "{bad} → {good}: nothing resolved: {}",
+            d.stdout
+        );
+    }
+}
+
+#[test]
+fn bad_rules_and_inputs_exit_2_with_one_line() {
+    let trace = scenario("item_every_step");
+    let r = run(&["check", p(&trace), "--rule", "gpu.idle_precent > 5"]);
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr.trim_end(),
+        "tracelens: error: rule 'gpu.idle_precent > 5': column 1: unknown metric 'gpu.idle_precent'; did you mean 'gpu.idle_percent'? (docs/rules.md lists them)"
+    );
+    let r = run(&[
+        "analyze",
+        p(&trace),
+        "--no-report",
+        "--fail-on",
+        "gpu.idle_percent >",
+    ]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stdout.is_empty(),
+        "nothing is written before a bad rule is refused"
+    );
+    let r = run(&["check", "/no/such/trace.json", "--rules", "default"]);
+    assert_eq!(r.code, 2);
+}
+
+#[test]
+fn analyze_fail_on_writes_the_report_then_gates() {
+    let trace = scenario("dataloader_single_process");
+    let dir = std::env::temp_dir().join(format!("tracelens-failon-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("r.json");
+    let r = run(&[
+        "analyze",
+        p(&trace),
+        "-o",
+        p(&out),
+        "--fail-on",
+        "idle.data_loading.percent > 10",
+        "--annotations",
+        "github",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(out.is_file(), "the report is written before the gate");
+    assert!(
+        r.stderr.contains(
+            "gate failed: idle.data_loading.percent > 10 (measured idle.data_loading.percent = "
+        ),
+        "{}",
+        r.stderr
+    );
+    let r = run(&[
+        "analyze",
+        p(&scenario("item_every_step")),
+        "--no-report",
+        "--annotations",
+        "github",
+    ]);
+    assert_eq!(r.code, 0);
+    assert!(
+        r.stdout
+            .contains("::warning file=train.py,line=52,title=tracelens%3A implicit sync::"),
+        "{}",
+        r.stdout
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn stored_results_give_the_same_rules_and_diff_as_the_traces() {
+    let dir = std::env::temp_dir().join(format!("tracelens-roundtrip-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (bad, good) = (
+        scenario("item_every_step"),
+        scenario("item_read_every_n_steps"),
+    );
+    let (bad_json, good_json) = (dir.join("bad.json"), dir.join("good.json"));
+    for (t, j) in [(&bad, &bad_json), (&good, &good_json)] {
+        assert_eq!(
+            run(&["analyze", p(t), "--format", "json", "-o", p(j)]).code,
+            0
+        );
+    }
+    let rules = [
+        "--rules",
+        "default",
+        "--rule",
+        "step.time_ms > 1",
+        "--rule",
+        "finding.implicit_sync.count_per_step >= 1",
+    ];
+    let from = |input: &Path, baseline: &Path| {
+        let mut args = vec!["check", p(input), "--baseline", p(baseline)];
+        args.extend(rules);
+        args.extend([
+            "--rule",
+            "diff.step_time_percent > 1 or diff.resolved_findings >= 1",
+        ]);
+        let r = run(&args);
+        (
+            r.code,
+            r.stdout.lines().skip(1).collect::<Vec<_>>().join("\n"),
+        )
+    };
+    assert_eq!(from(&good, &bad), from(&good_json, &bad_json));
+    let diff = |a: &Path, b: &Path| {
+        let r = run(&["diff", p(a), p(b), "--format", "json"]);
+        let mut v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        v["diff"]["before"] = serde_json::Value::Null;
+        v["diff"]["after"] = serde_json::Value::Null;
+        v
+    };
+    assert_eq!(diff(&bad, &good), diff(&bad_json, &good_json));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn real_pairs_diff_and_check() {
+    let Some(root) = corpus_dir("real_pairs_diff_and_check") else {
+        return;
+    };
+    let samples = root.join("kineto/tb_plugin/samples");
+    let nw0 = samples.join("resnet50_num_workers_0/worker0.pt.trace.json.gz");
+    let nw4 = samples.join("resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz");
+    let d = run(&["diff", p(&nw0), p(&nw4), "--format", "md"]);
+    assert_eq!(d.code, 0, "{}", d.stderr);
+    assert!(
+        d.stdout.contains("data loader stall resolved"),
+        "{}",
+        d.stdout
+    );
+    assert!(d.stdout.contains("### Resolved"), "{}", d.stdout);
+    let c = run(&["check", p(&nw0), "--rules", "default"]);
+    assert_eq!(c.code, 1, "{}", c.stdout);
+    let c = run(&["check", p(&nw4), "--rules", "default"]);
+    assert_eq!(c.code, 0, "{}", c.stdout);
+    // HTA's trace_diff pair and a 2-GPU Nsight pair: each diff renders in every format.
+    let pairs = [
+        (
+            root.join("hta/trace_diff/control/control.json.gz"),
+            root.join("hta/trace_diff/test/test.json.gz"),
+        ),
+        (
+            root.join("nsys/public/GindaChen__nsys-ai/tests/fixtures/mfu_2gpu_before.sqlite"),
+            root.join("nsys/public/GindaChen__nsys-ai/tests/fixtures/mfu_2gpu_after.sqlite"),
+        ),
+    ];
+    for (a, b) in &pairs {
+        for format in ["text", "md", "json", "html"] {
+            let d = run(&["diff", p(a), p(b), "--format", format]);
+            assert_eq!(d.code, 0, "{format}: {}", d.stderr);
+            assert!(
+                d.stdout.contains("step") || d.stdout.contains("window"),
+                "{}",
+                d.stdout
+            );
+        }
+    }
+    // HTA's test run is 60 % slower than its control: a regression beyond the noise, gated.
+    let (a, b) = &pairs[0];
+    let d = run(&["diff", p(a), p(b), "--format", "md"]);
+    assert!(
+        d.stdout.contains("a regression beyond the noise"),
+        "{}",
+        d.stdout
+    );
+    let c = run(&[
+        "check",
+        p(b),
+        "--baseline",
+        p(a),
+        "--rule",
+        "diff.regression == 1",
+    ]);
+    assert_eq!(c.code, 1, "{}", c.stdout);
+    let (a, b) = &pairs[1];
+    let c = run(&[
+        "check",
+        p(b),
+        "--baseline",
+        p(a),
+        "--rule",
+        "diff.regression == 1",
+    ]);
+    assert_eq!(c.code, 0, "{}", c.stdout);
+}
