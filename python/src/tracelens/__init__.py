@@ -1,0 +1,122 @@
+"""tracelens from Python: run the bundled `tracelens` binary on a trace.
+
+- ``analyze(path)`` returns the JSON document of ``tracelens analyze --format json`` as a dict.
+- ``check(path, rules)`` evaluates CI rules; returns the output, raises ``GateFailed`` if one fires.
+- ``handler(dir_name, fail_on=...)`` is a ``torch.profiler`` ``on_trace_ready`` callback that
+  writes the trace, analyses it and writes the HTML report beside it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from typing import Callable, Iterable, Optional
+
+__all__ = ["analyze", "check", "handler", "binary", "GateFailed", "TracelensError"]
+
+
+class TracelensError(RuntimeError):
+    """The binary refused the input (exit code 2): the message is its one-line error."""
+
+
+class GateFailed(RuntimeError):
+    """A rule fired (exit code 1)."""
+
+
+def binary() -> str:
+    """Path of the ``tracelens`` executable installed with this package."""
+    name = "tracelens.exe" if os.name == "nt" else "tracelens"
+    for scheme in (None, "posix_user", "nt_user"):
+        try:
+            scripts = sysconfig.get_path("scripts", scheme) if scheme else sysconfig.get_path("scripts")
+        except KeyError:
+            continue
+        candidate = os.path.join(scripts, name)
+        if os.path.isfile(candidate):
+            return candidate
+    found = shutil.which(name) or shutil.which("tracelens")
+    if found:
+        return found
+    raise FileNotFoundError("the tracelens binary is not installed next to this Python")
+
+
+def _run(args: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([binary(), *args], capture_output=True, text=True)
+
+
+def analyze(path: str | os.PathLike) -> dict:
+    """Analyses a trace; returns the JSON document (schema in docs/json-output.md)."""
+    done = _run(["analyze", os.fspath(path), "--format", "json"])
+    if done.returncode != 0:
+        raise TracelensError(done.stderr.strip())
+    return json.loads(done.stdout)
+
+
+def check(path: str | os.PathLike, rules: Iterable[str] = ("default",)) -> str:
+    """Checks rules on a trace or stored result; ``"default"`` alone means the default set.
+
+    Returns the report; raises ``GateFailed`` (with the report) when a rule fires.
+    """
+    rules = list(rules)
+    args = ["check", os.fspath(path)]
+    if rules == ["default"]:
+        args += ["--rules", "default"]
+    else:
+        for rule in rules:
+            args += ["--rule", rule]
+    done = _run(args)
+    if done.returncode == 1:
+        raise GateFailed(done.stdout)
+    if done.returncode != 0:
+        raise TracelensError(done.stderr.strip())
+    return done.stdout
+
+
+def handler(
+    dir_name: str | os.PathLike,
+    worker_name: Optional[str] = None,
+    fail_on: Optional[Iterable[str]] = None,
+    report: bool = True,
+) -> Callable[[object], None]:
+    """A ``torch.profiler`` ``on_trace_ready`` callback.
+
+    Writes ``DIR/WORKER.STEP.pt.trace.json.gz`` (the profiler's own ``export_chrome_trace``,
+    then gzip), analyses it, writes ``….tracelens.html`` beside it, prints the verdict and,
+    when ``fail_on`` rules are given and one fires, raises ``GateFailed``.
+    """
+    dir_name = os.fspath(dir_name)
+    rules = list(fail_on or [])
+
+    def on_trace_ready(prof) -> None:
+        os.makedirs(dir_name, exist_ok=True)
+        worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
+        step = getattr(prof, "step_num", None)
+        stem = f"{worker}.{step if step is not None else int(time.time() * 1000)}.pt.trace"
+        plain = os.path.join(dir_name, stem + ".json")
+        prof.export_chrome_trace(plain)
+        path = plain + ".gz"
+        with open(plain, "rb") as src, gzip.open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        os.remove(plain)
+        args = ["analyze", path]
+        if report:
+            args += ["-o", os.path.join(dir_name, stem + ".tracelens.html")]
+        else:
+            args += ["--no-report"]
+        for rule in rules:
+            args += ["--fail-on", rule]
+        done = _run(args)
+        sys.stdout.write(done.stdout)
+        if done.returncode == 1:
+            raise GateFailed(done.stderr.strip())
+        if done.returncode != 0:
+            raise TracelensError(done.stderr.strip())
+
+    return on_trace_ready

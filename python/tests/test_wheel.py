@@ -1,0 +1,68 @@
+"""The installed wheel: the binary and the module both work (run by .ci/run in a fresh venv).
+
+No torch needed: the handler gets an object shaped like torch.profiler.profile.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import tracelens
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "scenarios")
+
+
+class FakeProfiler:
+    """What on_trace_ready receives: step_num and export_chrome_trace(path)."""
+
+    def __init__(self, trace: str, step: int):
+        self.trace = trace
+        self.step_num = step
+
+    def export_chrome_trace(self, path: str) -> None:
+        shutil.copyfile(self.trace, path)
+
+
+def main() -> None:
+    bad = os.path.join(FIXTURES, "dataloader_single_process.json")
+    good = os.path.join(FIXTURES, "dataloader_multi_process_fast.json")
+    # The binary installed in the venv's scripts folder.
+    exe = tracelens.binary()
+    assert os.path.dirname(exe) == os.path.dirname(sys.executable), (exe, sys.executable)
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("tracelens "), out.stdout
+    # The module.
+    doc = tracelens.analyze(bad)
+    assert doc["schema_version"] == 3, doc["schema_version"]
+    kinds = [f["kind"] for f in doc["results"]["findings"]]
+    assert "data_loader_stall" in kinds, kinds
+    try:
+        tracelens.check(bad)
+        raise AssertionError("the default rules must fail on a DataLoader stall")
+    except tracelens.GateFailed as e:
+        assert "finding.data_loader_stall.win_percent > 10" in str(e), str(e)
+    assert "all 3 rules hold" in tracelens.check(good)
+    try:
+        tracelens.analyze(os.path.join(FIXTURES, "does-not-exist.json"))
+        raise AssertionError("a missing file must raise")
+    except tracelens.TracelensError as e:
+        assert "no such file" in str(e), str(e)
+    # The torch.profiler handler.
+    with tempfile.TemporaryDirectory() as d:
+        on_ready = tracelens.handler(d, worker_name="w0")
+        on_ready(FakeProfiler(good, 7))
+        names = sorted(os.listdir(d))
+        assert names == ["w0.7.pt.trace.json.gz", "w0.7.pt.trace.tracelens.html"], names
+        gate = tracelens.handler(d, worker_name="w1", fail_on=["idle.data_loading.percent > 10"])
+        try:
+            gate(FakeProfiler(bad, 3))
+            raise AssertionError("the handler must raise when a rule fires")
+        except tracelens.GateFailed as e:
+            assert "gate failed" in str(e), str(e)
+    print("python wheel: binary, analyze, check and handler work")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
