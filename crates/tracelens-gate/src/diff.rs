@@ -93,6 +93,15 @@ fn spread(r: &Results) -> f64 {
     }
 }
 
+/// What triggers a finding, from its title: the words before the first number or "at".
+fn trigger(f: &FindingResult) -> String {
+    f.title
+        .split_whitespace()
+        .take_while(|w| *w != "at" && !w.chars().any(|c| c.is_ascii_digit()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn kind_words(f: &FindingResult) -> String {
     f.kind.label().replace('_', " ")
 }
@@ -124,29 +133,53 @@ pub fn diff(before: &Results, after: &Results) -> Diff {
         .filter(|c| c.before_ns > 0 || c.after_ns > 0)
         .collect();
     causes.sort_by_key(|c| std::cmp::Reverse(c.before_ns.max(c.after_ns)));
-    let find = |list: &[FindingResult], key: &str| list.iter().find(|f| f.key == key).cloned();
+    // Findings match by key; a finding whose call site one trace lacks (no Python stacks
+    // recorded) matches the same kind and trigger on the other side.
+    let mut pairs: Vec<(usize, usize)> = Vec::new();
+    for (i, b) in before.findings.iter().enumerate() {
+        if let Some(j) = after.findings.iter().position(|a| a.key == b.key) {
+            pairs.push((i, j));
+        }
+    }
+    for (i, b) in before.findings.iter().enumerate() {
+        if pairs.iter().any(|p| p.0 == i) {
+            continue;
+        }
+        let j = after.findings.iter().enumerate().position(|(j, a)| {
+            !pairs.iter().any(|p| p.1 == j)
+                && a.kind == b.kind
+                && (a.call_site.is_none() || b.call_site.is_none())
+                && trigger(a) == trigger(b)
+        });
+        if let Some(j) = j {
+            pairs.push((i, j));
+        }
+    }
     let resolved: Vec<FindingResult> = before
         .findings
         .iter()
-        .filter(|f| find(&after.findings, &f.key).is_none())
-        .cloned()
+        .enumerate()
+        .filter(|(i, _)| !pairs.iter().any(|p| p.0 == *i))
+        .map(|(_, f)| f.clone())
         .collect();
     let new: Vec<FindingResult> = after
         .findings
         .iter()
-        .filter(|f| find(&before.findings, &f.key).is_none())
-        .cloned()
+        .enumerate()
+        .filter(|(j, _)| !pairs.iter().any(|p| p.1 == *j))
+        .map(|(_, f)| f.clone())
         .collect();
-    let changed = after
-        .findings
+    pairs.sort_by_key(|p| p.1);
+    let changed = pairs
         .iter()
-        .filter_map(|a| {
-            find(&before.findings, &a.key).map(|b| FindingChange {
+        .map(|&(i, j)| {
+            let (b, a) = (&before.findings[i], &after.findings[j]);
+            FindingChange {
                 key: a.key.clone(),
                 title: a.title.clone(),
                 before_win_ns: b.win_per_step_ns,
                 after_win_ns: a.win_per_step_ns,
-            })
+            }
         })
         .collect();
     let mut kernels: Vec<KernelChange> = before

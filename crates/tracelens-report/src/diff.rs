@@ -20,6 +20,14 @@ fn signed_ms(before: i64, after: i64) -> String {
     format!("{sign}{}", format_ms(d.abs()))
 }
 
+/// A finding key for people: `implicit sync: train.py:52 step`.
+fn readable_key(key: &str) -> String {
+    match key.split_once(':') {
+        Some((kind, subject)) => format!("{}: {subject}", kind.replace('_', " ")),
+        None => key.replace('_', " "),
+    }
+}
+
 /// Rows shared by every format: (label, before, after, change).
 fn summary_rows(d: &Diff) -> Vec<[String; 4]> {
     let mut rows = vec![
@@ -104,10 +112,7 @@ pub fn render_diff_markdown(d: &Diff) -> String {
             .map(|c| {
                 format!(
                     "{}: win {} → {} per step",
-                    esc(&shorten(
-                        &c.key.replacen(':', ": ", 1).replace('_', " "),
-                        120
-                    )),
+                    esc(&shorten(&readable_key(&c.key), 120)),
                     format_ms(c.before_win_ns),
                     format_ms(c.after_win_ns)
                 )
