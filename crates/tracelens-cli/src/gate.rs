@@ -144,6 +144,19 @@ pub fn parse_all(
         .collect()
 }
 
+/// `metric = value` for each metric a rule reads.
+fn measured(rule: &Rule, metrics: &Metrics) -> String {
+    rule.metric_names()
+        .iter()
+        .filter_map(|n| {
+            metrics
+                .get(n)
+                .map(|m| format!("{n} = {}", m.unit.show(m.value)))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Evaluates `rules`; prints each with its measured values. Returns whether any fired.
 pub fn report_rules(
     out: &mut Sink,
@@ -163,20 +176,11 @@ pub fn report_rules(
         }
     ))?;
     for ((text, rule), fired) in rules.iter().zip(&fired) {
-        let measured: Vec<String> = rule
-            .metric_names()
-            .iter()
-            .filter_map(|n| {
-                metrics
-                    .get(n)
-                    .map(|m| format!("{n} = {}", m.unit.show(m.value)))
-            })
-            .collect();
         out.print(&format!(
             "  {}  {}\n        measured: {}\n",
             if *fired { "FAIL" } else { "ok  " },
             terminal_text(text),
-            measured.join(", ")
+            measured(rule, metrics)
         ))?;
     }
     Ok(failing > 0)
@@ -226,20 +230,11 @@ pub fn fail_on(
     for (text, rule) in &parsed {
         if rule.fires(&metrics) {
             any = true;
-            let measured: Vec<String> = rule
-                .metric_names()
-                .iter()
-                .filter_map(|n| {
-                    metrics
-                        .get(n)
-                        .map(|m| format!("{n} = {}", m.unit.show(m.value)))
-                })
-                .collect();
             let _ = writeln!(
                 stderr,
                 "tracelens: gate failed: {} (measured {})",
                 terminal_text(text),
-                measured.join(", ")
+                measured(rule, &metrics)
             );
         }
     }

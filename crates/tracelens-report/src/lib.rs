@@ -65,19 +65,10 @@ fn of_time(d: &Diagnosis) -> &'static str {
     }
 }
 
-/// The window in one line: its length, where it comes from, and the step figure.
+/// The window in one line: its length, the step figure, and where it comes from.
 fn window_line(w: &AnalysisWindow) -> String {
     match w.kind {
-        WindowKind::ProfiledSteps => format!(
-            "{} step{}, {} in all: mean step {} (min {}, max {}); {}",
-            w.step.count,
-            if w.step.count == 1 { "" } else { "s" },
-            format_ms(w.interval.dur_ns()),
-            format_ms(w.step.mean_ns),
-            format_ms(w.step.min_ns),
-            format_ms(w.step.max_ns),
-            w.kind.describe()
-        ),
+        WindowKind::ProfiledSteps => format!("{}; {}", window_line_short(w), w.kind.describe()),
         _ => format!("{}, {}", format_ms(w.interval.dur_ns()), w.kind.describe()),
     }
 }
@@ -86,7 +77,7 @@ fn window_line(w: &AnalysisWindow) -> String {
 fn window_line_short(w: &AnalysisWindow) -> String {
     match w.kind {
         WindowKind::ProfiledSteps => format!(
-            "{} step{}, {}: mean step {} (min {}, max {})",
+            "{} step{}, {} in all: mean step {} (min {}, max {})",
             w.step.count,
             if w.step.count == 1 { "" } else { "s" },
             format_ms(w.interval.dur_ns()),
