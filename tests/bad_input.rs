@@ -139,11 +139,15 @@ fn missing_file() {
 
 #[test]
 fn directory() {
-    let path = fixtures_dir().join("bad");
+    // A folder is read as the ranks of one job; one without traces is refused.
+    let path = std::env::temp_dir().join(format!("tracelens-emptydir-{}", std::process::id()));
+    std::fs::create_dir_all(&path).unwrap();
+    let message = refused(&path);
+    std::fs::remove_dir_all(&path).unwrap();
     assert_eq!(
-        refused(&path),
+        message,
         format!(
-            "tracelens: error: {}: is a directory, not a trace file",
+            "tracelens: error: {}: is a directory with no trace files (.json, .json.gz, .sqlite); a folder is read as the ranks of one job",
             path.display()
         )
     );

@@ -134,11 +134,18 @@ Examples:
   tracelens analyze --rules nsys report.sqlite       the nsys analyze rules, as nsys prints them
   gzip -dc trace.json.gz | tracelens analyze -       read stdin";
 
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 struct AnalyzeArgs {
     /// Trace file: Kineto/Chrome JSON (plain or gzip) or an Nsight Systems SQLite export;
-    /// `-` reads stdin. It is never overwritten: an output that names it is refused.
+    /// `-` reads stdin. It is never overwritten: an output that names it is refused. A
+    /// folder, or several files, are the ranks of one distributed job.
     trace: PathBuf,
+    /// More traces: with TRACE, the ranks of one job.
+    #[arg(value_name = "MORE")]
+    more: Vec<PathBuf>,
+    /// Ranks analysed at once for a multi-rank job (bounds memory to about that many ranks).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
     /// Output format. Without -o: `text` prints the summary and writes the HTML report;
     /// `json`, `md` and `html` print that format to stdout. With -o: the file's format
     /// (default: from its extension, .html/.json/.md, else text).
@@ -591,7 +598,167 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
     }
 }
 
+/// The trace files of a multi-rank job: the files given, or the trace files in a folder.
+fn job_files(args: &AnalyzeArgs) -> Option<Vec<PathBuf>> {
+    if !args.more.is_empty() {
+        let mut all = vec![args.trace.clone()];
+        all.extend(args.more.iter().cloned());
+        return Some(all);
+    }
+    if !args.trace.is_dir() {
+        return None;
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.trace)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            let n = p.to_string_lossy().to_lowercase();
+            [".json", ".json.gz", ".sqlite", ".trace.gz"]
+                .iter()
+                .any(|x| n.ends_with(x))
+                && !n.ends_with(".tracelens.html")
+        })
+        .collect();
+    files.sort();
+    Some(files)
+}
+
+/// `analyze` of several traces: the ranks of one job, analysed in parallel, `--jobs` at a
+/// time; each trace is dropped once summarised.
+fn analyze_job(args: &AnalyzeArgs, files: Vec<PathBuf>, out: &mut Sink) -> Result<(), i32> {
+    use rayon::prelude::*;
+    if files.len() < 2 {
+        let why = "a multi-rank job needs at least two trace files (a folder of one rank per file)";
+        return Err(fail(out.stderr, &args.trace, why));
+    }
+    let target = args.output.clone().filter(|p| p.as_os_str() != "-");
+    if let Some(path) = &target {
+        for f in &files {
+            if input::identity(path).is_some() && input::identity(path) == input::identity(f) {
+                return Err(fail(
+                    out.stderr,
+                    path,
+                    "refusing to write the output over an input trace",
+                ));
+            }
+        }
+    }
+    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .min(4)
+    });
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .map_err(|e| {
+            fail(
+                out.stderr,
+                &args.trace,
+                format!("cannot start worker threads: {e}"),
+            )
+        })?;
+    let summaries: Vec<Result<tracelens_gate::RankSummary, (PathBuf, String)>> =
+        pool.install(|| {
+            files
+                .par_iter()
+                .with_max_len(1)
+                .map(|f| {
+                    let trace = input::open(f).map_err(|e| (f.clone(), e.0))?;
+                    let (_, d) = tracelens_analysis::analyze(&trace);
+                    Ok(tracelens_gate::RankSummary::of(&trace, &d))
+                })
+                .collect()
+        });
+    let mut ranks = Vec::with_capacity(summaries.len());
+    for s in summaries {
+        match s {
+            Ok(r) => ranks.push(r),
+            Err((f, why)) => return Err(fail(out.stderr, &f, why)),
+        }
+    }
+    let straggler_results = |job: &tracelens_gate::Job, ranks: &[tracelens_gate::RankSummary]| {
+        let file = job
+            .straggler
+            .as_ref()
+            .and_then(|s| job.ranks.iter().find(|r| r.rank == s.rank))
+            .map(|r| r.file.clone());
+        ranks
+            .iter()
+            .find(|r| Some(&r.file) == file.as_ref())
+            .or(ranks.first())
+            .map(|r| r.results.clone())
+    };
+    let kept = ranks.clone();
+    let job =
+        tracelens_gate::analyze_job(ranks).map_err(|why| fail(out.stderr, &args.trace, why))?;
+    let format = args.format.unwrap_or_else(|| {
+        target
+            .as_deref()
+            .map_or(Format::Text, Format::from_extension)
+    });
+    let text = match format {
+        Format::Text => {
+            tracelens_report::render_job_text(&job, terminal_width(std::io::stdout().is_terminal()))
+        }
+        Format::Md => tracelens_report::render_job_markdown(&job),
+        Format::Json => tracelens_report::render_job_json(&job),
+        Format::Html => tracelens_report::render_job_html(&job),
+    };
+    match &target {
+        Some(path) => {
+            out.print(&tracelens_report::render_job_text(
+                &job,
+                terminal_width(std::io::stdout().is_terminal()),
+            ))?;
+            out.write_file(path, &text)?;
+            out.announce("wrote ", path)?;
+        }
+        None => out.print(&text)?,
+    }
+    if !rules.is_empty() {
+        let mut metrics = straggler_results(&job, &kept)
+            .map(|r| tracelens_gate::Metrics::of(&r))
+            .unwrap_or_default();
+        metrics.add_job(&job);
+        out.flush()?;
+        let mut any = false;
+        for (text, rule) in &rules {
+            if rule.fires(&metrics) {
+                any = true;
+                let _ = writeln!(
+                    out.stderr,
+                    "tracelens: gate failed: {}",
+                    terminal_text(text)
+                );
+            }
+        }
+        if any {
+            return Err(gate::EXIT_RULE);
+        }
+    }
+    Ok(())
+}
+
 fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
+    if let Some(files) = job_files(args) {
+        return match files.len() {
+            0 => Err(fail(
+                out.stderr,
+                &args.trace,
+                "is a directory with no trace files (.json, .json.gz, .sqlite); a folder is read as the ranks of one job",
+            )),
+            // A folder holding one trace is that trace.
+            1 if args.more.is_empty() => {
+                let mut one = args.clone();
+                one.trace = files[0].clone();
+                analyze(&one, out)
+            }
+            _ => analyze_job(args, files, out),
+        };
+    }
     // Refuse a bad output before spending time on reading the trace: one over the input,
     // or one in a folder that does not exist.
     let writes_report =

@@ -161,6 +161,32 @@ impl Metrics {
         self.put("diff.regression", d.regression as u8 as f64, Unit::Count);
     }
 
+    /// Adds the `ranks.*` metrics of a multi-rank job.
+    pub fn add_job(&mut self, job: &crate::ranks::Job) {
+        let max_wait = job.ranks.iter().map(|r| r.wait_ns).max().unwrap_or(0);
+        let last = job
+            .straggler
+            .as_ref()
+            .map_or(0.0, |s| s.last_at as f64 * 100.0 / s.of.max(1) as f64);
+        self.put_job(
+            job.ranks.len() as f64,
+            job.step_time_spread_percent,
+            ms(max_wait),
+            last,
+        );
+    }
+
+    fn put_job(&mut self, count: f64, spread: f64, max_wait_ms: f64, straggler_last: f64) {
+        self.put("ranks.count", count, Unit::Count);
+        self.put("ranks.step_time_spread_percent", spread, Unit::Percent);
+        self.put("ranks.max_wait_ms", max_wait_ms, Unit::Ms);
+        self.put(
+            "ranks.straggler_last_percent",
+            straggler_last,
+            Unit::Percent,
+        );
+    }
+
     /// A metric by name.
     pub fn get(&self, name: &str) -> Option<&Metric> {
         self.map.get(name)
@@ -175,6 +201,7 @@ impl Metrics {
     pub fn unit_of(name: &str) -> Unit {
         let mut m = Metrics::of(&Results::empty());
         m.add_diff(&Diff::default());
+        m.put_job(0.0, 0.0, 0.0, 0.0);
         m.get(name).map_or(Unit::Count, |x| x.unit)
     }
 
@@ -182,6 +209,7 @@ impl Metrics {
     pub fn all_names() -> Vec<String> {
         let mut m = Metrics::of(&Results::empty());
         m.add_diff(&Diff::default());
+        m.put_job(0.0, 0.0, 0.0, 0.0);
         m.names().map(str::to_string).collect()
     }
 }

@@ -10,6 +10,7 @@
 mod diff;
 pub mod escape;
 mod html;
+mod job;
 mod json;
 mod markdown;
 pub mod perfetto;
@@ -18,6 +19,7 @@ mod timeline;
 
 pub use diff::{render_diff_html, render_diff_json, render_diff_markdown, render_diff_text};
 pub use html::render_html;
+pub use job::{render_job_html, render_job_json, render_job_markdown, render_job_text};
 pub use json::{render_json, SCHEMA_VERSION};
 pub use markdown::render_markdown;
 pub use text::{render_text, render_text_with, wrap, TextOptions};

@@ -1,0 +1,203 @@
+//! A multi-rank job: the verdict naming the straggler, the rank table and a rank × step heat
+//! map, in terminal text, Markdown, JSON and one self-contained HTML page. Layout only: the
+//! job is `tracelens_gate::analyze_job`.
+
+use crate::escape::{markdown_text as esc, terminal_output, terminal_text};
+use askama::Template;
+use std::fmt::Write;
+use tracelens_gate::Job;
+use tracelens_model::{format_ms, shorten};
+
+/// The table's cells of one rank: rank, step, busy, collectives, wait, last arrivals, cause.
+fn cells(job: &Job) -> Vec<[String; 7]> {
+    job.ranks
+        .iter()
+        .map(|r| {
+            [
+                r.rank.to_string(),
+                format_ms(r.step_ns),
+                format!("{:.1} %", r.gpu_busy_percent),
+                format!(
+                    "{} ({:.0} %)",
+                    format_ms(r.collective_ns),
+                    r.collective_percent
+                ),
+                format_ms(r.wait_ns),
+                r.last_arrivals.to_string(),
+                r.top_cause
+                    .as_ref()
+                    .map(|(c, ns)| format!("{c} {}", format_ms(*ns)))
+                    .unwrap_or_else(|| "–".into()),
+            ]
+        })
+        .collect()
+}
+
+const HEAD: [&str; 7] = [
+    "rank",
+    "step",
+    "GPU busy",
+    "collectives / step",
+    "wait / step",
+    "last at",
+    "top idle cause / step",
+];
+
+/// The job for the terminal.
+pub fn render_job_text(job: &Job, width: usize) -> String {
+    let mut out = String::new();
+    out.push_str(&crate::wrap(&terminal_text(&job.verdict), width, "", 0));
+    let _ = writeln!(
+        out,
+        "\n{:>4}  {:>11}  {:>8}  {:>20}  {:>11}  {:>7}  top idle cause/step",
+        "rank", "step", "busy", "collectives/step", "wait/step", "last at"
+    );
+    for c in cells(job) {
+        let _ = writeln!(
+            out,
+            "{:>4}  {:>11}  {:>8}  {:>20}  {:>11}  {:>7}  {}",
+            c[0],
+            c[1],
+            c[2],
+            c[3],
+            c[4],
+            c[5],
+            shorten(&c[6], 60)
+        );
+    }
+    let _ = write!(
+        out,
+        "\nranks numbered by {}; {} collectives matched by order{}\n",
+        job.rank_source,
+        job.collectives_matched,
+        if job.collective_counts_differ {
+            " (ranks have different counts: the first ones compared)"
+        } else {
+            ""
+        }
+    );
+    terminal_output(out, false)
+}
+
+/// The job as Markdown.
+pub fn render_job_markdown(job: &Job) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "## tracelens: {} ranks\n", job.ranks.len());
+    let _ = writeln!(out, "**{}**\n", esc(&job.verdict));
+    let _ = writeln!(out, "| {} |", HEAD.join(" | "));
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---|");
+    for c in cells(job) {
+        let c: Vec<String> = c.iter().map(|x| esc(x)).collect();
+        let _ = writeln!(out, "| {} |", c.join(" | "));
+    }
+    let _ = writeln!(
+        out,
+        "\nRanks numbered by {}; {} collectives matched.",
+        esc(&job.rank_source),
+        job.collectives_matched
+    );
+    out
+}
+
+/// The job as JSON.
+pub fn render_job_json(job: &Job) -> String {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        schema_version: u32,
+        job: &'a Job,
+    }
+    let mut s = serde_json::to_string_pretty(&Doc {
+        schema_version: crate::SCHEMA_VERSION,
+        job,
+    })
+    .expect("a job serializes");
+    s.push('\n');
+    s
+}
+
+/// One cell of the heat map.
+struct HeatCell {
+    x: usize,
+    y: usize,
+    shade: String,
+    title: String,
+}
+
+#[derive(Template)]
+#[template(path = "job.html")]
+struct JobPage<'a> {
+    job: &'a Job,
+    head: [&'static str; 7],
+    rows: Vec<(bool, [String; 7])>,
+    heat: Vec<HeatCell>,
+    heat_width: usize,
+    heat_height: usize,
+    labels: Vec<(usize, String)>,
+    version: &'static str,
+}
+
+/// Size of one heat-map cell.
+const CELL: usize = 18;
+
+/// The job as one self-contained HTML page.
+pub fn render_job_html(job: &Job) -> String {
+    let steps: Vec<i64> = {
+        let mut s: Vec<i64> = job
+            .ranks
+            .iter()
+            .flat_map(|r| r.steps.iter().map(|x| x.0))
+            .collect();
+        s.sort_unstable();
+        s.dedup();
+        s
+    };
+    let all: Vec<i64> = job
+        .ranks
+        .iter()
+        .flat_map(|r| r.steps.iter().map(|x| x.1))
+        .collect();
+    let (lo, hi) = (
+        all.iter().copied().min().unwrap_or(0),
+        all.iter().copied().max().unwrap_or(0),
+    );
+    let mut heat = Vec::new();
+    for (y, r) in job.ranks.iter().enumerate() {
+        for (x, step) in steps.iter().enumerate() {
+            if let Some(&(_, ns)) = r.steps.iter().find(|s| s.0 == *step) {
+                let t = if hi > lo {
+                    (ns - lo) as f64 / (hi - lo) as f64
+                } else {
+                    0.0
+                };
+                heat.push(HeatCell {
+                    x: 60 + x * CELL,
+                    y: y * CELL,
+                    // Light (fast) to dark orange (slow): one hue, readable without colour vision.
+                    shade: format!("hsl(28, 90%, {:.0}%)", 88.0 - 50.0 * t),
+                    title: format!("rank {}, step {step}: {}", r.rank, format_ms(ns)),
+                });
+            }
+        }
+    }
+    JobPage {
+        job,
+        head: HEAD,
+        rows: cells(job)
+            .into_iter()
+            .zip(&job.ranks)
+            .map(|(c, r)| (job.straggler.as_ref().is_some_and(|s| s.rank == r.rank), c))
+            .collect(),
+        heat_width: 60 + steps.len().max(1) * CELL,
+        heat_height: job.ranks.len() * CELL,
+        labels: job
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(y, r)| (y * CELL + 13, format!("rank {}", r.rank)))
+            .collect(),
+        heat,
+        version: env!("CARGO_PKG_VERSION"),
+    }
+    .render()
+    .expect("the job template renders")
+}
