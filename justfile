@@ -54,3 +54,8 @@ fuzz seconds="60":
 hostile tracelens="target/release/tracelens":
     cargo build --release -p tracelens-cli -p tracelens-bench
     ./target/release/tracelens-hostile --tracelens {{tracelens}}
+
+# The reduce step at scale: merge N generated per-rank Parquet folders.
+merge-bench ranks="1000":
+    cargo build --release -p tracelens-cli -p tracelens-bench
+    ./target/release/tracelens-merge-bench --ranks {{ranks}}

@@ -1,7 +1,8 @@
 //! Decides at build time which end-to-end tests cannot run here, so cargo's summary shows
 //! them as *ignored* (with the reason) rather than as passed:
 //! - `no_corpus`: the trace corpus (`$TRACELENS_CORPUS`, default `../shared/traces`) is absent;
-//! - `no_browser`: no Chromium on `PATH` (or `$TRACELENS_CHROMIUM`).
+//! - `no_browser`: no Chromium on `PATH` (or `$TRACELENS_CHROMIUM`);
+//! - `no_duckdb`: no `$TRACELENS_DUCKDB_PYTHON` (a Python with the duckdb package).
 //!
 //! With `TRACELENS_REQUIRE_CORPUS=1` / `TRACELENS_REQUIRE_BROWSER=1` (as `.ci/run` sets) the
 //! tests are never ignored: they run and fail loudly when what they need is missing.
@@ -15,11 +16,14 @@ fn required(var: &str) -> bool {
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_corpus)");
     println!("cargo::rustc-check-cfg=cfg(no_browser)");
+    println!("cargo::rustc-check-cfg=cfg(no_duckdb)");
     for var in [
         "TRACELENS_CORPUS",
         "TRACELENS_REQUIRE_CORPUS",
         "TRACELENS_REQUIRE_BROWSER",
         "TRACELENS_CHROMIUM",
+        "TRACELENS_DUCKDB_PYTHON",
+        "TRACELENS_REQUIRE_DUCKDB",
         "PATH",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
@@ -56,5 +60,10 @@ fn main() {
         });
     if !browser && !required("TRACELENS_REQUIRE_BROWSER") {
         println!("cargo:rustc-cfg=no_browser");
+    }
+    if std::env::var_os("TRACELENS_DUCKDB_PYTHON").is_none()
+        && !required("TRACELENS_REQUIRE_DUCKDB")
+    {
+        println!("cargo:rustc-cfg=no_duckdb");
     }
 }

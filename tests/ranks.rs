@@ -189,3 +189,86 @@ fn the_dlrm_job_names_its_straggler() {
     let doc = job_json(&[a.to_str().unwrap(), b.to_str().unwrap()]);
     assert_eq!(doc["job"]["ranks"].as_array().unwrap().len(), 2);
 }
+
+/// Writes each rank of `job_dir` as Parquet tables under `tables/rank-N/`.
+fn map_step(job_dir: &Path, tables: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for r in 0..4 {
+        let out = tables.join(format!("rank-{r}"));
+        let trace = job_dir.join(format!("rank{r}.json"));
+        let run = tracelens([
+            "analyze".to_string(),
+            trace.to_str().unwrap().into(),
+            "--format".into(),
+            "parquet".into(),
+            "-o".into(),
+            out.to_str().unwrap().into(),
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        dirs.push(out);
+    }
+    dirs
+}
+
+#[test]
+fn parquet_map_then_merge_equals_the_direct_analysis() {
+    let job = scratch("pq-job");
+    write_job(&job, Some(2));
+    let tables = scratch("pq-tables");
+    let dirs = map_step(&job, &tables);
+    for name in ["rank", "steps", "collectives", "findings", "idle"] {
+        assert!(
+            dirs[0].join(format!("{name}.parquet")).is_file(),
+            "{name}.parquet"
+        );
+    }
+    let mut args = vec!["merge".to_string()];
+    args.extend(dirs.iter().map(|d| d.to_str().unwrap().to_string()));
+    args.extend(["--format".into(), "json".into()]);
+    let merged = tracelens(args);
+    assert_eq!(merged.code, 0, "{}", merged.stderr);
+    let mut merged: serde_json::Value = serde_json::from_str(&merged.stdout).unwrap();
+    let mut direct = job_json(&[job.to_str().unwrap()]);
+    for doc in [&mut merged, &mut direct] {
+        for r in doc["job"]["ranks"].as_array_mut().unwrap() {
+            r.as_object_mut().unwrap().remove("file");
+        }
+    }
+    assert_eq!(merged, direct);
+    assert_eq!(merged["job"]["straggler"]["rank"], 2);
+    std::fs::remove_dir_all(job).unwrap();
+    std::fs::remove_dir_all(tables).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    no_duckdb,
+    ignore = "no DuckDB: set TRACELENS_DUCKDB_PYTHON to a python with duckdb"
+)]
+fn duckdb_reads_the_tables_and_finds_the_straggler() {
+    let Some(python) = std::env::var_os("TRACELENS_DUCKDB_PYTHON") else {
+        return;
+    };
+    let job = scratch("duck-job");
+    write_job(&job, Some(2));
+    let tables = scratch("duck-tables");
+    map_step(&job, &tables);
+    // The straggler in SQL: the rank that reaches each collective last, most often.
+    let query = format!(
+        "import duckdb\nprint(duckdb.sql(\"\"\"WITH c AS (SELECT rank, idx, start_ns, max(start_ns) OVER (PARTITION BY idx) AS last FROM read_parquet('{}/*/collectives.parquet')) SELECT rank FROM c WHERE start_ns = last GROUP BY rank ORDER BY count(*) DESC LIMIT 1\"\"\").fetchall()[0][0])",
+        tables.display()
+    );
+    let out = std::process::Command::new(python)
+        .arg("-c")
+        .arg(query)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
+    std::fs::remove_dir_all(job).unwrap();
+    std::fs::remove_dir_all(tables).unwrap();
+}

@@ -48,6 +48,22 @@ enum Command {
     /// Compare two runs (traces or stored results): step time against the noise, GPU busy,
     /// idle by cause, findings resolved/new/changed, kernels that moved.
     Diff(DiffArgs),
+    /// The reduce step of a many-rank job: the cross-rank report from per-rank Parquet
+    /// folders written by `analyze TRACE --format parquet -o DIR/`, without the traces.
+    Merge(MergeArgs),
+}
+
+#[derive(clap::Args)]
+struct MergeArgs {
+    /// Per-rank folders (each with rank.parquet, steps.parquet, collectives.parquet, …).
+    #[arg(required = true)]
+    dirs: Vec<PathBuf>,
+    /// Output format (default: from the -o extension, else text).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// Write to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
 }
 
 /// Examples under `tracelens check --help`.
@@ -189,6 +205,8 @@ enum Format {
     #[value(alias = "markdown")]
     Md,
     Html,
+    /// Per-rank Parquet tables into the folder given with -o (the map step of a big job).
+    Parquet,
 }
 
 impl Format {
@@ -313,6 +331,95 @@ fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
     Ok(())
 }
 
+/// Renders a job in `format` to `-o` or stdout (shared by multi-file analyze and merge).
+fn write_job(
+    job: &tracelens_gate::Job,
+    format: Option<Format>,
+    output: Option<&PathBuf>,
+    out: &mut Sink,
+) -> Result<(), i32> {
+    let target = output.filter(|p| p.as_os_str() != "-");
+    let width = terminal_width(std::io::stdout().is_terminal());
+    let format =
+        format.unwrap_or_else(|| target.map_or(Format::Text, |p| Format::from_extension(p)));
+    let text = match format {
+        Format::Text => tracelens_report::render_job_text(job, width),
+        Format::Md => tracelens_report::render_job_markdown(job),
+        Format::Json => tracelens_report::render_job_json(job),
+        Format::Html => tracelens_report::render_job_html(job),
+        Format::Parquet => {
+            let why = "--format parquet writes one rank; give one trace (the map step)";
+            return Err(fail(out.stderr, Path::new("-"), why));
+        }
+    };
+    match target {
+        Some(path) => {
+            out.print(&tracelens_report::render_job_text(job, width))?;
+            out.write_file(path, &text)?;
+            out.announce("wrote ", path)
+        }
+        None => out.print(&text),
+    }
+}
+
+/// `tracelens merge`: ranks read back from their Parquet folders.
+#[cfg(feature = "parquet")]
+fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
+    use rayon::prelude::*;
+    let ranks: Vec<Result<tracelens_gate::RankSummary, (PathBuf, String)>> = args
+        .dirs
+        .par_iter()
+        .map(|d| tracelens_parquet::read_rank(d).map_err(|e| (d.clone(), e)))
+        .collect();
+    let mut all = Vec::with_capacity(ranks.len());
+    for r in ranks {
+        match r {
+            Ok(r) => all.push(r),
+            Err((d, why)) => return Err(fail(out.stderr, &d, why)),
+        }
+    }
+    let job = tracelens_gate::analyze_job(all)
+        .map_err(|why| fail(out.stderr, Path::new("merge"), why))?;
+    write_job(&job, args.format, args.output.as_ref(), out)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn merge(_: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
+    Err(fail(
+        out.stderr,
+        Path::new("merge"),
+        "this tracelens was built without the parquet feature",
+    ))
+}
+
+/// `--format parquet -o DIR`: one rank's tables.
+#[cfg(feature = "parquet")]
+fn write_parquet(
+    trace: &tracelens_model::Trace,
+    d: &tracelens_analysis::Diagnosis,
+    dir: &Path,
+    out: &mut Sink,
+) -> Result<(), i32> {
+    let summary = tracelens_gate::RankSummary::of(trace, d);
+    tracelens_parquet::write_rank(dir, &summary)
+        .map_err(|why| fail(out.stderr, dir, format!("cannot write output: {why}")))?;
+    out.announce("wrote ", dir)
+}
+
+#[cfg(not(feature = "parquet"))]
+fn write_parquet(
+    _: &tracelens_model::Trace,
+    _: &tracelens_analysis::Diagnosis,
+    dir: &Path,
+    out: &mut Sink,
+) -> Result<(), i32> {
+    Err(fail(
+        out.stderr,
+        dir,
+        "this tracelens was built without the parquet feature",
+    ))
+}
+
 /// `tracelens check`.
 fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), i32> {
     let texts = gate::collect_rules(&args.rule, args.rules.as_deref(), out.stderr)?;
@@ -366,6 +473,10 @@ fn diff(args: &DiffArgs, out: &mut Sink) -> Result<(), i32> {
         Format::Md => tracelens_report::render_diff_markdown(&d),
         Format::Json => tracelens_report::render_diff_json(&d),
         Format::Html => tracelens_report::render_diff_html(&d),
+        Format::Parquet => {
+            let why = "a diff is text, md, json or html";
+            return Err(fail(out.stderr, &args.after, why));
+        }
     };
     match gate::diff_target(args.output.as_ref()) {
         Some(path) => {
@@ -560,6 +671,18 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 Err(code) => code,
             }
         }
+        Command::Merge(a) => {
+            let mut sink = Sink {
+                stdout,
+                stderr,
+                input: Path::new("-"),
+                input_identity: None,
+            };
+            match merge(&a, &mut sink).and_then(|()| sink.flush()) {
+                Ok(()) => EXIT_OK,
+                Err(code) => code,
+            }
+        }
         Command::Annotate(a) => {
             memory::name_input(&terminal_text(&a.trace.display().to_string()));
             let mut sink = Sink {
@@ -694,30 +817,7 @@ fn analyze_job(args: &AnalyzeArgs, files: Vec<PathBuf>, out: &mut Sink) -> Resul
     let kept = ranks.clone();
     let job =
         tracelens_gate::analyze_job(ranks).map_err(|why| fail(out.stderr, &args.trace, why))?;
-    let format = args.format.unwrap_or_else(|| {
-        target
-            .as_deref()
-            .map_or(Format::Text, Format::from_extension)
-    });
-    let text = match format {
-        Format::Text => {
-            tracelens_report::render_job_text(&job, terminal_width(std::io::stdout().is_terminal()))
-        }
-        Format::Md => tracelens_report::render_job_markdown(&job),
-        Format::Json => tracelens_report::render_job_json(&job),
-        Format::Html => tracelens_report::render_job_html(&job),
-    };
-    match &target {
-        Some(path) => {
-            out.print(&tracelens_report::render_job_text(
-                &job,
-                terminal_width(std::io::stdout().is_terminal()),
-            ))?;
-            out.write_file(path, &text)?;
-            out.announce("wrote ", path)?;
-        }
-        None => out.print(&text)?,
-    }
+    write_job(&job, args.format, target.as_ref(), out)?;
     if !rules.is_empty() {
         let mut metrics = straggler_results(&job, &kept)
             .map(|r| tracelens_gate::Metrics::of(&r))
@@ -771,7 +871,11 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
     };
     if let Some(path) = &target {
         out.check_not_input(path)?;
-        let folder = match path.parent() {
+        // Parquet output is a folder of tables, created as needed.
+        let folder = match path
+            .parent()
+            .filter(|_| args.format != Some(Format::Parquet))
+        {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
@@ -818,7 +922,19 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
         Format::Json => tracelens_report::render_json(&trace, &overview, &diagnosis),
         Format::Md => tracelens_report::render_markdown(&trace, &overview, &diagnosis),
         Format::Html => tracelens_report::render_html(&trace, &overview, &diagnosis),
+        // Written as tables below, never rendered as text.
+        Format::Parquet => String::new(),
     };
+    if args.format == Some(Format::Parquet) {
+        let Some(dir) = args.output.as_ref().filter(|p| p.as_os_str() != "-") else {
+            return Err(fail(
+                out.stderr,
+                &args.trace,
+                "--format parquet needs -o DIR (a folder for the tables)",
+            ));
+        };
+        return write_parquet(&trace, &diagnosis, dir, out);
+    }
     match (&args.output, args.format) {
         // -o -: the chosen format (default text) on stdout, nothing else.
         (Some(p), format) if p.as_os_str() == "-" => {
