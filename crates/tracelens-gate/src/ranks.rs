@@ -265,7 +265,7 @@ pub fn analyze_job(mut ranks: Vec<RankSummary>) -> Result<Job, String> {
                     .results
                     .idle_by_cause
                     .first()
-                    .map(|c| (c.cause.describe().to_string(), c.per_step_ns)),
+                    .map(|c| (c.cause.label().replace('_', " "), c.per_step_ns)),
                 top_finding: r.results.findings.first().map(|f| f.title.clone()),
                 steps: r.steps.clone(),
             }
@@ -278,7 +278,7 @@ pub fn analyze_job(mut ranks: Vec<RankSummary>) -> Result<Job, String> {
         let row = &rows[i];
         let doing = match (&row.top_finding, &row.top_cause) {
             (Some(f), _) => format!("its top finding: {f}"),
-            (None, Some((cause, ns))) => format!("its GPU idled {} per step {cause}", format_ms(*ns)),
+            (None, Some((cause, ns))) => format!("its GPU idled {} per step ({cause})", format_ms(*ns)),
             (None, None) => "no idle cause stands out on it".to_string(),
         };
         Straggler {
