@@ -4,7 +4,9 @@
 //! gate).
 #![deny(missing_docs)]
 
+mod annotate;
 mod gate;
+mod job;
 use tracelens_load as input;
 pub mod memory;
 mod output;
@@ -331,95 +333,6 @@ fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
     Ok(())
 }
 
-/// Renders a job in `format` to `-o` or stdout (shared by multi-file analyze and merge).
-fn write_job(
-    job: &tracelens_gate::Job,
-    format: Option<Format>,
-    output: Option<&PathBuf>,
-    out: &mut Sink,
-) -> Result<(), i32> {
-    let target = output.filter(|p| p.as_os_str() != "-");
-    let width = terminal_width(std::io::stdout().is_terminal());
-    let format =
-        format.unwrap_or_else(|| target.map_or(Format::Text, |p| Format::from_extension(p)));
-    let text = match format {
-        Format::Text => tracelens_report::render_job_text(job, width),
-        Format::Md => tracelens_report::render_job_markdown(job),
-        Format::Json => tracelens_report::render_job_json(job),
-        Format::Html => tracelens_report::render_job_html(job),
-        Format::Parquet => {
-            let why = "--format parquet writes one rank; give one trace (the map step)";
-            return Err(fail(out.stderr, Path::new("-"), why));
-        }
-    };
-    match target {
-        Some(path) => {
-            out.print(&tracelens_report::render_job_text(job, width))?;
-            out.write_file(path, &text)?;
-            out.announce("wrote ", path)
-        }
-        None => out.print(&text),
-    }
-}
-
-/// `tracelens merge`: ranks read back from their Parquet folders.
-#[cfg(feature = "parquet")]
-fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
-    use rayon::prelude::*;
-    let ranks: Vec<Result<tracelens_gate::RankSummary, (PathBuf, String)>> = args
-        .dirs
-        .par_iter()
-        .map(|d| tracelens_parquet::read_rank(d).map_err(|e| (d.clone(), e)))
-        .collect();
-    let mut all = Vec::with_capacity(ranks.len());
-    for r in ranks {
-        match r {
-            Ok(r) => all.push(r),
-            Err((d, why)) => return Err(fail(out.stderr, &d, why)),
-        }
-    }
-    let job = tracelens_gate::analyze_job(all)
-        .map_err(|why| fail(out.stderr, Path::new("merge"), why))?;
-    write_job(&job, args.format, args.output.as_ref(), out)
-}
-
-#[cfg(not(feature = "parquet"))]
-fn merge(_: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
-    Err(fail(
-        out.stderr,
-        Path::new("merge"),
-        "this tracelens was built without the parquet feature",
-    ))
-}
-
-/// `--format parquet -o DIR`: one rank's tables.
-#[cfg(feature = "parquet")]
-fn write_parquet(
-    trace: &tracelens_model::Trace,
-    d: &tracelens_analysis::Diagnosis,
-    dir: &Path,
-    out: &mut Sink,
-) -> Result<(), i32> {
-    let summary = tracelens_gate::RankSummary::of(trace, d);
-    tracelens_parquet::write_rank(dir, &summary)
-        .map_err(|why| fail(out.stderr, dir, format!("cannot write output: {why}")))?;
-    out.announce("wrote ", dir)
-}
-
-#[cfg(not(feature = "parquet"))]
-fn write_parquet(
-    _: &tracelens_model::Trace,
-    _: &tracelens_analysis::Diagnosis,
-    dir: &Path,
-    out: &mut Sink,
-) -> Result<(), i32> {
-    Err(fail(
-        out.stderr,
-        dir,
-        "this tracelens was built without the parquet feature",
-    ))
-}
-
 /// `tracelens check`.
 fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), i32> {
     let texts = gate::collect_rules(&args.rule, args.rules.as_deref(), out.stderr)?;
@@ -494,71 +407,6 @@ fn diff(args: &DiffArgs, out: &mut Sink) -> Result<(), i32> {
         }
     }
     Ok(())
-}
-
-/// `tracelens annotate`: the trace copied verbatim with our tracks added first.
-fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), i32> {
-    if input::is_stdin(&args.trace) {
-        return Err(fail(
-            out.stderr,
-            &args.trace,
-            "annotate reads the trace twice: give it a file, not stdin",
-        ));
-    }
-    let path = args.output.clone().unwrap_or_else(|| {
-        let report = default_report_path(&args.trace);
-        let stem = report
-            .to_string_lossy()
-            .trim_end_matches(".tracelens.html")
-            .to_string();
-        PathBuf::from(format!("{stem}.annotated.json.gz"))
-    });
-    out.check_not_input(&path)?;
-    let trace = input::open(&args.trace)
-        .map_err(|e| e.0)
-        .map_err(|p| fail(out.stderr, &args.trace, p))?;
-    if trace.source.format != tracelens_model::InputFormat::KinetoJson {
-        return Err(fail(
-            out.stderr,
-            &args.trace,
-            "annotate writes Chrome-trace JSON and needs a Kineto trace; open Nsight Systems reports in Nsight Systems",
-        ));
-    }
-    let (_, diagnosis) = tracelens_analysis::analyze(&trace);
-    let events = tracelens_report::perfetto::annotation_events(&trace, &diagnosis);
-    let gzip = path.to_string_lossy().ends_with(".gz");
-    let mut stats = None;
-    let written = output::write_atomically_with(&path, |w| {
-        let src = tracelens_kineto::open_decoded(&args.trace)?;
-        stats = Some(if gzip {
-            let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::new(6));
-            let s = tracelens_kineto::copy_with_events(src, &mut gz, &events)?;
-            gz.finish()?;
-            s
-        } else {
-            tracelens_kineto::copy_with_events(src, w, &events)?
-        });
-        Ok(())
-    });
-    if let Err(e) = written {
-        let why = format!("cannot write output: {}", input::write_problem(&e));
-        return Err(fail(out.stderr, &path, why));
-    }
-    let stats = stats.unwrap_or_default();
-    out.announce("wrote ", &path)?;
-    let dropped = if stats.dropped > 0 {
-        format!(
-            " ({} events that could not be copied whole were left out)",
-            stats.dropped
-        )
-    } else {
-        String::new()
-    };
-    out.print(&format!(
-        "        {} trace events and {} tracelens events{dropped}; open it in ui.perfetto.dev or chrome://tracing\n",
-        stats.events,
-        events.len()
-    ))
 }
 
 /// Columns of the terminal summary: `COLUMNS` when set, else the terminal's width, else 80
@@ -678,7 +526,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 input: Path::new("-"),
                 input_identity: None,
             };
-            match merge(&a, &mut sink).and_then(|()| sink.flush()) {
+            match job::merge(&a, &mut sink).and_then(|()| sink.flush()) {
                 Ok(()) => EXIT_OK,
                 Err(code) => code,
             }
@@ -691,7 +539,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 input: &a.trace,
                 input_identity: input::identity(&a.trace),
             };
-            match annotate(&a, &mut sink).and_then(|()| sink.flush()) {
+            match annotate::annotate(&a, &mut sink).and_then(|()| sink.flush()) {
                 Ok(()) => EXIT_OK,
                 Err(code) => code,
             }
@@ -721,129 +569,8 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
     }
 }
 
-/// The trace files of a multi-rank job: the files given, or the trace files in a folder.
-fn job_files(args: &AnalyzeArgs) -> Option<Vec<PathBuf>> {
-    if !args.more.is_empty() {
-        let mut all = vec![args.trace.clone()];
-        all.extend(args.more.iter().cloned());
-        return Some(all);
-    }
-    if !args.trace.is_dir() {
-        return None;
-    }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.trace)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .filter(|p| {
-            let n = p.to_string_lossy().to_lowercase();
-            [".json", ".json.gz", ".sqlite", ".trace.gz"]
-                .iter()
-                .any(|x| n.ends_with(x))
-                && !n.ends_with(".tracelens.html")
-        })
-        .collect();
-    files.sort();
-    Some(files)
-}
-
-/// `analyze` of several traces: the ranks of one job, analysed in parallel, `--jobs` at a
-/// time; each trace is dropped once summarised.
-fn analyze_job(args: &AnalyzeArgs, files: Vec<PathBuf>, out: &mut Sink) -> Result<(), i32> {
-    use rayon::prelude::*;
-    if files.len() < 2 {
-        let why = "a multi-rank job needs at least two trace files (a folder of one rank per file)";
-        return Err(fail(out.stderr, &args.trace, why));
-    }
-    let target = args.output.clone().filter(|p| p.as_os_str() != "-");
-    if let Some(path) = &target {
-        for f in &files {
-            if input::identity(path).is_some() && input::identity(path) == input::identity(f) {
-                return Err(fail(
-                    out.stderr,
-                    path,
-                    "refusing to write the output over an input trace",
-                ));
-            }
-        }
-    }
-    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .min(4)
-    });
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .map_err(|e| {
-            fail(
-                out.stderr,
-                &args.trace,
-                format!("cannot start worker threads: {e}"),
-            )
-        })?;
-    let summaries: Vec<Result<tracelens_gate::RankSummary, (PathBuf, String)>> =
-        pool.install(|| {
-            files
-                .par_iter()
-                .with_max_len(1)
-                .map(|f| {
-                    let trace = input::open(f).map_err(|e| (f.clone(), e.0))?;
-                    let (_, d) = tracelens_analysis::analyze(&trace);
-                    Ok(tracelens_gate::RankSummary::of(&trace, &d))
-                })
-                .collect()
-        });
-    let mut ranks = Vec::with_capacity(summaries.len());
-    for s in summaries {
-        match s {
-            Ok(r) => ranks.push(r),
-            Err((f, why)) => return Err(fail(out.stderr, &f, why)),
-        }
-    }
-    let straggler_results = |job: &tracelens_gate::Job, ranks: &[tracelens_gate::RankSummary]| {
-        let file = job
-            .straggler
-            .as_ref()
-            .and_then(|s| job.ranks.iter().find(|r| r.rank == s.rank))
-            .map(|r| r.file.clone());
-        ranks
-            .iter()
-            .find(|r| Some(&r.file) == file.as_ref())
-            .or(ranks.first())
-            .map(|r| r.results.clone())
-    };
-    let kept = ranks.clone();
-    let job =
-        tracelens_gate::analyze_job(ranks).map_err(|why| fail(out.stderr, &args.trace, why))?;
-    write_job(&job, args.format, target.as_ref(), out)?;
-    if !rules.is_empty() {
-        let mut metrics = straggler_results(&job, &kept)
-            .map(|r| tracelens_gate::Metrics::of(&r))
-            .unwrap_or_default();
-        metrics.add_job(&job);
-        out.flush()?;
-        let mut any = false;
-        for (text, rule) in &rules {
-            if rule.fires(&metrics) {
-                any = true;
-                let _ = writeln!(
-                    out.stderr,
-                    "tracelens: gate failed: {}",
-                    terminal_text(text)
-                );
-            }
-        }
-        if any {
-            return Err(gate::EXIT_RULE);
-        }
-    }
-    Ok(())
-}
-
 fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
-    if let Some(files) = job_files(args) {
+    if let Some(files) = job::job_files(args) {
         return match files.len() {
             0 => Err(fail(
                 out.stderr,
@@ -856,7 +583,7 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
                 one.trace = files[0].clone();
                 analyze(&one, out)
             }
-            _ => analyze_job(args, files, out),
+            _ => job::analyze_job(args, files, out),
         };
     }
     // Refuse a bad output before spending time on reading the trace: one over the input,
@@ -933,7 +660,7 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
                 "--format parquet needs -o DIR (a folder for the tables)",
             ));
         };
-        return write_parquet(&trace, &diagnosis, dir, out);
+        return job::write_parquet(&trace, &diagnosis, dir, out);
     }
     match (&args.output, args.format) {
         // -o -: the chosen format (default text) on stdout, nothing else.

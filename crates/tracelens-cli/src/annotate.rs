@@ -1,0 +1,69 @@
+//! `tracelens annotate`: the trace copied verbatim with our findings as extra tracks.
+
+use crate::{default_report_path, fail, input, output, AnnotateArgs, Sink};
+use std::path::PathBuf;
+
+/// `tracelens annotate`: the trace copied verbatim with our tracks added first.
+pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), i32> {
+    if input::is_stdin(&args.trace) {
+        return Err(fail(
+            out.stderr,
+            &args.trace,
+            "annotate reads the trace twice: give it a file, not stdin",
+        ));
+    }
+    let path = args.output.clone().unwrap_or_else(|| {
+        let report = default_report_path(&args.trace);
+        let stem = report
+            .to_string_lossy()
+            .trim_end_matches(".tracelens.html")
+            .to_string();
+        PathBuf::from(format!("{stem}.annotated.json.gz"))
+    });
+    out.check_not_input(&path)?;
+    let trace = input::open(&args.trace)
+        .map_err(|e| e.0)
+        .map_err(|p| fail(out.stderr, &args.trace, p))?;
+    if trace.source.format != tracelens_model::InputFormat::KinetoJson {
+        return Err(fail(
+            out.stderr,
+            &args.trace,
+            "annotate writes Chrome-trace JSON and needs a Kineto trace; open Nsight Systems reports in Nsight Systems",
+        ));
+    }
+    let (_, diagnosis) = tracelens_analysis::analyze(&trace);
+    let events = tracelens_report::perfetto::annotation_events(&trace, &diagnosis);
+    let gzip = path.to_string_lossy().ends_with(".gz");
+    let mut stats = None;
+    let written = output::write_atomically_with(&path, |w| {
+        let src = tracelens_kineto::open_decoded(&args.trace)?;
+        stats = Some(if gzip {
+            let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::new(6));
+            let s = tracelens_kineto::copy_with_events(src, &mut gz, &events)?;
+            gz.finish()?;
+            s
+        } else {
+            tracelens_kineto::copy_with_events(src, w, &events)?
+        });
+        Ok(())
+    });
+    if let Err(e) = written {
+        let why = format!("cannot write output: {}", input::write_problem(&e));
+        return Err(fail(out.stderr, &path, why));
+    }
+    let stats = stats.unwrap_or_default();
+    out.announce("wrote ", &path)?;
+    let dropped = if stats.dropped > 0 {
+        format!(
+            " ({} events that could not be copied whole were left out)",
+            stats.dropped
+        )
+    } else {
+        String::new()
+    };
+    out.print(&format!(
+        "        {} trace events and {} tracelens events{dropped}; open it in ui.perfetto.dev or chrome://tracing\n",
+        stats.events,
+        events.len()
+    ))
+}

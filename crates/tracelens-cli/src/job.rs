@@ -1,0 +1,221 @@
+//! Many traces, one job: the ranks of a distributed run analysed in parallel, the per-rank
+//! Parquet tables of the map step and `tracelens merge`, the reduce step.
+
+use crate::{fail, gate, input, terminal_width, AnalyzeArgs, Format, MergeArgs, Sink};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use tracelens_report::escape::terminal_text;
+
+/// Renders a job in `format` to `-o` or stdout (shared by multi-file analyze and merge).
+pub(crate) fn write_job(
+    job: &tracelens_gate::Job,
+    format: Option<Format>,
+    output: Option<&PathBuf>,
+    out: &mut Sink,
+) -> Result<(), i32> {
+    let target = output.filter(|p| p.as_os_str() != "-");
+    let width = terminal_width(std::io::stdout().is_terminal());
+    let format =
+        format.unwrap_or_else(|| target.map_or(Format::Text, |p| Format::from_extension(p)));
+    let text = match format {
+        Format::Text => tracelens_report::render_job_text(job, width),
+        Format::Md => tracelens_report::render_job_markdown(job),
+        Format::Json => tracelens_report::render_job_json(job),
+        Format::Html => tracelens_report::render_job_html(job),
+        Format::Parquet => {
+            let why = "--format parquet writes one rank; give one trace (the map step)";
+            return Err(fail(out.stderr, Path::new("-"), why));
+        }
+    };
+    match target {
+        Some(path) => {
+            out.print(&tracelens_report::render_job_text(job, width))?;
+            out.write_file(path, &text)?;
+            out.announce("wrote ", path)
+        }
+        None => out.print(&text),
+    }
+}
+
+/// `tracelens merge`: ranks read back from their Parquet folders.
+#[cfg(feature = "parquet")]
+pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
+    use rayon::prelude::*;
+    let ranks: Vec<Result<tracelens_gate::RankSummary, (PathBuf, String)>> = args
+        .dirs
+        .par_iter()
+        .map(|d| tracelens_parquet::read_rank(d).map_err(|e| (d.clone(), e)))
+        .collect();
+    let mut all = Vec::with_capacity(ranks.len());
+    for r in ranks {
+        match r {
+            Ok(r) => all.push(r),
+            Err((d, why)) => return Err(fail(out.stderr, &d, why)),
+        }
+    }
+    let job = tracelens_gate::analyze_job(all)
+        .map_err(|why| fail(out.stderr, Path::new("merge"), why))?;
+    write_job(&job, args.format, args.output.as_ref(), out)
+}
+
+#[cfg(not(feature = "parquet"))]
+pub(crate) fn merge(_: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
+    Err(fail(
+        out.stderr,
+        Path::new("merge"),
+        "this tracelens was built without the parquet feature",
+    ))
+}
+
+/// `--format parquet -o DIR`: one rank's tables.
+#[cfg(feature = "parquet")]
+pub(crate) fn write_parquet(
+    trace: &tracelens_model::Trace,
+    d: &tracelens_analysis::Diagnosis,
+    dir: &Path,
+    out: &mut Sink,
+) -> Result<(), i32> {
+    let summary = tracelens_gate::RankSummary::of(trace, d);
+    tracelens_parquet::write_rank(dir, &summary)
+        .map_err(|why| fail(out.stderr, dir, format!("cannot write output: {why}")))?;
+    out.announce("wrote ", dir)
+}
+
+#[cfg(not(feature = "parquet"))]
+pub(crate) fn write_parquet(
+    _: &tracelens_model::Trace,
+    _: &tracelens_analysis::Diagnosis,
+    dir: &Path,
+    out: &mut Sink,
+) -> Result<(), i32> {
+    Err(fail(
+        out.stderr,
+        dir,
+        "this tracelens was built without the parquet feature",
+    ))
+}
+
+/// The trace files of a multi-rank job: the files given, or the trace files in a folder.
+pub(crate) fn job_files(args: &AnalyzeArgs) -> Option<Vec<PathBuf>> {
+    if !args.more.is_empty() {
+        let mut all = vec![args.trace.clone()];
+        all.extend(args.more.iter().cloned());
+        return Some(all);
+    }
+    if !args.trace.is_dir() {
+        return None;
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.trace)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file())
+        .filter(|p| {
+            let n = p.to_string_lossy().to_lowercase();
+            [".json", ".json.gz", ".sqlite", ".trace.gz"]
+                .iter()
+                .any(|x| n.ends_with(x))
+                && !n.ends_with(".tracelens.html")
+        })
+        .collect();
+    files.sort();
+    Some(files)
+}
+
+/// `analyze` of several traces: the ranks of one job, analysed in parallel, `--jobs` at a
+/// time; each trace is dropped once summarised.
+pub(crate) fn analyze_job(
+    args: &AnalyzeArgs,
+    files: Vec<PathBuf>,
+    out: &mut Sink,
+) -> Result<(), i32> {
+    use rayon::prelude::*;
+    if files.len() < 2 {
+        let why = "a multi-rank job needs at least two trace files (a folder of one rank per file)";
+        return Err(fail(out.stderr, &args.trace, why));
+    }
+    let target = args.output.clone().filter(|p| p.as_os_str() != "-");
+    if let Some(path) = &target {
+        for f in &files {
+            if input::identity(path).is_some() && input::identity(path) == input::identity(f) {
+                return Err(fail(
+                    out.stderr,
+                    path,
+                    "refusing to write the output over an input trace",
+                ));
+            }
+        }
+    }
+    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
+    let jobs = args.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .min(4)
+    });
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .map_err(|e| {
+            fail(
+                out.stderr,
+                &args.trace,
+                format!("cannot start worker threads: {e}"),
+            )
+        })?;
+    let summaries: Vec<Result<tracelens_gate::RankSummary, (PathBuf, String)>> =
+        pool.install(|| {
+            files
+                .par_iter()
+                .with_max_len(1)
+                .map(|f| {
+                    let trace = input::open(f).map_err(|e| (f.clone(), e.0))?;
+                    let (_, d) = tracelens_analysis::analyze(&trace);
+                    Ok(tracelens_gate::RankSummary::of(&trace, &d))
+                })
+                .collect()
+        });
+    let mut ranks = Vec::with_capacity(summaries.len());
+    for s in summaries {
+        match s {
+            Ok(r) => ranks.push(r),
+            Err((f, why)) => return Err(fail(out.stderr, &f, why)),
+        }
+    }
+    let straggler_results = |job: &tracelens_gate::Job, ranks: &[tracelens_gate::RankSummary]| {
+        let file = job
+            .straggler
+            .as_ref()
+            .and_then(|s| job.ranks.iter().find(|r| r.rank == s.rank))
+            .map(|r| r.file.clone());
+        ranks
+            .iter()
+            .find(|r| Some(&r.file) == file.as_ref())
+            .or(ranks.first())
+            .map(|r| r.results.clone())
+    };
+    let kept = ranks.clone();
+    let job =
+        tracelens_gate::analyze_job(ranks).map_err(|why| fail(out.stderr, &args.trace, why))?;
+    write_job(&job, args.format, target.as_ref(), out)?;
+    if !rules.is_empty() {
+        let mut metrics = straggler_results(&job, &kept)
+            .map(|r| tracelens_gate::Metrics::of(&r))
+            .unwrap_or_default();
+        metrics.add_job(&job);
+        out.flush()?;
+        let mut any = false;
+        for (text, rule) in &rules {
+            if rule.fires(&metrics) {
+                any = true;
+                let _ = writeln!(
+                    out.stderr,
+                    "tracelens: gate failed: {}",
+                    terminal_text(text)
+                );
+            }
+        }
+        if any {
+            return Err(gate::EXIT_RULE);
+        }
+    }
+    Ok(())
+}
