@@ -24,6 +24,11 @@ bench sizes="100,1000":
     cargo build --release -p tracelens-cli -p tracelens-bench
     ./target/release/tracelens-bench --sizes {{sizes}} --tracelens target/release/tracelens
 
+# Same on a real trace replicated to each size (shifted ts, ids and step numbers).
+bench-real sizes="200,1000" trace=(corpus + "/kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.pt.trace.json.gz"):
+    cargo build --release -p tracelens-cli -p tracelens-bench
+    ./target/release/tracelens-bench --sizes {{sizes}} --replicate {{trace}} --tracelens target/release/tracelens
+
 # Same on gzip-compressed traces.
 bench-gz sizes="100,1000":
     cargo build --release -p tracelens-cli -p tracelens-bench

@@ -9,6 +9,8 @@ pub struct Measure {
     pub seconds: f64,
     /// Peak resident set of the child, in kB.
     pub peak_rss_kb: i64,
+    /// CPU time of the child, user plus system, in seconds.
+    pub cpu_seconds: f64,
     /// Exit code, or `None` when a signal ended it (an abort, the OOM killer).
     pub exit_code: Option<i32>,
     /// The signal that ended it, if one did.
@@ -35,6 +37,8 @@ pub fn measure(cmd: &mut Command) -> Measure {
     Measure {
         seconds,
         peak_rss_kb: usage.ru_maxrss,
+        cpu_seconds: (usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) as f64
+            + (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) as f64 / 1e6,
         exit_code: libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)),
         signal: libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status)),
     }

@@ -1,8 +1,10 @@
-//! `tracelens-bench [--sizes 100,1000] [--tracelens PATH] [--dir DIR] [--gzip]`
+//! `tracelens-bench [--sizes 100,1000] [--tracelens PATH] [--dir DIR] [--gzip] [--replicate TRACE]`
 //!
-//! For each size, generates (once) a synthetic trace under DIR, then in the same run times
-//! `cat FILE > /dev/null` and `tracelens analyze FILE --format json` (output discarded), and
-//! prints throughput in MB/s of trace text, the ratio to `cat`, and peak RSS of tracelens.
+//! For each size, generates (once) a trace under DIR — synthetic, or with `--replicate` a real
+//! corpus trace copied to the size — then in the same run times `cat FILE > /dev/null` and
+//! `tracelens analyze FILE --format json` (output discarded), and prints throughput in MB/s
+//! of trace text and events/s, the ratio to `cat`, CPU use, peak RSS and peak RSS per kept
+//! event.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,14 +28,33 @@ fn main() {
     let tracelens = opt("--tracelens").unwrap_or_else(|| "target/release/tracelens".into());
     let gzip = args.iter().any(|a| a == "--gzip");
     let gen = Path::new(&std::env::args().next().unwrap()).with_file_name("tracelens-gen");
+    let replicate = opt("--replicate");
+    let replicator =
+        Path::new(&std::env::args().next().unwrap()).with_file_name("tracelens-replicate");
     std::fs::create_dir_all(&dir).expect("bench dir");
     println!(
-        "| trace | file MB | text MB | cat s | tracelens s | tracelens MB/s | cat MB/s | time vs cat | peak RSS MB |"
+        "| trace | file MB | text MB | cat s | tracelens s | tracelens MB/s | events/s | cat MB/s | time vs cat | CPU use | peak RSS MB | RSS per kept event |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for size in sizes {
-        let name = format!("synthetic_{size}mb.json{}", if gzip { ".gz" } else { "" });
+        let kind = if replicate.is_some() {
+            "replicated"
+        } else {
+            "synthetic"
+        };
+        let name = format!("{kind}_{size}mb.json{}", if gzip { ".gz" } else { "" });
         let path = dir.join(&name);
+        if let (Some(src), false) = (&replicate, path.exists()) {
+            assert!(!gzip, "--replicate writes plain JSON");
+            let ok = Command::new(&replicator)
+                .arg(src)
+                .arg(&path)
+                .arg(size.to_string())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            assert!(ok, "replicating {src} failed");
+        }
         if !path.exists() {
             let mut cmd = Command::new(&gen);
             cmd.arg(size.to_string()).arg(&path);
@@ -53,14 +74,26 @@ fn main() {
                 .args(["analyze", "--format", "json"])
                 .arg(&path),
         );
+        // Events read and kept, from one more run's JSON.
+        let doc = Command::new(&tracelens)
+            .args(["analyze", "--format", "json"])
+            .arg(&path)
+            .output()
+            .expect("tracelens runs");
+        let doc: serde_json::Value = serde_json::from_slice(&doc.stdout).unwrap_or_default();
+        let read = doc["input"]["events_read"].as_f64().unwrap_or(0.0);
+        let kept = doc["input"]["events_kept"].as_f64().unwrap_or(0.0).max(1.0);
         println!(
-            "| {name} | {file_mb:.0} | {text_mb:.0} | {:.3} | {:.3} | {:.0} | {:.0} | {:.1}x | {:.0} |",
+            "| {name} | {file_mb:.0} | {text_mb:.0} | {:.3} | {:.3} | {:.0} | {:.1} M | {:.0} | {:.1}x | {:.0} % | {:.0} | {:.0} B |",
             cat.seconds,
             tl.seconds,
             text_mb / tl.seconds,
+            read / tl.seconds / 1e6,
             file_mb / cat.seconds,
             tl.seconds / cat.seconds,
-            tl.peak_rss_kb as f64 / 1024.0
+            tl.cpu_seconds * 100.0 / tl.seconds,
+            tl.peak_rss_kb as f64 / 1024.0,
+            tl.peak_rss_kb as f64 * 1024.0 / kept
         );
     }
 }
