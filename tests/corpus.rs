@@ -716,3 +716,49 @@ fn the_resnet50_summary_fits_30_lines_of_100_columns() {
     assert!(at("Findings") < at("window "));
     assert!(text.contains("fix: "), "{text}");
 }
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn parallel_parsing_gives_the_serial_model_on_every_corpus_trace() {
+    let Some(root) = corpus_dir("parallel_parsing_gives_the_serial_model_on_every_corpus_trace")
+    else {
+        return;
+    };
+    let read = |path: &Path, threads: usize| {
+        let bytes = std::fs::read(path).unwrap();
+        let gzip = bytes.starts_with(&tracelens_kineto::GZIP_MAGIC);
+        let text = if gzip {
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(
+                &mut flate2::read::MultiGzDecoder::new(&bytes[..]),
+                &mut out,
+            )
+            .unwrap();
+            out
+        } else {
+            bytes
+        };
+        let t = tracelens_kineto::import_reader_with_threads(&text[..], path, 0, false, threads);
+        t.map(|t| {
+            let (o, d) = tracelens_analysis::analyze(&t);
+            tracelens_report::render_json(&t, &o, &d)
+        })
+        .map_err(|e| e.to_string())
+    };
+    let mut compared = 0;
+    for path in trace_files(&root) {
+        let name = path.to_string_lossy();
+        if !(name.ends_with(".json") || name.ends_with(".json.gz")) {
+            continue;
+        }
+        let serial = read(&path, 1);
+        for threads in [2, 4] {
+            assert_eq!(serial, read(&path, threads), "{name} at {threads} threads");
+        }
+        compared += 1;
+    }
+    assert!(compared > 50, "{compared} traces compared");
+}

@@ -56,6 +56,7 @@ pub enum Start {
 pub fn read_document<R: Read>(
     input: &mut Input<R>,
     events: &mut EventReader,
+    threads: usize,
 ) -> Result<Document, Start> {
     let first = match input.peek() {
         None => return Err(Start::Empty),
@@ -73,11 +74,11 @@ pub fn read_document<R: Read>(
     match first {
         b'[' => {
             doc.container = Container::Array;
-            doc.truncated_at = stream_events(input, events, &mut doc.oversized_events);
+            doc.truncated_at = stream_events(input, events, &mut doc.oversized_events, threads);
         }
         b'{' => {
             input.bump();
-            doc.truncated_at = read_object(input, events, &mut doc);
+            doc.truncated_at = read_object(input, events, &mut doc, threads);
         }
         other => return Err(Start::Unexpected(other, input.offset())),
     }
@@ -90,32 +91,42 @@ fn stream_events<R: Read>(
     input: &mut Input<R>,
     events: &mut EventReader,
     oversized: &mut u64,
+    threads: usize,
 ) -> Option<u64> {
     input.bump(); // '['
-    loop {
+    let mut decoders = (threads > 1).then(|| crate::parallel::Decoders::start(threads));
+    let cut = loop {
         match input.peek() {
-            None => return Some(input.offset()),
+            None => break Some(input.offset()),
             Some(b']') => {
                 input.bump();
-                return None;
+                break None;
             }
             Some(b',') => input.bump(),
             Some(_) => {
                 let at = input.offset();
                 match input.take_value() {
-                    Ok(range) => events.read(input.bytes(range), at),
+                    Ok(range) => match decoders.as_mut() {
+                        Some(d) => d.push(input.bytes(range), at, events),
+                        None => events.read(input.bytes(range), at),
+                    },
                     Err(Stop::TooLarge(_)) => *oversized += 1,
-                    Err(Stop::End) => return Some(at),
+                    Err(Stop::End) => break Some(at),
                 }
             }
         }
+    };
+    if let Some(d) = decoders {
+        d.finish(events);
     }
+    cut
 }
 
 fn read_object<R: Read>(
     input: &mut Input<R>,
     events: &mut EventReader,
     doc: &mut Document,
+    threads: usize,
 ) -> Option<u64> {
     loop {
         match input.peek() {
@@ -148,7 +159,7 @@ fn read_object<R: Read>(
         if key == "traceEvents" && input.peek() == Some(b'[') {
             doc.top_keys.push(key);
             doc.has_trace_events = true;
-            if let Some(cut) = stream_events(input, events, &mut doc.oversized_events) {
+            if let Some(cut) = stream_events(input, events, &mut doc.oversized_events, threads) {
                 return Some(cut);
             }
             continue;

@@ -39,6 +39,38 @@ pub struct EventStats {
     pub labels_dropped: u64,
 }
 
+impl EventStats {
+    /// Adds the counts of a later chunk of the same trace.
+    pub fn absorb(&mut self, other: EventStats) {
+        self.events += other.events;
+        self.kept += other.kept;
+        self.malformed += other.malformed;
+        if self.first_malformed_at.is_none() {
+            self.first_malformed_at = other.first_malformed_at;
+        }
+        self.with_phase += other.with_phase;
+        for (map, theirs) in [
+            (&mut self.by_phase, other.by_phase),
+            (&mut self.ignored_categories, other.ignored_categories),
+        ] {
+            for (k, n) in theirs {
+                if map.contains_key(&k) || map.len() < MAX_DISTINCT_LABELS || k == "(other)" {
+                    *map.entry(k).or_insert(0) += n;
+                } else {
+                    self.labels_dropped += n;
+                    *map.entry("(other)".to_string()).or_insert(0) += n;
+                }
+            }
+        }
+        self.old_categories += other.old_categories;
+        self.modern_categories += other.modern_categories;
+        self.ts_with_fraction += other.ts_with_fraction;
+        self.ts_integer += other.ts_integer;
+        self.annotations += other.annotations;
+        self.labels_dropped += other.labels_dropped;
+    }
+}
+
 /// Distinct phases and ignored categories counted by name (a real trace has about ten).
 pub const MAX_DISTINCT_LABELS: usize = 64;
 /// Longest phase or category name counted, in characters.

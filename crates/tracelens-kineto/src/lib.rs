@@ -20,6 +20,7 @@ mod error;
 mod event;
 mod input;
 mod json;
+mod parallel;
 mod pipe;
 mod scan;
 
@@ -114,10 +115,22 @@ pub fn import_reader<R: Read>(
     file_bytes: u64,
     gzip: bool,
 ) -> Result<Trace, ImportError> {
+    import_reader_with_threads(reader, path, file_bytes, gzip, parallel::threads())
+}
+
+/// [`import_reader`] decoding events on `threads` threads (1: serial). The model is the same
+/// for every thread count.
+pub fn import_reader_with_threads<R: Read>(
+    reader: R,
+    path: &Path,
+    file_bytes: u64,
+    gzip: bool,
+    threads: usize,
+) -> Result<Trace, ImportError> {
     let fail = |problem| ImportError::new(path, problem);
     let mut input = Input::new(reader);
     let mut events = EventReader::default();
-    let doc = match read_document(&mut input, &mut events) {
+    let doc = match read_document(&mut input, &mut events, threads.max(1)) {
         Ok(doc) => doc,
         Err(Start::Empty) => {
             return Err(fail(match input.error.take() {

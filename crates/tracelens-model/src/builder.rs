@@ -6,7 +6,7 @@ use crate::lane::{Ident, Lane, LaneId, LaneKey};
 use crate::metadata::Metadata;
 use crate::names::{NameId, StringTable};
 use crate::span::SpanId;
-use crate::span::{Span, SpanKind, NO_CORRELATION, NO_EXTERNAL_ID};
+use crate::span::{Span, SpanKind, NO_CORRELATION, NO_DETAIL, NO_EXTERNAL_ID};
 use crate::time::{Interval, TimeNs, NS_PER_S, NS_PER_US};
 use crate::trace::{Device, LinkStats, SourceInfo, Step, Trace, NO_SPAN};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -89,6 +89,77 @@ impl TraceBuilder {
     /// An empty builder.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Appends everything `other` holds after what this builder holds, as if `other`'s
+    /// events had been added here in order: names and lanes are re-interned, span, detail and
+    /// flow indices shifted. Builders of consecutive chunks of one trace, absorbed in chunk
+    /// order, give exactly the builder of the whole trace (what parallel parsing relies on).
+    /// Metadata is not merged: importers fill it on the main builder.
+    pub fn absorb(&mut self, other: TraceBuilder) {
+        let names: Vec<NameId> = (0..other.names.len())
+            .map(|i| self.names.intern(other.names.get(NameId(i as u32))))
+            .collect();
+        let ident = |id: Ident| match id {
+            Ident::Text(t) => Ident::Text(names[t.0 as usize]),
+            num => num,
+        };
+        let key = |k: LaneKey| match k {
+            LaneKey::Cpu { pid, tid } => LaneKey::Cpu {
+                pid: ident(pid),
+                tid: ident(tid),
+            },
+            gpu => gpu,
+        };
+        let lanes: Vec<LaneId> = other.lane_keys.iter().map(|&k| self.lane(key(k))).collect();
+        let span_base = self.spans.len() as u32;
+        let copy_base = self.copies.len() as u32;
+        let stack_base = self.call_stacks.len() as u32;
+        self.spans.extend(other.spans.into_iter().map(|mut s| {
+            s.name = names[s.name.0 as usize];
+            s.lane = lanes[s.lane.0 as usize];
+            if s.detail != NO_DETAIL {
+                // CPU ops index call stacks; copies and copy API calls index copy details.
+                s.detail += match s.kind {
+                    SpanKind::CpuOp | SpanKind::UserAnnotation => stack_base,
+                    _ => copy_base,
+                };
+            }
+            s
+        }));
+        self.copies.extend(other.copies);
+        self.call_stacks
+            .extend(other.call_stacks.iter().map(|n| names[n.0 as usize]));
+        self.flows
+            .extend(other.flows.into_iter().map(|f| FlowInput {
+                pid: ident(f.pid),
+                tid: ident(f.tid),
+                ..f
+            }));
+        self.awaiting_flow.extend(
+            other
+                .awaiting_flow
+                .into_iter()
+                .map(|(i, pid, tid)| (i + span_base, ident(pid), ident(tid))),
+        );
+        // First names win, as they would in one pass.
+        for ((pid, tid), n) in other.thread_names {
+            self.thread_names
+                .entry((ident(pid), ident(tid)))
+                .or_insert(names[n.0 as usize]);
+        }
+        for (pid, n) in other.process_names {
+            self.process_names
+                .entry(ident(pid))
+                .or_insert(names[n.0 as usize]);
+        }
+        for (k, n) in other.stream_names {
+            self.stream_names.entry(k).or_insert(names[n.0 as usize]);
+        }
+        self.negative_durations += other.negative_durations;
+        self.absurd_durations += other.absurd_durations;
+        self.long_strings += other.long_strings;
+        self.warnings.extend(other.warnings);
     }
 
     /// Interns a string, cut to [`MAX_NAME_BYTES`] (counted into a warning).

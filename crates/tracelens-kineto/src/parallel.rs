@@ -1,0 +1,139 @@
+//! Decoding events on several threads: the main thread finds each event's extent (the
+//! scanner) and hands batches of raw events to workers, each decoding into its own
+//! [`EventReader`]; the readers are absorbed in batch order, which gives exactly the model
+//! of a one-thread read (names and lanes first seen in the same order, spans in the same
+//! order). `TRACELENS_THREADS` sets the thread count (default: the cores); 1 is the plain
+//! serial path.
+
+use crate::event::EventReader;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// Raw bytes per batch: large enough to amortise the hand-off, small enough to spread.
+const BATCH_BYTES: usize = 4 << 20;
+
+/// Raw events and their decoded-stream offsets.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    events: Vec<(u32, u32, u64)>,
+}
+
+/// Threads to decode with.
+pub fn threads() -> usize {
+    std::env::var("TRACELENS_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .clamp(1, 64)
+}
+
+/// The hand-off to the decoding threads.
+pub struct Decoders {
+    current: Batch,
+    next_index: usize,
+    to_workers: Option<SyncSender<(usize, Batch)>>,
+    from_workers: Receiver<(usize, EventReader)>,
+    workers: Vec<JoinHandle<()>>,
+    /// Decoded batches waiting for an earlier one.
+    pending: std::collections::BTreeMap<usize, EventReader>,
+    /// The next batch to absorb.
+    next_absorb: usize,
+}
+
+impl Decoders {
+    /// Starts `n` decoding threads.
+    pub fn start(n: usize) -> Decoders {
+        let (to_workers, jobs) = sync_channel::<(usize, Batch)>(n * 2);
+        let (results, from_workers) = std::sync::mpsc::channel();
+        let jobs = Arc::new(Mutex::new(jobs));
+        let workers = (0..n)
+            .map(|_| {
+                let jobs = Arc::clone(&jobs);
+                let results = results.clone();
+                std::thread::spawn(move || loop {
+                    let job = jobs.lock().map(|rx| rx.recv());
+                    let Ok(Ok((index, batch))) = job else {
+                        return;
+                    };
+                    let mut reader = EventReader::default();
+                    for &(start, end, offset) in &batch.events {
+                        reader.read(&batch.bytes[start as usize..end as usize], offset);
+                    }
+                    if results.send((index, reader)).is_err() {
+                        return;
+                    }
+                })
+            })
+            .collect();
+        Decoders {
+            current: Batch::default(),
+            next_index: 0,
+            to_workers: Some(to_workers),
+            from_workers,
+            workers,
+            pending: std::collections::BTreeMap::new(),
+            next_absorb: 0,
+        }
+    }
+
+    /// Absorbs, in order, the decoded batches that are ready, so each chunk's model is freed
+    /// as soon as it joins the whole (memory stays near one model, not two).
+    fn absorb_ready(&mut self, events: &mut EventReader, wait: bool) {
+        loop {
+            while let Some(reader) = self.pending.remove(&self.next_absorb) {
+                events.builder.absorb(reader.builder);
+                events.stats.absorb(reader.stats);
+                self.next_absorb += 1;
+            }
+            if self.next_absorb >= self.next_index {
+                return;
+            }
+            let got = if wait {
+                self.from_workers.recv().ok()
+            } else {
+                self.from_workers.try_recv().ok()
+            };
+            match got {
+                Some((i, reader)) => {
+                    self.pending.insert(i, reader);
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// Queues one raw event found at decoded byte `offset`.
+    pub fn push(&mut self, raw: &[u8], offset: u64, events: &mut EventReader) {
+        let start = self.current.bytes.len() as u32;
+        self.current.bytes.extend_from_slice(raw);
+        let end = self.current.bytes.len() as u32;
+        self.current.events.push((start, end, offset));
+        if self.current.bytes.len() >= BATCH_BYTES {
+            self.send();
+            self.absorb_ready(events, false);
+        }
+    }
+
+    fn send(&mut self) {
+        if self.current.events.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.current);
+        if let Some(tx) = &self.to_workers {
+            let _ = tx.send((self.next_index, batch));
+        }
+        self.next_index += 1;
+    }
+
+    /// Waits for every batch and absorbs them, in order, into `events`.
+    pub fn finish(mut self, events: &mut EventReader) {
+        self.send();
+        drop(self.to_workers.take());
+        self.absorb_ready(events, true);
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
