@@ -37,6 +37,9 @@ impl Db {
                 | OpenFlags::SQLITE_OPEN_URI
                 | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
+        // Read the file through a memory map instead of millions of small preads (on a
+        // 967 MB export the page reads were half the wall time).
+        let _ = conn.pragma_update(None, "mmap_size", 1i64 << 40);
         let (names, views) = {
             let mut stmt = conn
                 .prepare("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')")?;
