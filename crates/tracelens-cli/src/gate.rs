@@ -215,26 +215,22 @@ pub fn github_annotations(r: &Results) -> String {
     out
 }
 
-/// `--fail-on` after `analyze`: the rules that fired, on stderr; exit 1 if any.
+/// `--fail-on` after the outputs are written: each fired rule on stderr with its measured
+/// values; exit 1 if any fired.
 pub fn fail_on(
-    rules: &[String],
-    results: &Results,
+    rules: &[(String, Rule)],
+    metrics: &Metrics,
     stderr: &mut dyn std::io::Write,
 ) -> Result<(), i32> {
-    if rules.is_empty() {
-        return Ok(());
-    }
-    let parsed = parse_all(rules, stderr)?;
-    let metrics = Metrics::of(results);
     let mut any = false;
-    for (text, rule) in &parsed {
-        if rule.fires(&metrics) {
+    for (text, rule) in rules {
+        if rule.fires(metrics) {
             any = true;
             let _ = writeln!(
                 stderr,
                 "tracelens: gate failed: {} (measured {})",
                 terminal_text(text),
-                measured(rule, &metrics)
+                measured(rule, metrics)
             );
         }
     }

@@ -4,7 +4,6 @@
 use crate::{fail, gate, input, terminal_width, AnalyzeArgs, Format, MergeArgs, Sink};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use tracelens_report::escape::terminal_text;
 
 /// Renders a job in `format` to `-o` or stdout (shared by multi-file analyze and merge).
 pub(crate) fn write_job(
@@ -53,7 +52,7 @@ pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
             Err((d, why)) => return Err(fail(out.stderr, &d, why)),
         }
     }
-    let job = tracelens_gate::analyze_job(all)
+    let job = tracelens_gate::analyze_job(&all)
         .map_err(|why| fail(out.stderr, Path::new("merge"), why))?;
     write_job(&job, args.format, args.output.as_ref(), out)
 }
@@ -180,42 +179,23 @@ pub(crate) fn analyze_job(
             Err((f, why)) => return Err(fail(out.stderr, &f, why)),
         }
     }
-    let straggler_results = |job: &tracelens_gate::Job, ranks: &[tracelens_gate::RankSummary]| {
-        let file = job
+    let job =
+        tracelens_gate::analyze_job(&ranks).map_err(|why| fail(out.stderr, &args.trace, why))?;
+    write_job(&job, args.format, target.as_ref(), out)?;
+    if !rules.is_empty() {
+        // The rules read the job's metrics and the straggler's own (else the first rank's).
+        let straggler = job
             .straggler
             .as_ref()
             .and_then(|s| job.ranks.iter().find(|r| r.rank == s.rank))
-            .map(|r| r.file.clone());
-        ranks
-            .iter()
-            .find(|r| Some(&r.file) == file.as_ref())
-            .or(ranks.first())
-            .map(|r| r.results.clone())
-    };
-    let kept = ranks.clone();
-    let job =
-        tracelens_gate::analyze_job(ranks).map_err(|why| fail(out.stderr, &args.trace, why))?;
-    write_job(&job, args.format, target.as_ref(), out)?;
-    if !rules.is_empty() {
-        let mut metrics = straggler_results(&job, &kept)
-            .map(|r| tracelens_gate::Metrics::of(&r))
+            .and_then(|row| ranks.iter().find(|r| r.file == row.file))
+            .or(ranks.first());
+        let mut metrics = straggler
+            .map(|r| tracelens_gate::Metrics::of(&r.results))
             .unwrap_or_default();
         metrics.add_job(&job);
         out.flush()?;
-        let mut any = false;
-        for (text, rule) in &rules {
-            if rule.fires(&metrics) {
-                any = true;
-                let _ = writeln!(
-                    out.stderr,
-                    "tracelens: gate failed: {}",
-                    terminal_text(text)
-                );
-            }
-        }
-        if any {
-            return Err(gate::EXIT_RULE);
-        }
+        gate::fail_on(&rules, &metrics, out.stderr)?;
     }
     Ok(())
 }

@@ -622,7 +622,7 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
     let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
     let analysed = started.elapsed();
     // Bad rules are refused before any output is written.
-    let _ = gate::parse_all(&args.fail_on, out.stderr)?;
+    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
     if args.timings {
         let _ = writeln!(
             out.stderr,
@@ -698,7 +698,7 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
             out.print(&gate::github_annotations(&results))?;
         }
         out.flush()?;
-        gate::fail_on(&args.fail_on, &results, out.stderr)?;
+        gate::fail_on(&rules, &tracelens_gate::Metrics::of(&results), out.stderr)?;
     }
     Ok(())
 }

@@ -169,7 +169,7 @@ fn rank_from_name(file: &str) -> Option<i64> {
 }
 
 /// Numbers the ranks, checks they form one job, and finds who waits for whom.
-pub fn analyze_job(mut ranks: Vec<RankSummary>) -> Result<Job, String> {
+pub fn analyze_job(ranks: &[RankSummary]) -> Result<Job, String> {
     if ranks.is_empty() {
         return Err("no traces".into());
     }
@@ -213,12 +213,7 @@ pub fn analyze_job(mut ranks: Vec<RankSummary>) -> Result<Job, String> {
     let mut order: Vec<usize> = (0..ranks.len()).collect();
     order.sort_by_key(|&i| numbers[i]);
     let numbers: Vec<i64> = order.iter().map(|&i| numbers[i]).collect();
-    let mut sorted = Vec::with_capacity(ranks.len());
-    let mut taken: Vec<Option<RankSummary>> = ranks.drain(..).map(Some).collect();
-    for &i in &order {
-        sorted.push(taken[i].take().expect("each rank once"));
-    }
-    let ranks = sorted;
+    let ranks: Vec<&RankSummary> = order.iter().map(|&i| &ranks[i]).collect();
     // Collectives matched by order.
     let matched = ranks.iter().map(|r| r.collectives.len()).min().unwrap_or(0);
     let differ = ranks.iter().any(|r| r.collectives.len() != matched);
@@ -285,13 +280,13 @@ pub fn analyze_job(mut ranks: Vec<RankSummary>) -> Result<Job, String> {
             rank: row.rank,
             last_at: last[i],
             of: matched,
-            others_wait_ns: per_step(&ranks[i], others_wait_for[i]),
+            others_wait_ns: per_step(ranks[i], others_wait_for[i]),
             explanation: format!(
                 "rank {} arrives last at {} of {} collectives and the other ranks wait {} per step for it inside them; {doing}",
                 row.rank,
                 last[i],
                 matched,
-                format_ms(per_step(&ranks[i], others_wait_for[i]))
+                format_ms(per_step(ranks[i], others_wait_for[i]))
             ),
         }
     });

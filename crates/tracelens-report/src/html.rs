@@ -144,7 +144,7 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
         verdict: diagnosis.verdict.text.clone(),
         facts: facts(trace, overview, diagnosis)
             .into_iter()
-            .map(|(k, v)| (k, keep_units(&v)))
+            .map(|(k, v)| (k, crate::keep_units(&v)))
             .collect(),
         findings: diagnosis
             .findings
@@ -158,8 +158,8 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
                     Severity::Medium => "medium",
                     Severity::Low => "low",
                 },
-                title: keep_units(&f.title),
-                win: keep_units(&match f.win_kind {
+                title: crate::keep_units(&f.title),
+                win: crate::keep_units(&match f.win_kind {
                     tracelens_analysis::WinKind::HostOnly => format!(
                         "No GPU idle caused; the host is blocked {} {per}",
                         format_ms(f.cpu_cost_per_step_ns.unwrap_or(0))
@@ -280,7 +280,7 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
         &mut page.kernel_rows,
     ] {
         for cell in rows.iter_mut().flatten() {
-            *cell = keep_units(cell);
+            *cell = crate::keep_units(cell);
         }
     }
     page.render().expect("the report template renders")
@@ -475,22 +475,6 @@ fn overview_bars(d: &Diagnosis) -> Vec<OverviewBar> {
         }
     }
     bars
-}
-
-/// `text` with a no-break space between each number and its unit (`97.9 %`, `12.3 ms`), so
-/// a narrow page never wraps a figure.
-fn keep_units(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut prev_digit = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        let unit = c == ' '
-            && prev_digit
-            && matches!(chars.peek(), Some('m' | '%' | 'k' | 'M' | 'G' | 'µ' | 'n'));
-        out.push(if unit { '\u{a0}' } else { c });
-        prev_digit = c.is_ascii_digit();
-    }
-    out
 }
 
 fn idle_views(diagnosis: &Diagnosis) -> Vec<IdleView> {

@@ -49,6 +49,25 @@ pub fn source_id_in(html_head: &str) -> Option<String> {
         .then(|| id.to_string())
 }
 
+/// `text` with a no-break space between each number and its unit (`97.9 %`, `12.3 ms`), so
+/// neither a narrow page nor the terminal's wrapping splits a figure.
+fn keep_units(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut prev_digit = false;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let unit = c == ' '
+            && prev_digit
+            && matches!(
+                chars.peek(),
+                Some('m' | '%' | 'k' | 'M' | 'G' | 'µ' | 'n' | 's')
+            );
+        out.push(if unit { '\u{a0}' } else { c });
+        prev_digit = c.is_ascii_digit();
+    }
+    out
+}
+
 /// "per step", or "in the trace" without steps.
 fn per(d: &Diagnosis) -> &'static str {
     if d.window.as_ref().is_some_and(AnalysisWindow::has_steps) {

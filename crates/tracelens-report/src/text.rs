@@ -59,19 +59,7 @@ impl Style {
 pub fn wrap(text: &str, width: usize, first: &str, indent: usize) -> String {
     let width = width.max(indent + 20);
     // A number and its unit stay on one line (`290.175 ms`, `6.2 %`).
-    let mut glued = String::with_capacity(text.len());
-    let mut prev_digit = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        let unit_follows = c == ' '
-            && prev_digit
-            && matches!(
-                chars.peek(),
-                Some('m' | '%' | 'k' | 'M' | 'G' | 'µ' | 'n' | 's')
-            );
-        glued.push(if unit_follows { '\u{a0}' } else { c });
-        prev_digit = c.is_ascii_digit();
-    }
+    let glued = crate::keep_units(text);
     let text = glued.as_str();
     let mut out = String::new();
     let mut line = first.to_string();
