@@ -203,3 +203,60 @@ proptest! {
         prop_assert!(errors.is_empty(), "{:?}", errors);
     }
 }
+
+/// Pieces of event soup: good events of each kind, and the irregular things a crafted
+/// file holds between or inside them (bare tokens, strings, stray brackets, quotes and
+/// brackets inside bare values, escapes, a byte-order mark).
+const SOUP: [&str; 16] = [
+    r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.5, "dur": 2, "args": {"correlation": 5, "stream": 7, "device": 0}}"#,
+    r#"{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 9, "dur": 1, "args": {"correlation": 5}}"#,
+    r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm \"q\"", "pid": 1, "tid": 1, "ts": 8, "dur": 4, "args": {"Call stack": "a.py(1): f;b.py(2): g"}}"#,
+    r#"{"ph": "s", "id": 5, "pid": 1, "tid": 1, "ts": 9, "cat": "ac2g", "name": "ac2g"}"#,
+    r#"{"ph": "M", "name": "thread_name", "pid": 0, "tid": 7, "args": {"name": "stream 7"}}"#,
+    r#"{"ph": "X", "cat": "kernel", "name": x"y}, {"ph": "X"}"#,
+    r#"{"ph": "X", "cat": "cpu_op", "name": a{b, "ts": 1, "dur": 1}"#,
+    r#"{"ph": "X", "ts": "oops", "cat": "kernel"}"#,
+    r#"{"name": "C:\\dir\\", "ph": "X", "cat": "cpu_op", "ts": 3, "dur": 1, "pid": 1, "tid": 1}"#,
+    r#"{"ph" "X"}"#,
+    "12",
+    r#""text""#,
+    "}",
+    "[1, {}]",
+    "\u{feff}",
+    r#"{"ph": "X", "cat": "kernel", "name": "unterminated"#,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    /// The parallel reader (runs cut for worker threads, one pass per event) builds exactly
+    /// the model of the one-event-at-a-time reader, whatever the file holds.
+    #[test]
+    fn event_soup_reads_the_same_on_any_thread_count(
+        picks in prop::collection::vec((0..SOUP.len(), 0..3usize), 0..40),
+        array in any::<bool>(),
+    ) {
+        let separators = [", ", ",\n", " "];
+        let body: Vec<String> = picks
+            .iter()
+            .map(|&(p, s)| format!("{}{}", SOUP[p], separators[s]))
+            .collect();
+        let text = if array {
+            format!("[{}]", body.concat())
+        } else {
+            format!("{{\"traceEvents\": [{}], \"traceName\": \"t\"}}", body.concat())
+        };
+        let read = |threads| {
+            let path = std::path::Path::new("soup.json");
+            tracelens_kineto::import_reader_with_threads(text.as_bytes(), path, 0, false, threads)
+                .map(|t| {
+                    let (o, d) = tracelens_analysis::analyze(&t);
+                    tracelens_report::render_json(&t, &o, &d)
+                })
+                .map_err(|e| e.to_string())
+        };
+        let serial = read(1);
+        prop_assert_eq!(&serial, &read(2));
+        prop_assert_eq!(&serial, &read(3));
+    }
+}

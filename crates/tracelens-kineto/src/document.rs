@@ -85,6 +85,11 @@ pub fn read_document<R: Read>(
     Ok(doc)
 }
 
+/// Bytes of events cut at once for the decoding threads.
+const RUN_BYTES: usize = crate::parallel::BATCH_BYTES;
+/// Bytes scanned for a run before one long event is taken on its own.
+const RUN_WINDOW: usize = 4 * RUN_BYTES;
+
 /// Streams the array at the cursor. Returns the offset where it was cut, if it was.
 /// Elements over the size limit are skipped and counted in `oversized`.
 fn stream_events<R: Read>(
@@ -103,8 +108,14 @@ fn stream_events<R: Read>(
                 break None;
             }
             Some(b',') => input.bump(),
-            Some(_) => {
+            Some(first) => {
                 let at = input.offset();
+                if let (b'{', Some(d)) = (first, decoders.as_mut()) {
+                    if let Some(run) = input.take_run(RUN_BYTES, RUN_WINDOW) {
+                        d.push_run(input.bytes(run), at, events);
+                        continue;
+                    }
+                }
                 match input.take_value() {
                     Ok(range) => match decoders.as_mut() {
                         Some(d) => d.push(input.bytes(range), at, events),

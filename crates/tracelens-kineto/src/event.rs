@@ -1,6 +1,7 @@
 //! One trace event → the model: category to span kind, pid/tid to lane, args to links.
 
 use crate::json::{decode_str, has_fraction, micros_to_ns, text_of, to_i64, to_u64, Fields};
+use crate::scan::{value_extent, Extent};
 use std::collections::BTreeMap;
 use tracelens_model::{
     CopyDirection, CopyInfo, FlowInput, Ident, LaneKey, MemoryKind, SpanInput, SpanKind,
@@ -110,6 +111,28 @@ struct RawEvent<'a> {
     args: &'a [u8],
 }
 
+impl<'a> RawEvent<'a> {
+    /// The fields an event is read from, walking `fields` to its end.
+    fn collect(fields: &mut Fields<'a>) -> RawEvent<'a> {
+        let mut e = RawEvent::default();
+        for (k, v) in fields.by_ref() {
+            match k {
+                b"ph" => e.ph = v,
+                b"cat" => e.cat = v,
+                b"name" => e.name = v,
+                b"pid" => e.pid = v,
+                b"tid" => e.tid = v,
+                b"ts" => e.ts = v,
+                b"dur" => e.dur = v,
+                b"id" => e.id = v,
+                b"args" => e.args = v,
+                _ => {}
+            }
+        }
+        e
+    }
+}
+
 #[derive(Default)]
 struct Args<'a> {
     correlation: Option<&'a [u8]>,
@@ -199,24 +222,32 @@ fn is_launch_flow(cat: &str) -> bool {
 impl EventReader {
     /// Reads one array element found at decoded byte `offset`.
     pub fn read(&mut self, raw: &[u8], offset: u64) {
-        self.stats.events += 1;
-        let mut e = RawEvent::default();
         let mut fields = Fields::new(raw);
-        for (k, v) in fields.by_ref() {
-            match k {
-                b"ph" => e.ph = v,
-                b"cat" => e.cat = v,
-                b"name" => e.name = v,
-                b"pid" => e.pid = v,
-                b"tid" => e.tid = v,
-                b"ts" => e.ts = v,
-                b"dur" => e.dur = v,
-                b"id" => e.id = v,
-                b"args" => e.args = v,
-                _ => {}
-            }
+        let e = RawEvent::collect(&mut fields);
+        self.read_event(&e, fields.malformed, offset);
+    }
+
+    /// Reads the element at the start of `bytes` (more elements may follow it) and returns
+    /// its length: one pass over a well-formed object; anything else is measured first and
+    /// then read as [`EventReader::read`] reads it, so the result is the same.
+    pub fn read_next(&mut self, bytes: &[u8], offset: u64) -> usize {
+        let mut fields = Fields::new(bytes);
+        let e = RawEvent::collect(&mut fields);
+        if let (false, false, Some(end)) = (fields.malformed, fields.irregular, fields.end) {
+            self.read_event(&e, false, offset);
+            return end;
         }
-        if fields.malformed && e.ph.is_empty() {
+        let n = match value_extent(bytes, true) {
+            Extent::Complete(n) => n,
+            Extent::Incomplete => bytes.len(),
+        };
+        self.read(&bytes[..n], offset);
+        n
+    }
+
+    fn read_event(&mut self, e: &RawEvent, malformed: bool, offset: u64) {
+        self.stats.events += 1;
+        if malformed && e.ph.is_empty() {
             self.malformed(offset);
             return;
         }
@@ -233,15 +264,15 @@ impl EventReader {
         let st = &mut self.stats;
         count_label(&mut st.by_phase, &ph, &mut st.labels_dropped);
         let ok = match ph.as_ref() {
-            "X" => self.read_complete(&e),
+            "X" => self.read_complete(e),
             "M" => {
-                self.read_metadata(&e);
+                self.read_metadata(e);
                 true
             }
-            "s" | "f" => self.read_flow(&e, ph.as_ref() == "s"),
+            "s" | "f" => self.read_flow(e, ph.as_ref() == "s"),
             _ => true,
         };
-        if !ok || fields.malformed {
+        if !ok || malformed {
             self.malformed(offset);
         }
     }

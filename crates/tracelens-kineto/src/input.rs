@@ -1,6 +1,7 @@
 //! A growing window over a byte stream: refill, skip whitespace, take one complete value.
 
 use crate::scan::{Extent, Scanner};
+use crate::split::{Splitter, Stop as SplitStop};
 use std::io::Read;
 use std::ops::Range;
 
@@ -155,6 +156,26 @@ impl<R: Read> Input<R> {
                 }
             }
         }
+    }
+
+    /// Takes a run of whole array elements at the cursor (objects between whitespace and
+    /// commas; see [`crate::split`]) of about `want` bytes, scanning at most `window`
+    /// bytes. `None` when no whole element was found: the caller takes one value instead.
+    pub fn take_run(&mut self, want: usize, window: usize) -> Option<Range<usize>> {
+        let mut splitter = Splitter::default();
+        loop {
+            let stop = splitter.advance(&self.buf[self.pos..self.len]);
+            let scanned = splitter.scanned();
+            let enough = scanned >= window || (scanned >= want && splitter.run_len() > 0);
+            if stop != SplitStop::More || enough || !self.fill() {
+                break;
+            }
+        }
+        let n = splitter.run_len();
+        (n > 0).then(|| {
+            self.pos += n;
+            self.pos - n..self.pos
+        })
     }
 
     /// [`Input::take_value_limited`] with [`MAX_VALUE_BYTES`].

@@ -18,6 +18,11 @@ pub struct Fields<'a> {
     pos: usize,
     /// Set when the object could not be read to its end.
     pub malformed: bool,
+    /// Just after the closing brace, once it was reached.
+    pub end: Option<usize>,
+    /// A bare value held `"`, `{` or `[`, where the byte scanner ([`value_extent`]) would
+    /// have seen a string or a container: the object's end is only trusted from the scanner.
+    pub irregular: bool,
 }
 
 impl<'a> Fields<'a> {
@@ -28,6 +33,8 @@ impl<'a> Fields<'a> {
             bytes,
             pos: 1,
             malformed: !ok,
+            end: None,
+            irregular: false,
         }
     }
 }
@@ -45,7 +52,11 @@ impl<'a> Iterator for Fields<'a> {
             self.pos = skip_ws(b, self.pos);
             match b.get(self.pos) {
                 Some(b',') => self.pos += 1,
-                Some(b'}') | None => return None,
+                Some(b'}') => {
+                    self.end = Some(self.pos + 1);
+                    return None;
+                }
+                None => return None,
                 Some(b'"') => break,
                 Some(_) => {
                     self.malformed = true;
@@ -53,12 +64,9 @@ impl<'a> Iterator for Fields<'a> {
                 }
             }
         }
-        let key_len = match value_extent(&b[self.pos..], true) {
-            Extent::Complete(n) => n,
-            Extent::Incomplete => {
-                self.malformed = true;
-                return None;
-            }
+        let Some(key_len) = string_len(&b[self.pos..]) else {
+            self.malformed = true;
+            return None;
         };
         let key = &b[self.pos + 1..self.pos + key_len - 1];
         self.pos = skip_ws(b, self.pos + key_len);
@@ -69,17 +77,56 @@ impl<'a> Iterator for Fields<'a> {
         self.pos = skip_ws(b, self.pos + 1);
         let val_len = match b.get(self.pos) {
             Some(b',') | Some(b'}') | None => 0,
-            Some(_) => match value_extent(&b[self.pos..], true) {
+            Some(b'"') => match string_len(&b[self.pos..]) {
+                Some(n) => n,
+                None => {
+                    self.malformed = true;
+                    return None;
+                }
+            },
+            Some(b'{' | b'[') => match value_extent(&b[self.pos..], true) {
                 Extent::Complete(n) => n,
                 Extent::Incomplete => {
                     self.malformed = true;
                     return None;
                 }
             },
+            Some(_) => {
+                let n = b[self.pos..]
+                    .iter()
+                    .position(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))
+                    .unwrap_or(b.len() - self.pos)
+                    .max(1);
+                let token = &b[self.pos..self.pos + n];
+                self.irregular |= token.iter().any(|c| matches!(c, b'"' | b'{' | b'['));
+                n
+            }
         };
         let value = &b[self.pos..self.pos + val_len];
         self.pos += val_len;
         Some((key, value))
+    }
+}
+
+/// Length of the string at the start of `bytes` (which starts with `"`), quotes included;
+/// `None` when it does not end. The same rule as [`value_extent`] (a backslash escapes the
+/// next byte), byte by byte for the short strings keys and ids are, then by `memchr2`.
+fn string_len(bytes: &[u8]) -> Option<usize> {
+    let mut i = 1;
+    let short = bytes.len().min(32);
+    while i < short {
+        match bytes[i] {
+            b'"' => return Some(i + 1),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    loop {
+        let j = i + memchr::memchr2(b'"', b'\\', bytes.get(i..)?)?;
+        if bytes[j] == b'"' {
+            return Some(j + 1);
+        }
+        i = j + 2;
     }
 }
 
@@ -106,6 +153,15 @@ pub fn array_elements(bytes: &[u8]) -> Vec<&[u8]> {
     }
 }
 
+/// `bytes` as text, invalid UTF-8 replaced; checked with the fast validator first, since
+/// almost every string in a trace is valid.
+fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// Decodes a JSON string (`raw` includes the quotes). Invalid escapes are kept literally,
 /// raw control characters are accepted and invalid UTF-8 is replaced.
 pub fn decode_str(raw: &[u8]) -> Option<Cow<'_, str>> {
@@ -114,7 +170,7 @@ pub fn decode_str(raw: &[u8]) -> Option<Cow<'_, str>> {
     }
     let inner = &raw[1..raw.len() - 1];
     if !inner.contains(&b'\\') {
-        return Some(String::from_utf8_lossy(inner));
+        return Some(lossy(inner));
     }
     let mut out: Vec<u8> = Vec::with_capacity(inner.len());
     let mut i = 0;
@@ -177,7 +233,7 @@ pub fn decode_str(raw: &[u8]) -> Option<Cow<'_, str>> {
 pub fn text_of(raw: &[u8]) -> Cow<'_, str> {
     match decode_str(raw) {
         Some(s) => s,
-        None => String::from_utf8_lossy(raw),
+        None => lossy(raw),
     }
 }
 

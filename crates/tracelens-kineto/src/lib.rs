@@ -23,6 +23,7 @@ mod json;
 mod parallel;
 mod pipe;
 mod scan;
+mod split;
 
 pub use annotate::{copy_with_events, CopyStats};
 pub use error::{ImportError, Problem};

@@ -1,9 +1,9 @@
-//! Decoding events on several threads: the main thread finds each event's extent (the
-//! scanner) and hands batches of raw events to workers, each decoding into its own
-//! [`EventReader`]; the readers are absorbed in batch order, which gives exactly the model
-//! of a one-thread read (names and lanes first seen in the same order, spans in the same
-//! order). `TRACELENS_THREADS` sets the thread count (default: the cores); 1 is the plain
-//! serial path.
+//! Decoding events on several threads: the main thread cuts the event array into runs of
+//! whole events ([`crate::split`], 64 bytes at a time) and hands batches of them to
+//! workers, each decoding into its own [`EventReader`]; the readers are absorbed in batch
+//! order, which gives exactly the model of a one-thread read (names and lanes first seen in
+//! the same order, spans in the same order). `TRACELENS_THREADS` sets the thread count
+//! (default: the cores); 1 is the plain serial path.
 
 use crate::event::EventReader;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -11,13 +11,23 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// Raw bytes per batch: large enough to amortise the hand-off, small enough to spread.
-const BATCH_BYTES: usize = 4 << 20;
+pub const BATCH_BYTES: usize = 2 << 20;
 
-/// Raw events and their decoded-stream offsets.
+/// Raw events and runs of events, with their decoded-stream offsets.
 #[derive(Default)]
 struct Batch {
     bytes: Vec<u8>,
-    events: Vec<(u32, u32, u64)>,
+    pieces: Vec<Piece>,
+}
+
+/// A range of a batch's bytes.
+struct Piece {
+    start: usize,
+    end: usize,
+    /// Decoded byte offset of `start`.
+    offset: u64,
+    /// A run of whole elements ([`crate::split`]) rather than one value.
+    run: bool,
 }
 
 /// Threads to decode with.
@@ -58,8 +68,15 @@ impl Decoders {
                         return;
                     };
                     let mut reader = EventReader::default();
-                    for &(start, end, offset) in &batch.events {
-                        reader.read(&batch.bytes[start as usize..end as usize], offset);
+                    for p in &batch.pieces {
+                        let bytes = &batch.bytes[p.start..p.end];
+                        if p.run {
+                            crate::split::for_each_element(bytes, |rest, at| {
+                                reader.read_next(rest, p.offset + at as u64)
+                            });
+                        } else {
+                            reader.read(bytes, p.offset);
+                        }
                     }
                     if results.send((index, reader)).is_err() {
                         return;
@@ -106,10 +123,24 @@ impl Decoders {
 
     /// Queues one raw event found at decoded byte `offset`.
     pub fn push(&mut self, raw: &[u8], offset: u64, events: &mut EventReader) {
-        let start = self.current.bytes.len() as u32;
+        self.push_piece(raw, offset, false, events);
+    }
+
+    /// Queues a run of whole events ([`crate::split`]) found at decoded byte `offset`.
+    pub fn push_run(&mut self, raw: &[u8], offset: u64, events: &mut EventReader) {
+        self.push_piece(raw, offset, true, events);
+    }
+
+    fn push_piece(&mut self, raw: &[u8], offset: u64, run: bool, events: &mut EventReader) {
+        let start = self.current.bytes.len();
         self.current.bytes.extend_from_slice(raw);
-        let end = self.current.bytes.len() as u32;
-        self.current.events.push((start, end, offset));
+        let end = self.current.bytes.len();
+        self.current.pieces.push(Piece {
+            start,
+            end,
+            offset,
+            run,
+        });
         if self.current.bytes.len() >= BATCH_BYTES {
             self.send();
             self.absorb_ready(events, false);
@@ -117,7 +148,7 @@ impl Decoders {
     }
 
     fn send(&mut self) {
-        if self.current.events.is_empty() {
+        if self.current.pieces.is_empty() {
             return;
         }
         let batch = std::mem::take(&mut self.current);
