@@ -10,6 +10,7 @@ mod job;
 use tracelens_load as input;
 pub mod memory;
 mod output;
+mod progress;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
@@ -182,6 +183,9 @@ struct AnalyzeArgs {
     /// Print how long reading, analysing and rendering took (to stderr).
     #[arg(long)]
     timings: bool,
+    /// No progress bar (one is shown on a terminal for traces over 200 MB; never in CI).
+    #[arg(short = 'q', long)]
+    quiet: bool,
     /// Also show input details in the summary: format, event and span counts, lanes, every
     /// warning.
     #[arg(short = 'v', long)]
@@ -615,7 +619,7 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
         }
     }
     let started = std::time::Instant::now();
-    let trace = input::open(&args.trace)
+    let trace = progress::open(&args.trace, args.quiet)
         .map_err(|e| e.0)
         .map_err(|p| fail(out.stderr, &args.trace, p))?;
     let loaded = started.elapsed();

@@ -53,8 +53,35 @@ struct Opened {
     file_bytes: u64,
 }
 
+/// Told the bytes read from the file so far (about every megabyte), for a progress bar.
+pub type Progress = std::sync::Arc<dyn Fn(u64) + Send + Sync>;
+
+/// A reader that reports how far it got.
+struct Counted<R> {
+    inner: R,
+    read: u64,
+    reported: u64,
+    progress: Progress,
+}
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read += n as u64;
+        if self.read - self.reported >= 1 << 20 || n == 0 {
+            self.reported = self.read;
+            (self.progress)(self.read);
+        }
+        Ok(n)
+    }
+}
+
 impl Opened {
     fn open(path: &Path) -> Result<Opened, String> {
+        Opened::open_with(path, None)
+    }
+
+    fn open_with(path: &Path, progress: Option<Progress>) -> Result<Opened, String> {
         let (mut rest, regular_file, file_bytes): (Box<dyn Read + Send>, bool, u64) =
             if is_stdin(path) {
                 (Box::new(std::io::stdin()), false, 0)
@@ -64,7 +91,16 @@ impl Opened {
                 if meta.is_dir() {
                     return Err("is a directory, not a trace file".into());
                 }
-                (Box::new(f), meta.is_file(), meta.len())
+                let f: Box<dyn Read + Send> = match progress {
+                    Some(progress) => Box::new(Counted {
+                        inner: f,
+                        read: 0,
+                        reported: 0,
+                        progress,
+                    }),
+                    None => Box::new(f),
+                };
+                (f, meta.is_file(), meta.len())
             };
         let head = tracelens_kineto::read_head(&mut rest, 64).map_err(|e| read_problem(&e))?;
         if head.is_empty() {
@@ -164,7 +200,13 @@ impl std::error::Error for LoadError {}
 
 /// Reads the trace at `path` (`-` for stdin).
 pub fn open(path: &Path) -> Result<Trace, LoadError> {
-    load(path).map_err(LoadError)
+    load(path, None).map_err(LoadError)
+}
+
+/// [`open`], telling `progress` how many bytes of a Kineto file were read so far (an
+/// Nsight export is read by SQLite, which reports nothing).
+pub fn open_with_progress(path: &Path, progress: Progress) -> Result<Trace, LoadError> {
+    load(path, Some(progress)).map_err(LoadError)
 }
 
 /// The first bytes of a file, to tell a result document (JSON with `"schema_version"` and
@@ -174,8 +216,8 @@ pub fn head_of(path: &Path, n: usize) -> std::io::Result<Vec<u8>> {
     tracelens_kineto::read_head(&mut f, n)
 }
 
-fn load(path: &Path) -> Result<Trace, String> {
-    let opened = Opened::open(path)?;
+fn load(path: &Path, progress: Option<Progress>) -> Result<Trace, String> {
+    let opened = Opened::open_with(path, progress)?;
     if opened.head.starts_with(SQLITE_MAGIC) {
         if opened.regular_file {
             return tracelens_nsys::import_file(path);
