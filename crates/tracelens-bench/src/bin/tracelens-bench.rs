@@ -1,10 +1,14 @@
-//! `tracelens-bench [--sizes 100,1000] [--tracelens PATH] [--dir DIR] [--gzip] [--replicate TRACE]`
+//! `tracelens-bench [--sizes 100,1000] [--tracelens PATH] [--dir DIR] [--gzip] [--replicate TRACE] [--hta PYTHON]`
 //!
 //! For each size, generates (once) a trace under DIR — synthetic, or with `--replicate` a real
 //! corpus trace copied to the size — then in the same run times `cat FILE > /dev/null` and
 //! `tracelens analyze FILE --format json` (output discarded), and prints throughput in MB/s
 //! of trace text and events/s, the ratio to `cat`, CPU use, peak RSS and peak RSS per kept
 //! event.
+//!
+//! With `--hta PYTHON` (or `TRACELENS_HTA_PYTHON`): a Python that imports `hta`
+//! (HolisticTraceAnalysis), also times HTA's idle-time breakdown on the same file and prints
+//! how many times faster and leaner tracelens is. Never required; skipped when absent.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -29,6 +33,8 @@ fn main() {
     let gzip = args.iter().any(|a| a == "--gzip");
     let gen = Path::new(&std::env::args().next().unwrap()).with_file_name("tracelens-gen");
     let replicate = opt("--replicate");
+    let hta = opt("--hta").or_else(|| std::env::var("TRACELENS_HTA_PYTHON").ok());
+    let mut hta_rows = Vec::new();
     let replicator =
         Path::new(&std::env::args().next().unwrap()).with_file_name("tracelens-replicate");
     std::fs::create_dir_all(&dir).expect("bench dir");
@@ -83,6 +89,9 @@ fn main() {
         let doc: serde_json::Value = serde_json::from_slice(&doc.stdout).unwrap_or_default();
         let read = doc["input"]["events_read"].as_f64().unwrap_or(0.0);
         let kept = doc["input"]["events_kept"].as_f64().unwrap_or(0.0).max(1.0);
+        if let Some(python) = &hta {
+            hta_rows.push(compare_with_hta(python, &path, &name, &tl, &dir));
+        }
         println!(
             "| {name} | {file_mb:.0} | {text_mb:.0} | {:.3} | {:.3} | {:.0} | {:.1} M | {:.0} | {:.1}x | {:.0} % | {:.0} | {:.0} B |",
             cat.seconds,
@@ -96,4 +105,45 @@ fn main() {
             tl.peak_rss_kb as f64 * 1024.0 / kept
         );
     }
+    if !hta_rows.is_empty() {
+        println!();
+        println!("| trace | HTA s | HTA peak RSS MB | tracelens faster | tracelens less memory |");
+        println!("|---|---:|---:|---:|---:|");
+        for row in hta_rows {
+            println!("{row}");
+        }
+    }
+}
+
+/// HTA's idle-time breakdown on `path` (in a folder of its own: HTA reads every file of a
+/// trace folder as a rank), measured, as a table row against tracelens's run `tl`.
+fn compare_with_hta(
+    python: &str,
+    path: &Path,
+    name: &str,
+    tl: &tracelens_bench::measure::Measure,
+    dir: &Path,
+) -> String {
+    let folder = dir.join(format!("hta_{name}"));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).expect("HTA folder");
+    let link = folder.join("rank0.json");
+    let target = std::fs::canonicalize(path).expect("trace path");
+    std::os::unix::fs::symlink(&target, &link).expect("link for HTA");
+    let script = "import sys\nfrom hta.trace_analysis import TraceAnalysis\n\
+                  a = TraceAnalysis(trace_dir=sys.argv[1])\n\
+                  a.get_idle_time_breakdown(visualize=False)\n";
+    let m =
+        tracelens_bench::measure::measure(Command::new(python).args(["-c", script]).arg(&folder));
+    let _ = std::fs::remove_dir_all(&folder);
+    if m.exit_code != Some(0) {
+        return format!("| {name} | HTA failed (exit {:?}) | | | |", m.exit_code);
+    }
+    format!(
+        "| {name} | {:.2} | {:.0} | {:.0}x | {:.0}x |",
+        m.seconds,
+        m.peak_rss_kb as f64 / 1024.0,
+        m.seconds / tl.seconds,
+        m.peak_rss_kb as f64 / tl.peak_rss_kb.max(1) as f64
+    )
 }
