@@ -2,7 +2,9 @@
 //! them as *ignored* (with the reason) rather than as passed:
 //! - `no_corpus`: the trace corpus (`$TRACELENS_CORPUS`, default `../shared/traces`) is absent;
 //! - `no_browser`: no Chromium on `PATH` (or `$TRACELENS_CHROMIUM`);
-//! - `no_duckdb`: no `$TRACELENS_DUCKDB_PYTHON` (a Python with the duckdb package).
+//! - `no_duckdb`: no `$TRACELENS_DUCKDB_PYTHON` (a Python with the duckdb package);
+//! - `no_real_traces`: no PyTorch scenario traces recorded under `fixtures/real/` yet (they
+//!   need a lent GPU: `scenarios/README.md`).
 //!
 //! With `TRACELENS_REQUIRE_CORPUS=1` / `TRACELENS_REQUIRE_BROWSER=1` (as `.ci/run` sets) the
 //! tests are never ignored: they run and fail loudly when what they need is missing.
@@ -17,6 +19,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_corpus)");
     println!("cargo::rustc-check-cfg=cfg(no_browser)");
     println!("cargo::rustc-check-cfg=cfg(no_duckdb)");
+    println!("cargo::rustc-check-cfg=cfg(no_real_traces)");
     for var in [
         "TRACELENS_CORPUS",
         "TRACELENS_REQUIRE_CORPUS",
@@ -65,5 +68,12 @@ fn main() {
         && !required("TRACELENS_REQUIRE_DUCKDB")
     {
         println!("cargo:rustc-cfg=no_duckdb");
+    }
+    let real = root.join("fixtures/real");
+    println!("cargo:rerun-if-changed={}", real.display());
+    let recorded =
+        std::fs::read_dir(&real).is_ok_and(|entries| entries.flatten().any(|e| e.path().is_dir()));
+    if !recorded {
+        println!("cargo:rustc-cfg=no_real_traces");
     }
 }
