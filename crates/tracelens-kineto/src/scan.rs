@@ -31,6 +31,14 @@ pub(crate) struct Masks {
 }
 
 impl Masks {
+    /// The brackets that are not inside a string, for a block that starts inside one or
+    /// not (`in_string`) and holds no backslash: bytes from an opening quote to its closing
+    /// quote are the running XOR of the quotes.
+    pub fn brackets_outside_strings(&self, in_string: bool) -> u64 {
+        let carried = if in_string { u64::MAX } else { 0 };
+        let inside_strings = prefix_xor(self.quote) ^ carried;
+        (self.open | self.close) & !inside_strings
+    }
     /// Classifies 64 bytes, 16 at a time with SSE2 (part of every x86-64 CPU).
     #[cfg(target_arch = "x86_64")]
     pub fn of<const SEPARATORS: bool>(block: &[u8; BLOCK]) -> Masks {
@@ -162,9 +170,7 @@ impl Scanner {
                 self.slow_until = self.at + BLOCK;
                 return None;
             }
-            let carried = if self.in_string { u64::MAX } else { 0 };
-            let inside_strings = prefix_xor(m.quote) ^ carried;
-            let mut brackets = (m.open | m.close) & !inside_strings;
+            let mut brackets = m.brackets_outside_strings(self.in_string);
             while brackets != 0 {
                 let i = brackets.trailing_zeros();
                 if m.open >> i & 1 == 1 {
@@ -268,8 +274,18 @@ impl Scanner {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// A small deterministic random source for the soup tests.
+    pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
 
     #[test]
     fn strings_with_escapes_and_raw_controls() {
@@ -307,17 +323,11 @@ mod tests {
     fn blocks_agree_with_bytes() {
         // Balanced, drifting deeper, and string-heavy soups, so values end in every block.
         let alphabets: [&[u8]; 3] = [br#"{}[]"\ ab,:"#, br#"{{[[}]"\ ab,:"#, br#"{}""\abcdefgh"#];
-        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
         for _ in 0..3000 {
             let len = 1 + (next() % 400) as usize;
             let mut text = vec![b'{'];
-            let backslashes = next() % 4 == 0;
+            let backslashes = next() & 3 == 0;
             let alphabet = alphabets[(next() % 3) as usize];
             for _ in 0..len {
                 let b = alphabet[(next() % alphabet.len() as u64) as usize];

@@ -6,7 +6,7 @@
 //! token, a string, a stray bracket, a byte-order mark) stops the run before it, and the
 //! reader takes it from there on its own, so the events read are the same either way.
 
-use crate::scan::{prefix_xor, Masks, BLOCK};
+use crate::scan::{Masks, BLOCK};
 
 /// Where a scan stopped.
 #[derive(Debug, PartialEq, Eq)]
@@ -73,9 +73,7 @@ impl Splitter {
             self.slow_until = self.at + BLOCK;
             return None;
         }
-        let carried = if self.in_string { u64::MAX } else { 0 };
-        let inside_strings = prefix_xor(m.quote) ^ carried;
-        let mut brackets = (m.open | m.close) & !inside_strings;
+        let mut brackets = m.brackets_outside_strings(self.in_string);
         // Start of the stretch between elements being checked, as a bit index.
         let mut between_from = 0u32;
         while brackets != 0 {
@@ -214,13 +212,7 @@ mod tests {
             b"]",
             b"\xEF\xBB\xBF",
         ];
-        let mut seed = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::scan::tests::xorshift(0x2545_F491_4F6C_DD1Du64);
         for round in 0..4000 {
             let mut text = Vec::new();
             let usual = round % 2 == 0;
