@@ -58,6 +58,7 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--budget-s", type=float, default=420.0, help="for all cases together")
     p.add_argument("--cases", default=",".join(CASES))
+    p.add_argument("--device", default="cuda", help="cpu only checks that the cases run")
     args = p.parse_args()
     cases = [c for c in args.cases.split(",") if c]
     unknown = [c for c in cases if c not in CASES]
@@ -75,7 +76,16 @@ def main():
         started = time.monotonic()
         try:
             run = subprocess.run(
-                [sys.executable, os.path.join(HERE, "train.py"), "--case", case, "--out", traces],
+                [
+                    sys.executable,
+                    os.path.join(HERE, "train.py"),
+                    "--case",
+                    case,
+                    "--out",
+                    traces,
+                    "--device",
+                    args.device,
+                ],
                 capture_output=True,
                 text=True,
                 timeout=min(left, 120),

@@ -5,9 +5,12 @@ with torch.profiler, so tracelens can be checked against traces whose cause is k
 
 Everything is made in memory (a small CNN, random images and labels): nothing is
 downloaded. Each case runs a warm-up and then profiles ACTIVE_STEPS steps, written by
-tensorboard_trace_handler as <out>/<case>/<case>.<time>.pt.trace.json.gz. The planted lines
-are marked `# planted:` and scenarios/expected/<case>.toml names them by file:line; a test
-checks that those lines still hold the planted code.
+tensorboard_trace_handler as <out>/<case>/<case>.<time>.pt.trace.json.gz.
+
+Each planted problem sits in a small function of its own whose `def` line is marked
+`# planted: <case>`: Kineto names a Python frame by the line its function starts on, so a
+call site reads `train.py:<def line> <function>`. scenarios/expected/<case>.toml names that
+line, and a test checks that it is still marked.
 """
 
 import argparse
@@ -94,14 +97,15 @@ def main(argv):
     trace_dir = os.path.join(args.out, case)
     os.makedirs(trace_dir, exist_ok=True)
     with profile(
-        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+        activities=[ProfilerActivity.CPU]
+        + ([ProfilerActivity.CUDA] if device.type == "cuda" else []),
         schedule=schedule(wait=1, warmup=WARMUP_STEPS - 1, active=ACTIVE_STEPS, repeat=1),
         on_trace_ready=tensorboard_trace_handler(trace_dir, worker_name=case, use_gzip=True),
         with_stack=True,
     ) as prof:
-        for step, (images, labels) in enumerate(loader):  # planted: workers_0, cv2_threads
-            if step >= WARMUP_STEPS + ACTIVE_STEPS:
-                break
+        batches = iter(loader)
+        for step in range(WARMUP_STEPS + ACTIVE_STEPS):
+            images, labels = next_batch(batches)
             images, labels = copy_batch(images, labels, device, non_blocking)
             optimizer.zero_grad(set_to_none=True)
             loss = loss_fn(model(images), labels)
@@ -120,39 +124,45 @@ def main(argv):
             if case == "synchronize":
                 wait_for_gpu()
             prof.step()
-    torch.cuda.synchronize()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
     print(f"{case}: {ACTIVE_STEPS} steps recorded under {trace_dir}", flush=True)
 
 
-def copy_batch(images, labels, device, non_blocking):
-    images = images.to(device, non_blocking=non_blocking)  # planted: pinned_blocking, pageable_copy
+def next_batch(batches):  # planted: workers_0, cv2_threads
+    return next(batches)
+
+
+def copy_batch(images, labels, device, non_blocking):  # planted: pinned_blocking, pageable_copy
+    images = images.to(device, non_blocking=non_blocking)
     labels = labels.to(device, non_blocking=non_blocking)
     return images, labels
 
 
-def tiny_ops(x):
+def tiny_ops(x):  # planted: tiny_kernels
     for _ in range(200):
-        x = x * 1.0001 + 0.0001  # planted: tiny_kernels
+        x = x * 1.0001 + 0.0001
     return x
 
 
-def log_loss(loss, step):
-    value = loss.item()  # planted: item_every_step
+def log_loss(loss, step):  # planted: item_every_step
+    value = loss.item()
     if step % 50 == 0:
         print(f"step {step}: loss {value:.4f}", flush=True)
 
 
-def check_finite(loss):
+def check_finite(loss):  # planted: tensor_any
     import torch
 
-    if torch.isnan(loss).any():  # planted: tensor_any
+    if torch.isnan(loss).any():
         raise FloatingPointError("loss is NaN")
 
 
-def wait_for_gpu():
+def wait_for_gpu():  # planted: synchronize
     import torch
 
-    torch.cuda.synchronize()  # planted: synchronize
+    if torch.cuda.is_available():  # only for a smoke run on the CPU
+        torch.cuda.synchronize()
 
 
 if __name__ == "__main__":
