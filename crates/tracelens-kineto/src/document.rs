@@ -112,7 +112,7 @@ fn stream_events<R: Read>(
                 let at = input.offset();
                 if let (b'{', Some(d)) = (first, decoders.as_mut()) {
                     if let Some(run) = input.take_run(RUN_BYTES, RUN_WINDOW) {
-                        d.push_run(input.bytes(run), at, events);
+                        d.push(input.bytes(run), at, events);
                         continue;
                     }
                 }

@@ -20,14 +20,13 @@ struct Batch {
     pieces: Vec<Piece>,
 }
 
-/// A range of a batch's bytes.
+/// A range of a batch's bytes: one value, or a run of whole elements ([`crate::split`]),
+/// walked the same way.
 struct Piece {
     start: usize,
     end: usize,
     /// Decoded byte offset of `start`.
     offset: u64,
-    /// A run of whole elements ([`crate::split`]) rather than one value.
-    run: bool,
 }
 
 /// Threads to decode with.
@@ -70,13 +69,9 @@ impl Decoders {
                     let mut reader = EventReader::default();
                     for p in &batch.pieces {
                         let bytes = &batch.bytes[p.start..p.end];
-                        if p.run {
-                            crate::split::for_each_element(bytes, |rest, at| {
-                                reader.read_next(rest, p.offset + at as u64)
-                            });
-                        } else {
-                            reader.read(bytes, p.offset);
-                        }
+                        crate::split::for_each_element(bytes, |rest, at| {
+                            reader.read_next(rest, p.offset + at as u64)
+                        });
                     }
                     if results.send((index, reader)).is_err() {
                         return;
@@ -121,26 +116,13 @@ impl Decoders {
         }
     }
 
-    /// Queues one raw event found at decoded byte `offset`.
+    /// Queues one raw value, or a run of whole events ([`crate::split`]), found at decoded
+    /// byte `offset`.
     pub fn push(&mut self, raw: &[u8], offset: u64, events: &mut EventReader) {
-        self.push_piece(raw, offset, false, events);
-    }
-
-    /// Queues a run of whole events ([`crate::split`]) found at decoded byte `offset`.
-    pub fn push_run(&mut self, raw: &[u8], offset: u64, events: &mut EventReader) {
-        self.push_piece(raw, offset, true, events);
-    }
-
-    fn push_piece(&mut self, raw: &[u8], offset: u64, run: bool, events: &mut EventReader) {
         let start = self.current.bytes.len();
         self.current.bytes.extend_from_slice(raw);
         let end = self.current.bytes.len();
-        self.current.pieces.push(Piece {
-            start,
-            end,
-            offset,
-            run,
-        });
+        self.current.pieces.push(Piece { start, end, offset });
         if self.current.bytes.len() >= BATCH_BYTES {
             self.send();
             self.absorb_ready(events, false);

@@ -156,8 +156,9 @@ fn bits_between(from: u32, to: u32) -> u64 {
 }
 
 /// Walks the elements of a run found by a [`Splitter`] (whole objects between whitespace
-/// and commas): `read(rest, offset)` gets the bytes from an element's start to the run's
-/// end and returns the element's length.
+/// and commas), or the one value of a range the byte scanner measured: `read(rest, offset)`
+/// gets the bytes from an element's start to the range's end and returns the element's
+/// length.
 pub fn for_each_element(run: &[u8], mut read: impl FnMut(&[u8], usize) -> usize) {
     let mut i = 0;
     while i < run.len() {
