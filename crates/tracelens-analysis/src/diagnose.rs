@@ -4,7 +4,7 @@ use crate::breakdown::{breakdown, Breakdown};
 use crate::copies::{copy_report, CopyReport};
 use crate::credit::credit_idle;
 use crate::dataloader::{data_loader_report, DataLoaderReport};
-use crate::detectors::{all_detectors, sync_site_reported, Context};
+use crate::detectors::{all_detectors, sync_site_reported, Context, Detector};
 use crate::environment::{framework, Framework};
 use crate::finding::{Finding, WinKind};
 use crate::idle::{attribute_idle, DeviceIdle, IdleCause, UnattributedReason, WaitEvidence};
@@ -160,20 +160,42 @@ impl Diagnosis {
 /// Diagnoses a trace.
 pub fn diagnose(trace: &Trace) -> Diagnosis {
     let window = analysis_window(trace);
-    diagnose_with(trace, &device_work(trace), window)
+    let detectors = all_detectors();
+    let detectors: Vec<&dyn Detector> = detectors.iter().map(AsRef::as_ref).collect();
+    diagnose_with(trace, &device_work(trace), window, &detectors)
+}
+
+/// The findings of `detectors` alone on `trace`, over the same shared analyses as
+/// [`diagnose`] (a detector's unit tests).
+#[cfg(test)]
+pub(crate) fn detect_with(trace: &Trace, detectors: &[&dyn Detector]) -> Vec<Finding> {
+    diagnose_with(
+        trace,
+        &device_work(trace),
+        analysis_window(trace),
+        detectors,
+    )
+    .findings
 }
 
 /// The overview and the diagnosis together, collecting the device work once.
 pub fn analyze(trace: &Trace) -> (crate::Overview, Diagnosis) {
     let works = device_work(trace);
     let window = analysis_window(trace);
+    let detectors = all_detectors();
+    let detectors: Vec<&dyn Detector> = detectors.iter().map(AsRef::as_ref).collect();
     (
         crate::overview::overview_of(trace, &works, window.as_ref().map(|w| w.interval)),
-        diagnose_with(trace, &works, window),
+        diagnose_with(trace, &works, window, &detectors),
     )
 }
 
-fn diagnose_with(trace: &Trace, works: &[DeviceWork], window: Option<AnalysisWindow>) -> Diagnosis {
+fn diagnose_with(
+    trace: &Trace,
+    works: &[DeviceWork],
+    window: Option<AnalysisWindow>,
+    detectors: &[&dyn Detector],
+) -> Diagnosis {
     let threads = ThreadIndex::build(trace);
     let fw = framework(trace);
     let window_iv = window.as_ref().map(|w| w.interval);
@@ -244,7 +266,7 @@ fn diagnose_with(trace: &Trace, works: &[DeviceWork], window: Option<AnalysisWin
                 launch: &launch,
                 framework: &fw,
             };
-            all_detectors().iter().flat_map(|d| d.detect(&cx)).collect()
+            detectors.iter().flat_map(|d| d.detect(&cx)).collect()
         }
         None => Vec::new(),
     };

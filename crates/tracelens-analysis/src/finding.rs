@@ -24,6 +24,16 @@ pub enum FindingKind {
 }
 
 impl FindingKind {
+    /// Every kind, in report order. Metrics, documentation and labels are checked against it.
+    pub const ALL: [FindingKind; 6] = [
+        FindingKind::DataLoaderStall,
+        FindingKind::ImplicitSync,
+        FindingKind::PageableCopies,
+        FindingKind::LaunchBound,
+        FindingKind::HostCompute,
+        FindingKind::CpuOversubscription,
+    ];
+
     /// Snake-case label.
     pub fn label(self) -> &'static str {
         match self {

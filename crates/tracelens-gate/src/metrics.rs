@@ -49,15 +49,6 @@ pub struct Metrics {
 }
 
 /// All finding kinds, for names that exist in every run.
-const KINDS: [FindingKind; 6] = [
-    FindingKind::DataLoaderStall,
-    FindingKind::ImplicitSync,
-    FindingKind::PageableCopies,
-    FindingKind::LaunchBound,
-    FindingKind::HostCompute,
-    FindingKind::CpuOversubscription,
-];
-
 fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }
@@ -99,7 +90,7 @@ impl Metrics {
                 Unit::Percent,
             );
         }
-        for kind in KINDS {
+        for kind in FindingKind::ALL {
             let of_kind: Vec<_> = r.findings.iter().filter(|f| f.kind == kind).collect();
             let label = kind.label();
             let sum = |f: &dyn Fn(&crate::FindingResult) -> f64| {
@@ -227,7 +218,7 @@ mod tests {
                 .split('.')
                 .map(|part| {
                     if IdleCause::ALL.iter().any(|c| c.label() == part)
-                        || KINDS.iter().any(|k| k.label() == part)
+                        || FindingKind::ALL.iter().any(|k| k.label() == part)
                     {
                         "<…>"
                     } else {
@@ -240,6 +231,72 @@ mod tests {
                 || doc.contains(&format!("`{}`", pattern.replace("<…>", "<cause>")))
                 || doc.contains(&format!("`{}`", pattern.replace("<…>", "<kind>")));
             assert!(documented, "{n} is not in docs/rules.md");
+        }
+    }
+
+    #[test]
+    fn every_finding_kind_and_idle_cause_has_metrics_a_doc_entry_and_a_label() {
+        let names = Metrics::all_names();
+        let rules = include_str!("../../../docs/rules.md");
+        let json = include_str!("../../../docs/json-output.md");
+        let listed = |doc: &str, what: &str| {
+            doc.lines()
+                .find(|l| l.starts_with(&format!("`<{what}>`:")))
+                .map(|first| {
+                    // The list runs from that line to a blank line or the next list.
+                    let rest = doc.lines().skip_while(|l| *l != first).skip(1);
+                    std::iter::once(first)
+                        .chain(rest.take_while(|l| !l.trim().is_empty() && !l.starts_with("`<")))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .unwrap_or_default()
+        };
+        let kinds_doc = listed(rules, "kind");
+        let causes_doc = listed(rules, "cause");
+        let mut labels = std::collections::BTreeSet::new();
+        for kind in FindingKind::ALL {
+            let label = kind.label();
+            assert!(!label.is_empty() && labels.insert(label), "{kind:?}: label");
+            for metric in [
+                "present",
+                "count",
+                "count_per_step",
+                "win_ms",
+                "win_percent",
+            ] {
+                let name = format!("finding.{label}.{metric}");
+                assert!(names.contains(&name), "{kind:?}: no metric {name}");
+            }
+            assert!(
+                kinds_doc.contains(&format!("`{label}`")),
+                "{label} not in docs/rules.md `<kind>`"
+            );
+            assert!(
+                json.contains(&format!("`{label}`")),
+                "{label} not in docs/json-output.md"
+            );
+        }
+        labels.clear();
+        for cause in IdleCause::ALL {
+            let label = cause.label();
+            assert!(
+                !label.is_empty() && labels.insert(label),
+                "{cause:?}: label"
+            );
+            assert!(!cause.describe().is_empty(), "{cause:?}: description");
+            for metric in ["ms", "percent"] {
+                let name = format!("idle.{label}.{metric}");
+                assert!(names.contains(&name), "{cause:?}: no metric {name}");
+            }
+            assert!(
+                causes_doc.contains(&format!("`{label}`")),
+                "{label} not in docs/rules.md `<cause>`"
+            );
+            assert!(
+                json.contains(&format!("`{label}`")),
+                "{label} not in docs/json-output.md"
+            );
         }
     }
 }

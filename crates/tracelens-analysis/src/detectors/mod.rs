@@ -1,0 +1,202 @@
+//! The detectors: the [`Detector`] trait, the [`Context`] they read and the registry
+//! ([`all_detectors`]). Each detector lives in a file of its own with unit tests on its problem
+//! fixture and its fixed twin; adding one is that file plus one line in [`all_detectors`].
+//!
+//! GPU-idle wins come from the [credit ledger](crate::credit), so no two findings claim the same
+//! idle nanosecond; shares are per-step wins over the window's step time.
+
+mod cpu_oversubscription;
+mod data_loader;
+mod host_compute;
+mod implicit_sync;
+mod launch_bound;
+mod pageable_copies;
+
+pub use cpu_oversubscription::CpuOversubscription;
+pub use data_loader::{DataLoaderStall, DATA_LOADER_SHARE_PERCENT};
+pub use host_compute::{HostCompute, HOST_COMPUTE_FINDING_PERCENT};
+pub use implicit_sync::{sync_site_reported, ImplicitSyncs, HOST_BLOCKED_FINDING_PERCENT};
+pub use launch_bound::LaunchBound;
+pub use pageable_copies::PageableCopies;
+
+use crate::copies::CopyReport;
+use crate::credit::IdleCredit;
+use crate::dataloader::{percent, DataLoaderReport};
+use crate::environment::Framework;
+use crate::finding::{Confidence, Evidence, Finding, FindingKind, Severity, WinKind};
+use crate::idle::DeviceIdle;
+use crate::launch::LaunchReport;
+use crate::syncs::SyncSite;
+use crate::window::AnalysisWindow;
+use tracelens_model::{TimeNs, Trace};
+
+/// Everything detectors read.
+pub struct Context<'a> {
+    /// The trace.
+    pub trace: &'a Trace,
+    /// The analysis window.
+    pub window: &'a AnalysisWindow,
+    /// Idle attribution of the focus device (the one the verdict describes).
+    pub idle: Option<&'a DeviceIdle>,
+    /// Its idle time, credited to findings.
+    pub credit: &'a IdleCredit,
+    /// Sync call sites (GPU idle measured on the focus device).
+    pub sync_sites: &'a [SyncSite],
+    /// Copies.
+    pub copies: &'a CopyReport,
+    /// DataLoader.
+    pub dataloader: &'a DataLoaderReport,
+    /// Launch-bound stretches.
+    pub launch: &'a LaunchReport,
+    /// What the trace shows of PyTorch and the optimizer.
+    pub framework: &'a Framework,
+}
+
+/// A finding's win fields.
+pub(crate) struct Win {
+    pub(crate) total_ns: TimeNs,
+    pub(crate) per_step_ns: TimeNs,
+    pub(crate) percent: f64,
+    pub(crate) severity: Severity,
+}
+
+impl Context<'_> {
+    /// "per step", or "in the trace" when there are no steps.
+    pub(crate) fn per(&self) -> &'static str {
+        if self.window.has_steps() {
+            "per step"
+        } else {
+            "in the trace"
+        }
+    }
+
+    /// "step time", or "profiled time" when there are no steps.
+    pub(crate) fn step_time(&self) -> &'static str {
+        if self.window.has_steps() {
+            "step time"
+        } else {
+            "profiled time"
+        }
+    }
+
+    /// The win fields of a total over the window: per step, and that as a share of the step.
+    pub(crate) fn win(&self, ns: TimeNs) -> Win {
+        let per_step_ns = self.window.per_step(ns);
+        let percent = percent(per_step_ns, self.window.step_ns()).clamp(0.0, 100.0);
+        Win {
+            total_ns: ns,
+            per_step_ns,
+            percent,
+            severity: Severity::from_share(percent),
+        }
+    }
+
+    pub(crate) fn reliable(&self) -> bool {
+        self.idle.is_none_or(DeviceIdle::reliable)
+    }
+
+    pub(crate) fn finding(&self, kind: FindingKind, win_kind: WinKind, win: &Win) -> Finding {
+        Finding {
+            kind,
+            title: String::new(),
+            severity: win.severity,
+            win_kind,
+            estimated_win_ns: win.total_ns,
+            estimated_win_per_step_ns: win.per_step_ns,
+            estimated_win_percent: win.percent,
+            win_basis: String::new(),
+            cpu_cost_per_step_ns: None,
+            evidence: Evidence::default(),
+            call_site: None,
+            fix: String::new(),
+            advice: String::new(),
+            snippet: String::new(),
+            confidence: Confidence::Medium,
+        }
+    }
+}
+
+/// A detector: reads the shared analyses, reports findings.
+pub trait Detector {
+    /// Short name.
+    fn name(&self) -> &'static str;
+    /// The kind of the findings it reports.
+    fn kind(&self) -> FindingKind;
+    /// The findings (possibly none).
+    fn detect(&self, cx: &Context) -> Vec<Finding>;
+}
+
+/// All detectors, one per [`FindingKind`], in no particular order (findings are sorted by win
+/// afterwards).
+pub fn all_detectors() -> Vec<Box<dyn Detector>> {
+    vec![
+        Box::new(DataLoaderStall),
+        Box::new(ImplicitSyncs),
+        Box::new(PageableCopies),
+        Box::new(LaunchBound),
+        Box::new(HostCompute),
+        Box::new(CpuOversubscription),
+    ]
+}
+
+/// Syncs and launch stretches below this share of step time are details.
+pub const MIN_FINDING_PERCENT: f64 = 0.5;
+
+/// `1 call`, `2 calls`.
+pub(crate) fn plural(n: u64, word: &str) -> String {
+    match (n, word.ends_with("ch")) {
+        (1, _) => format!("1 {word}"),
+        (_, true) => format!("{n} {word}es"),
+        _ => format!("{n} {word}s"),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Detector fixtures: the committed scenario traces (`fixtures/scenarios/`) and what one
+    //! detector reports on them.
+    use super::Detector;
+    use crate::finding::Finding;
+    use tracelens_model::Trace;
+
+    fn scenario_path(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/scenarios")
+            .join(format!("{name}.json"))
+    }
+
+    /// A scenario trace of `fixtures/scenarios/`.
+    pub(crate) fn scenario(name: &str) -> Trace {
+        tracelens_kineto::import_file(&scenario_path(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// The text of a scenario trace, to derive a variant from.
+    pub(crate) fn scenario_text(name: &str) -> String {
+        std::fs::read_to_string(scenario_path(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+    }
+
+    /// What `detector` alone reports on `trace`, over the same shared analyses as a full
+    /// diagnosis.
+    pub(crate) fn findings_of(detector: &dyn Detector, trace: &Trace) -> Vec<Finding> {
+        crate::diagnose::detect_with(trace, &[detector])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_finding_kind_has_one_detector() {
+        let kinds: Vec<FindingKind> = all_detectors().iter().map(|d| d.kind()).collect();
+        for kind in FindingKind::ALL {
+            assert_eq!(
+                kinds.iter().filter(|&&k| k == kind).count(),
+                1,
+                "{kind:?} needs exactly one detector in all_detectors()"
+            );
+        }
+        assert_eq!(kinds.len(), FindingKind::ALL.len());
+    }
+}
