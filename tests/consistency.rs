@@ -6,9 +6,10 @@
 
 use tracelens_analysis::finding::Severity;
 use tracelens_analysis::intervals::{total_ns, union};
-use tracelens_analysis::{Diagnosis, Overview, WinKind};
+use tracelens_analysis::WinKind;
 use tracelens_model::{format_ms, Trace};
 use tracelens_report::escape::{markdown_text, terminal_text};
+use tracelens_report::Report;
 
 fn in_range(errors: &mut Vec<String>, what: &str, p: f64) {
     if !(0.0..=100.0 + 1e-9).contains(&p) || p.is_nan() {
@@ -17,7 +18,8 @@ fn in_range(errors: &mut Vec<String>, what: &str, p: f64) {
 }
 
 /// Every consistency problem of one trace's overview and diagnosis (empty when all hold).
-pub fn consistency_errors(t: &Trace, o: &Overview, d: &Diagnosis) -> Vec<String> {
+pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
+    let (o, d) = (&r.overview, &r.diagnosis);
     let mut e = Vec::new();
     let v = &d.verdict;
     in_range(&mut e, "verdict.gpu_busy_percent", v.gpu_busy_percent);
@@ -172,8 +174,8 @@ pub fn consistency_errors(t: &Trace, o: &Overview, d: &Diagnosis) -> Vec<String>
     // Every renderer shows the verdict and the same step (the terminal wraps lines: compare
     // with whitespace collapsed).
     let collapse = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
-    let text = collapse(&tracelens_report::render_text(t, o, d, false));
-    let md = tracelens_report::render_markdown(t, o, d);
+    let text = collapse(&tracelens_report::render_text(r, false));
+    let md = tracelens_report::render_markdown(r);
     let step = format_ms(v.step_ns);
     let shown = [
         ("text", &text, collapse(&terminal_text(&v.text))),
@@ -192,4 +194,37 @@ pub fn consistency_errors(t: &Trace, o: &Overview, d: &Diagnosis) -> Vec<String>
         }
     }
     e
+}
+
+/// A report read back from its JSON renders byte for byte what the report rendered directly
+/// (`tracelens report RESULT.json` against `tracelens analyze`), in every format.
+pub fn rerender_errors(report: &Report) -> Vec<String> {
+    let json = tracelens_report::render_json(report);
+    let back = match Report::from_json(&json) {
+        Ok(back) => back,
+        Err(e) => return vec![format!("its JSON does not read back: {e}")],
+    };
+    fn text(r: &Report, color: bool, verbose: bool) -> String {
+        tracelens_report::render_text_with(
+            r,
+            &tracelens_report::TextOptions {
+                color,
+                width: 100,
+                verbose,
+            },
+        )
+    }
+    type Render = fn(&Report) -> String;
+    let renders: [(&str, Render); 5] = [
+        ("JSON", tracelens_report::render_json),
+        ("HTML", tracelens_report::render_html),
+        ("Markdown", tracelens_report::render_markdown),
+        ("text", |r| text(r, false, false)),
+        ("verbose colour text", |r| text(r, true, true)),
+    ];
+    renders
+        .into_iter()
+        .filter(|(_, render)| render(report) != render(&back))
+        .map(|(name, _)| format!("{name} re-rendered from the JSON differs"))
+        .collect()
 }

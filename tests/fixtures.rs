@@ -82,9 +82,11 @@ fn json_output_is_deterministic() {
     ]);
     assert_eq!(a.code, 0);
     assert_eq!(a.stdout, b.stdout);
-    assert!(a
-        .stdout
-        .starts_with("{\n  \"schema_version\": 3,\n  \"tool\""));
+    let head = format!(
+        "{{\n  \"schema_version\": {},\n  \"tool\"",
+        tracelens_report::SCHEMA_VERSION
+    );
+    assert!(a.stdout.starts_with(&head), "{}", &a.stdout[..40]);
 }
 
 #[test]

@@ -22,11 +22,11 @@ fn every_fuzz_regression_runs_clean() {
             if let Ok(trace) =
                 tracelens_kineto::import_stream(std::io::Cursor::new(bytes), Path::new(&name), 0)
             {
-                let (o, d) = tracelens_analysis::analyze(&trace);
-                let _ = tracelens_report::render_text(&trace, &o, &d, false);
-                let _ = tracelens_report::render_markdown(&trace, &o, &d);
-                let _ = tracelens_report::render_json(&trace, &o, &d);
-                let _ = tracelens_report::render_html(&trace, &o, &d);
+                let report = tracelens_report::Report::build(&trace);
+                let _ = tracelens_report::render_text(&report, false);
+                let _ = tracelens_report::render_markdown(&report);
+                let _ = tracelens_report::render_json(&report);
+                let _ = tracelens_report::render_html(&report);
             }
         } else {
             continue;

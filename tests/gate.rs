@@ -277,3 +277,82 @@ fn real_pairs_diff_and_check() {
     ]);
     assert_eq!(c.code, 0, "{}", c.stdout);
 }
+
+#[test]
+fn a_rules_file_is_read_as_toml() {
+    let dir = std::env::temp_dir().join(format!("tracelens-toml-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = scenario("item_every_step");
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    // A literal string and a multi-line array with a comment: the rule is read and fires.
+    let literal = file(
+        "literal.toml",
+        "# the gate\nrules = [\n  'finding.implicit_sync.count_per_step >= 1', # per step\n]\n",
+    );
+    let r = run(&["check", p(&trace), "--rules", p(&literal)]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r
+        .stdout
+        .contains("FAIL  finding.implicit_sync.count_per_step >= 1"));
+    // Unknown keys are named on stderr, not silently read.
+    let unknown = file(
+        "unknown.toml",
+        "rules = [\"gpu.idle_percent > 100\"]\nfail_on = [\"x\"]\n",
+    );
+    let r = run(&["check", p(&trace), "--rules", p(&unknown)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("unknown key 'fail_on' ignored"),
+        "{}",
+        r.stderr
+    );
+    // Not TOML, or no list: one line, exit 2, before the trace is read.
+    for (name, text, why) in [
+        (
+            "broken.toml",
+            "rules = [\"a > 1\"\n",
+            "not valid TOML at line",
+        ),
+        ("typed.toml", "rules = [5]\n", "not valid TOML at line 1"),
+        ("none.toml", "other = 1\n", "no rules = [\"...\"] list"),
+    ] {
+        let path = file(name, text);
+        let r = run(&["check", "/no/such/trace.json", "--rules", p(&path)]);
+        assert_eq!(r.code, 2, "{name}");
+        assert_eq!(r.stderr.lines().count(), 1, "{name}: {}", r.stderr);
+        assert!(r.stderr.contains(why), "{name}: {}", r.stderr);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_bad_rule_is_refused_before_the_trace_is_read() {
+    // The trace does not exist: the rule's error is what the user sees, from every entry point.
+    for args in [
+        vec![
+            "analyze",
+            "/no/such/trace.json",
+            "--fail-on",
+            "gpu.idle_percnt > 5",
+        ],
+        vec![
+            "check",
+            "/no/such/trace.json",
+            "--rule",
+            "gpu.idle_percnt > 5",
+        ],
+    ] {
+        let r = run(&args);
+        assert_eq!(r.code, 2);
+        assert!(
+            r.stderr.contains("rule 'gpu.idle_percnt > 5'"),
+            "{}",
+            r.stderr
+        );
+        assert!(!r.stderr.contains("no such file"), "{}", r.stderr);
+    }
+}

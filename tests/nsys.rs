@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use tracelens_analysis::syncs::SyncTrigger;
 use tracelens_analysis::{device_utilization, diagnose, FindingKind, VerdictKind};
 use tracelens_model::{LaneKey, SpanKind, WarningKind};
-use tracelens_tests::consistency::consistency_errors;
+use tracelens_tests::consistency::{consistency_errors, rerender_errors};
 use tracelens_tests::nsys_export::Export;
 use tracelens_tests::{corpus_dir, tracelens};
 
@@ -58,10 +58,12 @@ fn every_corpus_export_loads_and_conserves_idle_time() {
                 path.display()
             );
         }
-        let (o, d) = tracelens_analysis::analyze(&t);
-        let errors = consistency_errors(&t, &o, &d);
+        let report = tracelens_report::Report::build(&t);
+        let mut errors = consistency_errors(&t, &report);
+        errors.extend(rerender_errors(&report));
         assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
-        for (idle, u) in d.device_idle.iter().zip(device_utilization(&t)) {
+        let a = tracelens_analysis::analyze(&t);
+        for (idle, u) in a.device_idle.iter().zip(device_utilization(&t)) {
             let sum: i64 = idle.by_cause.values().sum();
             assert_eq!(
                 sum,

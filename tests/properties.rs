@@ -198,8 +198,7 @@ proptest! {
         ops in prop::collection::vec((0u8..3, 0u8..8, 0i64..10_000, 0i64..800), 1..60),
     ) {
         let trace = build(steps, &ops);
-        let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
-        let errors = consistency_errors(&trace, &overview, &diagnosis);
+        let errors = consistency_errors(&trace, &tracelens_report::Report::build(&trace));
         prop_assert!(errors.is_empty(), "{:?}", errors);
     }
 }
@@ -249,10 +248,7 @@ proptest! {
         let read = |threads| {
             let path = std::path::Path::new("soup.json");
             tracelens_kineto::import_reader_with_threads(text.as_bytes(), path, 0, false, threads)
-                .map(|t| {
-                    let (o, d) = tracelens_analysis::analyze(&t);
-                    tracelens_report::render_json(&t, &o, &d)
-                })
+                .map(|t| tracelens_report::render_json(&tracelens_report::Report::build(&t)))
                 .map_err(|e| e.to_string())
         };
         let serial = read(1);

@@ -182,3 +182,72 @@ fn report_size_is_bounded_on_the_largest_scenario() {
     );
     assert!(html.len() < 400_000, "{} bytes", html.len());
 }
+
+#[test]
+fn report_rerenders_a_stored_result_byte_for_byte() {
+    let dir = std::env::temp_dir().join(format!("tracelens-rerender-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, trace) in SNAPSHOTS {
+        let result = dir.join(format!("{name}.json"));
+        std::fs::write(&result, render(trace, "json")).unwrap();
+        let result = result.to_str().unwrap();
+        for format in ["html", "md", "json"] {
+            let again = tracelens(["report", result, "--format", format]);
+            assert_eq!(again.code, 0, "{}", again.stderr);
+            assert_eq!(again.stdout, render(trace, format), "{name} as {format}");
+        }
+        // The summary, without the HTML file analyze writes beside it.
+        let direct = tracelens(["analyze", trace, "--no-report"]);
+        let again = tracelens(["report", result]);
+        assert_eq!(again.code, 0, "{}", again.stderr);
+        assert_eq!(again.stdout, direct.stdout, "{name} as text");
+        // -o FILE: the format follows the extension.
+        let html = dir.join(format!("{name}.html"));
+        let run = tracelens(["report", result, "-o", html.to_str().unwrap()]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        assert_eq!(
+            std::fs::read_to_string(&html).unwrap(),
+            render(trace, "html")
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn report_refuses_other_versions_and_non_results_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("tracelens-rerender-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let doc = render("../fixtures/scenarios/item_every_step.json", "json");
+    let version = format!("\"schema_version\": {}", tracelens_report::SCHEMA_VERSION);
+    assert!(doc.contains(&version));
+    let cases = [
+        (
+            "newer.json",
+            doc.replacen(&version, "\"schema_version\": 99", 1),
+            "schema version 99 is newer than this tracelens reads",
+        ),
+        (
+            "older.json",
+            doc.replacen(&version, "\"schema_version\": 3", 1),
+            "schema version 3 is older than this tracelens reads",
+        ),
+        (
+            "trace.json",
+            std::fs::read_to_string(repo_root().join("fixtures/scenarios/item_every_step.json"))
+                .unwrap(),
+            "not a tracelens result",
+        ),
+        ("broken.json", doc[..doc.len() / 2].to_string(), "malformed"),
+        ("text.json", "hello".to_string(), "not JSON"),
+    ];
+    for (file, text, why) in cases {
+        let path = dir.join(file);
+        std::fs::write(&path, text).unwrap();
+        let run = tracelens(["report", path.to_str().unwrap(), "--format", "html"]);
+        assert_eq!(run.code, 2, "{file}");
+        assert!(run.stdout.is_empty(), "{file}: {}", run.stdout);
+        assert_eq!(run.stderr.lines().count(), 1, "{file}: {}", run.stderr);
+        assert!(run.stderr.contains(why), "{file}: {}", run.stderr);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tracelens_gate::{parse_rule, Metrics, Results};
+use tracelens_results::{parse_rule, Metrics, Results};
 
 fuzz_target!(|text: &str| {
     match parse_rule(text) {

@@ -35,7 +35,7 @@ def main() -> None:
     assert out.stdout.startswith("tracelens "), out.stdout
     # The module.
     doc = tracelens.analyze(bad)
-    assert doc["schema_version"] == 3, doc["schema_version"]
+    assert doc["schema_version"] == 4, doc["schema_version"]
     kinds = [f["kind"] for f in doc["results"]["findings"]]
     assert "data_loader_stall" in kinds, kinds
     try:

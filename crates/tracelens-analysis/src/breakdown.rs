@@ -11,7 +11,7 @@ use serde::Serialize;
 use tracelens_model::{profiler_step_number, Interval, SpanId, SpanKind, TimeNs, Trace};
 
 /// Time per category in one step (or the average over steps).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct CategoryTimes {
     /// Kernels (communication kernels excluded).
     pub kernel_ns: TimeNs,
@@ -61,7 +61,7 @@ impl CategoryTimes {
 }
 
 /// Percent of step time per category.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct CategoryPercent {
     /// Kernels.
     pub kernel: f64,
@@ -82,7 +82,7 @@ pub struct CategoryPercent {
 }
 
 /// One step's breakdown.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct StepBreakdown {
     /// Step number.
     pub step: i64,
@@ -95,7 +95,7 @@ pub struct StepBreakdown {
 }
 
 /// The breakdown of the analysis window, step by step when it has steps.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Breakdown {
     /// Per step; empty when the window has no steps.
     pub steps: Vec<StepBreakdown>,

@@ -9,7 +9,7 @@ use serde::Serialize;
 use tracelens_model::{CopyDirection, Interval, MemoryKind, SpanId, SpanKind, TimeNs, Trace};
 
 /// Totals for one class of copies.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CopyStats {
     /// Number of copies.
     pub count: u64,
@@ -34,7 +34,7 @@ impl CopyStats {
 }
 
 /// All copies of a trace, classified.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct CopyReport {
     /// Host→device from pageable memory.
     pub htod_pageable: CopyStats,

@@ -10,7 +10,7 @@ use serde::Serialize;
 use tracelens_model::{SpanKind, TimeNs, Trace};
 
 /// Which DataLoader iterator the trace shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IteratorKind {
     /// `_SingleProcessDataLoaderIter`: `num_workers=0`, loading runs on the training thread.
@@ -24,7 +24,7 @@ pub enum IteratorKind {
 }
 
 /// One step's loading.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct StepLoading {
     /// Step number.
     pub step: i64,
@@ -39,7 +39,7 @@ pub struct StepLoading {
 }
 
 /// The DataLoader over the whole trace.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct DataLoaderReport {
     /// Iterator kind, when any `__next__` range is present.
     pub iterator: Option<IteratorKind>,

@@ -12,6 +12,7 @@ use crate::kernels::{top_kernels, KernelStat};
 use crate::launch::{launch_report, LaunchReport};
 use crate::syncs::{find_syncs, group_sync_sites, SyncSite, SyncTrigger};
 use crate::threads::ThreadIndex;
+use crate::timeline::TimelineView;
 use crate::utilization::{device_work, DeviceWork, GpuOp};
 use crate::verdict::{verdict, Verdict, VerdictInput};
 use crate::window::{analysis_window, AnalysisWindow};
@@ -21,7 +22,7 @@ use std::collections::BTreeMap;
 use tracelens_model::{Interval, TimeNs, Trace};
 
 /// Idle time of one cause.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct CauseTime {
     /// The cause.
     pub cause: IdleCause,
@@ -47,7 +48,7 @@ fn by_size(by_cause: &BTreeMap<IdleCause, TimeNs>, idle_ns: TimeNs) -> Vec<Cause
 }
 
 /// A gap and how its time splits by cause.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct GapSummary {
     /// When.
     pub interval: Interval,
@@ -62,7 +63,7 @@ pub struct GapSummary {
 }
 
 /// Idle attribution of one device, for output.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct IdleSummary {
     /// Device index.
     pub device: i64,
@@ -92,7 +93,7 @@ pub struct IdleSummary {
 }
 
 /// The wins against the idle time they come from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct WinTotals {
     /// Idle time of the focus device in the window.
     pub idle_ns: TimeNs,
@@ -103,7 +104,7 @@ pub struct WinTotals {
 }
 
 /// Sync calls, grouped.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct SyncSummary {
     /// Host-blocking calls in the window (profiler-injected ones included).
     pub calls: u64,
@@ -116,7 +117,7 @@ pub struct SyncSummary {
 }
 
 /// The full diagnosis of a trace.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Diagnosis {
     /// The answer, and the figures behind it.
     pub verdict: Verdict,
@@ -142,27 +143,48 @@ pub struct Diagnosis {
     pub breakdown: Option<Breakdown>,
     /// The 20 kernels with the most GPU time in the window.
     pub top_kernels: Vec<KernelStat>,
-    /// Full idle attribution (for renderers and tests; not serialized).
-    #[serde(skip)]
-    pub device_idle: Vec<DeviceIdle>,
-    /// Index in `device_idle` of the focus device (the verdict's), if any.
-    #[serde(skip)]
-    pub focus: Option<usize>,
+    /// The device the verdict describes (the most busy time in the window), if any.
+    pub focus_device: Option<i64>,
 }
 
 impl Diagnosis {
-    /// The focus device's idle attribution.
+    /// The idle summary of the focus device.
+    pub fn focus_idle(&self) -> Option<&IdleSummary> {
+        let device = self.focus_device?;
+        self.idle.iter().find(|i| i.device == device)
+    }
+
+    /// Whether figures are per profiled step (else for the whole window).
+    pub fn has_steps(&self) -> bool {
+        self.window.as_ref().is_some_and(AnalysisWindow::has_steps)
+    }
+}
+
+/// Everything the analyses compute over one trace, once: what the reports show, and the full
+/// idle attribution behind it (spans and segments that mean something only next to this
+/// trace, for annotations and tests).
+pub struct Analysis {
+    /// Counts, steps and devices at a glance.
+    pub overview: crate::Overview,
+    /// The diagnosis.
+    pub diagnosis: Diagnosis,
+    /// The timeline of the representative step, binned for pictures.
+    pub timeline: Option<TimelineView>,
+    /// Full idle attribution per device, in `diagnosis.idle` order.
+    pub device_idle: Vec<DeviceIdle>,
+}
+
+impl Analysis {
+    /// The focus device's full idle attribution.
     pub fn focus_idle(&self) -> Option<&DeviceIdle> {
-        self.focus.map(|i| &self.device_idle[i])
+        let device = self.diagnosis.focus_device?;
+        self.device_idle.iter().find(|d| d.device == device)
     }
 }
 
 /// Diagnoses a trace.
 pub fn diagnose(trace: &Trace) -> Diagnosis {
-    let window = analysis_window(trace);
-    let detectors = all_detectors();
-    let detectors: Vec<&dyn Detector> = detectors.iter().map(AsRef::as_ref).collect();
-    diagnose_with(trace, &device_work(trace), window, &detectors)
+    analyze(trace).diagnosis
 }
 
 /// The findings of `detectors` alone on `trace`, over the same shared analyses as
@@ -175,19 +197,30 @@ pub(crate) fn detect_with(trace: &Trace, detectors: &[&dyn Detector]) -> Vec<Fin
         analysis_window(trace),
         detectors,
     )
+    .0
     .findings
 }
 
-/// The overview and the diagnosis together, collecting the device work once.
-pub fn analyze(trace: &Trace) -> (crate::Overview, Diagnosis) {
+/// Every analysis of a trace, collecting the device work once.
+pub fn analyze(trace: &Trace) -> Analysis {
     let works = device_work(trace);
     let window = analysis_window(trace);
     let detectors = all_detectors();
     let detectors: Vec<&dyn Detector> = detectors.iter().map(AsRef::as_ref).collect();
-    (
-        crate::overview::overview_of(trace, &works, window.as_ref().map(|w| w.interval)),
-        diagnose_with(trace, &works, window, &detectors),
-    )
+    let overview = crate::overview::overview_of(trace, &works, window.as_ref().map(|w| w.interval));
+    let (diagnosis, device_idle) = diagnose_with(trace, &works, window, &detectors);
+    let timeline = diagnosis.window.as_ref().and_then(|w| {
+        let focus = device_idle
+            .iter()
+            .find(|d| Some(d.device) == diagnosis.focus_device)?;
+        crate::timeline::build(trace, w, focus)
+    });
+    Analysis {
+        overview,
+        diagnosis,
+        timeline,
+        device_idle,
+    }
 }
 
 fn diagnose_with(
@@ -195,7 +228,7 @@ fn diagnose_with(
     works: &[DeviceWork],
     window: Option<AnalysisWindow>,
     detectors: &[&dyn Detector],
-) -> Diagnosis {
+) -> (Diagnosis, Vec<DeviceIdle>) {
     let threads = ThreadIndex::build(trace);
     let fw = framework(trace);
     let window_iv = window.as_ref().map(|w| w.interval);
@@ -300,7 +333,8 @@ fn diagnose_with(
         sites: sites.into_iter().take(50).collect(),
     };
     let breakdown = window.as_ref().map(|w| breakdown(trace, w));
-    Diagnosis {
+    let focus_device = focus.map(|i| device_idle[i].device);
+    let diagnosis = Diagnosis {
         verdict,
         framework: fw,
         findings,
@@ -312,10 +346,10 @@ fn diagnose_with(
         launch,
         breakdown,
         top_kernels: top_kernels(trace, window_iv, 20),
-        device_idle,
-        focus,
+        focus_device,
         window,
-    }
+    };
+    (diagnosis, device_idle)
 }
 
 fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {

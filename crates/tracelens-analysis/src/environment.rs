@@ -6,7 +6,7 @@ use serde::Serialize;
 use tracelens_model::{NameId, Trace};
 
 /// A PyTorch `major.minor` version.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 pub struct TorchVersion {
     /// Major.
     pub major: u32,
@@ -35,7 +35,7 @@ pub const OPTIMIZER_FOREACH: TorchVersion = TorchVersion::new(1, 12);
 pub const FUSED_SGD: TorchVersion = TorchVersion::new(2, 4);
 
 /// The software facts advice depends on.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Framework {
     /// Oldest PyTorch the trace can come from (format generation, compiled regions).
     pub torch_min: Option<TorchVersion>,

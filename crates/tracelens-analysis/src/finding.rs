@@ -87,7 +87,7 @@ impl Severity {
 }
 
 /// How sure the attribution is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Confidence {
     /// Indirect evidence or under-recorded regions.
@@ -99,7 +99,7 @@ pub enum Confidence {
 }
 
 /// One typed value of evidence.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EvidenceValue {
     /// A number of things.
@@ -115,7 +115,7 @@ pub enum EvidenceValue {
 }
 
 /// One named piece of evidence.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct EvidenceItem {
     /// What it is (`calls`, `host blocked`, an op name).
     pub label: String,
@@ -124,7 +124,7 @@ pub struct EvidenceItem {
 }
 
 /// The trace evidence behind a finding (sampled, never a dump).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Evidence {
     /// Up to five example time ranges (trace ns).
     pub time_ranges: Vec<Interval>,
@@ -155,7 +155,7 @@ impl Evidence {
 }
 
 /// One diagnosed problem.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Finding {
     /// What kind.
     pub kind: FindingKind,

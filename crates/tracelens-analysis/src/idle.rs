@@ -128,7 +128,9 @@ impl IdleCause {
 }
 
 /// Why a gap could not be attributed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum UnattributedReason {
     /// The op that ends the gap has a correlation id but its launch is not in the trace
@@ -142,7 +144,7 @@ pub enum UnattributedReason {
 }
 
 /// What shows a GPU-side wait.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum WaitEvidence {
     /// A stream-wait call (`cudaStreamWaitEvent`, `hipStreamWaitEvent`) on the launching
@@ -157,7 +159,7 @@ pub enum WaitEvidence {
 }
 
 /// One piece of a gap with one cause.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct IdleSegment {
     /// Why.
     pub cause: IdleCause,

@@ -6,7 +6,7 @@ use serde::Serialize;
 use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace};
 
 /// One kernel name's totals.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct KernelStat {
     /// Kernel name.
     pub name: String,
@@ -23,7 +23,9 @@ pub struct KernelStat {
 }
 
 /// What a kernel does, from its name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum KernelClass {
     /// Matrix multiply in plain FP32 (no tensor cores).

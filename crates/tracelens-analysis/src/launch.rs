@@ -14,7 +14,7 @@ pub const SHORT_LAUNCH_MAX_NS: TimeNs = 50 * NS_PER_US;
 pub const MIN_STRETCH_KERNELS: usize = 10;
 
 /// One run of consecutive short kernels.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct LaunchStretch {
     /// Device index.
     pub device: i64,
@@ -34,7 +34,7 @@ pub struct LaunchStretch {
 }
 
 /// Launch statistics of the trace.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct LaunchReport {
     /// Kernels with a launch call in the measured window.
     pub kernels_with_launch: u64,
@@ -60,7 +60,7 @@ pub struct LaunchReport {
 /// How far the host runs ahead of one stream: the delay from each launch call's start to its
 /// op's start (graph replays left out). Large delays mean the work was queued long before the
 /// GPU ran it: the host is not what the stream waits for.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct StreamLaunchDelay {
     /// Device index.
     pub device: i64,

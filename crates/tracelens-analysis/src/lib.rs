@@ -14,11 +14,16 @@
 //!   fitted to the [`environment`]; [`diagnose()`] runs them all and ranks the findings by
 //!   estimated win.
 //! - [`verdict`]: the one-sentence answer and the figures behind it.
-//! - [`timeline`]: what each CPU span is, for pictures of the timeline.
+//! - [`timeline`]: the representative step binned by class, for pictures of the timeline.
+//! - [`collectives`]: the collective kernels a multi-rank job matches across ranks.
+//! - [`annotations`]: GPU idle as tracks to write back into a trace.
+//! - [`analyze()`] runs everything once and returns the [`Analysis`].
 #![deny(missing_docs)]
 
+pub mod annotations;
 pub mod api;
 pub mod breakdown;
+pub mod collectives;
 pub mod copies;
 pub mod credit;
 pub mod dataloader;
@@ -38,7 +43,7 @@ pub mod utilization;
 pub mod verdict;
 pub mod window;
 
-pub use diagnose::{analyze, diagnose, CauseTime, Diagnosis};
+pub use diagnose::{analyze, diagnose, Analysis, CauseTime, Diagnosis};
 pub use finding::{Finding, FindingKind, WinKind};
 pub use overview::{overview, Overview, StepSummary};
 pub use utilization::{device_utilization, BusyIdle, DeviceUtilization, WindowSource};

@@ -3,11 +3,11 @@
 use crate::utilization::DeviceUtilization;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use tracelens_model::{Interval, Trace};
+use tracelens_model::{Interval, TimeNs, Trace};
 
 /// The trace's `ProfilerStep#N` ranges in brief (the step figure every report shows is the
 /// analysis window's, [`crate::window::StepStats`]).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct StepSummary {
     /// Number of steps.
     pub count: usize,
@@ -18,10 +18,10 @@ pub struct StepSummary {
 }
 
 /// Everything `tracelens analyze` reports before diagnoses.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Overview {
     /// Spans per kind label (every kind listed).
-    pub spans_by_kind: BTreeMap<&'static str, u64>,
+    pub spans_by_kind: BTreeMap<String, u64>,
     /// Whether the trace holds any GPU work.
     pub has_gpu_activity: bool,
     /// CPU threads with spans.
@@ -32,6 +32,9 @@ pub struct Overview {
     pub steps: StepSummary,
     /// Per-device busy/idle.
     pub devices: Vec<DeviceUtilization>,
+    /// Start of the first GPU op (0 without GPU work): the origin of the relative times the
+    /// reports show.
+    pub time_origin_ns: TimeNs,
 }
 
 /// Computes the overview of a trace.
@@ -50,7 +53,7 @@ pub fn overview_of(
     let spans_by_kind = trace
         .count_by_kind()
         .into_iter()
-        .map(|(k, n)| (k.label(), n))
+        .map(|(k, n)| (k.label().to_string(), n))
         .collect();
     let steps = StepSummary {
         count: trace.steps.len(),
@@ -65,5 +68,6 @@ pub fn overview_of(
         gpu_streams,
         steps,
         devices: crate::utilization::utilization_of(trace, works, window),
+        time_origin_ns: crate::timeline::time_origin(trace),
     }
 }

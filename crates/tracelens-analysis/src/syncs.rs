@@ -11,7 +11,9 @@ use tracelens_model::{
 };
 
 /// What made the host wait.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SyncTrigger {
     /// `tensor.item()` / `float(t)` / `int(t)` (`aten::item`, `aten::_local_scalar_dense`).
@@ -78,7 +80,7 @@ pub struct SyncCall {
 }
 
 /// Syncs grouped by (trigger, call site).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct SyncSite {
     /// What triggered them.
     pub trigger: SyncTrigger,

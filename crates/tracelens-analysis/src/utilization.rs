@@ -13,7 +13,7 @@ use serde::Serialize;
 use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
 
 /// Which window a measurement covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowSource {
     /// The analysis window ([`crate::window::AnalysisWindow`]); total = its length.
@@ -27,7 +27,7 @@ pub enum WindowSource {
 }
 
 /// Busy and idle time of one device over one window.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct BusyIdle {
     /// What the window is.
     pub window_source: WindowSource,
@@ -51,7 +51,7 @@ pub struct BusyIdle {
 }
 
 /// Utilization of one GPU device.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct DeviceUtilization {
     /// Device index.
     pub device: i64,

@@ -37,7 +37,7 @@ pub enum VerdictKind {
 /// Shares of busy time, in percent (they add up to 100 when the GPU was busy), each moment
 /// counted once in the order compute kernels > copies > fills > collectives: a collective
 /// hidden under compute is not what the GPU waits for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct BusyBy {
     /// Compute kernels.
     pub kernel: f64,
@@ -50,7 +50,7 @@ pub struct BusyBy {
 }
 
 /// One class of kernels and its share of compute-kernel time.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct KernelClassShare {
     /// The class.
     pub class: KernelClass,
@@ -59,7 +59,7 @@ pub struct KernelClassShare {
 }
 
 /// The window a verdict covers.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct VerdictWindow {
     /// Where it comes from.
     pub kind: WindowKind,
@@ -72,7 +72,7 @@ pub struct VerdictWindow {
 }
 
 /// The verdict and its figures.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Verdict {
     /// What it says.
     pub kind: VerdictKind,

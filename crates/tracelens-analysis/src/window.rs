@@ -12,7 +12,7 @@ use serde::Serialize;
 use tracelens_model::{Interval, SpanId, TimeNs, Trace};
 
 /// Where the window comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowKind {
     /// The profiled steps: first step start to last step end.
@@ -35,7 +35,7 @@ impl WindowKind {
 }
 
 /// One step of the window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct WindowStep {
     /// N in `ProfilerStep#N`.
     pub number: i64,
@@ -44,7 +44,7 @@ pub struct WindowStep {
 }
 
 /// The step figure every renderer shows: mean, min and max of the same steps.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct StepStats {
     /// Number of steps (0 without steps).
     pub count: usize,
@@ -59,7 +59,7 @@ pub struct StepStats {
 }
 
 /// The analysis window.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct AnalysisWindow {
     /// Where it comes from.
     pub kind: WindowKind,

@@ -31,8 +31,9 @@ pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), i32> {
             "annotate writes Chrome-trace JSON and needs a Kineto trace; open Nsight Systems reports in Nsight Systems",
         ));
     }
-    let (_, diagnosis) = tracelens_analysis::analyze(&trace);
-    let events = tracelens_report::perfetto::annotation_events(&trace, &diagnosis);
+    let analysis = tracelens_analysis::analyze(&trace);
+    let tracks = tracelens_analysis::annotations::idle_tracks(&trace, &analysis.device_idle);
+    let events = tracelens_report::perfetto::annotation_events(&analysis.diagnosis, &tracks);
     let gzip = path.to_string_lossy().ends_with(".gz");
     let mut stats = None;
     let written = output::write_atomically_with(&path, |w| {

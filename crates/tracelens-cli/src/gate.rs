@@ -3,8 +3,8 @@
 
 use crate::{fail, input, Sink, EXIT_INPUT};
 use std::path::{Path, PathBuf};
-use tracelens_gate::{parse_rule, Metrics, Results, Rule};
 use tracelens_report::escape::terminal_text;
+use tracelens_results::{parse_rule, Metrics, Results, Rule};
 
 /// Exit code when a rule fires.
 pub const EXIT_RULE: i32 = 1;
@@ -41,59 +41,34 @@ pub fn results_of(path: &Path, stderr: &mut dyn std::io::Write) -> Result<Result
         return Results::from_json(&text).map_err(|p| fail(stderr, path, p));
     }
     let trace = input::open(path).map_err(|e| fail(stderr, path, e))?;
-    let (_, d) = tracelens_analysis::analyze(&trace);
-    Ok(Results::of(&trace, &d))
+    let d = tracelens_analysis::diagnose(&trace);
+    Ok(Results::of(&trace.source, &d))
 }
 
-/// Reads the `rules = [...]` list of a rules file: double-quoted strings, `#` comments.
-pub fn rules_from_file(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut in_list = false;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.starts_with('#') {
-            continue;
-        }
-        let rest = if !in_list {
-            match line.strip_prefix("rules").map(str::trim_start) {
-                Some(r) if r.starts_with('=') => {
-                    in_list = true;
-                    r[1..].trim_start().trim_start_matches('[')
-                }
-                _ => continue,
-            }
-        } else {
-            line
-        };
-        let mut chars = rest.char_indices().peekable();
-        while let Some((i, c)) = chars.next() {
-            match c {
-                '"' => {
-                    let mut s = String::new();
-                    let mut escaped = false;
-                    for (_, c) in chars.by_ref() {
-                        match (escaped, c) {
-                            (false, '\\') => escaped = true,
-                            (false, '"') => break,
-                            (_, c) => {
-                                s.push(c);
-                                escaped = false;
-                            }
-                        }
-                    }
-                    out.push(s);
-                }
-                ']' => {
-                    in_list = false;
-                    let _ = i;
-                    break;
-                }
-                '#' => break,
-                _ => {}
-            }
-        }
-    }
-    out
+/// A rules file (`tracelens.toml`): `rules = ["...", ...]`; other keys are reported, not read.
+#[derive(serde::Deserialize)]
+struct RulesFile {
+    rules: Option<Vec<String>>,
+    #[serde(flatten)]
+    other: std::collections::BTreeMap<String, toml::Value>,
+}
+
+/// The `rules` list of a rules file (any valid TOML) and the keys it does not know, or one line
+/// saying where the file is not valid TOML.
+pub fn rules_from_file(text: &str) -> Result<(Vec<String>, Vec<String>), String> {
+    let file: RulesFile = toml::from_str(text).map_err(|e| {
+        let at = e.span().map_or(String::new(), |s| {
+            let before = &text[..s.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+            format!(" at line {line}, column {column}")
+        });
+        format!("not valid TOML{at}: {}", e.message().trim())
+    })?;
+    let rules = file
+        .rules
+        .ok_or_else(|| "no rules = [\"...\"] list in this file".to_string())?;
+    Ok((rules, file.other.into_keys().collect()))
 }
 
 /// The rule texts of a `check`: `--rule`s, then `--rules FILE|default`, else `tracelens.toml`
@@ -107,9 +82,17 @@ pub fn collect_rules(
     let from_file = |p: &Path, stderr: &mut dyn std::io::Write| -> Result<Vec<String>, i32> {
         let text =
             std::fs::read_to_string(p).map_err(|e| fail(stderr, p, input::read_problem(&e)))?;
-        let rules = rules_from_file(&text);
+        let (rules, unknown) = rules_from_file(&text).map_err(|why| fail(stderr, p, why))?;
+        for key in unknown {
+            let _ = writeln!(
+                stderr,
+                "tracelens: warning: {}: unknown key '{}' ignored (tracelens reads 'rules')",
+                terminal_text(&p.display().to_string()),
+                terminal_text(&key)
+            );
+        }
         if rules.is_empty() {
-            return Err(fail(stderr, p, "no rules = [\"...\"] list in this file"));
+            return Err(fail(stderr, p, "the rules list is empty"));
         }
         Ok(rules)
     };

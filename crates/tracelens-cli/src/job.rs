@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// Renders a job in `format` to `-o` or stdout (shared by multi-file analyze and merge).
 pub(crate) fn write_job(
-    job: &tracelens_gate::Job,
+    job: &tracelens_results::Job,
     format: Option<Format>,
     output: Option<&PathBuf>,
     out: &mut Sink,
@@ -40,7 +40,7 @@ pub(crate) fn write_job(
 #[cfg(feature = "parquet")]
 pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
     use rayon::prelude::*;
-    let ranks: Vec<Result<tracelens_gate::RankSummary, (PathBuf, String)>> = args
+    let ranks: Vec<Result<tracelens_results::RankSummary, (PathBuf, String)>> = args
         .dirs
         .par_iter()
         .map(|d| tracelens_parquet::read_rank(d).map_err(|e| (d.clone(), e)))
@@ -52,7 +52,7 @@ pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
             Err((d, why)) => return Err(fail(out.stderr, &d, why)),
         }
     }
-    let job = tracelens_gate::analyze_job(&all)
+    let job = tracelens_results::analyze_job(&all)
         .map_err(|why| fail(out.stderr, Path::new("merge"), why))?;
     write_job(&job, args.format, args.output.as_ref(), out)
 }
@@ -66,24 +66,31 @@ pub(crate) fn merge(_: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
     ))
 }
 
+/// Analyses one rank and keeps what the job analysis needs: its report's results and its
+/// collectives on the focus device.
+pub(crate) fn rank_summary(trace: &tracelens_model::Trace) -> tracelens_results::RankSummary {
+    let analysis = tracelens_analysis::analyze(trace);
+    let collectives =
+        tracelens_analysis::collectives::collectives_on(trace, analysis.diagnosis.focus_device);
+    let report = tracelens_results::Report::new(trace, analysis);
+    tracelens_results::RankSummary::of(&report, collectives)
+}
+
 /// `--format parquet -o DIR`: one rank's tables.
 #[cfg(feature = "parquet")]
 pub(crate) fn write_parquet(
-    trace: &tracelens_model::Trace,
-    d: &tracelens_analysis::Diagnosis,
+    summary: &tracelens_results::RankSummary,
     dir: &Path,
     out: &mut Sink,
 ) -> Result<(), i32> {
-    let summary = tracelens_gate::RankSummary::of(trace, d);
-    tracelens_parquet::write_rank(dir, &summary)
+    tracelens_parquet::write_rank(dir, summary)
         .map_err(|why| fail(out.stderr, dir, format!("cannot write output: {why}")))?;
     out.announce("wrote ", dir)
 }
 
 #[cfg(not(feature = "parquet"))]
 pub(crate) fn write_parquet(
-    _: &tracelens_model::Trace,
-    _: &tracelens_analysis::Diagnosis,
+    _: &tracelens_results::RankSummary,
     dir: &Path,
     out: &mut Sink,
 ) -> Result<(), i32> {
@@ -160,15 +167,14 @@ pub(crate) fn analyze_job(
                 format!("cannot start worker threads: {e}"),
             )
         })?;
-    let summaries: Vec<Result<tracelens_gate::RankSummary, (PathBuf, String)>> =
+    let summaries: Vec<Result<tracelens_results::RankSummary, (PathBuf, String)>> =
         pool.install(|| {
             files
                 .par_iter()
                 .with_max_len(1)
                 .map(|f| {
                     let trace = input::open(f).map_err(|e| (f.clone(), e.0))?;
-                    let (_, d) = tracelens_analysis::analyze(&trace);
-                    Ok(tracelens_gate::RankSummary::of(&trace, &d))
+                    Ok(rank_summary(&trace))
                 })
                 .collect()
         });
@@ -180,7 +186,7 @@ pub(crate) fn analyze_job(
         }
     }
     let job =
-        tracelens_gate::analyze_job(&ranks).map_err(|why| fail(out.stderr, &args.trace, why))?;
+        tracelens_results::analyze_job(&ranks).map_err(|why| fail(out.stderr, &args.trace, why))?;
     write_job(&job, args.format, target.as_ref(), out)?;
     if !rules.is_empty() {
         // The rules read the job's metrics and the straggler's own (else the first rank's).
@@ -191,7 +197,7 @@ pub(crate) fn analyze_job(
             .and_then(|row| ranks.iter().find(|r| r.file == row.file))
             .or(ranks.first());
         let mut metrics = straggler
-            .map(|r| tracelens_gate::Metrics::of(&r.results))
+            .map(|r| tracelens_results::Metrics::of(&r.results))
             .unwrap_or_default();
         metrics.add_job(&job);
         out.flush()?;

@@ -51,9 +51,36 @@ enum Command {
     /// Compare two runs (traces or stored results): step time against the noise, GPU busy,
     /// idle by cause, findings resolved/new/changed, kernels that moved.
     Diff(DiffArgs),
+    /// Render a stored result (`analyze --format json`) again: the same HTML, Markdown or text
+    /// that `analyze` wrote, without the trace (a CI artifact re-rendered later).
+    #[command(after_help = REPORT_EXAMPLES)]
+    Report(ReportArgs),
     /// The reduce step of a many-rank job: the cross-rank report from per-rank Parquet
     /// folders written by `analyze TRACE --format parquet -o DIR/`, without the traces.
     Merge(MergeArgs),
+}
+
+/// Examples under `tracelens report --help`.
+const REPORT_EXAMPLES: &str = "\
+Examples:
+  tracelens analyze trace.json.gz -o result.json     in CI: keep the result, not the trace
+  tracelens report result.json -o report.html        later: the HTML report, byte for byte
+  tracelens report result.json --format md           the Markdown summary on stdout
+A result written by a tracelens with another schema version is refused.";
+
+#[derive(clap::Args)]
+struct ReportArgs {
+    /// A result document written by `tracelens analyze TRACE --format json`.
+    result: PathBuf,
+    /// Output format (default: from the -o extension, else text).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
+    /// Write to FILE (atomically) instead of stdout; `-` for stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Also show input details in the text summary.
+    #[arg(short = 'v', long)]
+    verbose: bool,
 }
 
 #[derive(clap::Args)]
@@ -342,10 +369,10 @@ fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), i32> {
     let texts = gate::collect_rules(&args.rule, args.rules.as_deref(), out.stderr)?;
     let rules = gate::parse_all(&texts, out.stderr)?;
     let results = gate::results_of(&args.input, out.stderr)?;
-    let mut metrics = tracelens_gate::Metrics::of(&results);
+    let mut metrics = tracelens_results::Metrics::of(&results);
     if let Some(before) = &args.baseline {
         let base = gate::results_of(before, out.stderr)?;
-        metrics.add_diff(&tracelens_gate::diff(&base, &results));
+        metrics.add_diff(&tracelens_results::diff(&base, &results));
     }
     if args.annotations == Some(Annotations::Github) {
         out.print(&gate::github_annotations(&results))?;
@@ -373,7 +400,7 @@ fn diff(args: &DiffArgs, out: &mut Sink) -> Result<(), i32> {
     }
     let before = gate::results_of(&args.before, out.stderr)?;
     let after = gate::results_of(&args.after, out.stderr)?;
-    let mut d = tracelens_gate::diff(&before, &after);
+    let mut d = tracelens_results::diff(&before, &after);
     // Name the runs as the command line did: two runs often share a file name.
     d.before = terminal_text(&args.before.display().to_string()).into_owned();
     d.after = terminal_text(&args.after.display().to_string()).into_owned();
@@ -403,7 +430,7 @@ fn diff(args: &DiffArgs, out: &mut Sink) -> Result<(), i32> {
         None => out.print(&text)?,
     }
     if !rules.is_empty() {
-        let mut metrics = tracelens_gate::Metrics::of(&after);
+        let mut metrics = tracelens_results::Metrics::of(&after);
         metrics.add_diff(&d);
         let label = format!("{} → {}", args.before.display(), args.after.display());
         if gate::report_rules(out, &label, &rules, &metrics)? {
@@ -523,6 +550,18 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 Err(code) => code,
             }
         }
+        Command::Report(a) => {
+            let mut sink = Sink {
+                stdout,
+                stderr,
+                input: &a.result,
+                input_identity: input::identity(&a.result),
+            };
+            match rerender(&a, &mut sink).and_then(|()| sink.flush()) {
+                Ok(()) => EXIT_OK,
+                Err(code) => code,
+            }
+        }
         Command::Merge(a) => {
             let mut sink = Sink {
                 stdout,
@@ -618,43 +657,37 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
             ));
         }
     }
+    // Bad rules are refused before the trace is read.
+    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
     let started = std::time::Instant::now();
     let trace = progress::open(&args.trace, args.quiet)
         .map_err(|e| e.0)
         .map_err(|p| fail(out.stderr, &args.trace, p))?;
     let loaded = started.elapsed();
-    let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
+    let spans = trace.spans.len();
+    let analysis = tracelens_analysis::analyze(&trace);
+    let collectives = (args.format == Some(Format::Parquet)).then(|| {
+        tracelens_analysis::collectives::collectives_on(&trace, analysis.diagnosis.focus_device)
+    });
+    let report = tracelens_results::Report::new(&trace, analysis);
+    let rank = collectives.map(|c| tracelens_results::RankSummary::of(&report, c));
+    // The report stands on its own: the trace's memory goes before rendering.
+    drop(trace);
     let analysed = started.elapsed();
-    // Bad rules are refused before any output is written.
-    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
     if args.timings {
         let _ = writeln!(
             out.stderr,
             "timings: read {:.3} s ({} spans), analyse {:.3} s",
             loaded.as_secs_f64(),
-            trace.spans.len(),
+            spans,
             (analysed - loaded).as_secs_f64()
         );
     }
     let tty = std::io::stdout().is_terminal();
     let color = tty && std::env::var_os("NO_COLOR").is_none();
     let width = terminal_width(tty);
-    let render = |format: Format, color: bool| match format {
-        Format::Text => tracelens_report::render_text_with(
-            &trace,
-            &overview,
-            &diagnosis,
-            &tracelens_report::TextOptions {
-                color,
-                width,
-                verbose: args.verbose,
-            },
-        ),
-        Format::Json => tracelens_report::render_json(&trace, &overview, &diagnosis),
-        Format::Md => tracelens_report::render_markdown(&trace, &overview, &diagnosis),
-        Format::Html => tracelens_report::render_html(&trace, &overview, &diagnosis),
-        // Written as tables below, never rendered as text.
-        Format::Parquet => String::new(),
+    let render = |format: Format, color: bool| {
+        render_report(&report, format, &text_options(color, width, args.verbose))
     };
     if args.format == Some(Format::Parquet) {
         let Some(dir) = args.output.as_ref().filter(|p| p.as_os_str() != "-") else {
@@ -664,7 +697,10 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
                 "--format parquet needs -o DIR (a folder for the tables)",
             ));
         };
-        return job::write_parquet(&trace, &diagnosis, dir, out);
+        return match rank {
+            Some(rank) => job::write_parquet(&rank, dir, out),
+            None => Ok(()),
+        };
     }
     match (&args.output, args.format) {
         // -o -: the chosen format (default text) on stdout, nothing else.
@@ -697,12 +733,78 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
         }
     }
     if args.annotations.is_some() || !args.fail_on.is_empty() {
-        let results = tracelens_gate::Results::of(&trace, &diagnosis);
+        let results = &report.results;
         if args.annotations == Some(Annotations::Github) {
-            out.print(&gate::github_annotations(&results))?;
+            out.print(&gate::github_annotations(results))?;
         }
         out.flush()?;
-        gate::fail_on(&rules, &tracelens_gate::Metrics::of(&results), out.stderr)?;
+        gate::fail_on(&rules, &tracelens_results::Metrics::of(results), out.stderr)?;
     }
     Ok(())
+}
+
+/// The text options of a summary.
+fn text_options(color: bool, width: usize, verbose: bool) -> tracelens_report::TextOptions {
+    tracelens_report::TextOptions {
+        color,
+        width,
+        verbose,
+    }
+}
+
+/// A report in one of the text formats (Parquet is written as tables, never rendered).
+fn render_report(
+    report: &tracelens_results::Report,
+    format: Format,
+    text: &tracelens_report::TextOptions,
+) -> String {
+    match format {
+        Format::Text => tracelens_report::render_text_with(report, text),
+        Format::Json => tracelens_report::render_json(report),
+        Format::Md => tracelens_report::render_markdown(report),
+        Format::Html => tracelens_report::render_html(report),
+        Format::Parquet => String::new(),
+    }
+}
+
+/// Largest result document `tracelens report` reads (results are kilobytes; this bounds a
+/// hostile file).
+const MAX_RESULT_BYTES: u64 = 256 << 20;
+
+/// `tracelens report RESULT.json`: the stored report, rendered as `analyze` renders it.
+fn rerender(args: &ReportArgs, out: &mut Sink) -> Result<(), i32> {
+    let format = match (&args.output, args.format) {
+        (_, Some(f)) => f,
+        (Some(p), None) if p.as_os_str() != "-" => Format::from_extension(p),
+        _ => Format::Text,
+    };
+    if format == Format::Parquet {
+        return Err(fail(
+            out.stderr,
+            &args.result,
+            "--format parquet is the map step of analyze; report renders text, json, md or html",
+        ));
+    }
+    let target = args.output.as_ref().filter(|p| p.as_os_str() != "-");
+    if let Some(path) = target {
+        out.check_not_input(path)?;
+    }
+    let text = input::read_result_text(&args.result, MAX_RESULT_BYTES)
+        .map_err(|p| fail(out.stderr, &args.result, p))?;
+    let report = tracelens_results::Report::from_json(&text)
+        .map_err(|e| fail(out.stderr, &args.result, e))?;
+    let tty = target.is_none() && std::io::stdout().is_terminal();
+    let color = tty && format == Format::Text && std::env::var_os("NO_COLOR").is_none();
+    let rendered = render_report(
+        &report,
+        format,
+        &text_options(color, terminal_width(tty), args.verbose),
+    );
+    match target {
+        Some(path) => {
+            out.write_file(path, &rendered)?;
+            out.announce("wrote ", path)
+        }
+        None => out.print(&rendered),
+    }
 }

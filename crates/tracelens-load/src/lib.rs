@@ -238,6 +238,25 @@ fn load(path: &Path, progress: Option<Progress>) -> Result<Trace, String> {
     })
 }
 
+/// The text of a result document (plain or gzip), at most `max_bytes` once decoded.
+pub fn read_result_text(path: &Path, max_bytes: u64) -> Result<String, String> {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err("is a directory, not a result document".into());
+    }
+    let src = tracelens_kineto::open_decoded(path).map_err(|e| read_problem(&e))?;
+    let mut bytes = Vec::new();
+    src.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| read_problem(&e))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(format!(
+            "is over {} MB: not a result document",
+            max_bytes >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|_| "not UTF-8 text: not a result document".into())
+}
+
 /// A failed read in plain words.
 pub fn read_problem(e: &std::io::Error) -> String {
     match e.kind() {

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// Direction of a copy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub enum CopyDirection {
     /// Host to device.
     HtoD,
@@ -20,7 +20,7 @@ pub enum CopyDirection {
 }
 
 /// Kind of memory at one end of a copy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 pub enum MemoryKind {
     /// Pageable host memory: the copy cannot overlap compute and the host blocks.
     Pageable,
@@ -83,7 +83,7 @@ impl MemoryKind {
 }
 
 /// What is known about one copy or fill.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CopyInfo {
     /// Copy direction.
     pub direction: CopyDirection,

@@ -3,7 +3,9 @@
 use serde::Serialize;
 
 /// Why a warning was raised.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum WarningKind {
     /// The file ended mid-document; complete events before the cut were kept.
@@ -35,7 +37,7 @@ pub enum WarningKind {
 }
 
 /// One warning, aggregated: `count` occurrences, one message.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Warning {
     /// Why.
     pub kind: WarningKind,

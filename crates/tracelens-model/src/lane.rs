@@ -68,7 +68,7 @@ pub struct Lane {
 }
 
 /// Lane kind as a short label for output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LaneClass {
     /// A GPU stream.

@@ -11,7 +11,7 @@ pub const MAX_EXTRA_ENTRIES: usize = 512;
 pub const MAX_EXTRA_VALUE_CHARS: usize = 240;
 
 /// Properties of one GPU as the trace's `deviceProperties` lists it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct DeviceProperties {
     /// Device id.
     pub id: i64,
@@ -30,7 +30,7 @@ pub struct DeviceProperties {
 }
 
 /// `distributedInfo`: the rank this trace belongs to.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct DistributedInfo {
     /// Communication backend (`nccl`, `gloo`).
     pub backend: Option<String>,
@@ -41,7 +41,7 @@ pub struct DistributedInfo {
 }
 
 /// Everything the trace says about itself, with secrets removed.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Metadata {
     /// `schemaVersion`.
     pub schema_version: Option<i64>,

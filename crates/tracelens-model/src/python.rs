@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 /// One Python frame.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct PyFrame {
     /// Source file as recorded.
     pub file: String,

@@ -10,7 +10,9 @@ use serde::Serialize;
 pub struct SpanId(pub u32);
 
 /// What a span records.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum SpanKind {
     /// An ATen or `record_function` operator (`cpu_op`, 2021 `Operator`).

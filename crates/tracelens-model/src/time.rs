@@ -13,7 +13,9 @@ pub const NS_PER_MS: i64 = 1_000_000;
 pub const NS_PER_S: i64 = 1_000_000_000;
 
 /// A half-open interval `[start_ns, end_ns)`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 pub struct Interval {
     /// First nanosecond inside the interval.
     pub start_ns: TimeNs,

@@ -18,7 +18,7 @@ pub const MAX_ANCESTORS: usize = 1024;
 pub(crate) const NO_SPAN: u32 = u32::MAX;
 
 /// The kind of input a trace was read from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InputFormat {
     /// A PyTorch profiler (Kineto) Chrome trace, JSON, plain or gzip.
@@ -55,7 +55,7 @@ impl InputFormat {
 }
 
 /// Where the trace came from and how it was read.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct SourceInfo {
     /// Path as given by the user.
     pub path: String,
@@ -86,7 +86,7 @@ pub struct SourceInfo {
 }
 
 /// One profiler step (`ProfilerStep#N`) with its CPU and GPU extents.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Step {
     /// N in `ProfilerStep#N`.
     pub number: i64,
@@ -97,7 +97,7 @@ pub struct Step {
 }
 
 /// A GPU device seen in the trace.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Device {
     /// Device index as the trace numbers it (ROCm may use the system index).
     pub index: i64,
@@ -113,7 +113,7 @@ pub struct Device {
 }
 
 /// How well launches and GPU ops could be joined.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct LinkStats {
     /// GPU ops (kernels, copies, fills).
     pub gpu_ops: u64,

@@ -23,8 +23,8 @@ use parquet::record::{Row, RowAccessor};
 use parquet::schema::parser::parse_message_type;
 use std::path::Path;
 use std::sync::Arc;
-use tracelens_gate::ranks::Collective;
-use tracelens_gate::{RankSummary, Results};
+use tracelens_results::job::Collective;
+use tracelens_results::{RankSummary, Results};
 
 /// One column of a table.
 enum Column {

@@ -1,12 +1,12 @@
 //! The before/after comparison in Markdown (for `$GITHUB_STEP_SUMMARY` and PR comments),
 //! terminal text, JSON and one self-contained HTML page. Layout only: the comparison itself is
-//! `tracelens_gate::diff`.
+//! `tracelens_results::diff`.
 
 use crate::escape::{markdown_text as esc, terminal_text};
 use askama::Template;
 use std::fmt::Write;
-use tracelens_gate::Diff;
 use tracelens_model::{format_ms, shorten};
+use tracelens_results::Diff;
 
 fn signed_ms(before: i64, after: i64) -> String {
     let d = after - before;

@@ -6,8 +6,9 @@ use crate::timeline::{self, Timeline, PLOT_WIDTH};
 use askama::Template;
 use tracelens_analysis::finding::{EvidenceValue, Severity};
 use tracelens_analysis::idle::IdleCause;
-use tracelens_analysis::{Diagnosis, Overview};
-use tracelens_model::{format_ms, shorten, Trace};
+use tracelens_analysis::Diagnosis;
+use tracelens_model::{format_ms, shorten};
+use tracelens_results::Report;
 
 /// Longest kernel or op name shown in tables, in characters.
 const NAME_CHARS: usize = 140;
@@ -91,7 +92,7 @@ struct ReportPage {
     copy_rows: Vec<Vec<String>>,
     kernel_rows: Vec<Vec<String>>,
     health: Vec<(&'static str, String)>,
-    version: &'static str,
+    version: String,
 }
 
 fn pct(x: f64) -> String {
@@ -124,25 +125,21 @@ fn evidence_value(v: EvidenceValue) -> String {
 }
 
 /// Renders the HTML report.
-pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> String {
-    let origin = trace
-        .spans
-        .iter()
-        .filter(|s| s.kind.is_gpu_work())
-        .map(|s| s.start_ns)
-        .min()
-        .unwrap_or(0);
+pub fn render_html(report: &Report) -> String {
+    let diagnosis = &report.diagnosis;
+    let origin = report.overview.time_origin_ns;
     let rel = |t: i64| format!("+{}", format_ms(t - origin));
     let (per, of_time) = (crate::per(diagnosis), crate::of_time(diagnosis));
-    let has_steps = !per.starts_with("in");
+    let has_steps = diagnosis.has_steps();
+    let source = &report.input;
     let page = ReportPage {
-        source_id: crate::source_id(&trace.source.path),
-        file_name: std::path::Path::new(&trace.source.path)
+        source_id: crate::source_id(&source.path),
+        file_name: std::path::Path::new(&source.path)
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| trace.source.path.clone()),
+            .unwrap_or_else(|| source.path.clone()),
         verdict: diagnosis.verdict.text.clone(),
-        facts: facts(trace, overview, diagnosis)
+        facts: facts(report)
             .into_iter()
             .map(|(k, v)| (k, crate::keep_units(&v)))
             .collect(),
@@ -199,10 +196,10 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
             })
             .collect(),
         findings_total: diagnosis.findings.len(),
-        timeline: timeline::build(trace, diagnosis),
+        timeline: report.timeline.as_ref().and_then(timeline::build),
         plot_width: PLOT_WIDTH,
         overview_bars: overview_bars(diagnosis),
-        annotatable: trace.source.format == tracelens_model::InputFormat::KinetoJson,
+        annotatable: source.format == tracelens_model::InputFormat::KinetoJson,
         idle: idle_views(diagnosis),
         breakdown_title: if has_steps {
             "Step breakdown"
@@ -269,8 +266,8 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
                 ]
             })
             .collect(),
-        health: health(trace, overview, diagnosis),
-        version: env!("CARGO_PKG_VERSION"),
+        health: health(report),
+        version: report.tool.version.clone(),
     };
     let mut page = page;
     for rows in [
@@ -286,8 +283,9 @@ pub fn render_html(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) ->
     page.render().expect("the report template renders")
 }
 
-fn facts(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> Vec<(String, String)> {
-    let mut f = vec![("Trace".to_string(), trace.source.path.clone())];
+fn facts(report: &Report) -> Vec<(String, String)> {
+    let (overview, diagnosis) = (&report.overview, &report.diagnosis);
+    let mut f = vec![("Trace".to_string(), report.input.path.clone())];
     let gpus: Vec<String> = overview
         .devices
         .iter()
@@ -313,7 +311,7 @@ fn facts(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> Vec<(Stri
             gpus.join("; ")
         },
     ));
-    let versions: Vec<String> = trace
+    let versions: Vec<String> = report
         .metadata
         .versions
         .iter()
@@ -326,10 +324,10 @@ fn facts(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> Vec<(Stri
         "Format".into(),
         format!(
             "{} — {}",
-            trace.source.generation, trace.source.generation_note
+            report.input.generation, report.input.generation_note
         ),
     ));
-    if let Some(d) = &trace.metadata.distributed {
+    if let Some(d) = &report.metadata.distributed {
         f.push((
             "Rank".into(),
             format!(
@@ -450,12 +448,7 @@ fn overview_bars(d: &Diagnosis) -> Vec<OverviewBar> {
             bars.push(OverviewBar { title, segments });
         }
     }
-    let focus = d.focus_idle().map(|f| f.device);
-    let idle = d
-        .idle
-        .iter()
-        .find(|i| Some(i.device) == focus)
-        .or(d.idle.first());
+    let idle = d.focus_idle().or(d.idle.first());
     if let Some(idle) = idle {
         let parts: Vec<(&'static str, &'static str, i64)> = idle
             .by_cause
@@ -606,12 +599,9 @@ fn copy_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
     .collect()
 }
 
-fn health(
-    trace: &Trace,
-    overview: &Overview,
-    diagnosis: &Diagnosis,
-) -> Vec<(&'static str, String)> {
-    let s = &trace.source;
+fn health(report: &Report) -> Vec<(&'static str, String)> {
+    let (overview, diagnosis) = (&report.overview, &report.diagnosis);
+    let s = &report.input;
     let mut h = vec![(
         "info",
         format!(
@@ -635,7 +625,7 @@ fn health(
             format!("Truncated trace: salvaged the events before byte {at}"),
         ));
     }
-    for w in &trace.warnings {
+    for w in &report.warnings {
         h.push(("warn", w.message.clone()));
     }
     for o in &overview.devices {
@@ -664,7 +654,7 @@ fn health(
             ));
         }
     }
-    let m = &trace.metadata;
+    let m = &report.metadata;
     if !m.redacted.is_empty() {
         let listed: Vec<&str> = m
             .redacted

@@ -1,12 +1,12 @@
 //! A multi-rank job: the verdict naming the straggler, the rank table and a rank × step heat
 //! map, in terminal text, Markdown, JSON and one self-contained HTML page. Layout only: the
-//! job is `tracelens_gate::analyze_job`.
+//! job is `tracelens_results::analyze_job`.
 
 use crate::escape::{markdown_text as esc, terminal_output, terminal_text};
 use askama::Template;
 use std::fmt::Write;
-use tracelens_gate::Job;
 use tracelens_model::{format_ms, shorten};
+use tracelens_results::Job;
 
 /// The table's cells of one rank: rank, step, busy, collectives, wait, last arrivals, cause.
 fn cells(job: &Job) -> Vec<[String; 7]> {

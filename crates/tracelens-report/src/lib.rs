@@ -1,5 +1,5 @@
-//! Renderers of tracelens results. Renderers only format what analyses computed; they never
-//! analyze and never read files.
+//! Renderers of tracelens results. Each takes a finished [`Report`] (or a job, or a diff) and
+//! only lays it out: no trace, no span scans, no wording read back; never reads files.
 //!
 //! - [`render_text`]: the terminal summary (ANSI colour optional).
 //! - [`render_html`]: the self-contained HTML report (askama; everything escaped, no network).
@@ -20,9 +20,10 @@ mod timeline;
 pub use diff::{render_diff_html, render_diff_json, render_diff_markdown, render_diff_text};
 pub use html::render_html;
 pub use job::{render_job_html, render_job_json, render_job_markdown, render_job_text};
-pub use json::{render_json, SCHEMA_VERSION};
+pub use json::render_json;
 pub use markdown::render_markdown;
 pub use text::{render_text, render_text_with, wrap, TextOptions};
+pub use tracelens_results::{Report, SCHEMA_VERSION};
 
 use tracelens_analysis::finding::{Finding, WinKind};
 use tracelens_analysis::{AnalysisWindow, Diagnosis, WindowKind};
@@ -70,7 +71,7 @@ fn keep_units(text: &str) -> String {
 
 /// "per step", or "in the trace" without steps.
 fn per(d: &Diagnosis) -> &'static str {
-    if d.window.as_ref().is_some_and(AnalysisWindow::has_steps) {
+    if d.has_steps() {
         "per step"
     } else {
         "in the trace"
@@ -79,7 +80,7 @@ fn per(d: &Diagnosis) -> &'static str {
 
 /// "of step time", or "of the profiled time" without steps.
 fn of_time(d: &Diagnosis) -> &'static str {
-    if d.window.as_ref().is_some_and(AnalysisWindow::has_steps) {
+    if d.has_steps() {
         "of step time"
     } else {
         "of the profiled time"

@@ -4,8 +4,8 @@
 
 use crate::escape::{markdown_code_block, markdown_text as esc};
 use std::fmt::Write;
-use tracelens_analysis::{Diagnosis, Overview};
-use tracelens_model::{format_ms, shorten, Trace};
+use tracelens_model::{format_ms, shorten};
+use tracelens_results::Report;
 
 /// Findings listed in the table.
 const MD_FINDINGS: usize = 10;
@@ -13,9 +13,10 @@ const MD_FINDINGS: usize = 10;
 const MD_FIXES: usize = 3;
 
 /// Renders the Markdown summary.
-pub fn render_markdown(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis) -> String {
+pub fn render_markdown(report: &Report) -> String {
+    let (overview, diagnosis) = (&report.overview, &report.diagnosis);
     let mut out = String::new();
-    let name = std::path::Path::new(&trace.source.path)
+    let name = std::path::Path::new(&report.input.path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
@@ -62,8 +63,8 @@ pub fn render_markdown(trace: &Trace, overview: &Overview, diagnosis: &Diagnosis
     let _ = writeln!(
         out,
         "| Trace | {} ({}) |",
-        esc(&trace.source.generation),
-        plural(trace.warnings.len(), "warning")
+        esc(&report.input.generation),
+        plural(report.warnings.len(), "warning")
     );
     if diagnosis.findings.is_empty() {
         let _ = writeln!(out, "\nNo findings above the reporting thresholds.");

@@ -7,8 +7,8 @@
 //! Times are written back in the trace's own unit (µs, three decimals = the ns we read).
 
 use serde_json::{json, Value};
+use tracelens_analysis::annotations::{IdleTrack, TraceId};
 use tracelens_analysis::Diagnosis;
-use tracelens_model::{Ident, LaneKey, Trace};
 
 /// Our process id: far from real pids, so Perfetto shows it as its own process.
 pub const ANNOTATION_PID: i64 = 2_000_000_000;
@@ -34,10 +34,10 @@ fn timed(event: Value, start_ns: i64, dur_ns: Option<i64>) -> String {
     format!("{{\"ts\": {}, {dur}{}", ts_us(start_ns), &body[1..])
 }
 
-fn ident(trace: &Trace, id: Ident) -> Value {
+fn ident(id: &TraceId) -> Value {
     match id {
-        Ident::Num(n) => json!(n),
-        Ident::Text(t) => json!(trace.names.get(t)),
+        TraceId::Num(n) => json!(n),
+        TraceId::Text(t) => json!(t),
     }
 }
 
@@ -50,8 +50,8 @@ fn meta(name: &str, tid: Option<i64>, args: Value) -> String {
     e.to_string()
 }
 
-/// The annotation events, each a JSON object in one string.
-pub fn annotation_events(trace: &Trace, d: &Diagnosis) -> Vec<String> {
+/// The annotation events of a diagnosis and its idle tracks, each a JSON object in one string.
+pub fn annotation_events(d: &Diagnosis, tracks: &[IdleTrack]) -> Vec<String> {
     let mut out = vec![
         meta("process_name", None, json!({"name": "tracelens analysis"})),
         meta("process_sort_index", None, json!({"sort_index": -1})),
@@ -79,14 +79,14 @@ pub fn annotation_events(trace: &Trace, d: &Diagnosis) -> Vec<String> {
         }
     }
     let mut flow_id: u64 = 1;
-    for idle in &d.device_idle {
+    for idle in tracks {
         let tid = IDLE_TID_BASE + idle.device;
         out.push(meta(
             "thread_name",
             Some(tid),
             json!({"name": format!("GPU {} idle, by cause", idle.device)}),
         ));
-        for seg in &idle.segments {
+        for seg in &idle.marks {
             let event = json!({
                 "ph": "X", "cat": "tracelens", "pid": ANNOTATION_PID, "tid": tid,
                 "name": format!("idle: {}", seg.cause.label().replace('_', " ")),
@@ -98,16 +98,12 @@ pub fn annotation_events(trace: &Trace, d: &Diagnosis) -> Vec<String> {
                 Some(seg.interval.dur_ns()),
             ));
             // An arrow from the blocking call to the idle it caused.
-            let Some(sync) = seg.sync else { continue };
-            let span = trace.span(sync);
-            let LaneKey::Cpu { pid, tid: thread } = trace.lane(span.lane).key else {
-                continue;
-            };
+            let Some(sync) = &seg.sync else { continue };
             let from = json!({
                 "ph": "s", "cat": "tracelens", "id": flow_id, "name": "blocking sync → GPU idle",
-                "pid": ident(trace, pid), "tid": ident(trace, thread)
+                "pid": ident(&sync.pid), "tid": ident(&sync.tid)
             });
-            out.push(timed(from, span.start_ns, None));
+            out.push(timed(from, sync.start_ns, None));
             let to = json!({
                 "ph": "f", "bp": "e", "cat": "tracelens", "id": flow_id, "name": "blocking sync → GPU idle",
                 "pid": ANNOTATION_PID, "tid": tid

@@ -7,8 +7,9 @@
 use crate::escape::{terminal_output, terminal_text as clean};
 use std::fmt::Write;
 use tracelens_analysis::finding::Severity;
-use tracelens_analysis::{BusyIdle, Diagnosis, Overview};
-use tracelens_model::{format_ms, Trace};
+use tracelens_analysis::{BusyIdle, Diagnosis};
+use tracelens_model::format_ms;
+use tracelens_results::Report;
 
 /// How the summary is laid out.
 #[derive(Clone, Copy, Debug)]
@@ -105,16 +106,9 @@ pub fn wrap(text: &str, width: usize, first: &str, indent: usize) -> String {
 }
 
 /// Renders the summary with default options (80 columns, no colour unless asked).
-pub fn render_text(
-    trace: &Trace,
-    overview: &Overview,
-    diagnosis: &Diagnosis,
-    color: bool,
-) -> String {
+pub fn render_text(report: &Report, color: bool) -> String {
     render_text_with(
-        trace,
-        overview,
-        diagnosis,
+        report,
         &TextOptions {
             color,
             ..TextOptions::default()
@@ -123,23 +117,19 @@ pub fn render_text(
 }
 
 /// Renders the summary (ending with a newline).
-pub fn render_text_with(
-    trace: &Trace,
-    overview: &Overview,
-    diagnosis: &Diagnosis,
-    opts: &TextOptions,
-) -> String {
+pub fn render_text_with(report: &Report, opts: &TextOptions) -> String {
+    let diagnosis = &report.diagnosis;
     let style = Style { on: opts.color };
     let w = opts.width;
     let mut out = String::new();
-    let name = std::path::Path::new(&trace.source.path)
+    let name = std::path::Path::new(&report.input.path)
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| trace.source.path.clone());
+        .unwrap_or_else(|| report.input.path.clone());
     let _ = writeln!(
         out,
         "tracelens {} · {}",
-        env!("CARGO_PKG_VERSION"),
+        clean(&report.tool.version),
         clean(&name)
     );
     out.push_str(&style.paint(
@@ -149,7 +139,7 @@ pub fn render_text_with(
     out.push('\n');
     render_idle(&mut out, diagnosis, w);
     render_findings(&mut out, diagnosis, style, w);
-    render_facts(&mut out, trace, overview, diagnosis, opts);
+    render_facts(&mut out, report, opts);
     terminal_output(out, opts.color)
 }
 
@@ -235,13 +225,8 @@ fn render_findings(out: &mut String, d: &Diagnosis, style: Style, width: usize) 
 }
 
 /// The facts block: the window, each device, the breakdown, warnings; more with `verbose`.
-fn render_facts(
-    out: &mut String,
-    trace: &Trace,
-    overview: &Overview,
-    d: &Diagnosis,
-    opts: &TextOptions,
-) {
+fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
+    let (overview, d) = (&report.overview, &report.diagnosis);
     let w = opts.width;
     let fact = |out: &mut String, label: &str, text: &str| {
         out.push_str(&wrap(text, w, &format!("{label:<LABEL$} "), LABEL + 1));
@@ -327,7 +312,7 @@ fn render_facts(
         };
         fact(out, "breakdown", &format!("{} ({of})", parts.join(", ")));
     }
-    if let Some(dist) = &trace.metadata.distributed {
+    if let Some(dist) = &report.metadata.distributed {
         let rank = dist.rank.map_or("?".into(), |r| r.to_string());
         let world = dist
             .world_size
@@ -335,7 +320,7 @@ fn render_facts(
             .unwrap_or_default();
         fact(out, "rank", &format!("{rank}{world}"));
     }
-    let s = &trace.source;
+    let s = &report.input;
     if opts.verbose {
         let compression = s
             .compression
@@ -382,19 +367,19 @@ fn render_facts(
         fact(out, "path", &clean(&s.path));
     }
     let shown = if opts.verbose {
-        trace.warnings.len()
+        report.warnings.len()
     } else {
         TEXT_WARNINGS
     };
-    for (i, warning) in trace.warnings.iter().take(shown).enumerate() {
+    for (i, warning) in report.warnings.iter().take(shown).enumerate() {
         let label = if i == 0 { "warnings" } else { "" };
         fact(out, label, &format!("- {}", clean(&warning.message)));
     }
-    if trace.warnings.len() > shown {
+    if report.warnings.len() > shown {
         fact(
             out,
             "",
-            &format!("… {} more with --verbose", trace.warnings.len() - shown),
+            &format!("… {} more with --verbose", report.warnings.len() - shown),
         );
     }
 }

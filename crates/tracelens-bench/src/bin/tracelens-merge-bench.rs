@@ -6,8 +6,8 @@
 
 use std::path::PathBuf;
 use std::process::Command;
-use tracelens_gate::ranks::Collective;
-use tracelens_gate::{RankSummary, Results};
+use tracelens_results::job::Collective;
+use tracelens_results::{RankSummary, Results};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

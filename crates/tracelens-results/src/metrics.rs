@@ -153,7 +153,7 @@ impl Metrics {
     }
 
     /// Adds the `ranks.*` metrics of a multi-rank job.
-    pub fn add_job(&mut self, job: &crate::ranks::Job) {
+    pub fn add_job(&mut self, job: &crate::job::Job) {
         let max_wait = job.ranks.iter().map(|r| r.wait_ns).max().unwrap_or(0);
         let last = job
             .straggler

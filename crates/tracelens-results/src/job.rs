@@ -7,22 +7,11 @@
 //! inside it before the last rank arrived, and the rank that arrives last is the one the
 //! others wait for.
 
+use crate::report::Report;
 use crate::results::Results;
 use serde::{Deserialize, Serialize};
-use tracelens_analysis::idle::is_communication_kernel;
-use tracelens_analysis::Diagnosis;
-use tracelens_model::{format_ms, SpanKind, TimeNs, Trace};
-
-/// One collective kernel of one rank.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Collective {
-    /// Kernel name, cut at its first `(`.
-    pub name: String,
-    /// Start, trace clock.
-    pub start_ns: TimeNs,
-    /// Duration.
-    pub dur_ns: TimeNs,
-}
+pub use tracelens_analysis::collectives::Collective;
+use tracelens_model::{format_ms, TimeNs};
 
 /// What the job analysis keeps of one rank.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -42,35 +31,16 @@ pub struct RankSummary {
 }
 
 impl RankSummary {
-    /// Summarises one analysed rank.
-    pub fn of(trace: &Trace, d: &Diagnosis) -> RankSummary {
-        let focus = d.focus_idle().map(|f| f.device);
-        let mut collectives: Vec<Collective> = trace
-            .spans
-            .iter()
-            .filter(|s| s.kind == SpanKind::Kernel)
-            .filter(|s| {
-                focus.is_none_or(|dev| {
-                    matches!(trace.lane(s.lane).key, tracelens_model::LaneKey::Gpu { device, .. } if device == dev)
-                })
-            })
-            .filter(|s| is_communication_kernel(trace.names.get(s.name)))
-            .map(|s| Collective {
-                name: trace.names.get(s.name).split('(').next().unwrap_or("").to_string(),
-                start_ns: s.start_ns,
-                dur_ns: s.dur_ns,
-            })
-            .collect();
-        collectives.sort_by_key(|c| c.start_ns);
+    /// Summarises one analysed rank: its report and its collectives on the focus device
+    /// ([`tracelens_analysis::collectives::collectives_on`]).
+    pub fn of(report: &Report, collectives: Vec<Collective>) -> RankSummary {
+        let d = &report.diagnosis;
+        let distributed = report.metadata.distributed.as_ref();
         RankSummary {
-            file: trace.source.path.clone(),
-            rank_in_trace: trace.metadata.distributed.as_ref().and_then(|x| x.rank),
-            world_size: trace
-                .metadata
-                .distributed
-                .as_ref()
-                .and_then(|x| x.world_size),
-            results: Results::of(trace, d),
+            file: report.input.path.clone(),
+            rank_in_trace: distributed.and_then(|x| x.rank),
+            world_size: distributed.and_then(|x| x.world_size),
+            results: report.results.clone(),
             collectives,
             steps: d
                 .window

@@ -6,7 +6,7 @@ use tracelens_analysis::finding::EvidenceValue;
 use tracelens_analysis::finding::{Finding, FindingKind, Severity, WinKind};
 use tracelens_analysis::idle::IdleCause;
 use tracelens_analysis::{Diagnosis, VerdictKind};
-use tracelens_model::{TimeNs, Trace};
+use tracelens_model::{SourceInfo, TimeNs};
 
 /// Version of the `results` layout.
 pub const RESULTS_VERSION: u32 = 1;
@@ -117,8 +117,8 @@ fn finding_key(f: &Finding) -> String {
 }
 
 impl Results {
-    /// The results of an analysed trace.
-    pub fn of(trace: &Trace, d: &Diagnosis) -> Results {
+    /// The results of an analysed trace, read from `source`.
+    pub fn of(source: &SourceInfo, d: &Diagnosis) -> Results {
         let w = d.window.as_ref();
         let steps = w.map_or(0, |w| w.step_count() as u64);
         let per = |ns: TimeNs| w.map_or(ns, |w| w.per_step(ns));
@@ -130,8 +130,7 @@ impl Results {
                 0.0
             }
         };
-        let focus = d.focus_idle().map(|f| f.device);
-        let idle = d.idle.iter().find(|i| Some(i.device) == focus);
+        let idle = d.focus_idle();
         let mut keys: Vec<String> = Vec::new();
         let findings = d
             .findings
@@ -172,12 +171,9 @@ impl Results {
             .collect();
         Results {
             version: RESULTS_VERSION,
-            trace: std::path::Path::new(&trace.source.path)
+            trace: std::path::Path::new(&source.path)
                 .file_name()
-                .map_or_else(
-                    || trace.source.path.clone(),
-                    |n| n.to_string_lossy().into_owned(),
-                ),
+                .map_or_else(|| source.path.clone(), |n| n.to_string_lossy().into_owned()),
             verdict: d.verdict.kind,
             verdict_text: d.verdict.text.clone(),
             has_steps: w.is_some_and(|w| w.has_steps()),
