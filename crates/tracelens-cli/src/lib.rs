@@ -9,8 +9,12 @@ mod gate;
 mod job;
 use tracelens_load as input;
 pub mod memory;
+mod nsys_rules;
 mod output;
+pub use output::default_report_path;
+use output::report_path_for;
 mod progress;
+mod render;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
@@ -327,43 +331,6 @@ impl Sink<'_> {
     }
 }
 
-/// `--rules nsys`: the six `nsys analyze` CUDA rules, printed as nsys prints them, or with
-/// `-o DIR` written as one `<stem>_<rule>.csv` per rule, as `nsys analyze --format csv` does.
-fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
-    let input = input::open_nsys(&args.trace).map_err(|p| fail(out.stderr, &args.trace, p))?;
-    for w in input.db.unread_warnings() {
-        let _ = writeln!(out.stderr, "tracelens: warning: {}", terminal_text(&w));
-    }
-    let results =
-        tracelens_nsys::rules::run_all(&input.db).map_err(|e| fail(out.stderr, &args.trace, e))?;
-    let name = args
-        .trace
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    match &args.output {
-        Some(dir) if dir.as_os_str() != "-" => {
-            // Like `nsys analyze --format csv --output DIR`: one <stem>_<rule>.csv per rule.
-            let stem = name.strip_suffix(".sqlite").unwrap_or(&name);
-            out.check_not_input(dir)?;
-            if let Err(e) = std::fs::create_dir_all(dir) {
-                let why = format!("cannot write output: {}", input::write_problem(&e));
-                return Err(fail(out.stderr, dir, why));
-            }
-            for r in results.iter().filter(|r| r.skipped.is_none()) {
-                let path = dir.join(format!("{stem}_{}.csv", r.rule));
-                out.write_file(&path, &r.to_csv())?;
-                out.announce("wrote ", &path)?;
-            }
-        }
-        _ => {
-            let text = tracelens_nsys::rules::render_text(&results, &name);
-            out.print(&tracelens_report::escape::terminal_output(text, false))?;
-        }
-    }
-    Ok(())
-}
-
 /// `tracelens check`.
 fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), i32> {
     let texts = gate::collect_rules(&args.rule, args.rules.as_deref(), out.stderr)?;
@@ -462,53 +429,6 @@ fn terminal_width(tty: bool) -> usize {
     80
 }
 
-/// Where the default report goes, and a note when it is not the plain default: a report of
-/// another trace already has that name (two traces with the same file name in different
-/// folders), so this one gets a short id of its path appended.
-fn report_path_for(trace: &Path) -> (PathBuf, Option<String>) {
-    let plain = default_report_path(trace);
-    let id = tracelens_report::source_id(&trace.display().to_string());
-    let existing = std::fs::File::open(&plain).ok().map(|f| {
-        let mut head = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut std::io::Read::take(f, 4096), &mut head);
-        tracelens_report::source_id_in(&String::from_utf8_lossy(&head))
-    });
-    match existing {
-        None => (plain, None),
-        Some(Some(other)) if other == id => (plain, None),
-        Some(_) => {
-            let stem = plain
-                .to_string_lossy()
-                .trim_end_matches(".tracelens.html")
-                .to_string();
-            let own = PathBuf::from(format!("{stem}-{}.tracelens.html", &id[..8]));
-            let note = format!(
-                "{} exists and is not this trace's report: this one is named after the trace's path",
-                plain.display()
-            );
-            (own, Some(note))
-        }
-    }
-}
-
-/// The default report path: `./<trace stem>.tracelens.html` (stem without `.json`/`.gz`;
-/// `stdin` for `-`).
-pub fn default_report_path(trace: &Path) -> PathBuf {
-    if input::is_stdin(trace) {
-        return PathBuf::from("stdin.tracelens.html");
-    }
-    let mut stem = trace
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "trace".into());
-    for suffix in [".gz", ".json", ".pt.trace"] {
-        if let Some(s) = stem.strip_suffix(suffix) {
-            stem = s.to_string();
-        }
-    }
-    PathBuf::from(format!("{stem}.tracelens.html"))
-}
-
 /// Runs the command line `args` (including the program name), writing to the given streams.
 /// Returns the exit code.
 pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
@@ -557,7 +477,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 input: &a.result,
                 input_identity: input::identity(&a.result),
             };
-            match rerender(&a, &mut sink).and_then(|()| sink.flush()) {
+            match render::rerender(&a, &mut sink).and_then(|()| sink.flush()) {
                 Ok(()) => EXIT_OK,
                 Err(code) => code,
             }
@@ -600,7 +520,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 },
             };
             let result = if a.rules == Some(RuleSet::Nsys) {
-                nsys_rules(&a, &mut sink)
+                nsys_rules::nsys_rules(&a, &mut sink)
             } else {
                 analyze(&a, &mut sink)
             };
@@ -687,7 +607,11 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
     let color = tty && std::env::var_os("NO_COLOR").is_none();
     let width = terminal_width(tty);
     let render = |format: Format, color: bool| {
-        render_report(&report, format, &text_options(color, width, args.verbose))
+        render::render_report(
+            &report,
+            format,
+            &render::text_options(color, width, args.verbose),
+        )
     };
     if args.format == Some(Format::Parquet) {
         let Some(dir) = args.output.as_ref().filter(|p| p.as_os_str() != "-") else {
@@ -741,70 +665,4 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
         gate::fail_on(&rules, &tracelens_results::Metrics::of(results), out.stderr)?;
     }
     Ok(())
-}
-
-/// The text options of a summary.
-fn text_options(color: bool, width: usize, verbose: bool) -> tracelens_report::TextOptions {
-    tracelens_report::TextOptions {
-        color,
-        width,
-        verbose,
-    }
-}
-
-/// A report in one of the text formats (Parquet is written as tables, never rendered).
-fn render_report(
-    report: &tracelens_results::Report,
-    format: Format,
-    text: &tracelens_report::TextOptions,
-) -> String {
-    match format {
-        Format::Text => tracelens_report::render_text_with(report, text),
-        Format::Json => tracelens_report::render_json(report),
-        Format::Md => tracelens_report::render_markdown(report),
-        Format::Html => tracelens_report::render_html(report),
-        Format::Parquet => String::new(),
-    }
-}
-
-/// Largest result document `tracelens report` reads (results are kilobytes; this bounds a
-/// hostile file).
-const MAX_RESULT_BYTES: u64 = 256 << 20;
-
-/// `tracelens report RESULT.json`: the stored report, rendered as `analyze` renders it.
-fn rerender(args: &ReportArgs, out: &mut Sink) -> Result<(), i32> {
-    let format = match (&args.output, args.format) {
-        (_, Some(f)) => f,
-        (Some(p), None) if p.as_os_str() != "-" => Format::from_extension(p),
-        _ => Format::Text,
-    };
-    if format == Format::Parquet {
-        return Err(fail(
-            out.stderr,
-            &args.result,
-            "--format parquet is the map step of analyze; report renders text, json, md or html",
-        ));
-    }
-    let target = args.output.as_ref().filter(|p| p.as_os_str() != "-");
-    if let Some(path) = target {
-        out.check_not_input(path)?;
-    }
-    let text = input::read_result_text(&args.result, MAX_RESULT_BYTES)
-        .map_err(|p| fail(out.stderr, &args.result, p))?;
-    let report = tracelens_results::Report::from_json(&text)
-        .map_err(|e| fail(out.stderr, &args.result, e))?;
-    let tty = target.is_none() && std::io::stdout().is_terminal();
-    let color = tty && format == Format::Text && std::env::var_os("NO_COLOR").is_none();
-    let rendered = render_report(
-        &report,
-        format,
-        &text_options(color, terminal_width(tty), args.verbose),
-    );
-    match target {
-        Some(path) => {
-            out.write_file(path, &rendered)?;
-            out.announce("wrote ", path)
-        }
-        None => out.print(&rendered),
-    }
 }

@@ -1,5 +1,6 @@
 //! Writing results: to stdout, or atomically to a file (temp file + rename).
 
+use crate::input;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -46,6 +47,53 @@ pub fn write_atomically_with(
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Where the default report goes, and a note when it is not the plain default: a report of
+/// another trace already has that name (two traces with the same file name in different
+/// folders), so this one gets a short id of its path appended.
+pub(crate) fn report_path_for(trace: &Path) -> (PathBuf, Option<String>) {
+    let plain = default_report_path(trace);
+    let id = tracelens_report::source_id(&trace.display().to_string());
+    let existing = std::fs::File::open(&plain).ok().map(|f| {
+        let mut head = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::Read::take(f, 4096), &mut head);
+        tracelens_report::source_id_in(&String::from_utf8_lossy(&head))
+    });
+    match existing {
+        None => (plain, None),
+        Some(Some(other)) if other == id => (plain, None),
+        Some(_) => {
+            let stem = plain
+                .to_string_lossy()
+                .trim_end_matches(".tracelens.html")
+                .to_string();
+            let own = PathBuf::from(format!("{stem}-{}.tracelens.html", &id[..8]));
+            let note = format!(
+                "{} exists and is not this trace's report: this one is named after the trace's path",
+                plain.display()
+            );
+            (own, Some(note))
+        }
+    }
+}
+
+/// The default report path: `./<trace stem>.tracelens.html` (stem without `.json`/`.gz`;
+/// `stdin` for `-`).
+pub fn default_report_path(trace: &Path) -> PathBuf {
+    if input::is_stdin(trace) {
+        return PathBuf::from("stdin.tracelens.html");
+    }
+    let mut stem = trace
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "trace".into());
+    for suffix in [".gz", ".json", ".pt.trace"] {
+        if let Some(s) = stem.strip_suffix(suffix) {
+            stem = s.to_string();
+        }
+    }
+    PathBuf::from(format!("{stem}.tracelens.html"))
 }
 
 #[cfg(test)]
