@@ -324,7 +324,7 @@ fn cpu_steps_and_generations_of_known_traces() {
     ];
     for (path, generation, steps) in cases {
         let t = import_file(&root.join(path)).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(t.source.generation, generation, "{path}");
+        assert_eq!(t.source.version, generation, "{path}");
         assert_eq!(t.steps.len(), steps, "{path}");
     }
     // 2021-style `Call stack` args become Python frames.

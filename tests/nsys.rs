@@ -332,7 +332,7 @@ fn lazy_pre_2023_4_export_without_gpu_tables_says_so() {
         .warnings
         .iter()
         .any(|w| w.kind == WarningKind::NoGpuActivity));
-    assert_eq!(t.source.generation, "nsys_schema_3.1.2");
+    assert_eq!(t.source.version, "nsys_schema_3.1.2");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use crate::dataloader::percent;
 use crate::intervals::{covered_ns, intersect, subtract, union};
 use crate::window::AnalysisWindow;
 use serde::Serialize;
-use tracelens_model::{profiler_step_number, Interval, SpanId, SpanKind, TimeNs, Trace};
+use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
 
 /// Time per category in one step (or the average over steps).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
@@ -135,7 +135,7 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
             SpanKind::Memset => 2,
             SpanKind::Runtime | SpanKind::Driver => 4,
             SpanKind::CpuOp | SpanKind::UserAnnotation => {
-                if profiler_step_number(name).is_some() {
+                if trace.step_of_name(s.name).is_some() {
                     continue;
                 } else if is_data_loader(name) {
                     5

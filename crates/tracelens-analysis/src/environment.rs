@@ -6,26 +6,7 @@ use serde::Serialize;
 use tracelens_model::{NameId, Trace};
 
 /// A PyTorch `major.minor` version.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
-pub struct TorchVersion {
-    /// Major.
-    pub major: u32,
-    /// Minor.
-    pub minor: u32,
-}
-
-impl TorchVersion {
-    /// `major.minor`.
-    pub const fn new(major: u32, minor: u32) -> Self {
-        TorchVersion { major, minor }
-    }
-}
-
-impl std::fmt::Display for TorchVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
+pub type TorchVersion = tracelens_model::Version;
 
 /// `torch.compile` and fused Adam/AdamW.
 pub const TORCH_COMPILE: TorchVersion = TorchVersion::new(2, 0);
@@ -80,20 +61,9 @@ impl Framework {
 
 /// Reads the framework facts of a trace.
 pub fn framework(trace: &Trace) -> Framework {
-    let (mut torch_min, torch_max) = match trace.source.generation.as_str() {
-        "kineto_2020_array" => (Some(TorchVersion::new(1, 8)), Some(TorchVersion::new(1, 8))),
-        "legacy_array" => (None, Some(TorchVersion::new(1, 8))),
-        "kineto_2021" => (
-            Some(TorchVersion::new(1, 8)),
-            Some(TorchVersion::new(1, 10)),
-        ),
-        "kineto_int_us" => (
-            Some(TorchVersion::new(1, 11)),
-            Some(TorchVersion::new(2, 3)),
-        ),
-        "kineto_float_us" | "kineto_base_ns" => (Some(TorchVersion::new(2, 4)), None),
-        _ => (None, None),
-    };
+    // The importer says which PyTorch versions write its format generation.
+    let range = trace.source.framework;
+    let (mut torch_min, torch_max) = (range.min, range.max);
     let mut fw = Framework {
         graphs: trace.links.graph_launches > 0,
         ..Framework::default()

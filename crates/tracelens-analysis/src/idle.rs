@@ -32,9 +32,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
-use tracelens_model::{
-    profiler_step_number, Interval, NameId, SpanId, SpanKind, TimeNs, Trace, NS_PER_US,
-};
+use tracelens_model::{Interval, NameId, SpanId, SpanKind, TimeNs, Trace, NS_PER_US};
 
 /// A host-blocking call may return this long before the GPU op it waited for ends (clock skew
 /// between CPU and GPU timestamps) and still count as draining the queue.
@@ -668,10 +666,9 @@ pub(crate) fn credit_host_ops(
     }
     let op_like = |id: SpanId| {
         let s = trace.span(id);
-        matches!(s.kind, SpanKind::CpuOp | SpanKind::UserAnnotation) && {
-            let n = trace.names.get(s.name);
-            profiler_step_number(n).is_none() && !crate::api::is_data_loader(n)
-        }
+        matches!(s.kind, SpanKind::CpuOp | SpanKind::UserAnnotation)
+            && !trace.is_step_span(id)
+            && !crate::api::is_data_loader(trace.names.get(s.name))
     };
     let range = trace.lane(lane).spans.clone();
     let spans = &trace.spans[range.start as usize..range.end as usize];

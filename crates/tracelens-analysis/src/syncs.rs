@@ -6,9 +6,7 @@ use crate::idle::{DeviceIdle, IdleCause};
 use crate::threads::ThreadIndex;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use tracelens_model::{
-    profiler_step_number, CopyInfo, Interval, MemoryKind, PyFrame, SpanId, SpanKind, TimeNs, Trace,
-};
+use tracelens_model::{CopyInfo, Interval, MemoryKind, PyFrame, SpanId, SpanKind, TimeNs, Trace};
 
 /// What made the host wait.
 #[derive(
@@ -151,7 +149,7 @@ pub fn find_syncs(
                 matches!(
                     trace.span(a).kind,
                     SpanKind::CpuOp | SpanKind::UserAnnotation
-                ) && profiler_step_number(trace.name(a)).is_none()
+                ) && !trace.is_step_span(a)
             })
             .collect();
         let op_names: Vec<&str> = ops.iter().map(|&o| trace.name(o)).collect();

@@ -6,10 +6,7 @@ use crate::api::{call_blocking_kind, is_data_loader};
 use crate::idle::{DeviceIdle, IdleCause};
 use crate::window::AnalysisWindow;
 use serde::Serialize;
-use tracelens_model::{
-    profiler_step_number, shorten, Ident, Interval, LaneId, LaneKey, SpanId, SpanKind, TimeNs,
-    Trace,
-};
+use tracelens_model::{shorten, Ident, Interval, LaneId, LaneKey, SpanId, SpanKind, TimeNs, Trace};
 
 /// The class of a CPU span, in drawing priority (later outranks earlier).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -38,7 +35,7 @@ pub fn cpu_span_class(trace: &Trace, id: SpanId) -> Option<CpuSpanClass> {
             let name = trace.name(id);
             if is_data_loader(name) {
                 Some(CpuSpanClass::DataLoader)
-            } else if profiler_step_number(name).is_none() {
+            } else if !trace.is_step_span(id) {
                 Some(CpuSpanClass::CpuOp)
             } else {
                 None

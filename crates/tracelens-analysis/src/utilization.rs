@@ -114,9 +114,7 @@ pub fn device_work(trace: &Trace) -> Vec<DeviceWork> {
                     let s = trace.span(id);
                     if s.kind.is_gpu_work() {
                         ops.push((s.kind, s.interval(), id));
-                    } else if s.kind == SpanKind::GpuUserAnnotation
-                        && tracelens_model::profiler_step_number(trace.names.get(s.name)).is_some()
-                    {
+                    } else if s.kind == SpanKind::GpuUserAnnotation && trace.is_step_span(id) {
                         step_window =
                             Some(step_window.map_or(s.interval(), |w| w.hull(s.interval())));
                     }

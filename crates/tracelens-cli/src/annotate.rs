@@ -5,13 +5,6 @@ use std::path::PathBuf;
 
 /// `tracelens annotate`: the trace copied verbatim with our tracks added first.
 pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), i32> {
-    if input::is_stdin(&args.trace) {
-        return Err(fail(
-            out.stderr,
-            &args.trace,
-            "annotate reads the trace twice: give it a file, not stdin",
-        ));
-    }
     let path = args.output.clone().unwrap_or_else(|| {
         let report = default_report_path(&args.trace);
         let stem = report
@@ -21,23 +14,15 @@ pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), i32> {
         PathBuf::from(format!("{stem}.annotated.json.gz"))
     });
     out.check_not_input(&path)?;
-    let trace = input::open(&args.trace)
-        .map_err(|e| e.0)
-        .map_err(|p| fail(out.stderr, &args.trace, p))?;
-    if trace.source.format != tracelens_model::InputFormat::KinetoJson {
-        return Err(fail(
-            out.stderr,
-            &args.trace,
-            "annotate writes Chrome-trace JSON and needs a Kineto trace; open Nsight Systems reports in Nsight Systems",
-        ));
-    }
+    let trace =
+        input::open_annotatable(&args.trace).map_err(|e| fail(out.stderr, &args.trace, e))?;
     let analysis = tracelens_analysis::analyze(&trace);
     let tracks = tracelens_analysis::annotations::idle_tracks(&trace, &analysis.device_idle);
     let events = tracelens_report::perfetto::annotation_events(&analysis.diagnosis, &tracks);
     let gzip = path.to_string_lossy().ends_with(".gz");
     let mut stats = None;
     let written = output::write_atomically_with(&path, |w| {
-        let src = tracelens_kineto::open_decoded(&args.trace)?;
+        let src = input::reopen_decoded(&args.trace)?;
         stats = Some(if gzip {
             let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::new(6));
             let s = tracelens_kineto::copy_with_events(src, &mut gz, &events)?;

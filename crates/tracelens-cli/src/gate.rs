@@ -22,20 +22,9 @@ pub const DEFAULT_RULES: [&str; 3] = [
 /// The rules file looked for in the working directory.
 pub const RULES_FILE: &str = "tracelens.toml";
 
-/// Whether the file at `path` is a tracelens result document rather than a trace.
-fn is_result_document(path: &Path) -> bool {
-    let Ok(head) = input::head_of(path, 512) else {
-        return false;
-    };
-    let head = String::from_utf8_lossy(&head);
-    head.trim_start().starts_with('{')
-        && head.contains("\"schema_version\"")
-        && head.contains("\"tracelens\"")
-}
-
 /// The results of a trace (analysed now) or of a stored result document.
 pub fn results_of(path: &Path, stderr: &mut dyn std::io::Write) -> Result<Results, i32> {
-    if !input::is_stdin(path) && is_result_document(path) {
+    if input::is_result_document(path) {
         let text = std::fs::read_to_string(path)
             .map_err(|e| fail(stderr, path, input::read_problem(&e)))?;
         return Results::from_json(&text).map_err(|p| fail(stderr, path, p));

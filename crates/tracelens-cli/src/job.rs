@@ -173,7 +173,7 @@ pub(crate) fn analyze_job(
                 .par_iter()
                 .with_max_len(1)
                 .map(|f| {
-                    let trace = input::open(f).map_err(|e| (f.clone(), e.0))?;
+                    let trace = input::open(f).map_err(|e| (f.clone(), e.to_string()))?;
                     Ok(rank_summary(&trace))
                 })
                 .collect()

@@ -580,9 +580,8 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
     // Bad rules are refused before the trace is read.
     let rules = gate::parse_all(&args.fail_on, out.stderr)?;
     let started = std::time::Instant::now();
-    let trace = progress::open(&args.trace, args.quiet)
-        .map_err(|e| e.0)
-        .map_err(|p| fail(out.stderr, &args.trace, p))?;
+    let trace =
+        progress::open(&args.trace, args.quiet).map_err(|e| fail(out.stderr, &args.trace, e))?;
     let loaded = started.elapsed();
     let spans = trace.spans.len();
     let analysis = tracelens_analysis::analyze(&trace);

@@ -4,8 +4,8 @@ use crate::json::{decode_str, has_fraction, micros_to_ns, text_of, to_i64, to_u6
 use crate::scan::{value_extent, Extent};
 use std::collections::BTreeMap;
 use tracelens_model::{
-    CopyDirection, CopyInfo, FlowInput, Ident, LaneKey, MemoryKind, SpanInput, SpanKind,
-    TraceBuilder, NO_DETAIL,
+    profiler_step_number, CopyDirection, CopyInfo, FlowInput, Ident, LaneKey, MemoryKind,
+    SpanInput, SpanKind, TraceBuilder, NO_DETAIL,
 };
 
 /// Counts gathered while reading events; they describe the file, not the timeline.
@@ -362,6 +362,14 @@ impl EventReader {
         let lane = self.builder.lane(lane_key);
         let name_text = text_of(e.name);
         let name = self.builder.intern(&name_text);
+        if matches!(
+            kind,
+            SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::GpuUserAnnotation
+        ) {
+            if let Some(step) = profiler_step_number(&name_text) {
+                self.builder.mark_step(name, step);
+            }
+        }
         let detail = self.detail(kind, &name_text, &args);
         let input = SpanInput {
             kind,

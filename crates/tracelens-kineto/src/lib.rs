@@ -35,7 +35,35 @@ use input::Input;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
-use tracelens_model::{SourceInfo, Trace, WarningKind};
+use tracelens_model::{
+    Detail, FrameworkRange, ImportFailure, Importer, Input as OpenedInput, SourceInfo, Trace,
+    Version, WarningKind,
+};
+
+/// The format id in [`SourceInfo::format`].
+pub const FORMAT: &str = "kineto_json";
+
+/// The Kineto JSON importer (plain or gzip). It is the registry's fallback: it takes any input
+/// that no other importer claims and says precisely why one that is not JSON is not a trace.
+pub struct KinetoImporter;
+
+impl Importer for KinetoImporter {
+    fn format(&self) -> &'static str {
+        FORMAT
+    }
+
+    fn sniff(&self, _head: &[u8]) -> bool {
+        true
+    }
+
+    fn import(&self, input: OpenedInput) -> Result<Trace, ImportFailure> {
+        let (path, bytes) = (input.path.clone(), input.file_bytes);
+        import_stream(input.into_stream(), &path, bytes).map_err(|e| match e.problem {
+            Problem::Io(io) => ImportFailure::Io(io),
+            other => ImportFailure::Format(other.to_string()),
+        })
+    }
+}
 
 /// The gzip magic bytes.
 pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
@@ -206,27 +234,40 @@ pub fn import_reader_with_threads<R: Read>(
     let truncated = doc.truncated_at.is_some() || events.stats.events == 0;
     let has_metadata_events = events.stats.by_phase.contains_key("M");
     let stats = events.stats;
+    let container = match doc.container {
+        Container::Object => "object",
+        Container::Array => "array",
+    };
     let source = SourceInfo {
         path: path.display().to_string(),
-        format: tracelens_model::InputFormat::KinetoJson,
-        container: match doc.container {
-            Container::Object => "object".into(),
-            Container::Array => "array".into(),
-        },
+        format: FORMAT.into(),
+        format_name: "Kineto JSON".into(),
+        content: "JSON".into(),
+        records: "events".into(),
+        annotatable: true,
         compression: gzip.then(|| "gzip".to_string()),
-        generation: generation.into(),
-        generation_note: if has_metadata_events || stats.with_phase == 0 || truncated {
+        version: generation.into(),
+        version_note: if has_metadata_events || stats.with_phase == 0 || truncated {
             note.into()
         } else {
             format!("{note}; re-serialized (no metadata events)")
         },
+        framework: torch_range(generation),
         file_bytes,
         decoded_bytes: input.bytes_read(),
-        events_read: stats.events,
-        events_kept: stats.kept,
-        events_by_phase: stats.by_phase,
-        ignored_categories: stats.ignored_categories,
+        records_read: stats.events,
+        records_kept: stats.kept,
+        ignored: stats.ignored_categories,
         truncated_at_byte: doc.truncated_at,
+        details: [
+            ("container".to_string(), Detail::Text(container.into())),
+            (
+                "events_by_phase".to_string(),
+                Detail::Counts(stats.by_phase),
+            ),
+        ]
+        .into_iter()
+        .collect(),
     };
     Ok(events.builder.finish(source))
 }
@@ -301,6 +342,20 @@ fn check_is_trace(doc: &document::Document, events: &EventReader) -> Result<(), 
         }
         _ => Ok(()),
     }
+}
+
+/// The PyTorch versions that write a format generation.
+fn torch_range(generation: &str) -> FrameworkRange {
+    let v = |major, minor| Some(Version::new(major, minor));
+    let (min, max) = match generation {
+        "kineto_2020_array" => (v(1, 8), v(1, 8)),
+        "legacy_array" => (None, v(1, 8)),
+        "kineto_2021" => (v(1, 8), v(1, 10)),
+        "kineto_int_us" => (v(1, 11), v(2, 3)),
+        "kineto_float_us" | "kineto_base_ns" => (v(2, 4), None),
+        _ => (None, None),
+    };
+    FrameworkRange { min, max }
 }
 
 /// Names the format generation from the evidence gathered while reading.

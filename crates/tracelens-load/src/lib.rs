@@ -1,15 +1,16 @@
-//! Opening a trace of any supported format, shared by `analyze`, `annotate`, `check` and
-//! `diff`: the input is read exactly once (files, pipes, FIFOs and stdin alike), its format
-//! sniffed from the buffered first bytes, and the stream handed to an importer. Errors are one
-//! line without the path ([`LoadError`]); the caller names the file.
+//! Opening a trace of any supported format, shared by `analyze`, `annotate`, `check`, `diff`
+//! and `--rules nsys`: the input is read exactly once (files, pipes, FIFOs and stdin alike),
+//! its format sniffed from the buffered first bytes by the registry of importers
+//! ([`IMPORTERS`]), and the stream handed to the first that takes it. Also the opening of
+//! result documents. Errors are one line without the path ([`LoadError`]); the caller names
+//! the file.
 #![deny(missing_docs)]
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
-use std::path::{Path, PathBuf};
-use tracelens_model::Trace;
+use std::path::Path;
+use tracelens_model::{ImportFailure, Importer, Input, Trace};
 
-use tracelens_nsys::SQLITE_MAGIC;
 /// First bytes of an Nsight Systems `.nsys-rep` / `.qdrep` report.
 const NSYS_REP_MAGIC: &[u8] = b"NVIDIA Tegra Pro";
 
@@ -44,15 +45,6 @@ pub fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// An opened input: its first bytes (already read) and the rest of the stream.
-struct Opened {
-    head: Vec<u8>,
-    rest: Box<dyn Read + Send>,
-    /// A regular file, which SQLite may open by path; pipes and stdin are not.
-    regular_file: bool,
-    file_bytes: u64,
-}
-
 /// Told the bytes read from the file so far (about every megabyte), for a progress bar.
 pub type Progress = std::sync::Arc<dyn Fn(u64) + Send + Sync>;
 
@@ -76,137 +68,151 @@ impl<R: Read> Read for Counted<R> {
     }
 }
 
-impl Opened {
-    fn open(path: &Path) -> Result<Opened, String> {
-        Opened::open_with(path, None)
-    }
+/// Every input format, most specific first: the first whose `sniff` takes the input's first
+/// bytes imports it. The last one, Kineto JSON, takes anything and explains why an input that
+/// is not JSON is not a trace. A new format is one crate implementing [`Importer`] and one
+/// line here.
+pub const IMPORTERS: &[&dyn Importer] = &[
+    &tracelens_nsys::NsysImporter,
+    &tracelens_kineto::KinetoImporter,
+];
 
-    fn open_with(path: &Path, progress: Option<Progress>) -> Result<Opened, String> {
-        let (mut rest, regular_file, file_bytes): (Box<dyn Read + Send>, bool, u64) =
-            if is_stdin(path) {
-                (Box::new(std::io::stdin()), false, 0)
-            } else {
-                let f = File::open(path).map_err(|e| read_problem(&e))?;
-                let meta = f.metadata().map_err(|e| read_problem(&e))?;
-                if meta.is_dir() {
-                    return Err("is a directory, not a trace file".into());
-                }
-                let f: Box<dyn Read + Send> = match progress {
-                    Some(progress) => Box::new(Counted {
-                        inner: f,
-                        read: 0,
-                        reported: 0,
-                        progress,
-                    }),
-                    None => Box::new(f),
-                };
-                (f, meta.is_file(), meta.len())
-            };
-        let head = tracelens_kineto::read_head(&mut rest, 64).map_err(|e| read_problem(&e))?;
-        if head.is_empty() {
-            return Err("file is empty".into());
-        }
-        if head.starts_with(NSYS_REP_MAGIC) {
-            return Err(
-                "an Nsight Systems report (.nsys-rep/.qdrep), a proprietary container: export it with `nsys export --type sqlite` and pass the .sqlite file"
-                    .into(),
-            );
-        }
-        Ok(Opened {
-            head,
-            rest,
-            regular_file,
-            file_bytes,
-        })
-    }
-
-    /// The whole stream again, first bytes included.
-    fn into_stream(self) -> impl Read + Send {
-        std::io::Cursor::new(self.head).chain(self.rest)
-    }
-}
-
-/// A private copy of a piped SQLite export (SQLite needs a file it can seek in); removed
-/// when dropped.
-struct Spooled(PathBuf);
-
-impl Spooled {
-    fn new(opened: Opened) -> Result<Spooled, String> {
-        let path = std::env::temp_dir().join(format!(
-            "tracelens-stdin-{}-{}.sqlite",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0)
-        ));
-        let spooled = Spooled(path);
-        let mut out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&spooled.0)
-            .map_err(|e| format!("cannot copy the piped export: {}", write_problem(&e)))?;
-        std::io::copy(&mut opened.into_stream(), &mut out)
-            .map_err(|e| format!("cannot copy the piped export: {e}"))?;
-        Ok(spooled)
-    }
-}
-
-impl Drop for Spooled {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
-/// An export open for the nsys-compatible rules (with the private copy it may live on).
-pub struct NsysInput {
-    /// The open database.
-    pub db: tracelens_nsys::Db,
-    _spooled: Option<Spooled>,
-}
-
-/// Opens an Nsight Systems export for the nsys-compatible rules.
-pub fn open_nsys(path: &Path) -> Result<NsysInput, String> {
-    let opened = Opened::open(path)?;
-    if !opened.head.starts_with(SQLITE_MAGIC) {
-        return Err(
-            "--rules nsys needs an Nsight Systems SQLite export (nsys export --type sqlite)".into(),
-        );
-    }
-    if opened.regular_file {
-        return Ok(NsysInput {
-            db: tracelens_nsys::open(path)?,
-            _spooled: None,
-        });
-    }
-    let spooled = Spooled::new(opened)?;
-    Ok(NsysInput {
-        db: tracelens_nsys::open(&spooled.0)?,
-        _spooled: Some(spooled),
-    })
-}
-
-/// Why a trace could not be opened: one line, without the path.
+/// Why a trace could not be opened: one line, without the path (the caller names the file).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadError(pub String);
+pub enum LoadError {
+    /// Reading failed: no such file, permission denied, a directory, a read error.
+    Read(String),
+    /// The file holds no byte.
+    Empty,
+    /// A container tracelens cannot read, with what to do instead.
+    Unsupported(&'static str),
+    /// A format's importer refused it (not that format, or broken).
+    Format {
+        /// The importer's format id.
+        format: &'static str,
+        /// Its one line.
+        problem: String,
+    },
+}
 
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            LoadError::Read(why) => f.write_str(why),
+            LoadError::Empty => f.write_str("file is empty"),
+            LoadError::Unsupported(why) => f.write_str(why),
+            LoadError::Format { problem, .. } => f.write_str(problem),
+        }
     }
 }
 
 impl std::error::Error for LoadError {}
 
-/// Reads the trace at `path` (`-` for stdin).
-pub fn open(path: &Path) -> Result<Trace, LoadError> {
-    load(path, None).map_err(LoadError)
+/// Opens `path` once (file, pipe, FIFO or stdin) and reads its first bytes.
+fn open_input(path: &Path, progress: Option<Progress>) -> Result<Input, LoadError> {
+    let read = |e: std::io::Error| LoadError::Read(read_problem(&e));
+    let (mut rest, regular_file, file_bytes): (Box<dyn Read + Send>, bool, u64) = if is_stdin(path)
+    {
+        (Box::new(std::io::stdin()), false, 0)
+    } else {
+        let f = File::open(path).map_err(read)?;
+        let meta = f.metadata().map_err(read)?;
+        if meta.is_dir() {
+            return Err(LoadError::Read("is a directory, not a trace file".into()));
+        }
+        let f: Box<dyn Read + Send> = match progress {
+            Some(progress) => Box::new(Counted {
+                inner: f,
+                read: 0,
+                reported: 0,
+                progress,
+            }),
+            None => Box::new(f),
+        };
+        (f, meta.is_file(), meta.len())
+    };
+    let head = tracelens_kineto::read_head(&mut rest, 64).map_err(read)?;
+    if head.is_empty() {
+        return Err(LoadError::Empty);
+    }
+    if head.starts_with(NSYS_REP_MAGIC) {
+        return Err(LoadError::Unsupported(
+            "an Nsight Systems report (.nsys-rep/.qdrep), a proprietary container: export it with `nsys export --type sqlite` and pass the .sqlite file",
+        ));
+    }
+    Ok(Input {
+        path: path.to_path_buf(),
+        head,
+        rest,
+        regular_file,
+        file_bytes,
+    })
 }
 
-/// [`open`], telling `progress` how many bytes of a Kineto file were read so far (an
-/// Nsight export is read by SQLite, which reports nothing).
+/// Reads the trace at `path` (`-` for stdin) with the importer its first bytes call for.
+pub fn open(path: &Path) -> Result<Trace, LoadError> {
+    load(path, None)
+}
+
+/// [`open`], telling `progress` how many bytes of the file were read so far (an importer
+/// that opens the file by path itself, as SQLite does, reports nothing).
 pub fn open_with_progress(path: &Path, progress: Progress) -> Result<Trace, LoadError> {
-    load(path, Some(progress)).map_err(LoadError)
+    load(path, Some(progress))
+}
+
+fn load(path: &Path, progress: Option<Progress>) -> Result<Trace, LoadError> {
+    let input = open_input(path, progress)?;
+    let importer = IMPORTERS
+        .iter()
+        .find(|i| i.sniff(&input.head))
+        .expect("the last importer takes any input");
+    importer.import(input).map_err(|e| match e {
+        ImportFailure::Io(io) => LoadError::Read(read_problem(&io)),
+        ImportFailure::Format(problem) => LoadError::Format {
+            format: importer.format(),
+            problem,
+        },
+    })
+}
+
+/// Opens a trace for `tracelens annotate`, which writes tracks back into the file: only a
+/// format that can take them (Chrome-trace JSON) is accepted.
+pub fn open_annotatable(path: &Path) -> Result<Trace, LoadError> {
+    if is_stdin(path) {
+        return Err(LoadError::Unsupported(
+            "annotate reads the trace twice: give it a file, not stdin",
+        ));
+    }
+    let trace = open(path)?;
+    if !trace.source.annotatable {
+        return Err(LoadError::Unsupported(
+            "annotate writes Chrome-trace JSON and needs a Kineto trace; open Nsight Systems reports in Nsight Systems",
+        ));
+    }
+    Ok(trace)
+}
+
+/// The decoded bytes of an annotatable trace again (plain or gzip), for copying it through.
+pub fn reopen_decoded(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
+    tracelens_kineto::open_decoded(path)
+}
+
+/// Opens an Nsight Systems export for the nsys-compatible rules (piped exports through a
+/// private copy that lives as long as the returned value).
+pub fn open_nsys(path: &Path) -> Result<tracelens_nsys::OpenExport, LoadError> {
+    let input = open_input(path, None)?;
+    if !tracelens_nsys::NsysImporter.sniff(&input.head) {
+        return Err(LoadError::Unsupported(
+            "--rules nsys needs an Nsight Systems SQLite export (nsys export --type sqlite)",
+        ));
+    }
+    tracelens_nsys::open_input(input).map_err(|e| match e {
+        ImportFailure::Io(io) => LoadError::Read(read_problem(&io)),
+        ImportFailure::Format(problem) => LoadError::Format {
+            format: tracelens_nsys::FORMAT,
+            problem,
+        },
+    })
 }
 
 /// The first bytes of a file, to tell a result document (JSON with `"schema_version"` and
@@ -216,26 +222,19 @@ pub fn head_of(path: &Path, n: usize) -> std::io::Result<Vec<u8>> {
     tracelens_kineto::read_head(&mut f, n)
 }
 
-fn load(path: &Path, progress: Option<Progress>) -> Result<Trace, String> {
-    let opened = Opened::open_with(path, progress)?;
-    if opened.head.starts_with(SQLITE_MAGIC) {
-        if opened.regular_file {
-            return tracelens_nsys::import_file(path);
-        }
-        let bytes = opened.file_bytes;
-        let spooled = Spooled::new(opened)?;
-        let mut trace = tracelens_nsys::import_file(&spooled.0)?;
-        trace.source.path = path.display().to_string();
-        trace.source.file_bytes = bytes.max(trace.source.file_bytes);
-        return Ok(trace);
+/// Whether the file at `path` is a tracelens result document rather than a trace: JSON whose
+/// first 512 bytes name the schema version and the tool.
+pub fn is_result_document(path: &Path) -> bool {
+    if is_stdin(path) {
+        return false;
     }
-    let bytes = opened.file_bytes;
-    tracelens_kineto::import_stream(opened.into_stream(), path, bytes).map_err(|e| {
-        match e.problem {
-            tracelens_kineto::Problem::Io(io) => read_problem(&io),
-            other => other.to_string(),
-        }
-    })
+    let Ok(head) = head_of(path, 512) else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&head);
+    head.trim_start().starts_with('{')
+        && head.contains("\"schema_version\"")
+        && head.contains("\"tracelens\"")
 }
 
 /// The text of a result document (plain or gzip), at most `max_bytes` once decoded.

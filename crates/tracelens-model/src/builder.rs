@@ -5,10 +5,11 @@ use crate::diagnostics::{Warning, WarningKind};
 use crate::lane::{Ident, Lane, LaneId, LaneKey};
 use crate::metadata::Metadata;
 use crate::names::{NameId, StringTable};
+use crate::source::SourceInfo;
 use crate::span::SpanId;
 use crate::span::{Span, SpanKind, NO_CORRELATION, NO_DETAIL, NO_EXTERNAL_ID};
 use crate::time::{Interval, TimeNs, NS_PER_S, NS_PER_US};
-use crate::trace::{Device, LinkStats, SourceInfo, Step, Trace, NO_SPAN};
+use crate::trace::{Device, LinkStats, Step, Trace, NO_SPAN};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
 
@@ -75,6 +76,7 @@ pub struct TraceBuilder {
     thread_names: FxHashMap<(Ident, Ident), NameId>,
     process_names: FxHashMap<Ident, NameId>,
     stream_names: FxHashMap<(i64, i64), NameId>,
+    step_names: FxHashMap<NameId, i64>,
     negative_durations: u64,
     absurd_durations: u64,
     long_strings: u64,
@@ -156,6 +158,9 @@ impl TraceBuilder {
         for (k, n) in other.stream_names {
             self.stream_names.entry(k).or_insert(names[n.0 as usize]);
         }
+        for (n, step) in other.step_names {
+            self.step_names.insert(names[n.0 as usize], step);
+        }
         self.negative_durations += other.negative_durations;
         self.absurd_durations += other.absurd_durations;
         self.long_strings += other.long_strings;
@@ -206,6 +211,13 @@ impl TraceBuilder {
         let id = self.intern_capped(stack, MAX_CALL_STACK_BYTES);
         self.call_stacks.push(id);
         (self.call_stacks.len() - 1) as u32
+    }
+
+    /// Marks `name` as the name of profiler step `number` (PyTorch's `ProfilerStep#N`): the
+    /// CPU and GPU ranges of that name become the trace's steps. Importers recognise steps in
+    /// their format; the model never matches names.
+    pub fn mark_step(&mut self, name: NameId, number: i64) {
+        self.step_names.insert(name, number);
     }
 
     /// Appends a span. Negative durations are clamped to zero and absurd ones (over a day, or
@@ -302,6 +314,7 @@ impl TraceBuilder {
         nest(&mut trace);
         link_launches(&mut trace);
         check_external_ids(&mut trace);
+        trace.step_names = std::mem::take(&mut self.step_names);
         trace.steps = collect_steps(&trace);
         trace.devices = collect_devices(&trace);
         trace.warnings = std::mem::take(&mut self.warnings);
@@ -640,7 +653,8 @@ fn check_external_ids(trace: &mut Trace) {
     trace.links.external_id_mismatched = mismatched;
 }
 
-/// The `N` of a `ProfilerStep#N` name.
+/// The `N` of a PyTorch `ProfilerStep#N` name: how importers of PyTorch traces recognise the
+/// names they [`TraceBuilder::mark_step`].
 pub fn profiler_step_number(name: &str) -> Option<i64> {
     name.strip_prefix("ProfilerStep#")?.trim().parse().ok()
 }
@@ -653,7 +667,7 @@ fn collect_steps(trace: &Trace) -> Vec<Step> {
             SpanKind::GpuUserAnnotation => true,
             _ => continue,
         };
-        let Some(n) = profiler_step_number(trace.names.get(s.name)) else {
+        let Some(n) = trace.step_of_name(s.name) else {
             continue;
         };
         let step = steps.entry(n).or_insert(Step {
@@ -904,6 +918,12 @@ mod tests {
             None,
         );
         add(&mut b, c, SpanKind::CpuOp, "ProfilerStep#4", 100, 100, None);
+        add(&mut b, c, SpanKind::CpuOp, "ProfilerStep#5", 300, 100, None);
+        // The importer marks step names; an unmarked name is an ordinary range.
+        for (name, n) in [("ProfilerStep#3", 3), ("ProfilerStep#4", 4)] {
+            let id = b.intern(name);
+            b.mark_step(id, n);
+        }
         let t = b.finish(SourceInfo::default());
         assert_eq!(t.steps.len(), 2);
         assert_eq!(t.steps[0].gpu, Some(Interval::new(50, 150)));

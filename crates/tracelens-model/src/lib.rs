@@ -28,11 +28,13 @@
 mod builder;
 mod copy;
 mod diagnostics;
+mod import;
 mod lane;
 mod metadata;
 mod names;
 mod python;
 pub mod redact;
+mod source;
 mod span;
 mod time;
 mod trace;
@@ -43,12 +45,14 @@ pub use builder::{
 };
 pub use copy::{CopyDirection, CopyInfo, MemoryKind};
 pub use diagnostics::{Warning, WarningKind};
+pub use import::{ImportFailure, Importer, Input};
 pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
 pub use metadata::{
     shorten, DeviceProperties, DistributedInfo, Metadata, MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS,
 };
 pub use names::{NameId, StringTable};
 pub use python::{parse_call_stack, PyFrame};
+pub use source::{Detail, FrameworkRange, SourceInfo, Version};
 pub use span::{Span, SpanId, SpanKind, NO_DETAIL};
 pub use time::{format_ms, Interval, TimeNs, NS_PER_MS, NS_PER_S, NS_PER_US};
-pub use trace::{Device, InputFormat, LinkStats, SourceInfo, Step, Trace, MAX_ANCESTORS};
+pub use trace::{Device, LinkStats, Step, Trace, MAX_ANCESTORS};

@@ -6,6 +6,7 @@ use crate::lane::{Lane, LaneId, LaneKey};
 use crate::metadata::Metadata;
 use crate::names::{NameId, StringTable};
 use crate::python::{parse_call_stack, PyFrame};
+use crate::source::{Detail, SourceInfo};
 use crate::span::{Span, SpanId, SpanKind, NO_DETAIL};
 use crate::time::Interval;
 use serde::Serialize;
@@ -16,74 +17,6 @@ pub const MAX_ANCESTORS: usize = 1024;
 
 /// Sentinel for "no span" in the dense link columns.
 pub(crate) const NO_SPAN: u32 = u32::MAX;
-
-/// The kind of input a trace was read from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum InputFormat {
-    /// A PyTorch profiler (Kineto) Chrome trace, JSON, plain or gzip.
-    #[default]
-    KinetoJson,
-    /// An Nsight Systems SQLite export.
-    NsysSqlite,
-}
-
-impl InputFormat {
-    /// Its name for people.
-    pub fn label(self) -> &'static str {
-        match self {
-            InputFormat::KinetoJson => "Kineto JSON",
-            InputFormat::NsysSqlite => "Nsight Systems SQLite export",
-        }
-    }
-
-    /// What the bytes read are called ("JSON", "SQLite").
-    pub fn content(self) -> &'static str {
-        match self {
-            InputFormat::KinetoJson => "JSON",
-            InputFormat::NsysSqlite => "SQLite",
-        }
-    }
-
-    /// What the unit records are called ("events", "rows").
-    pub fn records(self) -> &'static str {
-        match self {
-            InputFormat::KinetoJson => "events",
-            InputFormat::NsysSqlite => "rows",
-        }
-    }
-}
-
-/// Where the trace came from and how it was read.
-#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
-pub struct SourceInfo {
-    /// Path as given by the user.
-    pub path: String,
-    /// Input format.
-    pub format: InputFormat,
-    /// Container shape (`object` with `traceEvents`, bare `array`, or `sqlite`).
-    pub container: String,
-    /// Compression detected from magic bytes (`gzip`), if any.
-    pub compression: Option<String>,
-    /// Format generation id (e.g. `kineto_2024_base_ns`).
-    pub generation: String,
-    /// One-line description of that generation.
-    pub generation_note: String,
-    /// Size of the file on disk.
-    pub file_bytes: u64,
-    /// Bytes of trace text after decompression.
-    pub decoded_bytes: u64,
-    /// Events read from the file (all phases).
-    pub events_read: u64,
-    /// Events kept as spans.
-    pub events_kept: u64,
-    /// Events per phase (`X`, `i`, `s`, `f`, `M`, `C`, …).
-    pub events_by_phase: BTreeMap<String, u64>,
-    /// Events of categories the model does not keep, per category.
-    pub ignored_categories: BTreeMap<String, u64>,
-    /// Byte offset (in decoded text) where a truncated file stopped making sense.
-    pub truncated_at_byte: Option<u64>,
-}
 
 /// One profiler step (`ProfilerStep#N`) with its CPU and GPU extents.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -163,6 +96,8 @@ pub struct Trace {
     pub warnings: Vec<Warning>,
     /// Launch-link statistics.
     pub links: LinkStats,
+    /// Names the importer marked as profiler steps, with their numbers.
+    pub(crate) step_names: rustc_hash::FxHashMap<NameId, i64>,
     pub(crate) parent: Vec<u32>,
     pub(crate) launch: Vec<u32>,
     pub(crate) launched_offsets: Vec<(u32, u32, u32)>,
@@ -192,14 +127,32 @@ impl Trace {
             }
         }
         let s = &mut self.source;
-        for map in [&mut s.ignored_categories, &mut s.events_by_phase] {
-            if map.keys().any(|k| matches!(redact_text(k), Cow::Owned(_))) {
-                let entries = std::mem::take(map);
-                for (k, v) in entries {
-                    *map.entry(redact_text(&k).into_owned()).or_insert(0) += v;
+        redact_keys(&mut s.ignored);
+        for detail in s.details.values_mut() {
+            match detail {
+                Detail::Counts(map) => redact_keys(map),
+                Detail::Text(text) => {
+                    if let Cow::Owned(r) = redact_text(text) {
+                        *text = r;
+                    }
                 }
+                Detail::Count(_) => {}
             }
         }
+    }
+
+    /// The step number, when `name` is one the importer marked as a profiler step.
+    pub fn step_of_name(&self, name: NameId) -> Option<i64> {
+        self.step_names.get(&name).copied()
+    }
+
+    /// Whether span `id` is a profiler step's range (CPU or GPU side).
+    pub fn is_step_span(&self, id: SpanId) -> bool {
+        let s = self.span(id);
+        matches!(
+            s.kind,
+            SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::GpuUserAnnotation
+        ) && self.step_names.contains_key(&s.name)
     }
 
     /// The span behind `id`.
@@ -356,5 +309,17 @@ impl Trace {
     /// The lane key of a span.
     pub fn lane_key(&self, id: SpanId) -> LaneKey {
         self.lane(self.span(id).lane).key
+    }
+}
+
+/// Redacts secret-looking keys of a count map, merging keys that become equal.
+fn redact_keys(map: &mut BTreeMap<String, u64>) {
+    use crate::redact::redact_text;
+    use std::borrow::Cow;
+    if map.keys().any(|k| matches!(redact_text(k), Cow::Owned(_))) {
+        let entries = std::mem::take(map);
+        for (k, v) in entries {
+            *map.entry(redact_text(&k).into_owned()).or_insert(0) += v;
+        }
     }
 }

@@ -7,8 +7,8 @@ use rusqlite::Row;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use tracelens_model::{
-    CopyDirection, CopyInfo, DeviceProperties, Ident, LaneKey, MemoryKind, NameId, SourceInfo,
-    SpanInput, SpanKind, Trace, TraceBuilder, WarningKind, NO_DETAIL,
+    CopyDirection, CopyInfo, Detail, DeviceProperties, FrameworkRange, Ident, LaneKey, MemoryKind,
+    NameId, SourceInfo, SpanInput, SpanKind, Trace, TraceBuilder, WarningKind, NO_DETAIL,
 };
 
 /// Tables whose rows are counted but not modelled.
@@ -233,11 +233,14 @@ fn import_with(
     let kept = imp.b.span_count() as u64;
     let source = SourceInfo {
         path: path.display().to_string(),
-        format: tracelens_model::InputFormat::NsysSqlite,
-        container: "sqlite".into(),
+        format: crate::FORMAT.into(),
+        format_name: "Nsight Systems SQLite export".into(),
+        content: "SQLite".into(),
+        records: "rows".into(),
+        annotatable: false,
         compression: None,
-        generation: format!("nsys_schema_{schema}"),
-        generation_note: format!(
+        version: format!("nsys_schema_{schema}"),
+        version_note: format!(
             "Nsight Systems {product} SQLite export, schema {schema}{}",
             match lazy {
                 Some("false") | Some("0") => " (non-lazy)",
@@ -245,13 +248,19 @@ fn import_with(
                 None => "",
             }
         ),
+        framework: FrameworkRange::default(),
         file_bytes,
         decoded_bytes: file_bytes,
-        events_read: read,
-        events_kept: kept,
-        events_by_phase: imp.rows_by_table.clone(),
-        ignored_categories: ignored,
+        records_read: read,
+        records_kept: kept,
+        ignored,
         truncated_at_byte: None,
+        details: [(
+            "rows_by_table".to_string(),
+            Detail::Counts(imp.rows_by_table.clone()),
+        )]
+        .into_iter()
+        .collect(),
     };
     if imp.missing_names > 0 || strings_error.is_some() {
         let why = match &strings_error {
@@ -624,8 +633,11 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
                 .and_then(|id| imp.strings.get(&id).cloned())
                 .unwrap_or_default(),
         };
-        let (name, is_op) = pytorch_op_name(&raw);
-        let name = imp.b.intern(name);
+        let (name_text, is_op) = pytorch_op_name(&raw);
+        let name = imp.b.intern(name_text);
+        if let Some(step) = tracelens_model::profiler_step_number(name_text) {
+            imp.b.mark_step(name, step);
+        }
         let kind = if is_op {
             SpanKind::CpuOp
         } else {

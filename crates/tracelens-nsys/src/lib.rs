@@ -16,8 +16,11 @@ pub mod rules;
 pub use db::{pid_of, tid_of, Db};
 pub use import::{correlation_key, pytorch_op_name};
 
-use std::path::Path;
-use tracelens_model::Trace;
+use std::path::{Path, PathBuf};
+use tracelens_model::{ImportFailure, Importer, Input, Trace};
+
+/// The format id in [`tracelens_model::SourceInfo::format`].
+pub const FORMAT: &str = "nsys_sqlite";
 
 /// The first bytes of every SQLite database.
 pub const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
@@ -53,6 +56,92 @@ pub fn open(path: &Path) -> Result<Db, String> {
         );
     }
     Ok(db)
+}
+
+/// The Nsight Systems SQLite importer.
+pub struct NsysImporter;
+
+impl Importer for NsysImporter {
+    fn format(&self) -> &'static str {
+        FORMAT
+    }
+
+    fn sniff(&self, head: &[u8]) -> bool {
+        head.starts_with(SQLITE_MAGIC)
+    }
+
+    fn import(&self, input: Input) -> Result<Trace, ImportFailure> {
+        let (path, bytes) = (input.path.clone(), input.file_bytes);
+        let export = open_input(input)?;
+        let mut trace = import::import(&export.db, &export.file, bytes).map_err(|e| {
+            ImportFailure::Format(format!("cannot read the Nsight Systems export: {e}"))
+        })?;
+        // A piped export was read from a private copy: name the input as given.
+        trace.source.path = path.display().to_string();
+        trace.source.file_bytes = bytes.max(trace.source.file_bytes);
+        Ok(trace)
+    }
+}
+
+/// An open export, with the private copy it may live on (removed when dropped).
+pub struct OpenExport {
+    /// The database.
+    pub db: Db,
+    /// The file SQLite reads: the input's path, or the private copy of a piped export.
+    pub file: PathBuf,
+    _spooled: Option<Spooled>,
+}
+
+/// Opens an export from an input: by its path when it is a regular file, else from a private
+/// copy of the stream (SQLite needs a file it can seek in).
+pub fn open_input(input: Input) -> Result<OpenExport, ImportFailure> {
+    if input.regular_file {
+        let db = open(&input.path).map_err(ImportFailure::Format)?;
+        return Ok(OpenExport {
+            db,
+            file: input.path,
+            _spooled: None,
+        });
+    }
+    let spooled = Spooled::new(input)?;
+    let db = open(&spooled.0).map_err(ImportFailure::Format)?;
+    Ok(OpenExport {
+        db,
+        file: spooled.0.clone(),
+        _spooled: Some(spooled),
+    })
+}
+
+/// A private copy of a piped export; removed when dropped.
+struct Spooled(PathBuf);
+
+impl Spooled {
+    fn new(input: Input) -> Result<Spooled, ImportFailure> {
+        let path = std::env::temp_dir().join(format!(
+            "tracelens-stdin-{}-{}.sqlite",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0)
+        ));
+        let spooled = Spooled(path);
+        let copy_failed =
+            |e: std::io::Error| ImportFailure::Format(format!("cannot copy the piped export: {e}"));
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&spooled.0)
+            .map_err(copy_failed)?;
+        std::io::copy(&mut input.into_stream(), &mut out).map_err(copy_failed)?;
+        Ok(spooled)
+    }
+}
+
+impl Drop for Spooled {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// Imports the export at `path`. The error is one line, without the path.

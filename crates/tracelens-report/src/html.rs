@@ -199,7 +199,7 @@ pub fn render_html(report: &Report) -> String {
         timeline: report.timeline.as_ref().and_then(timeline::build),
         plot_width: PLOT_WIDTH,
         overview_bars: overview_bars(diagnosis),
-        annotatable: source.format == tracelens_model::InputFormat::KinetoJson,
+        annotatable: source.annotatable,
         idle: idle_views(diagnosis),
         breakdown_title: if has_steps {
             "Step breakdown"
@@ -322,10 +322,7 @@ fn facts(report: &Report) -> Vec<(String, String)> {
     }
     f.push((
         "Format".into(),
-        format!(
-            "{} — {}",
-            report.input.generation, report.input.generation_note
-        ),
+        format!("{} — {}", report.input.version, report.input.version_note),
     ));
     if let Some(d) = &report.metadata.distributed {
         f.push((
@@ -606,17 +603,17 @@ fn health(report: &Report) -> Vec<(&'static str, String)> {
         "info",
         format!(
             "Read {} {} ({} kept as spans) from {:.1} MB of {}{}; format {}: {}",
-            s.events_read,
-            s.format.records(),
-            s.events_kept,
+            s.records_read,
+            s.records,
+            s.records_kept,
             s.decoded_bytes as f64 / 1e6,
-            s.format.content(),
+            s.content,
             s.compression
                 .as_deref()
                 .map(|c| format!(" ({c})"))
                 .unwrap_or_default(),
-            s.generation,
-            s.generation_note
+            s.version,
+            s.version_note
         ),
     )];
     if let Some(at) = s.truncated_at_byte {
@@ -671,12 +668,8 @@ fn health(report: &Report) -> Vec<(&'static str, String)> {
             ),
         ));
     }
-    if !s.ignored_categories.is_empty() {
-        let cats: Vec<String> = s
-            .ignored_categories
-            .iter()
-            .map(|(k, v)| format!("{k} ×{v}"))
-            .collect();
+    if !s.ignored.is_empty() {
+        let cats: Vec<String> = s.ignored.iter().map(|(k, v)| format!("{k} ×{v}")).collect();
         h.push((
             "info",
             format!("Categories not analysed: {}", cats.join(", ")),

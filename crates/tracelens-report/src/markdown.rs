@@ -63,7 +63,7 @@ pub fn render_markdown(report: &Report) -> String {
     let _ = writeln!(
         out,
         "| Trace | {} ({}) |",
-        esc(&report.input.generation),
+        esc(&report.input.version),
         plural(report.warnings.len(), "warning")
     );
     if diagnosis.findings.is_empty() {

@@ -322,31 +322,40 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
     }
     let s = &report.input;
     if opts.verbose {
-        let compression = s
-            .compression
-            .as_deref()
-            .map(|c| format!(", {c}"))
-            .unwrap_or_default();
+        // The format's own one-word facts (Kineto: its container), then the compression.
+        let mut about: Vec<String> = s
+            .details
+            .iter()
+            .filter_map(|(k, v)| match v {
+                tracelens_model::Detail::Text(t) => Some(format!("{} {}", clean(t), clean(k))),
+                _ => None,
+            })
+            .collect();
+        about.extend(s.compression.as_deref().map(clean).map(String::from));
+        let about = if about.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", about.join(", "))
+        };
         fact(
             out,
             "format",
             &format!(
-                "{} ({} container{compression}), {}: {}",
-                s.format.label(),
-                s.container,
-                s.generation,
-                clean(&s.generation_note)
+                "{}{about}, {}: {}",
+                clean(&s.format_name),
+                clean(&s.version),
+                clean(&s.version_note)
             ),
         );
         fact(
             out,
-            s.format.records(),
+            &clean(&s.records),
             &format!(
                 "{} read, {} kept as spans ({} of {})",
-                s.events_read,
-                s.events_kept,
+                s.records_read,
+                s.records_kept,
                 format_bytes(s.decoded_bytes),
-                s.format.content()
+                s.content
             ),
         );
         let kinds: Vec<String> = overview

@@ -87,8 +87,11 @@ fn main() {
             .output()
             .expect("tracelens runs");
         let doc: serde_json::Value = serde_json::from_slice(&doc.stdout).unwrap_or_default();
-        let read = doc["input"]["events_read"].as_f64().unwrap_or(0.0);
-        let kept = doc["input"]["events_kept"].as_f64().unwrap_or(0.0).max(1.0);
+        let read = doc["input"]["records_read"].as_f64().unwrap_or(0.0);
+        let kept = doc["input"]["records_kept"]
+            .as_f64()
+            .unwrap_or(0.0)
+            .max(1.0);
         if let Some(python) = &hta {
             hta_rows.push(compare_with_hta(python, &path, &name, &tl, &dir));
         }
