@@ -1,10 +1,11 @@
 //! `tracelens annotate`: the trace copied verbatim with our findings as extra tracks.
 
+use crate::stop::Stop;
 use crate::{default_report_path, fail, input, output, AnnotateArgs, Sink};
 use std::path::PathBuf;
 
 /// `tracelens annotate`: the trace copied verbatim with our tracks added first.
-pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), i32> {
+pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> {
     let path = args.output.clone().unwrap_or_else(|| {
         let report = default_report_path(&args.trace);
         let stem = report

@@ -1,13 +1,11 @@
 //! `tracelens check` and `tracelens diff`, `--fail-on` and `--annotations github`: the CI
 //! side. Results come from a trace (analysed now) or from a stored `--format json` document.
 
-use crate::{fail, input, Sink, EXIT_INPUT};
+use crate::stop::Stop;
+use crate::{fail, input, Sink};
 use std::path::{Path, PathBuf};
 use tracelens_report::escape::terminal_text;
 use tracelens_results::{parse_rule, Metrics, Results, Rule};
-
-/// Exit code when a rule fires.
-pub const EXIT_RULE: i32 = 1;
 
 /// The default rule set (`--rules default`): the seed advice as gates.
 pub const DEFAULT_RULES: [&str; 3] = [
@@ -23,7 +21,7 @@ pub const DEFAULT_RULES: [&str; 3] = [
 pub const RULES_FILE: &str = "tracelens.toml";
 
 /// The results of a trace (analysed now) or of a stored result document.
-pub fn results_of(path: &Path, stderr: &mut dyn std::io::Write) -> Result<Results, i32> {
+pub fn results_of(path: &Path, stderr: &mut dyn std::io::Write) -> Result<Results, Stop> {
     if input::is_result_document(path) {
         let text = std::fs::read_to_string(path)
             .map_err(|e| fail(stderr, path, input::read_problem(&e)))?;
@@ -66,9 +64,9 @@ pub fn collect_rules(
     rules: &[String],
     file: Option<&Path>,
     stderr: &mut dyn std::io::Write,
-) -> Result<Vec<String>, i32> {
+) -> Result<Vec<String>, Stop> {
     let mut out: Vec<String> = rules.to_vec();
-    let from_file = |p: &Path, stderr: &mut dyn std::io::Write| -> Result<Vec<String>, i32> {
+    let from_file = |p: &Path, stderr: &mut dyn std::io::Write| -> Result<Vec<String>, Stop> {
         let text =
             std::fs::read_to_string(p).map_err(|e| fail(stderr, p, input::read_problem(&e)))?;
         let (rules, unknown) = rules_from_file(&text).map_err(|why| fail(stderr, p, why))?;
@@ -103,14 +101,14 @@ pub fn collect_rules(
 pub fn parse_all(
     texts: &[String],
     stderr: &mut dyn std::io::Write,
-) -> Result<Vec<(String, Rule)>, i32> {
+) -> Result<Vec<(String, Rule)>, Stop> {
     texts
         .iter()
         .map(|t| match parse_rule(t) {
             Ok(r) => Ok((t.clone(), r)),
             Err(e) => {
                 let _ = writeln!(stderr, "tracelens: error: rule '{}': {e}", terminal_text(t));
-                Err(EXIT_INPUT)
+                Err(Stop::Refused)
             }
         })
         .collect()
@@ -135,7 +133,7 @@ pub fn report_rules(
     label: &str,
     rules: &[(String, Rule)],
     metrics: &Metrics,
-) -> Result<bool, i32> {
+) -> Result<bool, Stop> {
     let fired: Vec<bool> = rules.iter().map(|(_, r)| r.fires(metrics)).collect();
     let failing = fired.iter().filter(|&&f| f).count();
     out.print(&format!(
@@ -193,7 +191,7 @@ pub fn fail_on(
     rules: &[(String, Rule)],
     metrics: &Metrics,
     stderr: &mut dyn std::io::Write,
-) -> Result<(), i32> {
+) -> Result<(), Stop> {
     let mut any = false;
     for (text, rule) in rules {
         if rule.fires(metrics) {
@@ -207,7 +205,7 @@ pub fn fail_on(
         }
     }
     if any {
-        Err(EXIT_RULE)
+        Err(Stop::RuleFired)
     } else {
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! Many traces, one job: the ranks of a distributed run analysed in parallel, the per-rank
 //! Parquet tables of the map step and `tracelens merge`, the reduce step.
 
+use crate::stop::Stop;
 use crate::{fail, gate, input, terminal_width, AnalyzeArgs, Format, MergeArgs, Sink};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -11,7 +12,7 @@ pub(crate) fn write_job(
     format: Option<Format>,
     output: Option<&PathBuf>,
     out: &mut Sink,
-) -> Result<(), i32> {
+) -> Result<(), Stop> {
     let target = output.filter(|p| p.as_os_str() != "-");
     let width = terminal_width(std::io::stdout().is_terminal());
     let format =
@@ -38,7 +39,7 @@ pub(crate) fn write_job(
 
 /// `tracelens merge`: ranks read back from their Parquet folders.
 #[cfg(feature = "parquet")]
-pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
+pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), Stop> {
     use rayon::prelude::*;
     let ranks: Vec<Result<tracelens_results::RankSummary, (PathBuf, String)>> = args
         .dirs
@@ -58,7 +59,7 @@ pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
 }
 
 #[cfg(not(feature = "parquet"))]
-pub(crate) fn merge(_: &MergeArgs, out: &mut Sink) -> Result<(), i32> {
+pub(crate) fn merge(_: &MergeArgs, out: &mut Sink) -> Result<(), Stop> {
     Err(fail(
         out.stderr,
         Path::new("merge"),
@@ -82,7 +83,7 @@ pub(crate) fn write_parquet(
     summary: &tracelens_results::RankSummary,
     dir: &Path,
     out: &mut Sink,
-) -> Result<(), i32> {
+) -> Result<(), Stop> {
     tracelens_parquet::write_rank(dir, summary)
         .map_err(|why| fail(out.stderr, dir, format!("cannot write output: {why}")))?;
     out.announce("wrote ", dir)
@@ -93,7 +94,7 @@ pub(crate) fn write_parquet(
     _: &tracelens_results::RankSummary,
     dir: &Path,
     out: &mut Sink,
-) -> Result<(), i32> {
+) -> Result<(), Stop> {
     Err(fail(
         out.stderr,
         dir,
@@ -133,7 +134,7 @@ pub(crate) fn analyze_job(
     args: &AnalyzeArgs,
     files: Vec<PathBuf>,
     out: &mut Sink,
-) -> Result<(), i32> {
+) -> Result<(), Stop> {
     use rayon::prelude::*;
     if files.len() < 2 {
         let why = "a multi-rank job needs at least two trace files (a folder of one rank per file)";

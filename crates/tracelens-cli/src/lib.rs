@@ -15,6 +15,7 @@ pub use output::default_report_path;
 use output::report_path_for;
 mod progress;
 mod render;
+mod stop;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::ffi::OsString;
@@ -22,10 +23,8 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use tracelens_report::escape::terminal_text;
 
-/// Exit code for success.
-pub const EXIT_OK: i32 = 0;
-/// Exit code for usage errors and unreadable input.
-pub const EXIT_INPUT: i32 = 2;
+use stop::Stop;
+pub use stop::{EXIT_INPUT, EXIT_OK, EXIT_RULE};
 
 #[derive(Parser)]
 #[command(
@@ -263,10 +262,10 @@ impl Format {
 
 /// Prints `tracelens: error: PATH: PROBLEM` (both made safe for a terminal) and returns the
 /// input-error exit code.
-pub(crate) fn fail(stderr: &mut dyn Write, path: &Path, problem: impl std::fmt::Display) -> i32 {
+pub(crate) fn fail(stderr: &mut dyn Write, path: &Path, problem: impl std::fmt::Display) -> Stop {
     let line = format!("{}: {problem}", path.display());
     let _ = writeln!(stderr, "tracelens: error: {}", terminal_text(&line));
-    EXIT_INPUT
+    Stop::Refused
 }
 
 /// Where results go, and the one input they must never replace.
@@ -279,7 +278,7 @@ pub(crate) struct Sink<'a> {
 
 impl Sink<'_> {
     /// Writes to stdout; a failure (a full device, a closed pipe) ends the run with exit 2.
-    pub(crate) fn print(&mut self, text: &str) -> Result<(), i32> {
+    pub(crate) fn print(&mut self, text: &str) -> Result<(), Stop> {
         match self.stdout.write_all(text.as_bytes()) {
             Ok(()) => Ok(()),
             Err(e) => Err(self.stdout_failed(&e)),
@@ -287,24 +286,24 @@ impl Sink<'_> {
     }
 
     /// Flushes stdout, reporting a failure as [`Sink::print`] does.
-    fn flush(&mut self) -> Result<(), i32> {
+    fn flush(&mut self) -> Result<(), Stop> {
         match self.stdout.flush() {
             Ok(()) => Ok(()),
             Err(e) => Err(self.stdout_failed(&e)),
         }
     }
 
-    fn stdout_failed(&mut self, e: &std::io::Error) -> i32 {
+    fn stdout_failed(&mut self, e: &std::io::Error) -> Stop {
         // A reader that went away (`| head`) needs no message.
         if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return EXIT_INPUT;
+            return Stop::ClosedPipe;
         }
         let why = format!("cannot write output: {}", input::write_problem(e));
         fail(self.stderr, Path::new("<stdout>"), why)
     }
 
     /// Refuses a path that is the input (same file through any name or link).
-    fn check_not_input(&mut self, path: &Path) -> Result<(), i32> {
+    fn check_not_input(&mut self, path: &Path) -> Result<(), Stop> {
         if self.input_identity.is_some() && input::identity(path) == self.input_identity {
             let why = format!(
                 "refusing to write the output over the input trace {} (choose another -o path)",
@@ -316,7 +315,7 @@ impl Sink<'_> {
     }
 
     /// Writes `text` to `path` atomically, or reports why it could not.
-    fn write_file(&mut self, path: &Path, text: &str) -> Result<(), i32> {
+    fn write_file(&mut self, path: &Path, text: &str) -> Result<(), Stop> {
         self.check_not_input(path)?;
         output::write_atomically(path, text).map_err(|e| {
             let why = format!("cannot write output: {}", input::write_problem(&e));
@@ -325,14 +324,14 @@ impl Sink<'_> {
     }
 
     /// `wrote PATH` / `report: PATH` on stdout.
-    fn announce(&mut self, label: &str, path: &Path) -> Result<(), i32> {
+    fn announce(&mut self, label: &str, path: &Path) -> Result<(), Stop> {
         let line = format!("{label}{}\n", terminal_text(&path.display().to_string()));
         self.print(&line)
     }
 }
 
 /// `tracelens check`.
-fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), i32> {
+fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), Stop> {
     let texts = gate::collect_rules(&args.rule, args.rules.as_deref(), out.stderr)?;
     let rules = gate::parse_all(&texts, out.stderr)?;
     let results = gate::results_of(&args.input, out.stderr)?;
@@ -346,13 +345,13 @@ fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), i32> {
     }
     let label = args.input.display().to_string();
     if gate::report_rules(out, &label, &rules, &metrics)? {
-        return Err(gate::EXIT_RULE);
+        return Err(Stop::RuleFired);
     }
     Ok(())
 }
 
 /// `tracelens diff`.
-fn diff(args: &DiffArgs, out: &mut Sink) -> Result<(), i32> {
+fn diff(args: &DiffArgs, out: &mut Sink) -> Result<(), Stop> {
     let rules = gate::parse_all(&args.fail_on, out.stderr)?;
     if let Some(path) = gate::diff_target(args.output.as_ref()) {
         out.check_not_input(path)?;
@@ -401,7 +400,7 @@ fn diff(args: &DiffArgs, out: &mut Sink) -> Result<(), i32> {
         metrics.add_diff(&d);
         let label = format!("{} → {}", args.before.display(), args.after.display());
         if gate::report_rules(out, &label, &rules, &metrics)? {
-            return Err(gate::EXIT_RULE);
+            return Err(Stop::RuleFired);
         }
     }
     Ok(())
@@ -453,10 +452,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 input: &a.input,
                 input_identity: None,
             };
-            match check(&a, &mut sink).and_then(|()| sink.flush()) {
-                Ok(()) => EXIT_OK,
-                Err(code) => code,
-            }
+            stop::exit_code(check(&a, &mut sink).and_then(|()| sink.flush()))
         }
         Command::Diff(a) => {
             let mut sink = Sink {
@@ -465,10 +461,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 input: &a.after,
                 input_identity: input::identity(&a.after),
             };
-            match diff(&a, &mut sink).and_then(|()| sink.flush()) {
-                Ok(()) => EXIT_OK,
-                Err(code) => code,
-            }
+            stop::exit_code(diff(&a, &mut sink).and_then(|()| sink.flush()))
         }
         Command::Report(a) => {
             let mut sink = Sink {
@@ -477,10 +470,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 input: &a.result,
                 input_identity: input::identity(&a.result),
             };
-            match render::rerender(&a, &mut sink).and_then(|()| sink.flush()) {
-                Ok(()) => EXIT_OK,
-                Err(code) => code,
-            }
+            stop::exit_code(render::rerender(&a, &mut sink).and_then(|()| sink.flush()))
         }
         Command::Merge(a) => {
             let mut sink = Sink {
@@ -489,10 +479,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 input: Path::new("-"),
                 input_identity: None,
             };
-            match job::merge(&a, &mut sink).and_then(|()| sink.flush()) {
-                Ok(()) => EXIT_OK,
-                Err(code) => code,
-            }
+            stop::exit_code(job::merge(&a, &mut sink).and_then(|()| sink.flush()))
         }
         Command::Annotate(a) => {
             memory::name_input(&terminal_text(&a.trace.display().to_string()));
@@ -502,10 +489,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 input: &a.trace,
                 input_identity: input::identity(&a.trace),
             };
-            match annotate::annotate(&a, &mut sink).and_then(|()| sink.flush()) {
-                Ok(()) => EXIT_OK,
-                Err(code) => code,
-            }
+            stop::exit_code(annotate::annotate(&a, &mut sink).and_then(|()| sink.flush()))
         }
         Command::Analyze(a) => {
             memory::name_input(&terminal_text(&a.trace.display().to_string()));
@@ -524,15 +508,12 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
             } else {
                 analyze(&a, &mut sink)
             };
-            match result.and_then(|()| sink.flush()) {
-                Ok(()) => EXIT_OK,
-                Err(code) => code,
-            }
+            stop::exit_code(result.and_then(|()| sink.flush()))
         }
     }
 }
 
-fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
+fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     if let Some(files) = job::job_files(args) {
         return match files.len() {
             0 => Err(fail(

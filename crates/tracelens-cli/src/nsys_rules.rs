@@ -1,11 +1,12 @@
 //! `tracelens analyze --rules nsys`: the `nsys analyze` compatibility mode.
 
+use crate::stop::Stop;
 use crate::{fail, input, AnalyzeArgs, Sink};
 use tracelens_report::escape::terminal_text;
 
 /// `--rules nsys`: the six `nsys analyze` CUDA rules, printed as nsys prints them, or with
 /// `-o DIR` written as one `<stem>_<rule>.csv` per rule, as `nsys analyze --format csv` does.
-pub(crate) fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), i32> {
+pub(crate) fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     let input = input::open_nsys(&args.trace).map_err(|p| fail(out.stderr, &args.trace, p))?;
     for w in input.db.unread_warnings() {
         let _ = writeln!(out.stderr, "tracelens: warning: {}", terminal_text(&w));

@@ -1,6 +1,7 @@
 //! Rendering a report in the chosen format, and `tracelens report RESULT.json`: a stored
 //! result rendered again, as `analyze` renders it.
 
+use crate::stop::Stop;
 use crate::{fail, input, terminal_width, Format, ReportArgs, Sink};
 use std::io::IsTerminal;
 
@@ -37,7 +38,7 @@ pub(crate) fn render_report(
 const MAX_RESULT_BYTES: u64 = 256 << 20;
 
 /// `tracelens report RESULT.json`: the stored report, rendered as `analyze` renders it.
-pub(crate) fn rerender(args: &ReportArgs, out: &mut Sink) -> Result<(), i32> {
+pub(crate) fn rerender(args: &ReportArgs, out: &mut Sink) -> Result<(), Stop> {
     let format = match (&args.output, args.format) {
         (_, Some(f)) => f,
         (Some(p), None) if p.as_os_str() != "-" => Format::from_extension(p),
