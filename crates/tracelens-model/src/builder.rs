@@ -1,17 +1,17 @@
 //! Building a [`Trace`]: importers append spans in file order; `finish` sorts, nests and links.
 
+use crate::collect::{collect_devices, collect_steps};
 use crate::copy::CopyInfo;
 use crate::diagnostics::{Warning, WarningKind};
 use crate::lane::{Ident, Lane, LaneId, LaneKey};
+use crate::link::{check_external_ids, link_launches, nest};
 use crate::metadata::Metadata;
 use crate::names::{NameId, StringTable};
 use crate::source::SourceInfo;
-use crate::span::SpanId;
 use crate::span::{Span, SpanKind, NO_CORRELATION, NO_DETAIL, NO_EXTERNAL_ID};
-use crate::time::{Interval, TimeNs, NS_PER_S, NS_PER_US};
-use crate::trace::{Device, LinkStats, Step, Trace, NO_SPAN};
-use rustc_hash::{FxHashMap, FxHashSet};
-use std::collections::BTreeMap;
+use crate::time::{TimeNs, NS_PER_S, NS_PER_US};
+use crate::trace::Trace;
+use rustc_hash::FxHashMap;
 
 /// Durations above this are CUPTI garbage or clock errors, and such spans are dropped.
 pub const MAX_SPAN_DUR_NS: TimeNs = 24 * 3600 * NS_PER_S;
@@ -507,259 +507,12 @@ impl TraceBuilder {
     }
 }
 
-/// Builds the `parent` column: on each CPU lane, the innermost span containing each span.
-fn nest(trace: &mut Trace) {
-    let mut parent = vec![NO_SPAN; trace.spans.len()];
-    // (span index, end clamped to the parent's end): a child that overruns its parent by
-    // rounding must not swallow the parent's next sibling.
-    let mut stack: Vec<(u32, TimeNs)> = Vec::new();
-    for lane in &trace.lanes {
-        if lane.key.is_gpu() {
-            continue;
-        }
-        stack.clear();
-        for i in lane.spans.clone() {
-            let s = trace.spans[i as usize];
-            while let Some(&(top, top_end)) = stack.last() {
-                let p = trace.spans[top as usize];
-                let inside = s.start_ns < top_end || (s.start_ns == p.start_ns && p.dur_ns == 0);
-                if inside && s.end_ns() <= top_end + NESTING_TOLERANCE_NS {
-                    break;
-                }
-                stack.pop();
-            }
-            let end = match stack.last() {
-                Some(&(top, top_end)) => {
-                    parent[i as usize] = top;
-                    s.end_ns().min(top_end)
-                }
-                None => s.end_ns(),
-            };
-            stack.push((i, end));
-        }
-    }
-    trace.parent = parent;
-}
-
-/// Joins GPU-lane spans to the API call with the same correlation id.
-fn link_launches(trace: &mut Trace) {
-    // A sort-merge join on correlation id: cache-friendly where a hash join over millions of
-    // calls is not.
-    let mut apis: Vec<(u64, u32)> = Vec::new();
-    let mut ops: Vec<(u64, u32)> = Vec::new();
-    let mut stats = LinkStats {
-        links_from_flows: trace.links.links_from_flows,
-        ..LinkStats::default()
-    };
-    for (i, s) in trace.spans.iter().enumerate() {
-        if s.kind.is_api_call() {
-            if let Some(c) = s.correlation() {
-                apis.push((c, i as u32));
-            }
-        } else if s.kind.is_gpu() && s.kind != SpanKind::GpuUserAnnotation {
-            if s.kind.is_gpu_work() {
-                stats.gpu_ops += 1;
-            }
-            match s.correlation() {
-                Some(c) => ops.push((c, i as u32)),
-                None if s.kind.is_gpu_work() => stats.gpu_ops_without_correlation += 1,
-                None => {}
-            }
-        }
-    }
-    apis.sort_unstable();
-    ops.sort_unstable();
-    // Several calls with one id: the last one (by span order) is linked.
-    let mut duplicates = 0u64;
-    apis.dedup_by(|later, earlier| {
-        if later.0 == earlier.0 {
-            duplicates += 1;
-            earlier.1 = later.1;
-            true
-        } else {
-            false
-        }
-    });
-    let mut launch = vec![NO_SPAN; trace.spans.len()];
-    let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(ops.len());
-    let mut a = 0;
-    for &(corr, op) in &ops {
-        while a < apis.len() && apis[a].0 < corr {
-            a += 1;
-        }
-        let is_work = trace.spans[op as usize].kind.is_gpu_work();
-        if a < apis.len() && apis[a].0 == corr {
-            let api = apis[a].1;
-            launch[op as usize] = api;
-            if is_work {
-                stats.gpu_ops_linked += 1;
-                pairs.push((api, op));
-            }
-        } else if is_work {
-            stats.gpu_ops_launch_missing += 1;
-        }
-    }
-    pairs.sort_unstable();
-    let mut offsets: Vec<(u32, u32, u32)> = Vec::new();
-    for (pos, &(api, _)) in pairs.iter().enumerate() {
-        match offsets.last_mut() {
-            Some(last) if last.0 == api => last.2 += 1,
-            _ => offsets.push((api, pos as u32, 1)),
-        }
-    }
-    for &(_, _, n) in &offsets {
-        if n > 1 {
-            stats.graph_launches += 1;
-            stats.graph_launched_ops += n as u64;
-        }
-    }
-    trace.launch = launch;
-    trace.launched_ops = pairs.into_iter().map(|(_, op)| SpanId(op)).collect();
-    trace.launched_offsets = offsets;
-    trace.links = stats;
-    if duplicates > 0 {
-        trace.warnings.push(Warning {
-            kind: WarningKind::DuplicateCorrelation,
-            message: format!(
-                "{duplicates} API calls reuse a correlation id; the last one is linked"
-            ),
-            count: duplicates,
-        });
-    }
-}
-
-/// Compares each API call's `External id` with that of its innermost enclosing op.
-fn check_external_ids(trace: &mut Trace) {
-    let (mut checked, mut mismatched) = (0, 0);
-    for i in 0..trace.spans.len() {
-        let s = trace.spans[i];
-        let Some(ext) = s.external_id().filter(|_| s.kind.is_api_call()) else {
-            continue;
-        };
-        let op = trace.ancestors(SpanId(i as u32)).find(|&p| {
-            matches!(
-                trace.span(p).kind,
-                SpanKind::CpuOp | SpanKind::UserAnnotation
-            ) && trace.span(p).external_id().is_some()
-        });
-        if let Some(op) = op {
-            checked += 1;
-            if trace.span(op).external_id() != Some(ext) {
-                mismatched += 1;
-            }
-        }
-    }
-    trace.links.external_id_checked = checked;
-    trace.links.external_id_mismatched = mismatched;
-}
-
-/// The `N` of a PyTorch `ProfilerStep#N` name: how importers of PyTorch traces recognise the
-/// names they [`TraceBuilder::mark_step`].
-pub fn profiler_step_number(name: &str) -> Option<i64> {
-    name.strip_prefix("ProfilerStep#")?.trim().parse().ok()
-}
-
-fn collect_steps(trace: &Trace) -> Vec<Step> {
-    let mut steps: BTreeMap<i64, Step> = BTreeMap::new();
-    for s in &trace.spans {
-        let side_gpu = match s.kind {
-            SpanKind::UserAnnotation | SpanKind::CpuOp => false,
-            SpanKind::GpuUserAnnotation => true,
-            _ => continue,
-        };
-        let Some(n) = trace.step_of_name(s.name) else {
-            continue;
-        };
-        let step = steps.entry(n).or_insert(Step {
-            number: n,
-            cpu: None,
-            gpu: None,
-        });
-        let slot = if side_gpu {
-            &mut step.gpu
-        } else {
-            &mut step.cpu
-        };
-        let iv: Interval = s.interval();
-        *slot = Some(slot.map_or(iv, |prev| prev.hull(iv)));
-    }
-    steps.into_values().collect()
-}
-
-fn collect_devices(trace: &Trace) -> Vec<Device> {
-    let mut by_index: BTreeMap<i64, Device> = BTreeMap::new();
-    for (i, lane) in trace.lanes.iter().enumerate() {
-        if let LaneKey::Gpu { device, stream } = lane.key {
-            let d = by_index.entry(device).or_insert(Device {
-                index: device,
-                name: None,
-                lanes: Vec::new(),
-                streams: Vec::new(),
-                processes: Vec::new(),
-            });
-            d.lanes.push(LaneId(i as u32));
-            // Streams and processes come from GPU work: SYNCHRONIZATION rows of one process
-            // can carry another device's id (seen in a 2-process Nsight Systems export).
-            let has_work = trace.spans[lane.spans.start as usize..lane.spans.end as usize]
-                .iter()
-                .any(|s| s.kind.is_gpu_work());
-            if has_work {
-                d.streams.push(stream);
-            }
-            // Sets, not lists: a crafted trace may launch from 100k threads and processes.
-            let mut seen_lanes: FxHashSet<LaneId> = FxHashSet::default();
-            let mut processes: std::collections::BTreeSet<i64> =
-                d.processes.iter().copied().collect();
-            for s in lane.spans.clone() {
-                if !trace.spans[s as usize].kind.is_gpu_work() {
-                    continue;
-                }
-                let Some(api) = trace.launch_of(crate::span::SpanId(s)) else {
-                    continue;
-                };
-                let api_lane = trace.span(api).lane;
-                if !seen_lanes.insert(api_lane) {
-                    continue;
-                }
-                if let LaneKey::Cpu {
-                    pid: Ident::Num(pid),
-                    ..
-                } = trace.lane(api_lane).key
-                {
-                    processes.insert(pid);
-                }
-            }
-            d.processes = processes.into_iter().collect();
-        }
-    }
-    for d in by_index.values_mut() {
-        d.processes.sort_unstable();
-    }
-    let props = &trace.metadata.device_properties;
-    for d in by_index.values_mut() {
-        let matched = props
-            .iter()
-            .find(|p| p.id == d.index)
-            .or_else(|| (props.len() == 1 && by_index_len_is_one(trace)).then(|| &props[0]));
-        d.name = matched.map(|p| p.name.clone()).filter(|n| !n.is_empty());
-    }
-    by_index.into_values().collect()
-}
-
-/// ROCm numbers the traced GPU by its system index (2, 9) while `deviceProperties` says id 0:
-/// with one device and one property entry, they are the same GPU.
-fn by_index_len_is_one(trace: &Trace) -> bool {
-    let mut devices = trace.lanes.iter().filter_map(|l| l.key.device());
-    match devices.next() {
-        Some(first) => devices.all(|d| d == first),
-        None => false,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::span::SpanId;
     use crate::span::NO_DETAIL;
+    use crate::time::Interval;
 
     fn cpu(b: &mut TraceBuilder) -> LaneId {
         b.lane(LaneKey::Cpu {

@@ -26,10 +26,12 @@
 #![deny(missing_docs)]
 
 mod builder;
+mod collect;
 mod copy;
 mod diagnostics;
 mod import;
 mod lane;
+mod link;
 mod metadata;
 mod names;
 mod python;
@@ -40,9 +42,10 @@ mod time;
 mod trace;
 
 pub use builder::{
-    profiler_step_number, FlowInput, SpanInput, TraceBuilder, MAX_CALL_STACK_BYTES, MAX_NAME_BYTES,
-    MAX_SPAN_DUR_NS, NESTING_TOLERANCE_NS,
+    FlowInput, SpanInput, TraceBuilder, MAX_CALL_STACK_BYTES, MAX_NAME_BYTES, MAX_SPAN_DUR_NS,
+    NESTING_TOLERANCE_NS,
 };
+pub use collect::profiler_step_number;
 pub use copy::{CopyDirection, CopyInfo, MemoryKind};
 pub use diagnostics::{Warning, WarningKind};
 pub use import::{ImportFailure, Importer, Input};

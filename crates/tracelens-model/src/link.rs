@@ -1,0 +1,155 @@
+//! Linking a sorted trace: the `parent` column (nesting on each CPU thread), the launch join
+//! (GPU op ↔ API call by correlation id, one launch → many ops for graphs) and the check of
+//! `External id`s against the enclosing ops.
+
+use crate::builder::NESTING_TOLERANCE_NS;
+use crate::diagnostics::{Warning, WarningKind};
+use crate::span::{SpanId, SpanKind};
+use crate::time::TimeNs;
+use crate::trace::{LinkStats, Trace, NO_SPAN};
+
+/// Builds the `parent` column: on each CPU lane, the innermost span containing each span.
+pub(crate) fn nest(trace: &mut Trace) {
+    let mut parent = vec![NO_SPAN; trace.spans.len()];
+    // (span index, end clamped to the parent's end): a child that overruns its parent by
+    // rounding must not swallow the parent's next sibling.
+    let mut stack: Vec<(u32, TimeNs)> = Vec::new();
+    for lane in &trace.lanes {
+        if lane.key.is_gpu() {
+            continue;
+        }
+        stack.clear();
+        for i in lane.spans.clone() {
+            let s = trace.spans[i as usize];
+            while let Some(&(top, top_end)) = stack.last() {
+                let p = trace.spans[top as usize];
+                let inside = s.start_ns < top_end || (s.start_ns == p.start_ns && p.dur_ns == 0);
+                if inside && s.end_ns() <= top_end + NESTING_TOLERANCE_NS {
+                    break;
+                }
+                stack.pop();
+            }
+            let end = match stack.last() {
+                Some(&(top, top_end)) => {
+                    parent[i as usize] = top;
+                    s.end_ns().min(top_end)
+                }
+                None => s.end_ns(),
+            };
+            stack.push((i, end));
+        }
+    }
+    trace.parent = parent;
+}
+
+/// Joins GPU-lane spans to the API call with the same correlation id.
+pub(crate) fn link_launches(trace: &mut Trace) {
+    // A sort-merge join on correlation id: cache-friendly where a hash join over millions of
+    // calls is not.
+    let mut apis: Vec<(u64, u32)> = Vec::new();
+    let mut ops: Vec<(u64, u32)> = Vec::new();
+    let mut stats = LinkStats {
+        links_from_flows: trace.links.links_from_flows,
+        ..LinkStats::default()
+    };
+    for (i, s) in trace.spans.iter().enumerate() {
+        if s.kind.is_api_call() {
+            if let Some(c) = s.correlation() {
+                apis.push((c, i as u32));
+            }
+        } else if s.kind.is_gpu() && s.kind != SpanKind::GpuUserAnnotation {
+            if s.kind.is_gpu_work() {
+                stats.gpu_ops += 1;
+            }
+            match s.correlation() {
+                Some(c) => ops.push((c, i as u32)),
+                None if s.kind.is_gpu_work() => stats.gpu_ops_without_correlation += 1,
+                None => {}
+            }
+        }
+    }
+    apis.sort_unstable();
+    ops.sort_unstable();
+    // Several calls with one id: the last one (by span order) is linked.
+    let mut duplicates = 0u64;
+    apis.dedup_by(|later, earlier| {
+        if later.0 == earlier.0 {
+            duplicates += 1;
+            earlier.1 = later.1;
+            true
+        } else {
+            false
+        }
+    });
+    let mut launch = vec![NO_SPAN; trace.spans.len()];
+    let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(ops.len());
+    let mut a = 0;
+    for &(corr, op) in &ops {
+        while a < apis.len() && apis[a].0 < corr {
+            a += 1;
+        }
+        let is_work = trace.spans[op as usize].kind.is_gpu_work();
+        if a < apis.len() && apis[a].0 == corr {
+            let api = apis[a].1;
+            launch[op as usize] = api;
+            if is_work {
+                stats.gpu_ops_linked += 1;
+                pairs.push((api, op));
+            }
+        } else if is_work {
+            stats.gpu_ops_launch_missing += 1;
+        }
+    }
+    pairs.sort_unstable();
+    let mut offsets: Vec<(u32, u32, u32)> = Vec::new();
+    for (pos, &(api, _)) in pairs.iter().enumerate() {
+        match offsets.last_mut() {
+            Some(last) if last.0 == api => last.2 += 1,
+            _ => offsets.push((api, pos as u32, 1)),
+        }
+    }
+    for &(_, _, n) in &offsets {
+        if n > 1 {
+            stats.graph_launches += 1;
+            stats.graph_launched_ops += n as u64;
+        }
+    }
+    trace.launch = launch;
+    trace.launched_ops = pairs.into_iter().map(|(_, op)| SpanId(op)).collect();
+    trace.launched_offsets = offsets;
+    trace.links = stats;
+    if duplicates > 0 {
+        trace.warnings.push(Warning {
+            kind: WarningKind::DuplicateCorrelation,
+            message: format!(
+                "{duplicates} API calls reuse a correlation id; the last one is linked"
+            ),
+            count: duplicates,
+        });
+    }
+}
+
+/// Compares each API call's `External id` with that of its innermost enclosing op.
+pub(crate) fn check_external_ids(trace: &mut Trace) {
+    let (mut checked, mut mismatched) = (0, 0);
+    for i in 0..trace.spans.len() {
+        let s = trace.spans[i];
+        let Some(ext) = s.external_id().filter(|_| s.kind.is_api_call()) else {
+            continue;
+        };
+        let op = trace.ancestors(SpanId(i as u32)).find(|&p| {
+            matches!(
+                trace.span(p).kind,
+                SpanKind::CpuOp | SpanKind::UserAnnotation
+            ) && trace.span(p).external_id().is_some()
+        });
+        if let Some(op) = op {
+            checked += 1;
+            if trace.span(op).external_id() != Some(ext) {
+                mismatched += 1;
+            }
+        }
+    }
+    trace.links.external_id_checked = checked;
+    trace.links.external_id_mismatched = mismatched;
+}

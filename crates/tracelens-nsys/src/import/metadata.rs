@@ -1,0 +1,74 @@
+//! The export's metadata: product and schema versions, capture settings (secrets redacted
+//! later with all metadata), the session start, and device properties.
+
+use super::{int, text, Importer};
+use tracelens_model::DeviceProperties;
+
+pub(super) fn read_metadata(imp: &mut Importer) -> rusqlite::Result<()> {
+    let db = imp.db;
+    for (name, value) in db.export_meta() {
+        match name.as_str() {
+            "EXPORT_PRODUCT_VERSION" => {
+                imp.b
+                    .metadata
+                    .versions
+                    .insert("nsys_product_version".into(), value);
+            }
+            "EXPORT_SCHEMA_VERSION" => {
+                imp.b
+                    .metadata
+                    .versions
+                    .insert("nsys_export_schema_version".into(), value);
+            }
+            _ => imp.b.metadata.add_extra(&format!("export.{name}"), &value),
+        }
+    }
+    // The capture settings include the profiled process's whole environment: redacted.
+    for (name, value) in db.name_values("META_DATA_CAPTURE") {
+        if name.ends_with("ENVIRONMENT_VARIABLE") {
+            let (key, val) = value.split_once('=').unwrap_or((value.as_str(), ""));
+            imp.b.metadata.add_extra(&format!("capture.env.{key}"), val);
+        } else {
+            imp.b.metadata.add_extra(&format!("capture.{name}"), &value);
+        }
+    }
+    if db.has("TARGET_INFO_SESSION_START_TIME") {
+        let utc = db.col("TARGET_INFO_SESSION_START_TIME", "utcEpochNs");
+        if let Ok(v) = db.conn.query_row(
+            &format!("SELECT {utc} FROM TARGET_INFO_SESSION_START_TIME"),
+            [],
+            |r| r.get::<_, Option<i64>>(0),
+        ) {
+            imp.b.metadata.base_time_ns = v;
+        }
+    }
+    if db.has("TARGET_INFO_GPU") {
+        let t = "TARGET_INFO_GPU";
+        let sql = format!(
+            "SELECT {}, {}, {}, {}, {}, {}, {} FROM TARGET_INFO_GPU",
+            db.col(t, "id"),
+            db.col(t, "name"),
+            db.col(t, "totalMemory"),
+            db.col(t, "smCount"),
+            db.col(t, "computeMajor"),
+            db.col(t, "computeMinor"),
+            db.col(t, "threadsPerWarp")
+        );
+        let mut props = Vec::new();
+        imp.scan(t, &sql, |_, r| {
+            props.push(DeviceProperties {
+                id: int(r, 0).unwrap_or(0),
+                name: text(r, 1).unwrap_or_default().to_string(),
+                total_global_mem_bytes: int(r, 2).and_then(|v| u64::try_from(v).ok()),
+                num_sms: int(r, 3),
+                compute_major: int(r, 4),
+                compute_minor: int(r, 5),
+                warp_size: int(r, 6),
+            })
+        })?;
+        props.sort_by_key(|p| p.id);
+        props.dedup_by_key(|p| p.id);
+        imp.b.metadata.device_properties = props;
+    }
+    Ok(())
+}
