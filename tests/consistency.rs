@@ -18,6 +18,7 @@ fn in_range(errors: &mut Vec<String>, what: &str, p: f64) {
 }
 
 /// Every consistency problem of one trace's overview and diagnosis (empty when all hold).
+#[must_use]
 pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
     let (o, d) = (&r.overview, &r.diagnosis);
     let mut e = Vec::new();
@@ -79,7 +80,7 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
             &format!("{:?} estimated_win_percent", f.kind),
             f.estimated_win_percent,
         );
-        let per_step = f.estimated_win_ns / w.step_count() as i64;
+        let per_step = f.estimated_win_ns / i64::try_from(w.step_count()).unwrap_or(i64::MAX);
         if per_step != f.estimated_win_per_step_ns {
             e.push(format!(
                 "{:?}: per-step win {} != {per_step}",
@@ -198,6 +199,7 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
 
 /// A report read back from its JSON renders byte for byte what the report rendered directly
 /// (`tracelens report RESULT.json` against `tracelens analyze`), in every format.
+#[must_use]
 pub fn rerender_errors(report: &Report) -> Vec<String> {
     let json = tracelens_report::render_json(report);
     let back = match Report::from_json(&json) {

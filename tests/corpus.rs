@@ -83,8 +83,8 @@ fn check_invariants(path: &Path, t: &Trace) -> Vec<String> {
         .filter(|s| s.kind.is_api_call())
         .filter_map(|s| s.correlation())
         .collect();
-    for i in 0..t.spans.len() as u32 {
-        let id = SpanId(i);
+    for i in 0..t.spans.len() {
+        let id = SpanId::at(i);
         let s = t.span(id);
         if s.kind.is_gpu_work() {
             let both_ends = s

@@ -42,6 +42,7 @@ CREATE TABLE TARGET_INFO_GPU (vmId INTEGER NOT NULL, id INTEGER NOT NULL, name T
 ";
 
 /// `globalTid` of (pid, tid) on host 1.
+#[must_use]
 pub fn gtid(pid: i64, tid: i64) -> i64 {
     (1 << 48) | (pid << 24) | tid
 }
@@ -56,6 +57,7 @@ pub struct Export {
 impl Export {
     /// A new export at `path` with `meta_table` (`META_DATA_EXPORT` or the pre-2023.4
     /// `EXPORT_META_DATA`) saying schema `schema`.
+    #[must_use]
     pub fn create(path: &Path, meta_table: &str, schema: &str) -> Export {
         let _ = std::fs::remove_file(path);
         let conn = Connection::open(path).unwrap();

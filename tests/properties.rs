@@ -16,11 +16,16 @@ fn interval() -> impl Strategy<Value = Interval> {
     (0..SPAN, 0..SPAN / 4).prop_map(|(s, d)| Interval::new(s, s + d))
 }
 
+/// The point (one bool per ns) of time `t`, which the strategies keep in `0..2 * SPAN`.
+fn at(t: i64) -> usize {
+    usize::try_from(t).expect("strategy times are small and not negative")
+}
+
 fn points(ivs: &[Interval]) -> Vec<bool> {
-    let mut p = vec![false; (SPAN * 2) as usize];
+    let mut p = vec![false; at(SPAN * 2)];
     for iv in ivs {
         for t in iv.start_ns..iv.end_ns {
-            p[t as usize] = true;
+            p[at(t)] = true;
         }
     }
     p
@@ -49,7 +54,7 @@ proptest! {
         let idle: i64 = total_ns(&gaps(&u, w));
         prop_assert_eq!(busy + idle, w.dur_ns());
         let p = points(&u);
-        let expect = (w.start_ns..w.end_ns).filter(|&t| p[t as usize]).count() as i64;
+        let expect = i64::try_from((w.start_ns..w.end_ns).filter(|&t| p[at(t)]).count()).unwrap();
         prop_assert_eq!(busy, expect);
         for g in gaps(&u, w) {
             prop_assert!(g.clip(w) == Some(g));
@@ -69,7 +74,7 @@ proptest! {
         let (pa, pb) = (points(&a), points(&b));
         let pboth = points(&both);
         let ponly = points(&only_a);
-        for t in 0..(SPAN * 2) as usize {
+        for t in 0..at(SPAN * 2) {
             prop_assert_eq!(pboth[t], pa[t] && pb[t]);
             prop_assert_eq!(ponly[t], pa[t] && !pb[t]);
         }
@@ -121,8 +126,8 @@ fn build(steps: u8, ops: &[OpSpec]) -> tracelens_model::Trace {
         pid: Num(1),
         tid: Num(0),
     });
-    let step_len = 10_000_000 / steps.max(1) as i64;
-    for s in 0..steps as i64 {
+    let step_len = 10_000_000 / i64::from(steps.max(1));
+    for s in 0..i64::from(steps) {
         let name = format!("ProfilerStep#{s}");
         span(
             &mut b,
@@ -136,7 +141,7 @@ fn build(steps: u8, ops: &[OpSpec]) -> tracelens_model::Trace {
     for (i, &(thread, choice, start_us, dur_us)) in ops.iter().enumerate() {
         let lane = b.lane(LaneKey::Cpu {
             pid: Num(1),
-            tid: Num((thread % 3) as i64),
+            tid: Num(i64::from(thread % 3)),
         });
         let (start_ns, dur_ns) = (start_us * 1_000, dur_us * 1_000);
         match choice % 4 {
@@ -168,7 +173,7 @@ fn build(steps: u8, ops: &[OpSpec]) -> tracelens_model::Trace {
                 );
                 let stream = b.lane(LaneKey::Gpu {
                     device: 0,
-                    stream: 7 + (choice % 2) as i64,
+                    stream: 7 + i64::from(choice % 2),
                 });
                 let kernel = [
                     "volta_sgemm_128x64_nn",

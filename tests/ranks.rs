@@ -12,7 +12,7 @@ fn rank_trace(rank: usize, world: usize, slow_rank: Option<usize>) -> String {
     let step_us = 25_000.0;
     let mut corr = 1;
     for step in 0..3 {
-        let t0 = 1_000_000.0 + step as f64 * step_us;
+        let t0 = 1_000_000.0 + f64::from(step) * step_us;
         let last_arrival = (0..world)
             .map(|r| t0 + 20.0 + loader(r) * 1000.0 + 8020.0)
             .fold(0.0, f64::max);

@@ -84,6 +84,15 @@ fn us(ns: i64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
 }
 
+/// A count as a multiplier of nanoseconds.
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "scenario times are small and finite; the cast saturates"
+)]
 fn ns(us: f64) -> i64 {
     (us * 1000.0).round() as i64
 }
@@ -171,6 +180,7 @@ impl Sim {
 }
 
 /// Writes the trace of `sc`.
+#[must_use]
 pub fn generate(sc: &Scenario) -> String {
     let mut sim = Sim {
         out: String::new(),
@@ -269,7 +279,7 @@ pub fn generate(sc: &Scenario) -> String {
                         ops.push((
                             "graph_kernel",
                             "kernel",
-                            first + k as i64 * k_dur,
+                            first + count(k) * k_dur,
                             k_dur,
                             "",
                         ));
@@ -277,7 +287,7 @@ pub fn generate(sc: &Scenario) -> String {
                 }
                 sim.launch("cudaGraphLaunch", at, 20_000, &ops);
                 sim.cpu("cpu_op", "CUDAGraph.replay", at - 1_000, at + 21_000);
-                sim.gpu_free = first + sc.kernels as i64 * k_dur;
+                sim.gpu_free = first + count(sc.kernels) * k_dur;
                 sim.t = at + 23_000;
             }
         }

@@ -37,6 +37,7 @@ where
 }
 
 /// The repository root.
+#[must_use]
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
@@ -45,6 +46,7 @@ pub fn repo_root() -> PathBuf {
 }
 
 /// The project's fixture folder.
+#[must_use]
 pub fn fixtures_dir() -> PathBuf {
     repo_root().join("fixtures")
 }
@@ -80,6 +82,7 @@ pub fn corpus_dir(test: &str) -> Option<PathBuf> {
 
 /// Checks that `actual` contains `expected`: objects by key (extra keys allowed), arrays
 /// element by element with equal length, scalars equal. Returns the differences.
+#[must_use]
 pub fn subset_mismatches(expected: &Value, actual: &Value, path: &str) -> Vec<String> {
     match (expected, actual) {
         (Value::Object(e), Value::Object(a)) => e

@@ -13,14 +13,16 @@ fuzz_target!(|data: &[u8]| {
     ) else {
         return;
     };
-    let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
-    let text = tracelens_report::render_text(&trace, &overview, &diagnosis, false);
+    let report = tracelens_report::Report::build(&trace);
+    let text = tracelens_report::render_text(&report, false);
     assert!(
         !text.contains('\u{1b}'),
         "an escape sequence reached the terminal"
     );
-    let md = tracelens_report::render_markdown(&trace, &overview, &diagnosis);
+    let md = tracelens_report::render_markdown(&report);
     assert!(!md.contains("<script"), "raw HTML reached the Markdown");
-    let _ = tracelens_report::render_json(&trace, &overview, &diagnosis);
-    let _ = tracelens_report::render_html(&trace, &overview, &diagnosis);
+    // The document reads back, and re-renders what was rendered directly.
+    let json = tracelens_report::render_json(&report);
+    let back = tracelens_report::Report::from_json(&json).expect("a report reads back");
+    assert_eq!(tracelens_report::render_html(&back), tracelens_report::render_html(&report));
 });

@@ -122,9 +122,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = fill(&conn, &mut Bytes(data));
     }
     if let Ok(trace) = tracelens_nsys::import_file(&path) {
-        let (overview, diagnosis) = tracelens_analysis::analyze(&trace);
-        let _ = tracelens_report::render_text(&trace, &overview, &diagnosis, false);
-        let _ = tracelens_report::render_json(&trace, &overview, &diagnosis);
+        let report = tracelens_report::Report::build(&trace);
+        let _ = tracelens_report::render_text(&report, false);
+        let _ = tracelens_report::render_json(&report);
     }
     if let Ok(db) = tracelens_nsys::open(&path) {
         if let Ok(results) = tracelens_nsys::rules::run_all(&db) {

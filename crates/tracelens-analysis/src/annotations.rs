@@ -46,6 +46,7 @@ pub struct IdleTrack {
 }
 
 /// The idle tracks of every device of an analysis.
+#[must_use]
 pub fn idle_tracks(trace: &Trace, device_idle: &[DeviceIdle]) -> Vec<IdleTrack> {
     let id = |i: Ident| match i {
         Ident::Num(n) => TraceId::Num(n),

@@ -2,6 +2,7 @@
 //! streams, and which ops trigger a sync.
 
 /// A runtime/driver API name without version suffixes (`_v2`, `_v3020`, `_ptsz`, `_ptds`).
+#[must_use]
 pub fn normalize_api(name: &str) -> &str {
     let mut n = name;
     loop {
@@ -38,6 +39,7 @@ pub enum BlockingKind {
 }
 
 /// Whether `name` is an asynchronous copy API (`cudaMemcpyAsync`, `hipMemcpyAsync`, …).
+#[must_use]
 pub fn is_async_copy(name: &str) -> bool {
     let n = normalize_api(name);
     n.starts_with("cudaMemcpy") && n.contains("Async")
@@ -46,6 +48,7 @@ pub fn is_async_copy(name: &str) -> bool {
 }
 
 /// How API call `id` blocks the host, looking at the copy it launched for async copies.
+#[must_use]
 pub fn call_blocking_kind(
     trace: &tracelens_model::Trace,
     id: tracelens_model::SpanId,
@@ -60,6 +63,7 @@ pub fn call_blocking_kind(
 
 /// Whether API call `id` launched a copy from or to pageable memory (which makes an
 /// "async" copy call synchronous).
+#[must_use]
 pub fn launched_pageable_copy(trace: &tracelens_model::Trace, id: tracelens_model::SpanId) -> bool {
     trace
         .launched_by(id)
@@ -68,6 +72,7 @@ pub fn launched_pageable_copy(trace: &tracelens_model::Trace, id: tracelens_mode
 }
 
 /// Whether `name` (raw API name) blocks the host until GPU work completes.
+#[must_use]
 pub fn blocking_kind(name: &str) -> Option<BlockingKind> {
     Some(match normalize_api(name) {
         "cudaStreamSynchronize" | "cuStreamSynchronize" | "hipStreamSynchronize" => {
@@ -104,6 +109,7 @@ pub fn blocking_kind(name: &str) -> Option<BlockingKind> {
 
 /// Whether `name` makes a stream wait for an event recorded on another stream (GPU-side
 /// wait, not a host sync).
+#[must_use]
 pub fn is_stream_wait(name: &str) -> bool {
     matches!(
         normalize_api(name),
@@ -112,12 +118,14 @@ pub fn is_stream_wait(name: &str) -> bool {
 }
 
 /// Whether a CPU range is a DataLoader (or DataPipe) fetch, as tb_plugin defines it.
+#[must_use]
 pub fn is_data_loader(name: &str) -> bool {
     (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
         || name.starts_with("enumerate(DataPipe)#")
 }
 
 /// OS calls in which a thread waits for another thread, a process or I/O (not computing).
+#[must_use]
 pub fn is_os_wait(name: &str) -> bool {
     matches!(
         name,
@@ -150,6 +158,7 @@ pub fn is_os_wait(name: &str) -> bool {
 }
 
 /// ATen ops that copy between host and device (`.to()`, `.cpu()`, `.tolist()`, `.numpy()`).
+#[must_use]
 pub fn is_copy_op(name: &str) -> bool {
     matches!(
         name,
@@ -158,6 +167,7 @@ pub fn is_copy_op(name: &str) -> bool {
 }
 
 /// ATen ops whose output shape depends on data, so they read a count back from the GPU.
+#[must_use]
 pub fn is_data_dependent_op(name: &str) -> bool {
     matches!(
         name,

@@ -33,6 +33,7 @@ pub struct CategoryTimes {
 
 impl CategoryTimes {
     /// The eight times in priority order.
+    #[must_use]
     pub fn as_array(&self) -> [TimeNs; 8] {
         [
             self.kernel_ns,
@@ -123,7 +124,7 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
             SpanKind::Kernel => {
                 let comm = name.starts_with("nccl")
                     || trace
-                        .launch_of(SpanId(i as u32))
+                        .launch_of(SpanId::at(i))
                         .is_some_and(|l| trace.ancestors(l).any(|a| is_comm_op(trace.name(a))));
                 if comm {
                     3
@@ -188,7 +189,7 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
             });
         }
     }
-    let n = window.step_count() as TimeNs;
+    let n = crate::num::count_i64(window.step_count());
     let total: TimeNs = sums.iter().sum();
     let p = sums.map(|v| percent(v, total));
     Breakdown {

@@ -17,6 +17,7 @@ pub struct Collective {
 }
 
 /// The collective kernels on `device` (every device when `None`), by start.
+#[must_use]
 pub fn collectives_on(trace: &Trace, device: Option<i64>) -> Vec<Collective> {
     let mut out: Vec<Collective> = trace
         .spans

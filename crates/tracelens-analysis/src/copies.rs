@@ -61,6 +61,7 @@ pub struct CopyReport {
 
 impl CopyReport {
     /// Pageable copies in both directions.
+    #[must_use]
     pub fn pageable(&self) -> CopyStats {
         let (a, b) = (self.htod_pageable, self.dtoh_pageable);
         CopyStats {
@@ -75,6 +76,7 @@ impl CopyReport {
 
 /// Classifies every memcpy inside `window` (clipped to it; all of them without a window);
 /// `claimed` copies are counted by a sync finding and left out of `pageable_unclaimed`.
+#[must_use]
 pub fn copy_report(
     trace: &Trace,
     window: Option<Interval>,

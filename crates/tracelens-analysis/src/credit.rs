@@ -35,6 +35,7 @@ pub struct IdleCredit {
 
 impl IdleCredit {
     /// Everything credited to some finding.
+    #[must_use]
     pub fn total_ns(&self) -> TimeNs {
         self.data_loader_ns
             + self.by_sync.values().sum::<TimeNs>()
@@ -46,6 +47,7 @@ impl IdleCredit {
 
 /// Credits the idle of `idle`; `stretches` are the device's launch-bound stretches, sorted by
 /// start and disjoint.
+#[must_use]
 pub fn credit_idle(
     trace: &Trace,
     idle: &DeviceIdle,

@@ -59,6 +59,7 @@ pub struct DataLoaderReport {
 
 /// Analyses the DataLoader ranges over the analysis window's steps; GPU idle is read from the
 /// focus device's attribution.
+#[must_use]
 pub fn data_loader_report(
     trace: &Trace,
     window: Option<&AnalysisWindow>,
@@ -138,6 +139,7 @@ pub fn data_loader_report(
 /// `part / whole` in percent, 0 for an empty whole, never outside 0-100: a share shown to a
 /// user is a share even when a crafted trace makes the part outgrow the whole (the ns
 /// figures behind it stay as they are, and the corpus invariants check those).
+#[must_use]
 pub fn percent(part: TimeNs, whole: TimeNs) -> f64 {
     if whole > 0 {
         (part as f64 * 100.0 / whole as f64).clamp(0.0, 100.0)

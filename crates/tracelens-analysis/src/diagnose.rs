@@ -149,6 +149,7 @@ pub struct Diagnosis {
 
 impl Diagnosis {
     /// The idle summary of the focus device.
+    #[must_use]
     pub fn focus_idle(&self) -> Option<&IdleSummary> {
         let device = self.focus_device?;
         self.idle.iter().find(|i| i.device == device)
@@ -176,6 +177,7 @@ pub struct Analysis {
 
 impl Analysis {
     /// The focus device's full idle attribution.
+    #[must_use]
     pub fn focus_idle(&self) -> Option<&DeviceIdle> {
         let device = self.diagnosis.focus_device?;
         self.device_idle.iter().find(|d| d.device == device)
@@ -183,6 +185,7 @@ impl Analysis {
 }
 
 /// Diagnoses a trace.
+#[must_use]
 pub fn diagnose(trace: &Trace) -> Diagnosis {
     analyze(trace).diagnosis
 }

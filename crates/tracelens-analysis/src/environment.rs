@@ -37,6 +37,7 @@ pub struct Framework {
 impl Framework {
     /// Whether the trace's PyTorch is at least `v`: `Some(true)` or `Some(false)` when the
     /// range says so, `None` when it straddles `v`.
+    #[must_use]
     pub fn at_least(&self, v: TorchVersion) -> Option<bool> {
         if self.torch_min.is_some_and(|m| m >= v) {
             Some(true)
@@ -48,6 +49,7 @@ impl Framework {
     }
 
     /// The PyTorch range in words (`PyTorch 1.8-1.10`, `PyTorch 2.4+`), when known.
+    #[must_use]
     pub fn describe_torch(&self) -> Option<String> {
         match (self.torch_min, self.torch_max) {
             (Some(a), Some(b)) if a == b => Some(format!("PyTorch {a}")),
@@ -60,6 +62,7 @@ impl Framework {
 }
 
 /// Reads the framework facts of a trace.
+#[must_use]
 pub fn framework(trace: &Trace) -> Framework {
     // The importer says which PyTorch versions write its format generation.
     let range = trace.source.framework;
@@ -69,7 +72,7 @@ pub fn framework(trace: &Trace) -> Framework {
         ..Framework::default()
     };
     for i in 0..trace.names.len() {
-        let name = trace.names.get(NameId(i as u32));
+        let name = trace.names.get(NameId::at(i));
         if let Some(rest) = name.strip_prefix("Optimizer.step#") {
             let class = rest.split('.').next().unwrap_or(rest);
             if fw.optimizer.as_deref().is_none_or(|o| o > class) {

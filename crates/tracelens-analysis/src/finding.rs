@@ -35,6 +35,7 @@ impl FindingKind {
     ];
 
     /// Snake-case label.
+    #[must_use]
     pub fn label(self) -> &'static str {
         match self {
             FindingKind::DataLoaderStall => "data_loader_stall",
@@ -75,6 +76,7 @@ pub enum Severity {
 
 impl Severity {
     /// Severity of a win worth `share_percent` of step time.
+    #[must_use]
     pub fn from_share(share_percent: f64) -> Self {
         if share_percent >= 10.0 {
             Severity::High
@@ -146,6 +148,7 @@ impl Evidence {
     }
 
     /// The value labelled `label`, if any.
+    #[must_use]
     pub fn get(&self, label: &str) -> Option<EvidenceValue> {
         self.items
             .iter()

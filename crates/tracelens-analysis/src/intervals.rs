@@ -3,6 +3,7 @@
 use tracelens_model::{Interval, TimeNs};
 
 /// Merges intervals into sorted, disjoint, non-empty ones. Touching intervals merge.
+#[must_use]
 pub fn union(mut intervals: Vec<Interval>) -> Vec<Interval> {
     intervals.retain(|iv| iv.end_ns > iv.start_ns);
     intervals.sort_unstable();
@@ -32,6 +33,7 @@ pub fn union_sorted(intervals: impl IntoIterator<Item = Interval>) -> Vec<Interv
 }
 
 /// Time of `window` covered by sorted disjoint `intervals`, by binary search: O(log n + k).
+#[must_use]
 pub fn covered_ns(intervals: &[Interval], window: Interval) -> TimeNs {
     let first = intervals.partition_point(|iv| iv.end_ns <= window.start_ns);
     intervals[first..]
@@ -48,6 +50,7 @@ pub fn total_ns(disjoint: &[Interval]) -> TimeNs {
 }
 
 /// The gaps between sorted disjoint intervals, inside `window`.
+#[must_use]
 pub fn gaps(disjoint: &[Interval], window: Interval) -> Vec<Interval> {
     let mut out = Vec::new();
     let mut cursor = window.start_ns;
@@ -66,6 +69,7 @@ pub fn gaps(disjoint: &[Interval], window: Interval) -> Vec<Interval> {
 }
 
 /// The intersection of two sorted disjoint interval lists.
+#[must_use]
 pub fn intersect(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
     let (mut i, mut j) = (0, 0);
     let mut out = Vec::new();
@@ -83,6 +87,7 @@ pub fn intersect(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
 }
 
 /// `a` minus `b`, both sorted and disjoint.
+#[must_use]
 pub fn subtract(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
     let mut out = Vec::new();
     let mut j = 0;

@@ -52,6 +52,7 @@ pub enum KernelClass {
 
 impl KernelClass {
     /// In words, for the verdict.
+    #[must_use]
     pub fn describe(self) -> &'static str {
         match self {
             KernelClass::GemmFp32 => "matrix multiplies in FP32",
@@ -68,6 +69,7 @@ impl KernelClass {
     }
 
     /// The next thing to try when this class dominates a GPU-bound run.
+    #[must_use]
     pub fn next_step(self) -> &'static str {
         match self {
             KernelClass::GemmFp32 => "enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or mixed precision (torch.autocast with bf16/fp16) so they run on tensor cores",
@@ -83,6 +85,7 @@ impl KernelClass {
 }
 
 /// The class of a kernel name.
+#[must_use]
 pub fn kernel_class(name: &str) -> KernelClass {
     let n = name.to_ascii_lowercase();
     let has = |s: &str| n.contains(s);
@@ -112,6 +115,7 @@ pub fn kernel_class(name: &str) -> KernelClass {
 }
 
 /// The `limit` kernels with the most time inside `window`.
+#[must_use]
 pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec<KernelStat> {
     let mut by_name: FxHashMap<NameId, (u64, TimeNs)> = FxHashMap::default();
     let mut all: TimeNs = 0;
@@ -136,7 +140,7 @@ pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec
                 class: kernel_class(name),
                 count,
                 total_ns,
-                mean_ns: total_ns / count.max(1) as TimeNs,
+                mean_ns: total_ns / crate::num::count_i64(count.max(1)),
                 share_percent: crate::dataloader::percent(total_ns, all),
             }
         })

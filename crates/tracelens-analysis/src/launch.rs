@@ -78,6 +78,7 @@ pub struct StreamLaunchDelay {
 
 /// Finds launch-bound stretches on every device and the launch delays of every stream;
 /// `window_ops` holds each device's ops clipped to the analysis window.
+#[must_use]
 pub fn launch_report(
     trace: &Trace,
     works: &[DeviceWork],
@@ -122,7 +123,7 @@ pub fn launch_report(
                     run[0].0.start_ns,
                     run.iter().map(|r| r.0.end_ns).max().unwrap_or(0),
                 );
-                let n = run.len() as i64;
+                let n = crate::num::count_i64(run.len());
                 stretches.push(LaunchStretch {
                     device: work.device,
                     interval,

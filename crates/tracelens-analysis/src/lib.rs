@@ -35,6 +35,7 @@ pub mod idle;
 pub mod intervals;
 pub mod kernels;
 pub mod launch;
+pub mod num;
 pub mod overview;
 pub mod syncs;
 pub mod threads;

@@ -38,6 +38,7 @@ pub struct Overview {
 }
 
 /// Computes the overview of a trace.
+#[must_use]
 pub fn overview(trace: &Trace) -> Overview {
     let window = crate::window::analysis_window(trace).map(|w| w.interval);
     overview_of(trace, &crate::utilization::device_work(trace), window)
@@ -45,6 +46,7 @@ pub fn overview(trace: &Trace) -> Overview {
 
 /// Computes the overview from already collected device work, with busy/idle over the
 /// analysis `window`.
+#[must_use]
 pub fn overview_of(
     trace: &Trace,
     works: &[crate::utilization::DeviceWork],

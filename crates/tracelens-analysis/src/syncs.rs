@@ -36,6 +36,7 @@ pub enum SyncTrigger {
 
 impl SyncTrigger {
     /// What the user wrote, in words.
+    #[must_use]
     pub fn describe(self) -> &'static str {
         match self {
             SyncTrigger::Item => ".item()",
@@ -116,6 +117,7 @@ pub struct SyncSite {
 
 /// Every host-blocking call of a trace that overlaps the analysis `window`; GPU idle is read
 /// from `idle` (the focus device).
+#[must_use]
 pub fn find_syncs(
     trace: &Trace,
     window: Option<Interval>,
@@ -237,6 +239,7 @@ fn copy_under(trace: &Trace, op: SpanId) -> Option<CopyInfo> {
 }
 
 /// Groups calls by (trigger, call site), largest GPU idle first, then largest blocked time.
+#[must_use]
 pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<SyncSite> {
     let mut sites: Vec<SyncSite> = Vec::new();
     let mut index: FxHashMap<(SyncTrigger, Option<String>), usize> = FxHashMap::default();

@@ -55,6 +55,7 @@ pub struct ThreadIndex {
 
 impl ThreadIndex {
     /// Scans every CPU lane once; API names are classified once per distinct name.
+    #[must_use]
     pub fn build(trace: &Trace) -> Self {
         let mut classes: FxHashMap<NameId, NameClass> = FxHashMap::default();
         let facts = trace
@@ -70,7 +71,7 @@ impl ThreadIndex {
                 let mut waits = Vec::new();
                 let mut os_waits = Vec::new();
                 let mut off_cpu = Vec::new();
-                for id in trace.lane_span_ids(LaneId(i as u32)) {
+                for id in trace.lane_span_ids(LaneId::at(i)) {
                     let s = trace.span(id);
                     let name = trace.names.get(s.name);
                     match s.kind {
@@ -126,6 +127,7 @@ impl ThreadIndex {
     }
 
     /// Facts of one lane.
+    #[must_use]
     pub fn lane(&self, lane: LaneId) -> &ThreadFacts {
         &self.facts[lane.0 as usize]
     }
@@ -140,6 +142,7 @@ impl ThreadIndex {
 
 impl ThreadFacts {
     /// The latest blocking call that returned inside `[from_ns, until_ns]`.
+    #[must_use]
     pub fn blocking_call_ending_in(&self, from_ns: TimeNs, until_ns: TimeNs) -> Option<SpanId> {
         let upto = self
             .blocking_calls
@@ -149,6 +152,7 @@ impl ThreadFacts {
     }
 
     /// The parts of `window` inside DataLoader ranges, in order.
+    #[must_use]
     pub fn data_loading_within(&self, window: Interval) -> Vec<Interval> {
         let first = self
             .data_loading
@@ -174,6 +178,7 @@ impl ThreadFacts {
 
     /// Time inside `window` the thread was off the CPU outside any traced OS wait: it was not
     /// blocked on anything we can see, so most likely runnable and waiting for a core.
+    #[must_use]
     pub fn unexplained_off_cpu_within(&self, window: Interval) -> TimeNs {
         let first = self
             .off_cpu
@@ -190,6 +195,7 @@ impl ThreadFacts {
     }
 
     /// Whether a stream-wait call started inside `[from_ns, until_ns]`.
+    #[must_use]
     pub fn stream_wait_between(&self, from_ns: TimeNs, until_ns: TimeNs) -> bool {
         let i = self.stream_waits.partition_point(|&t| t < from_ns);
         self.stream_waits.get(i).is_some_and(|&t| t <= until_ns)

@@ -6,7 +6,9 @@ use crate::api::{call_blocking_kind, is_data_loader};
 use crate::idle::{DeviceIdle, IdleCause};
 use crate::window::AnalysisWindow;
 use serde::Serialize;
-use tracelens_model::{shorten, Ident, Interval, LaneId, LaneKey, SpanId, SpanKind, TimeNs, Trace};
+use tracelens_model::{
+    shorten, table_index, Ident, Interval, LaneId, LaneKey, SpanId, SpanKind, TimeNs, Trace,
+};
 
 /// The class of a CPU span, in drawing priority (later outranks earlier).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
@@ -25,6 +27,7 @@ pub enum CpuSpanClass {
 }
 
 /// The class of CPU span `id`, or `None` for spans not drawn (steps, OS waits, sync records).
+#[must_use]
 pub fn cpu_span_class(trace: &Trace, id: SpanId) -> Option<CpuSpanClass> {
     match trace.span(id).kind {
         SpanKind::Runtime | SpanKind::Driver if call_blocking_kind(trace, id).is_some() => {
@@ -106,6 +109,7 @@ pub struct TimelineView {
 
 /// The timeline of the median-length step of `window` (or the whole window without steps) on
 /// the device of `focus`.
+#[must_use]
 pub fn build(trace: &Trace, window: &AnalysisWindow, focus: &DeviceIdle) -> Option<TimelineView> {
     let (interval, step) = if window.has_steps() {
         let mut steps: Vec<_> = window.steps.iter().collect();
@@ -210,7 +214,7 @@ pub fn build(trace: &Trace, window: &AnalysisWindow, focus: &DeviceIdle) -> Opti
     Some(TimelineView {
         step,
         interval,
-        columns: TIMELINE_COLUMNS as u32,
+        columns: table_index(TIMELINE_COLUMNS),
         lanes,
     })
 }
@@ -310,6 +314,7 @@ fn runs(bins: &[u8], classes: &[Option<TimelineClass>]) -> Vec<ClassRun> {
 
 /// Start of the first GPU op, the origin of the relative times reports show (0 without GPU
 /// work).
+#[must_use]
 pub fn time_origin(trace: &Trace) -> TimeNs {
     trace
         .spans

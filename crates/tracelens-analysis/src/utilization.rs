@@ -86,12 +86,14 @@ pub struct DeviceWork {
 
 impl DeviceWork {
     /// The ops clipped to `window`, still sorted by start.
+    #[must_use]
     pub fn ops_in(&self, window: Interval) -> Vec<GpuOp> {
         clip_ops(&self.ops, Some(window))
     }
 
     /// The TraceLens clipping window (steps when present, else none = whole trace) and its
     /// source.
+    #[must_use]
     pub fn tracelens_window(&self) -> (Option<Interval>, WindowSource) {
         match self.step_window {
             Some((w, src)) => (Some(w), src),
@@ -101,6 +103,7 @@ impl DeviceWork {
 }
 
 /// Collects each device's GPU work and step window.
+#[must_use]
 pub fn device_work(trace: &Trace) -> Vec<DeviceWork> {
     let any_gpu_steps = trace.steps.iter().any(|s| s.gpu.is_some());
     trace
@@ -148,6 +151,7 @@ fn clip_one(iv: Interval, w: Interval) -> Option<Interval> {
 
 /// Clips ops to `window` as the measurements do, keeping their order: an op keeps its part
 /// inside the window, and a zero-length op strictly inside still marks the extent.
+#[must_use]
 pub fn clip_ops(ops: &[GpuOp], window: Option<Interval>) -> Vec<GpuOp> {
     ops.iter()
         .filter_map(|&(k, iv, id)| match window {
@@ -158,12 +162,14 @@ pub fn clip_ops(ops: &[GpuOp], window: Option<Interval>) -> Vec<GpuOp> {
 }
 
 /// Busy/idle for every device of the trace.
+#[must_use]
 pub fn device_utilization(trace: &Trace) -> Vec<DeviceUtilization> {
     let window = crate::window::analysis_window(trace).map(|w| w.interval);
     utilization_of(trace, &device_work(trace), window)
 }
 
 /// Busy/idle from already collected device work, over the analysis `window`.
+#[must_use]
 pub fn utilization_of(
     trace: &Trace,
     works: &[DeviceWork],
@@ -209,6 +215,7 @@ fn cpu_steps_hull(trace: &Trace) -> Option<Interval> {
 
 /// Busy/idle of `work` (sorted by start) over the analysis `window`: total = its length;
 /// `None` when no op falls inside.
+#[must_use]
 pub fn measure_window(work: &[(SpanKind, Interval)], window: Interval) -> Option<BusyIdle> {
     let mut b = measure(work, Some(window), WindowSource::AnalysisWindow)?;
     b.total_ns = window.dur_ns();
@@ -219,6 +226,7 @@ pub fn measure_window(work: &[(SpanKind, Interval)], window: Interval) -> Option
 
 /// Busy/idle of `work` (sorted by start) clipped to `window` (or unclipped), from the first
 /// to the last op (TraceLens).
+#[must_use]
 pub fn measure(
     work: &[(SpanKind, Interval)],
     window: Option<Interval>,

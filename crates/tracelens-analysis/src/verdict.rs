@@ -120,6 +120,7 @@ pub struct VerdictInput<'a> {
 }
 
 /// Computes the verdict.
+#[must_use]
 pub fn verdict(input: &VerdictInput) -> Verdict {
     let trace = input.trace;
     let window = input.window.map(|w| VerdictWindow {

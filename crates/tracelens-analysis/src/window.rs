@@ -25,6 +25,7 @@ pub enum WindowKind {
 
 impl WindowKind {
     /// How the window reads in a sentence ("the profiled steps").
+    #[must_use]
     pub fn describe(self) -> &'static str {
         match self {
             WindowKind::ProfiledSteps => "the profiled steps (CPU ProfilerStep#N ranges extended to the end of the GPU work they launched)",
@@ -76,27 +77,32 @@ pub struct AnalysisWindow {
 
 impl AnalysisWindow {
     /// Whether the window is made of profiled steps.
+    #[must_use]
     pub fn has_steps(&self) -> bool {
         !self.steps.is_empty()
     }
 
     /// Number of steps, at least 1 (the whole window counts as one without steps).
+    #[must_use]
     pub fn step_count(&self) -> usize {
         self.steps.len().max(1)
     }
 
     /// The step time shares are measured against: the mean step, or the window.
+    #[must_use]
     pub fn step_ns(&self) -> TimeNs {
         self.step.mean_ns
     }
 
     /// A total over the window, per step.
+    #[must_use]
     pub fn per_step(&self, total_ns: TimeNs) -> TimeNs {
-        total_ns / self.step_count() as TimeNs
+        total_ns / crate::num::count_i64(self.step_count())
     }
 }
 
 /// The analysis window of a trace; `None` for a trace with no events.
+#[must_use]
 pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
     let gpu_extent = trace
         .spans
@@ -114,7 +120,7 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
             .unwrap_or(first);
         let durations: Vec<TimeNs> = steps.iter().map(|s| s.interval.dur_ns()).collect();
         let covered: TimeNs = durations.iter().sum();
-        let n = durations.len() as TimeNs;
+        let n = crate::num::count_i64(durations.len());
         let mean = covered / n;
         let var = durations
             .iter()
@@ -129,7 +135,7 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
                 mean_ns: mean,
                 min_ns: durations.iter().copied().min().unwrap_or(0),
                 max_ns: durations.iter().copied().max().unwrap_or(0),
-                stddev_ns: var.sqrt() as TimeNs,
+                stddev_ns: crate::num::float_ns(var.sqrt()),
             },
             steps,
             covered_ns: covered,
@@ -180,7 +186,7 @@ fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
         .iter()
         .enumerate()
         .filter(|(_, s)| s.kind.is_api_call())
-        .map(|(i, s)| (s.start_ns, s.end_ns(), SpanId(i as u32)))
+        .map(|(i, s)| (s.start_ns, s.end_ns(), SpanId::at(i)))
         .collect();
     calls.sort_unstable();
     let mut device: Vec<Option<Interval>> = vec![None; host.len()];
@@ -221,7 +227,7 @@ fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
             .filter(|(i, s)| {
                 s.kind.is_gpu_work()
                     && s.end_ns() < first_dev.start_ns
-                    && !matched_ops.contains(&SpanId(*i as u32))
+                    && !matched_ops.contains(&SpanId::at(*i))
             })
             .map(|(_, s)| s.end_ns())
             .max();

@@ -23,7 +23,7 @@ fn repeat(out: &mut dyn Write, piece: &[u8], total_bytes: u64) -> io::Result<()>
     let block = piece.repeat((1 << 20) / piece.len().max(1) + 1);
     let mut left = total_bytes;
     while left > 0 {
-        let n = left.min(block.len() as u64) as usize;
+        let n = usize::try_from(left).map_or(block.len(), |l| l.min(block.len()));
         out.write_all(&block[..n])?;
         left -= n as u64;
     }
@@ -31,6 +31,7 @@ fn repeat(out: &mut dyn Write, piece: &[u8], total_bytes: u64) -> io::Result<()>
 }
 
 /// Every crafted input, in the order the report lists them.
+#[must_use]
 pub fn all() -> Vec<Hostile> {
     vec![
         Hostile {

@@ -10,6 +10,7 @@ pub mod hostile;
 pub mod measure;
 
 /// The value after `--name` in a command line, if given.
+#[must_use]
 pub fn option(args: &[String], name: &str) -> Option<String> {
     args.iter()
         .position(|a| a == name)
@@ -27,6 +28,11 @@ impl Rng {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
+    }
+    /// A position below `n`.
+    fn below(&mut self, n: usize) -> usize {
+        let n = u64::try_from(n).unwrap_or(u64::MAX).max(1);
+        usize::try_from(self.next() % n).unwrap_or(0)
     }
     fn range(&mut self, lo: u64, hi: u64) -> u64 {
         lo + self.next() % (hi - lo)
@@ -105,14 +111,14 @@ pub fn generate(out: &mut dyn Write, target_bytes: u64, seed: u64) -> io::Result
             py += 1;
             ev(&mut w, format!("{{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"torch/nn/modules/module.py(1762): _call_impl\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": {}, \"args\": {{\"Python parent id\": {}, \"Python id\": {py}, \"Python thread\": 0}}}}", us(ts_ns + 500), us(frame_dur - 1_000), py - 1))?;
             py += 1;
-            let op = OPS[(rng.next() % OPS.len() as u64) as usize];
+            let op = OPS[rng.below(OPS.len())];
             ev(&mut w, format!("{{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"{op}\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": 25.000, \"args\": {{\"External id\": {ext}, \"Record function id\": 0, \"Sequence number\": {i}, \"Fwd thread id\": 0, \"Input Dims\": [[256, 512], [512, 512]], \"Input type\": [\"float\", \"float\"], \"Ev Idx\": {i}}}}}", us(ts_ns + 1_000)))?;
             let launch_at = ts_ns + 12_000;
             ev(&mut w, format!("{{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"dur\": 6.000, \"args\": {{\"cbid\": 211, \"correlation\": {corr}, \"External id\": {ext}}}}}", us(launch_at)))?;
             ev(&mut w, format!("{{\"ph\": \"s\", \"id\": {corr}, \"pid\": {pid}, \"tid\": {tid}, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\"}}", us(launch_at)))?;
             let kdur = rng.range(5_000, 60_000);
             gpu_ns = gpu_ns.max(launch_at + 8_000);
-            let k = KERNELS[(rng.next() % KERNELS.len() as u64) as usize];
+            let k = KERNELS[rng.below(KERNELS.len())];
             ev(&mut w, format!("{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{k}\", \"pid\": 0, \"tid\": 7, \"ts\": {}, \"dur\": {}, \"args\": {{\"External id\": {ext}, \"queued\": 0, \"device\": 0, \"context\": 1, \"stream\": 7, \"correlation\": {corr}, \"registers per thread\": 128, \"shared memory\": 49152, \"blocks per SM\": 2.5, \"warps per SM\": 10.0, \"grid\": [132, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 25}}}}", us(gpu_ns), us(kdur)))?;
             ev(&mut w, format!("{{\"ph\": \"f\", \"id\": {corr}, \"pid\": 0, \"tid\": 7, \"ts\": {}, \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"}}", us(gpu_ns)))?;
             gpu_ns += kdur;

@@ -27,7 +27,7 @@ pub fn measure(cmd: &mut Command) -> Measure {
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let pid = child.id() as libc::pid_t;
+    let pid = libc::pid_t::try_from(child.id()).expect("process ids fit pid_t");
     let mut status: libc::c_int = 0;
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: wait4 on our own child with valid out-pointers.

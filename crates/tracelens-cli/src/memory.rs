@@ -87,7 +87,17 @@ fn parse_size(text: &str) -> Option<usize> {
         _ => (t, 1.0),
     };
     let v: f64 = number.trim().parse().ok()?;
-    (v.is_finite() && v > 0.0).then_some((v * scale) as usize)
+    (v.is_finite() && v > 0.0).then_some(bytes_of(v * scale))
+}
+
+/// A positive byte count written as a float, as whole bytes (saturating).
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "the value is finite and positive; Rust's float-to-int cast saturates"
+)]
+fn bytes_of(v: f64) -> usize {
+    v as usize
 }
 
 /// 90 % of the memory this process may use, when the system says.

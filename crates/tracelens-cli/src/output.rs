@@ -80,6 +80,7 @@ pub(crate) fn report_path_for(trace: &Path) -> (PathBuf, Option<String>) {
 
 /// The default report path: `./<trace stem>.tracelens.html` (stem without `.json`/`.gz`;
 /// `stdin` for `-`).
+#[must_use]
 pub fn default_report_path(trace: &Path) -> PathBuf {
     if input::is_stdin(trace) {
         return PathBuf::from("stdin.tracelens.html");

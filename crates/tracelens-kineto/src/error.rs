@@ -52,6 +52,7 @@ pub struct ImportError {
 
 impl ImportError {
     /// An error for `path`.
+    #[must_use]
     pub fn new(path: &Path, problem: Problem) -> Self {
         ImportError {
             path: path.to_path_buf(),

@@ -175,6 +175,7 @@ fn read_args(raw: &[u8]) -> Args<'_> {
 
 /// The span kind of a `ph: X` category (case-insensitive, old and new names), and whether
 /// the name is a 2021-era one.
+#[must_use]
 pub fn kind_of_category(cat: &str) -> Option<(SpanKind, bool)> {
     let old = cat.chars().next().is_some_and(|c| c.is_ascii_uppercase())
         && matches!(

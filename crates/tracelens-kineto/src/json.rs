@@ -292,7 +292,7 @@ fn decimal_scaled(text: &[u8], scale: i32) -> Option<i64> {
     // and further fraction digits are below any resolution we need.
     let push_digit = |d: u8, frac: bool, mantissa: &mut i128, exp10: &mut i32| {
         if *mantissa < 10i128.pow(30) {
-            *mantissa = *mantissa * 10 + d as i128;
+            *mantissa = *mantissa * 10 + i128::from(d);
             if frac {
                 *exp10 -= 1;
             }
@@ -336,9 +336,9 @@ fn decimal_scaled(text: &[u8], scale: i32) -> Option<i64> {
         if exp10 > 38 {
             return if mantissa == 0 { Some(0) } else { None };
         }
-        mantissa.checked_mul(10i128.checked_pow(exp10 as u32)?)?
+        mantissa.checked_mul(10i128.checked_pow(exp10.unsigned_abs())?)?
     } else {
-        let div_exp = (-exp10) as u32;
+        let div_exp = exp10.unsigned_abs();
         if div_exp > 38 {
             0
         } else {
@@ -441,7 +441,7 @@ impl Value {
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Number(n) | Value::String(n) => to_i64(n.as_bytes()),
-            Value::Bool(b) => Some(*b as i64),
+            Value::Bool(b) => Some(i64::from(*b)),
             _ => None,
         }
     }

@@ -130,6 +130,7 @@ pub fn read_head<R: Read>(src: &mut R, n: usize) -> std::io::Result<Vec<u8>> {
 }
 
 /// Whether the bytes look like UTF-16 text (a byte-order mark, or `{`/`[` next to a NUL).
+#[must_use]
 pub fn is_utf16(head: &[u8]) -> bool {
     head.starts_with(&[0xFF, 0xFE])
         || head.starts_with(&[0xFE, 0xFF])

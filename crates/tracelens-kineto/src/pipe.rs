@@ -107,7 +107,9 @@ mod tests {
 
     #[test]
     fn passes_data_through_then_the_error() {
-        let data: Vec<u8> = (0..3 * CHUNK_BYTES + 17).map(|i| i as u8).collect();
+        let data: Vec<u8> = (0..3 * CHUNK_BYTES + 17)
+            .map(|i| u8::try_from(i % 256).unwrap())
+            .collect();
         let mut out = Vec::new();
         spawn(io::Cursor::new(data.clone()))
             .read_to_end(&mut out)

@@ -16,6 +16,8 @@ pub enum Extent {
 
 /// Bytes classified at once by [`Masks::of`].
 pub(crate) const BLOCK: usize = 64;
+/// [`BLOCK`] as a bit count.
+pub(crate) const BLOCK_BITS: u32 = 64;
 
 /// Where the bytes that matter to the scan are in one block: bit `i` is byte `i`.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -41,6 +43,13 @@ impl Masks {
     }
     /// Classifies 64 bytes, 16 at a time with SSE2 (part of every x86-64 CPU).
     #[cfg(target_arch = "x86_64")]
+    #[expect(
+        clippy::cast_possible_wrap,
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "ASCII bytes are the same bits as i8 for the SSE2 compares, and movemask \
+                  sets only the low 16 bits of its i32"
+    )]
     pub fn of<const SEPARATORS: bool>(block: &[u8; BLOCK]) -> Masks {
         use std::arch::x86_64::*;
         let mut m = Masks::default();
@@ -56,7 +65,7 @@ impl Masks {
             for k in 0..BLOCK / 16 {
                 let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast::<__m128i>());
                 let folded = _mm_or_si128(v, case);
-                let bits = |eq: __m128i| (_mm_movemask_epi8(eq) as u16 as u64) << (16 * k);
+                let bits = |eq: __m128i| u64::from(_mm_movemask_epi8(eq) as u16) << (16 * k);
                 m.quote |= bits(_mm_cmpeq_epi8(v, quote));
                 m.backslash |= bits(_mm_cmpeq_epi8(v, backslash));
                 m.open |= bits(_mm_cmpeq_epi8(folded, open));
@@ -287,6 +296,11 @@ pub(crate) mod tests {
         }
     }
 
+    /// A position below `n` from a random `r`.
+    pub(crate) fn below(r: u64, n: usize) -> usize {
+        usize::try_from(r % u64::try_from(n.max(1)).unwrap()).unwrap()
+    }
+
     #[test]
     fn strings_with_escapes_and_raw_controls() {
         assert_eq!(value_extent(br#""a\"b" x"#, false), Extent::Complete(6));
@@ -330,7 +344,7 @@ pub(crate) mod tests {
             let backslashes = next() & 3 == 0;
             let alphabet = alphabets[(next() % 3) as usize];
             for _ in 0..len {
-                let b = alphabet[(next() % alphabet.len() as u64) as usize];
+                let b = alphabet[below(next(), alphabet.len())];
                 text.push(if b == b'\\' && !backslashes { b'a' } else { b });
             }
             let slow = {
@@ -347,7 +361,7 @@ pub(crate) mod tests {
                 String::from_utf8_lossy(&text)
             );
             // Resumed in two pieces.
-            let cut = (next() % text.len() as u64) as usize;
+            let cut = below(next(), text.len());
             let mut s = Scanner::default();
             let split = match s.resume(&text[..cut], false) {
                 Extent::Complete(n) => Extent::Complete(n),

@@ -6,7 +6,7 @@
 //! token, a string, a stray bracket, a byte-order mark) stops the run before it, and the
 //! reader takes it from there on its own, so the events read are the same either way.
 
-use crate::scan::{Masks, BLOCK};
+use crate::scan::{Masks, BLOCK, BLOCK_BITS};
 
 /// Where a scan stopped.
 #[derive(Debug, PartialEq, Eq)]
@@ -101,7 +101,7 @@ impl Splitter {
             }
             brackets &= brackets - 1;
         }
-        if self.depth == 0 && !m.separators & bits_between(between_from, BLOCK as u32) != 0 {
+        if self.depth == 0 && !m.separators & bits_between(between_from, BLOCK_BITS) != 0 {
             return Some(Stop::Unusual);
         }
         self.in_string ^= m.quote.count_ones() % 2 == 1;
@@ -218,14 +218,14 @@ mod tests {
             let mut text = Vec::new();
             let usual = round % 2 == 0;
             for _ in 0..(next() % 30) {
-                let k = (next() % pieces.len() as u64) as usize;
+                let k = crate::scan::tests::below(next(), pieces.len());
                 if usual && k >= 7 {
                     continue;
                 }
                 text.extend_from_slice(pieces[k]);
             }
             let expected = one_at_a_time(&text);
-            let cut = (next() % (text.len() as u64 + 1)) as usize;
+            let cut = crate::scan::tests::below(next(), text.len() + 1);
             let mut s = Splitter::default();
             let mut stop = s.advance(&text[..cut]);
             if stop == Stop::More {

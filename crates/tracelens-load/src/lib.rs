@@ -23,6 +23,7 @@ pub struct FileIdentity {
 }
 
 /// The identity of the file at `path`, when it exists (always `None` off Unix).
+#[must_use]
 pub fn identity(path: &Path) -> Option<FileIdentity> {
     #[cfg(unix)]
     {
@@ -41,6 +42,7 @@ pub fn identity(path: &Path) -> Option<FileIdentity> {
 }
 
 /// Whether `path` means standard input.
+#[must_use]
 pub fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
@@ -224,6 +226,7 @@ pub fn head_of(path: &Path, n: usize) -> std::io::Result<Vec<u8>> {
 
 /// Whether the file at `path` is a tracelens result document rather than a trace: JSON whose
 /// first 512 bytes name the schema version and the tool.
+#[must_use]
 pub fn is_result_document(path: &Path) -> bool {
     if is_stdin(path) {
         return false;
@@ -257,6 +260,7 @@ pub fn read_result_text(path: &Path, max_bytes: u64) -> Result<String, String> {
 }
 
 /// A failed read in plain words.
+#[must_use]
 pub fn read_problem(e: &std::io::Error) -> String {
     match e.kind() {
         ErrorKind::NotFound => "no such file".into(),
@@ -270,6 +274,7 @@ pub fn read_problem(e: &std::io::Error) -> String {
 const ENOSPC: i32 = 28;
 
 /// A failed write in plain words.
+#[must_use]
 pub fn write_problem(e: &std::io::Error) -> String {
     match e.kind() {
         ErrorKind::NotFound => "no such directory".into(),

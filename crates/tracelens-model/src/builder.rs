@@ -6,7 +6,7 @@ use crate::diagnostics::{Warning, WarningKind};
 use crate::lane::{Ident, Lane, LaneId, LaneKey};
 use crate::link::{check_external_ids, link_launches, nest};
 use crate::metadata::Metadata;
-use crate::names::{NameId, StringTable};
+use crate::names::{table_index, NameId, StringTable};
 use crate::source::SourceInfo;
 use crate::span::{Span, SpanKind, NO_CORRELATION, NO_DETAIL, NO_EXTERNAL_ID};
 use crate::time::{TimeNs, NS_PER_S, NS_PER_US};
@@ -89,6 +89,7 @@ pub struct TraceBuilder {
 
 impl TraceBuilder {
     /// An empty builder.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
@@ -100,7 +101,7 @@ impl TraceBuilder {
     /// Metadata is not merged: importers fill it on the main builder.
     pub fn absorb(&mut self, other: TraceBuilder) {
         let names: Vec<NameId> = (0..other.names.len())
-            .map(|i| self.names.intern(other.names.get(NameId(i as u32))))
+            .map(|i| self.names.intern(other.names.get(NameId::at(i))))
             .collect();
         let ident = |id: Ident| match id {
             Ident::Text(t) => Ident::Text(names[t.0 as usize]),
@@ -114,9 +115,9 @@ impl TraceBuilder {
             gpu => gpu,
         };
         let lanes: Vec<LaneId> = other.lane_keys.iter().map(|&k| self.lane(key(k))).collect();
-        let span_base = self.spans.len() as u32;
-        let copy_base = self.copies.len() as u32;
-        let stack_base = self.call_stacks.len() as u32;
+        let span_base = table_index(self.spans.len());
+        let copy_base = table_index(self.copies.len());
+        let stack_base = table_index(self.call_stacks.len());
         self.spans.extend(other.spans.into_iter().map(|mut s| {
             s.name = names[s.name.0 as usize];
             s.lane = lanes[s.lane.0 as usize];
@@ -185,6 +186,7 @@ impl TraceBuilder {
     }
 
     /// The text of an interned string.
+    #[must_use]
     pub fn text(&self, id: NameId) -> &str {
         self.names.get(id)
     }
@@ -194,7 +196,7 @@ impl TraceBuilder {
         if let Some(&id) = self.lane_index.get(&key) {
             return id;
         }
-        let id = LaneId(self.lane_keys.len() as u32);
+        let id = LaneId::at(self.lane_keys.len());
         self.lane_keys.push(key);
         self.lane_index.insert(key, id);
         id
@@ -203,14 +205,14 @@ impl TraceBuilder {
     /// Stores copy details and returns the index for [`SpanInput::detail`].
     pub fn add_copy(&mut self, info: CopyInfo) -> u32 {
         self.copies.push(info);
-        (self.copies.len() - 1) as u32
+        table_index(self.copies.len() - 1)
     }
 
     /// Stores a `Call stack` string and returns the index for [`SpanInput::detail`].
     pub fn add_call_stack(&mut self, stack: &str) -> u32 {
         let id = self.intern_capped(stack, MAX_CALL_STACK_BYTES);
         self.call_stacks.push(id);
-        (self.call_stacks.len() - 1) as u32
+        table_index(self.call_stacks.len() - 1)
     }
 
     /// Marks `name` as the name of profiler step `number` (PyTorch's `ProfilerStep#N`): the
@@ -255,7 +257,7 @@ impl TraceBuilder {
         let kept = self.add_span(input);
         if kept {
             self.awaiting_flow
-                .push(((self.spans.len() - 1) as u32, pid, tid));
+                .push((table_index(self.spans.len() - 1), pid, tid));
         }
         kept
     }
@@ -298,11 +300,13 @@ impl TraceBuilder {
     }
 
     /// Number of spans appended so far.
+    #[must_use]
     pub fn span_count(&self) -> usize {
         self.spans.len()
     }
 
     /// Sorts, nests and links everything into a [`Trace`].
+    #[must_use]
     pub fn finish(mut self, source: SourceInfo) -> Trace {
         self.link_by_flows();
         let mut trace = Trace {
@@ -347,11 +351,11 @@ impl TraceBuilder {
 
     fn sort_into(&mut self, trace: &mut Trace) {
         // Lanes: GPU streams first, then CPU threads, each in key order.
-        let mut order: Vec<u32> = (0..self.lane_keys.len() as u32).collect();
+        let mut order: Vec<u32> = (0..self.lane_keys.len()).map(table_index).collect();
         order.sort_by_key(|&i| self.lane_keys[i as usize]);
         let mut remap = vec![0u32; order.len()];
         for (new, &old) in order.iter().enumerate() {
-            remap[old as usize] = new as u32;
+            remap[old as usize] = table_index(new);
         }
         let mut spans = std::mem::take(&mut self.spans);
         for s in &mut spans {
@@ -392,7 +396,7 @@ impl TraceBuilder {
         for (new, &old) in order.iter().enumerate() {
             let key = self.lane_keys[old as usize];
             let begin = cursor;
-            while cursor < spans.len() && spans[cursor].lane.0 == new as u32 {
+            while cursor < spans.len() && spans[cursor].lane.0 == table_index(new) {
                 cursor += 1;
             }
             let (name, process_name) = match key {
@@ -408,7 +412,7 @@ impl TraceBuilder {
                 key,
                 name,
                 process_name,
-                spans: begin as u32..cursor as u32,
+                spans: table_index(begin)..table_index(cursor),
             });
         }
         trace.lanes = lanes;
@@ -579,13 +583,13 @@ mod tests {
         let launch = t.spans_of_kind(SpanKind::Runtime).next().unwrap();
         assert_eq!(t.name(launch), "cudaLaunchKernel");
         assert_eq!(t.name(t.parent(launch).unwrap()), "aten::mm");
-        let k1 = (0..t.spans.len() as u32)
-            .map(SpanId)
+        let k1 = (0..t.spans.len())
+            .map(SpanId::at)
             .find(|&s| t.name(s) == "k1")
             .unwrap();
         assert_eq!(t.launch_of(k1), Some(launch));
-        let graph = (0..t.spans.len() as u32)
-            .map(SpanId)
+        let graph = (0..t.spans.len())
+            .map(SpanId::at)
             .find(|&s| t.name(s) == "cudaGraphLaunch")
             .unwrap();
         assert_eq!(t.launched_by(graph).len(), 2);
@@ -635,8 +639,8 @@ mod tests {
         add(&mut b, c, SpanKind::CpuOp, "next", 1_000, 10, None);
         let t = b.finish(SourceInfo::default());
         let find = |n: &str| {
-            (0..t.spans.len() as u32)
-                .map(SpanId)
+            (0..t.spans.len())
+                .map(SpanId::at)
                 .find(|&s| t.name(s) == n)
                 .unwrap()
         };

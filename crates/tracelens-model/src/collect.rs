@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 
 /// The `N` of a PyTorch `ProfilerStep#N` name: how importers of PyTorch traces recognise the
 /// names they [`TraceBuilder::mark_step`].
+#[must_use]
 pub fn profiler_step_number(name: &str) -> Option<i64> {
     name.strip_prefix("ProfilerStep#")?.trim().parse().ok()
 }
@@ -52,7 +53,7 @@ pub(crate) fn collect_devices(trace: &Trace) -> Vec<Device> {
                 streams: Vec::new(),
                 processes: Vec::new(),
             });
-            d.lanes.push(LaneId(i as u32));
+            d.lanes.push(LaneId::at(i));
             // Streams and processes come from GPU work: SYNCHRONIZATION rows of one process
             // can carry another device's id (seen in a 2-process Nsight Systems export).
             let has_work = trace.spans[lane.spans.start as usize..lane.spans.end as usize]

@@ -49,6 +49,7 @@ fn lookup<T: Copy>(table: &[(&str, T)], text: &str) -> Option<T> {
 
 impl CopyDirection {
     /// Parses `HtoD`, `DtoH`, `DtoD`, `HtoH`, `PtoP` (any case).
+    #[must_use]
     pub fn parse(text: &str) -> Option<Self> {
         use CopyDirection::*;
         lookup(
@@ -66,6 +67,7 @@ impl CopyDirection {
 
 impl MemoryKind {
     /// Parses `Pageable`, `Pinned`, `Device`, `Host`, `Array`, `Managed` (any case).
+    #[must_use]
     pub fn parse(text: &str) -> Option<Self> {
         use MemoryKind::*;
         lookup(
@@ -129,6 +131,7 @@ impl CopyInfo {
     }
 
     /// Whether a host end of this copy is pageable memory.
+    #[must_use]
     pub fn touches_pageable(&self) -> bool {
         self.src == MemoryKind::Pageable || self.dst == MemoryKind::Pageable
     }

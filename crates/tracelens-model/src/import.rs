@@ -24,6 +24,7 @@ pub struct Input {
 
 impl Input {
     /// The whole stream again, first bytes included.
+    #[must_use]
     pub fn into_stream(self) -> impl Read + Send {
         std::io::Cursor::new(self.head).chain(self.rest)
     }

@@ -8,6 +8,14 @@ use std::ops::Range;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LaneId(pub u32);
 
+impl LaneId {
+    /// The lane at position `i` of [`crate::Trace::lanes`].
+    #[must_use]
+    pub fn at(i: usize) -> LaneId {
+        LaneId(crate::names::table_index(i))
+    }
+}
+
 /// A process or thread identifier as traces write it: a number, or a text such as `"Spans"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Ident {
@@ -41,11 +49,13 @@ pub enum LaneKey {
 
 impl LaneKey {
     /// Whether this lane is a GPU stream.
+    #[must_use]
     pub fn is_gpu(&self) -> bool {
         matches!(self, LaneKey::Gpu { .. })
     }
 
     /// The GPU device index of a stream lane.
+    #[must_use]
     pub fn device(&self) -> Option<i64> {
         match self {
             LaneKey::Gpu { device, .. } => Some(*device),

@@ -53,7 +53,7 @@ pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
 pub use metadata::{
     shorten, DeviceProperties, DistributedInfo, Metadata, MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS,
 };
-pub use names::{NameId, StringTable};
+pub use names::{table_index, NameId, StringTable};
 pub use python::{parse_call_stack, PyFrame};
 pub use source::{Detail, FrameworkRange, SourceInfo, Version};
 pub use span::{Span, SpanId, SpanKind, NO_DETAIL};

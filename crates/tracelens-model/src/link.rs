@@ -4,6 +4,7 @@
 
 use crate::builder::NESTING_TOLERANCE_NS;
 use crate::diagnostics::{Warning, WarningKind};
+use crate::names::table_index;
 use crate::span::{SpanId, SpanKind};
 use crate::time::TimeNs;
 use crate::trace::{LinkStats, Trace, NO_SPAN};
@@ -55,14 +56,14 @@ pub(crate) fn link_launches(trace: &mut Trace) {
     for (i, s) in trace.spans.iter().enumerate() {
         if s.kind.is_api_call() {
             if let Some(c) = s.correlation() {
-                apis.push((c, i as u32));
+                apis.push((c, table_index(i)));
             }
         } else if s.kind.is_gpu() && s.kind != SpanKind::GpuUserAnnotation {
             if s.kind.is_gpu_work() {
                 stats.gpu_ops += 1;
             }
             match s.correlation() {
-                Some(c) => ops.push((c, i as u32)),
+                Some(c) => ops.push((c, table_index(i))),
                 None if s.kind.is_gpu_work() => stats.gpu_ops_without_correlation += 1,
                 None => {}
             }
@@ -105,13 +106,13 @@ pub(crate) fn link_launches(trace: &mut Trace) {
     for (pos, &(api, _)) in pairs.iter().enumerate() {
         match offsets.last_mut() {
             Some(last) if last.0 == api => last.2 += 1,
-            _ => offsets.push((api, pos as u32, 1)),
+            _ => offsets.push((api, table_index(pos), 1)),
         }
     }
     for &(_, _, n) in &offsets {
         if n > 1 {
             stats.graph_launches += 1;
-            stats.graph_launched_ops += n as u64;
+            stats.graph_launched_ops += u64::from(n);
         }
     }
     trace.launch = launch;
@@ -137,7 +138,7 @@ pub(crate) fn check_external_ids(trace: &mut Trace) {
         let Some(ext) = s.external_id().filter(|_| s.kind.is_api_call()) else {
             continue;
         };
-        let op = trace.ancestors(SpanId(i as u32)).find(|&p| {
+        let op = trace.ancestors(SpanId::at(i)).find(|&p| {
             matches!(
                 trace.span(p).kind,
                 SpanKind::CpuOp | SpanKind::UserAnnotation

@@ -127,6 +127,7 @@ impl Metadata {
 }
 
 /// Shortens `text` to at most `max_chars` characters, marking the cut with `…`.
+#[must_use]
 pub fn shorten(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars) {
         None => text.to_string(),

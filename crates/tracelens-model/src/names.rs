@@ -6,6 +6,23 @@ use rustc_hash::FxHashMap;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NameId(pub u32);
 
+/// A position in one of the model's tables as the model stores it (`u32`). No table reaches
+/// 2^32 entries: 2^32 spans would take 192 GiB (48 bytes each), names and lanes more still,
+/// past the memory of any machine tracelens runs on, so this is an invariant, not an input
+/// check.
+#[must_use]
+pub fn table_index(i: usize) -> u32 {
+    u32::try_from(i).expect("a model table of 2^32 entries cannot fit in memory")
+}
+
+impl NameId {
+    /// The name at position `i` of the table.
+    #[must_use]
+    pub fn at(i: usize) -> NameId {
+        NameId(table_index(i))
+    }
+}
+
 /// An append-only table of unique strings addressed by [`NameId`].
 #[derive(Debug, Default, Clone)]
 pub struct StringTable {
@@ -15,6 +32,7 @@ pub struct StringTable {
 
 impl StringTable {
     /// An empty table.
+    #[must_use]
     pub fn new() -> Self {
         Self::default()
     }
@@ -24,7 +42,7 @@ impl StringTable {
         if let Some(&id) = self.index.get(text) {
             return id;
         }
-        let id = NameId(self.strings.len() as u32);
+        let id = NameId::at(self.strings.len());
         let boxed: Box<str> = text.into();
         self.strings.push(boxed.clone());
         self.index.insert(boxed, id);
@@ -32,11 +50,13 @@ impl StringTable {
     }
 
     /// The id of `text` if it was interned.
+    #[must_use]
     pub fn lookup(&self, text: &str) -> Option<NameId> {
         self.index.get(text).copied()
     }
 
     /// The text of `id`.
+    #[must_use]
     pub fn get(&self, id: NameId) -> &str {
         &self.strings[id.0 as usize]
     }
@@ -49,7 +69,7 @@ impl StringTable {
             if let Some(new) = f(s) {
                 self.index.remove(&**s);
                 *s = new.into_boxed_str();
-                self.index.entry(s.clone()).or_insert(NameId(i as u32));
+                self.index.entry(s.clone()).or_insert(NameId::at(i));
                 changed += 1;
             }
         }
@@ -57,11 +77,13 @@ impl StringTable {
     }
 
     /// Number of distinct strings.
+    #[must_use]
     pub fn len(&self) -> usize {
         self.strings.len()
     }
 
     /// Whether no string was interned.
+    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.strings.is_empty()
     }

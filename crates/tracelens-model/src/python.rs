@@ -15,6 +15,7 @@ pub struct PyFrame {
 
 impl PyFrame {
     /// Parses `path/to/file.py(87): train_step`; `None` for built-ins and module frames.
+    #[must_use]
     pub fn parse(text: &str) -> Option<PyFrame> {
         let (head, function) = text.split_once("): ")?;
         let open = head.rfind('(')?;
@@ -31,6 +32,7 @@ impl PyFrame {
     }
 
     /// Whether the frame is inside PyTorch or an installed package rather than user code.
+    #[must_use]
     pub fn is_library(&self) -> bool {
         let f = self.file.replace('\\', "/");
         f.contains("site-packages/")
@@ -43,6 +45,7 @@ impl PyFrame {
 }
 
 /// Splits a 2021-style `args["Call stack"]` string (`;`-separated, innermost first) into frames.
+#[must_use]
 pub fn parse_call_stack(text: &str) -> Vec<PyFrame> {
     text.split(';')
         .filter_map(|s| PyFrame::parse(s.trim()))

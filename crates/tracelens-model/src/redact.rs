@@ -111,6 +111,7 @@ pub fn is_secret_path(path: &str) -> bool {
 /// Borrowed when nothing was found, which is the common case. A replacement can expose
 /// another pattern (a URL whose password ends where a redacted token was), so passes repeat
 /// until nothing changes: the result is a fixed point, and redacting it again is a no-op.
+#[must_use]
 pub fn redact_text(text: &str) -> Cow<'_, str> {
     let Cow::Owned(mut current) = redact_pass(text) else {
         return Cow::Borrowed(text);

@@ -16,6 +16,7 @@ pub struct Version {
 
 impl Version {
     /// `major.minor`.
+    #[must_use]
     pub const fn new(major: u32, minor: u32) -> Self {
         Version { major, minor }
     }

@@ -9,6 +9,14 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SpanId(pub u32);
 
+impl SpanId {
+    /// The span at position `i` of [`crate::Trace::spans`].
+    #[must_use]
+    pub fn at(i: usize) -> SpanId {
+        SpanId(crate::names::table_index(i))
+    }
+}
+
 /// What a span records.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
@@ -59,6 +67,7 @@ impl SpanKind {
     ];
 
     /// Whether spans of this kind sit on GPU stream lanes.
+    #[must_use]
     pub fn is_gpu(self) -> bool {
         matches!(
             self,
@@ -71,16 +80,19 @@ impl SpanKind {
     }
 
     /// Whether this is GPU work that makes a device busy (kernel, copy, fill).
+    #[must_use]
     pub fn is_gpu_work(self) -> bool {
         matches!(self, SpanKind::Kernel | SpanKind::Memcpy | SpanKind::Memset)
     }
 
     /// Whether this is a host API call that may launch GPU work.
+    #[must_use]
     pub fn is_api_call(self) -> bool {
         matches!(self, SpanKind::Runtime | SpanKind::Driver)
     }
 
     /// Snake-case label used in output.
+    #[must_use]
     pub fn label(self) -> &'static str {
         match self {
             SpanKind::CpuOp => "cpu_op",
@@ -130,21 +142,25 @@ pub(crate) const NO_EXTERNAL_ID: i64 = i64::MIN;
 
 impl Span {
     /// Launch correlation id (runtime/driver call ↔ GPU op).
+    #[must_use]
     pub fn correlation(&self) -> Option<u64> {
         (self.correlation_raw != NO_CORRELATION).then_some(self.correlation_raw)
     }
 
     /// Profiler `External id` (op ↔ runtime ↔ GPU op; unreliable in 2022-04 … 2024-02 traces).
+    #[must_use]
     pub fn external_id(&self) -> Option<i64> {
         (self.external_id_raw != NO_EXTERNAL_ID).then_some(self.external_id_raw)
     }
 
     /// End, in trace nanoseconds.
+    #[must_use]
     pub fn end_ns(&self) -> TimeNs {
         self.start_ns + self.dur_ns
     }
 
     /// The span as an interval.
+    #[must_use]
     pub fn interval(&self) -> Interval {
         Interval::new(self.start_ns, self.end_ns())
     }

@@ -25,6 +25,7 @@ pub struct Interval {
 
 impl Interval {
     /// The interval from `start_ns` to `end_ns`; an end before the start is raised to the start.
+    #[must_use]
     pub fn new(start_ns: TimeNs, end_ns: TimeNs) -> Self {
         Self {
             start_ns,
@@ -33,11 +34,13 @@ impl Interval {
     }
 
     /// Length in nanoseconds.
+    #[must_use]
     pub fn dur_ns(&self) -> TimeNs {
         self.end_ns - self.start_ns
     }
 
     /// The part of `self` inside `window`, if any time remains.
+    #[must_use]
     pub fn clip(&self, window: Interval) -> Option<Interval> {
         let start_ns = self.start_ns.max(window.start_ns);
         let end_ns = self.end_ns.min(window.end_ns);
@@ -45,6 +48,7 @@ impl Interval {
     }
 
     /// The smallest interval holding both.
+    #[must_use]
     pub fn hull(&self, other: Interval) -> Interval {
         Interval {
             start_ns: self.start_ns.min(other.start_ns),
@@ -54,6 +58,7 @@ impl Interval {
 }
 
 /// Formats nanoseconds as milliseconds with three decimals (`12.345 ms`).
+#[must_use]
 pub fn format_ms(ns: TimeNs) -> String {
     let sign = if ns < 0 { "-" } else { "" };
     let abs = ns.unsigned_abs();

@@ -142,11 +142,13 @@ impl Trace {
     }
 
     /// The step number, when `name` is one the importer marked as a profiler step.
+    #[must_use]
     pub fn step_of_name(&self, name: NameId) -> Option<i64> {
         self.step_names.get(&name).copied()
     }
 
     /// Whether span `id` is a profiler step's range (CPU or GPU side).
+    #[must_use]
     pub fn is_step_span(&self, id: SpanId) -> bool {
         let s = self.span(id);
         matches!(
@@ -156,16 +158,19 @@ impl Trace {
     }
 
     /// The span behind `id`.
+    #[must_use]
     pub fn span(&self, id: SpanId) -> &Span {
         &self.spans[id.0 as usize]
     }
 
     /// The name of a span.
+    #[must_use]
     pub fn name(&self, id: SpanId) -> &str {
         self.names.get(self.span(id).name)
     }
 
     /// The lane behind `id`.
+    #[must_use]
     pub fn lane(&self, id: LaneId) -> &Lane {
         &self.lanes[id.0 as usize]
     }
@@ -181,7 +186,7 @@ impl Trace {
             .iter()
             .enumerate()
             .filter(move |(_, s)| s.kind == kind)
-            .map(|(i, _)| SpanId(i as u32))
+            .map(|(i, _)| SpanId::at(i))
     }
 
     /// Lanes that are GPU streams.
@@ -190,10 +195,11 @@ impl Trace {
             .iter()
             .enumerate()
             .filter(|(_, l)| l.key.is_gpu())
-            .map(|(i, _)| LaneId(i as u32))
+            .map(|(i, _)| LaneId::at(i))
     }
 
     /// The innermost span on the same CPU thread that contains `id`.
+    #[must_use]
     pub fn parent(&self, id: SpanId) -> Option<SpanId> {
         let p = *self.parent.get(id.0 as usize)?;
         (p != NO_SPAN).then_some(SpanId(p))
@@ -208,12 +214,14 @@ impl Trace {
     }
 
     /// The runtime/driver call that launched GPU op `id`.
+    #[must_use]
     pub fn launch_of(&self, id: SpanId) -> Option<SpanId> {
         let l = *self.launch.get(id.0 as usize)?;
         (l != NO_SPAN).then_some(SpanId(l))
     }
 
     /// The GPU ops launched by API call `id` (many for a graph launch).
+    #[must_use]
     pub fn launched_by(&self, id: SpanId) -> &[SpanId] {
         match self
             .launched_offsets
@@ -228,6 +236,7 @@ impl Trace {
     }
 
     /// Copy details of a memcpy/memset span or a runtime copy call.
+    #[must_use]
     pub fn copy_info(&self, id: SpanId) -> Option<&CopyInfo> {
         let s = self.span(id);
         match s.kind {
@@ -241,6 +250,7 @@ impl Trace {
     }
 
     /// The raw 2021-style `Call stack` of a CPU op.
+    #[must_use]
     pub fn call_stack(&self, id: SpanId) -> Option<&str> {
         let s = self.span(id);
         match s.kind {
@@ -254,6 +264,7 @@ impl Trace {
 
     /// Python frames around `id`, innermost first: from enclosing `python_function` spans, or
     /// else from the nearest enclosing op's `Call stack`.
+    #[must_use]
     pub fn python_stack(&self, id: SpanId) -> Vec<PyFrame> {
         let mut frames = Vec::new();
         self.python_frame_where(id, |f| {
@@ -293,6 +304,7 @@ impl Trace {
     }
 
     /// Number of spans per kind (every kind listed, zero included).
+    #[must_use]
     pub fn count_by_kind(&self) -> BTreeMap<SpanKind, u64> {
         let mut counts: BTreeMap<SpanKind, u64> = SpanKind::ALL.iter().map(|&k| (k, 0)).collect();
         for s in &self.spans {
@@ -302,11 +314,13 @@ impl Trace {
     }
 
     /// Whether any kernel, copy or fill is present.
+    #[must_use]
     pub fn has_gpu_activity(&self) -> bool {
         self.links.gpu_ops > 0
     }
 
     /// The lane key of a span.
+    #[must_use]
     pub fn lane_key(&self, id: SpanId) -> LaneKey {
         self.lane(self.span(id).lane).key
     }

@@ -138,7 +138,7 @@ impl Db {
             .query_row(&format!("SELECT count(*) FROM \"{table}\""), [], |r| {
                 r.get::<_, i64>(0)
             })
-            .map(|n| n as u64)
+            .map(|n| u64::try_from(n).unwrap_or(0))
             .unwrap_or(0)
     }
 
@@ -193,13 +193,25 @@ impl Db {
 }
 
 /// The pid packed in a `globalTid`/`globalPid`: `(id >> 24) & 0xFFFFFF`.
+#[must_use]
 pub fn pid_of(global: i64) -> i64 {
     (global >> 24) & 0xFF_FFFF
 }
 
 /// The tid packed in a `globalTid`: `id & 0xFFFFFF`.
+#[must_use]
 pub fn tid_of(global: i64) -> i64 {
     global & 0xFF_FFFF
+}
+
+/// A SQLite `REAL` where an integer is expected (exports store some ids and times as
+/// floats): truncated toward zero, saturating at the `i64` range, NaN as 0.
+#[expect(
+    clippy::cast_possible_truncation,
+    reason = "Rust's float-to-int cast saturates, which is the intent"
+)]
+pub(crate) fn real_to_int(f: f64) -> i64 {
+    f as i64
 }
 
 #[cfg(test)]

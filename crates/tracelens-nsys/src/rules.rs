@@ -81,6 +81,7 @@ pub struct RuleResult {
 
 impl RuleResult {
     /// The rows as CSV (`nsys analyze --format csv`), header first.
+    #[must_use]
     pub fn to_csv(&self) -> String {
         let mut out = self.columns.join(",");
         out.push('\n');
@@ -94,6 +95,7 @@ impl RuleResult {
 
     /// The table in nsys's console layout: centred headers, numbers right-aligned, text
     /// left-aligned, two spaces between columns, a leading space.
+    #[must_use]
     pub fn table(&self) -> String {
         let rendered: Vec<Vec<String>> = self
             .rows
@@ -163,6 +165,7 @@ pub fn run_all(db: &Db) -> Result<Vec<RuleResult>, String> {
 }
 
 /// All results as console text, as `nsys analyze` prints them.
+#[must_use]
 pub fn render_text(results: &[RuleResult], file_name: &str) -> String {
     let mut out = String::new();
     for r in results {
@@ -224,7 +227,7 @@ fn limit(r: &mut RuleResult, mut rows: Vec<Vec<Cell>>) {
 fn int(v: &Value) -> Option<i64> {
     match v {
         Value::Integer(i) => Some(*i),
-        Value::Real(f) => Some(*f as i64),
+        Value::Real(f) => Some(crate::db::real_to_int(*f)),
         _ => None,
     }
 }
@@ -290,7 +293,7 @@ fn for_each_int_row<const N: usize>(
         for (i, col) in cols.iter_mut().enumerate() {
             *col = match row.get_ref(i) {
                 Ok(ValueRef::Integer(v)) => v,
-                Ok(ValueRef::Real(f)) => f as i64,
+                Ok(ValueRef::Real(f)) => crate::db::real_to_int(f),
                 _ => 0,
             };
         }
@@ -594,7 +597,7 @@ fn gpu_gaps(groups: &[GpuGroup]) -> RuleResult {
         .enumerate()
         .map(|(i, &(d, s, (pid, dev, ctx)))| {
             vec![
-                Cell::Int(i as i64 + 1),
+                Cell::Int(i64::try_from(i + 1).unwrap_or(i64::MAX)),
                 Cell::Int(d),
                 Cell::Int(s),
                 Cell::Int(pid),
@@ -657,7 +660,7 @@ fn gpu_time_util(groups: &[GpuGroup]) -> RuleResult {
         .enumerate()
         .map(|(i, &(u, d, s, (pid, dev, ctx)))| {
             vec![
-                Cell::Int(i as i64 + 1),
+                Cell::Int(i64::try_from(i + 1).unwrap_or(i64::MAX)),
                 Cell::Fixed((u * 10.0).round() / 10.0, 1),
                 Cell::Int(d),
                 Cell::Int(s),

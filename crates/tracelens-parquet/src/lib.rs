@@ -33,6 +33,11 @@ enum Column {
     Text(Vec<String>),
 }
 
+/// A count as Parquet's INT64 (saturating: counts never come near `i64::MAX`).
+fn signed(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}
+
 fn write_table(path: &Path, name: &str, columns: Vec<(&str, Column)>) -> Result<(), String> {
     let fields: Vec<String> = columns
         .iter()
@@ -88,7 +93,7 @@ pub fn write_rank(dir: &Path, r: &RankSummary) -> Result<(), String> {
             ("rank", Column::I64(vec![rank])),
             ("world_size", Column::I64(vec![r.world_size.unwrap_or(-1)])),
             ("file", Column::Text(vec![r.file.clone()])),
-            ("step_count", Column::I64(vec![res.step_count as i64])),
+            ("step_count", Column::I64(vec![signed(res.step_count)])),
             ("step_ns", Column::I64(vec![res.step_ns])),
             ("step_stddev_ns", Column::I64(vec![res.step_stddev_ns])),
             ("gpu_busy_percent", Column::F64(vec![res.gpu_busy_percent])),
@@ -116,7 +121,7 @@ pub fn write_rank(dir: &Path, r: &RankSummary) -> Result<(), String> {
         "collectives",
         vec![
             ("rank", Column::I64(vec![rank; n])),
-            ("idx", Column::I64((0..n as i64).collect())),
+            ("idx", Column::I64((0..n).map(signed).collect())),
             (
                 "name",
                 Column::Text(r.collectives.iter().map(|c| c.name.clone()).collect()),
@@ -160,7 +165,7 @@ pub fn write_rank(dir: &Path, r: &RankSummary) -> Result<(), String> {
             ),
             (
                 "count",
-                Column::I64(f.iter().map(|x| x.count as i64).collect()),
+                Column::I64(f.iter().map(|x| signed(x.count)).collect()),
             ),
             (
                 "call_site",

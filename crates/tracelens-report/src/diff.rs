@@ -63,6 +63,7 @@ fn summary_rows(d: &Diff) -> Vec<[String; 4]> {
 }
 
 /// The diff as GitHub-flavoured Markdown.
+#[must_use]
 pub fn render_diff_markdown(d: &Diff) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -140,6 +141,7 @@ pub fn render_diff_markdown(d: &Diff) -> String {
 }
 
 /// The diff for the terminal.
+#[must_use]
 pub fn render_diff_text(d: &Diff, width: usize) -> String {
     let mut out = String::new();
     out.push_str(&crate::wrap(&terminal_text(&d.verdict), width, "", 0));
@@ -161,6 +163,7 @@ pub fn render_diff_text(d: &Diff, width: usize) -> String {
 }
 
 /// The diff as JSON.
+#[must_use]
 pub fn render_diff_json(d: &Diff) -> String {
     #[derive(serde::Serialize)]
     struct Doc<'a> {
@@ -189,6 +192,7 @@ struct DiffPage<'a> {
 }
 
 /// The diff as one self-contained HTML page.
+#[must_use]
 pub fn render_diff_html(d: &Diff) -> String {
     DiffPage {
         d,

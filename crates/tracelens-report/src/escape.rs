@@ -13,6 +13,7 @@ fn is_bidi_control(c: char) -> bool {
 /// Text for one line of a terminal: control characters (C0, DEL, C1: ESC, OSC, CSI, BEL,
 /// backspace, carriage return) and bidi controls are removed, newlines and tabs become
 /// spaces, so a trace can neither send escape sequences nor forge output lines.
+#[must_use]
 pub fn terminal_text(text: &str) -> Cow<'_, str> {
     if !text.chars().any(|c| c.is_control() || is_bidi_control(c)) {
         return Cow::Borrowed(text);
@@ -30,6 +31,7 @@ pub fn terminal_text(text: &str) -> Cow<'_, str> {
 
 /// The whole terminal output, as a last line of defence: every control character except
 /// `\n` is removed, and with `color` our own SGR colour sequences (`ESC [ digits ; m`) stay.
+#[must_use]
 pub fn terminal_output(text: String, color: bool) -> String {
     let clean = |c: char| c == '\n' || !(c.is_control() || is_bidi_control(c));
     if text.chars().all(clean) {
@@ -66,6 +68,7 @@ pub fn terminal_output(text: String, color: bool) -> String {
 /// punctuation that opens markup (emphasis, code, links and images, headings, tables,
 /// strikethrough, math) is backslash-escaped, `<`, `>` and `&` become entities and `@` is followed by
 /// a zero-width space.
+#[must_use]
 pub fn markdown_text(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {

@@ -44,6 +44,7 @@ const HEAD: [&str; 7] = [
 ];
 
 /// The job for the terminal.
+#[must_use]
 pub fn render_job_text(job: &Job, width: usize) -> String {
     let mut out = String::new();
     out.push_str(&crate::wrap(&terminal_text(&job.verdict), width, "", 0));
@@ -80,6 +81,7 @@ pub fn render_job_text(job: &Job, width: usize) -> String {
 }
 
 /// The job as Markdown.
+#[must_use]
 pub fn render_job_markdown(job: &Job) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "## tracelens: {} ranks\n", job.ranks.len());
@@ -100,6 +102,7 @@ pub fn render_job_markdown(job: &Job) -> String {
 }
 
 /// The job as JSON.
+#[must_use]
 pub fn render_job_json(job: &Job) -> String {
     #[derive(serde::Serialize)]
     struct Doc<'a> {
@@ -140,6 +143,7 @@ struct JobPage<'a> {
 const CELL: usize = 18;
 
 /// The job as one self-contained HTML page.
+#[must_use]
 pub fn render_job_html(job: &Job) -> String {
     let steps: Vec<i64> = {
         let mut s: Vec<i64> = job

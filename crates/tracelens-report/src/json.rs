@@ -6,6 +6,7 @@
 use tracelens_results::Report;
 
 /// Renders the analyze document as pretty-printed JSON (ending with a newline).
+#[must_use]
 pub fn render_json(report: &Report) -> String {
     report.to_json()
 }

@@ -31,16 +31,18 @@ use tracelens_model::format_ms;
 
 /// A stable id of a trace path (FNV-1a, 16 hex digits), written into the HTML report so the
 /// CLI can tell its own earlier report of the same trace from another trace's.
+#[must_use]
 pub fn source_id(path: &str) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for b in path.bytes() {
-        h ^= b as u64;
+        h ^= u64::from(b);
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{h:016x}")
 }
 
 /// The [`source_id`] recorded in the head of an HTML report, if it is one.
+#[must_use]
 pub fn source_id_in(html_head: &str) -> Option<String> {
     const MARK: &str = "<meta name=\"tracelens-source\" content=\"";
     let at = html_head.find(MARK)? + MARK.len();

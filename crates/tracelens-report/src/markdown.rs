@@ -13,6 +13,7 @@ const MD_FINDINGS: usize = 10;
 const MD_FIXES: usize = 3;
 
 /// Renders the Markdown summary.
+#[must_use]
 pub fn render_markdown(report: &Report) -> String {
     let (overview, diagnosis) = (&report.overview, &report.diagnosis);
     let mut out = String::new();

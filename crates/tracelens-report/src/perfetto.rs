@@ -19,6 +19,7 @@ const IDLE_TID_BASE: i64 = 100;
 
 /// A time in the trace's µs (the `ts` Perfetto shows for a Kineto trace), from our ns, written exactly (an f64 would lose the last
 /// digits of epoch timestamps).
+#[must_use]
 pub fn ts_us(ns: i64) -> String {
     let sign = if ns < 0 { "-" } else { "" };
     let a = ns.unsigned_abs();
@@ -51,6 +52,7 @@ fn meta(name: &str, tid: Option<i64>, args: Value) -> String {
 }
 
 /// The annotation events of a diagnosis and its idle tracks, each a JSON object in one string.
+#[must_use]
 pub fn annotation_events(d: &Diagnosis, tracks: &[IdleTrack]) -> Vec<String> {
     let mut out = vec![
         meta("process_name", None, json!({"name": "tracelens analysis"})),

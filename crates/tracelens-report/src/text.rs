@@ -57,6 +57,7 @@ impl Style {
 
 /// Wraps `text` to `width` columns: the first line starts with `first`, the others with
 /// `indent` spaces. Words longer than a line (kernel names) are cut.
+#[must_use]
 pub fn wrap(text: &str, width: usize, first: &str, indent: usize) -> String {
     let width = width.max(indent + 20);
     // A number and its unit stay on one line (`290.175 ms`, `6.2 %`).
@@ -106,6 +107,7 @@ pub fn wrap(text: &str, width: usize, first: &str, indent: usize) -> String {
 }
 
 /// Renders the summary with default options (80 columns, no colour unless asked).
+#[must_use]
 pub fn render_text(report: &Report, color: bool) -> String {
     render_text_with(
         report,
@@ -117,6 +119,7 @@ pub fn render_text(report: &Report, color: bool) -> String {
 }
 
 /// Renders the summary (ending with a newline).
+#[must_use]
 pub fn render_text_with(report: &Report, opts: &TextOptions) -> String {
     let diagnosis = &report.diagnosis;
     let style = Style { on: opts.color };

@@ -104,15 +104,10 @@ pub fn build(view: &TimelineView) -> Option<Timeline> {
         None => format!("the whole window ({})", format_ms(window.dur_ns())),
     };
     let ticks = (0..=4)
-        .map(|i| {
-            (
-                i * 25,
-                format_ms((window.dur_ns() as i128 * i as i128 / 4) as i64),
-            )
-        })
+        .map(|i| (i * 25, format_ms(part_of(window.dur_ns(), i, 4))))
         .collect();
     // Hover titles: the class and its time range from the start of the window.
-    let at = |x: usize| format_ms((window.dur_ns() as i128 * x as i128 / columns as i128) as i64);
+    let at = |x: usize| format_ms(part_of(window.dur_ns(), x, columns));
     let rows: Vec<Row> = view
         .lanes
         .iter()
@@ -146,4 +141,11 @@ pub fn build(view: &TimelineView) -> Option<Timeline> {
         window_ns: window.dur_ns(),
         legend,
     })
+}
+
+/// `num / den` of `ns`, exactly (never more than `ns` for `num <= den`).
+fn part_of(ns: TimeNs, num: usize, den: usize) -> TimeNs {
+    let wide = |n: usize| i128::try_from(n).unwrap_or(i128::MAX);
+    let part = i128::from(ns) * wide(num) / wide(den.max(1));
+    TimeNs::try_from(part).unwrap_or(ns)
 }

@@ -107,6 +107,7 @@ fn kind_words(f: &FindingResult) -> String {
 }
 
 /// Compares two runs.
+#[must_use]
 pub fn diff(before: &Results, after: &Results) -> Diff {
     let change = if before.step_ns > 0 {
         (after.step_ns - before.step_ns) as f64 * 100.0 / before.step_ns as f64

@@ -33,6 +33,7 @@ pub struct RankSummary {
 impl RankSummary {
     /// Summarises one analysed rank: its report and its collectives on the focus device
     /// ([`tracelens_analysis::collectives::collectives_on`]).
+    #[must_use]
     pub fn of(report: &Report, collectives: Vec<Collective>) -> RankSummary {
         let d = &report.diagnosis;
         let distributed = report.metadata.distributed.as_ref();
@@ -159,7 +160,9 @@ pub fn analyze_job(ranks: &[RankSummary]) -> Result<Job, String> {
         )
     } else {
         (
-            (0..ranks.len() as i64).collect(),
+            (0..ranks.len())
+                .map(|i| i64::try_from(i).unwrap_or(i64::MAX))
+                .collect(),
             "file order (neither the traces nor their names give a rank)",
         )
     };
@@ -205,7 +208,9 @@ pub fn analyze_job(ranks: &[RankSummary]) -> Result<Job, String> {
             others_wait_for[late] += w;
         }
     }
-    let per_step = |r: &RankSummary, ns: TimeNs| ns / r.results.step_count.max(1) as i64;
+    let per_step = |r: &RankSummary, ns: TimeNs| {
+        ns / i64::try_from(r.results.step_count.max(1)).unwrap_or(i64::MAX)
+    };
     let rows: Vec<RankRow> = ranks
         .iter()
         .zip(&numbers)

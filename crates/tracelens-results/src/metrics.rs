@@ -21,6 +21,7 @@ pub enum Unit {
 
 impl Unit {
     /// How values print (`12.300 ms`, `4.0 %`, `3`).
+    #[must_use]
     pub fn show(self, v: f64) -> String {
         // No "-0.0".
         let v = if v == 0.0 { 0.0 } else { v };
@@ -59,6 +60,7 @@ impl Metrics {
     }
 
     /// The metrics of one run.
+    #[must_use]
     pub fn of(r: &Results) -> Metrics {
         let mut m = Metrics::default();
         m.put("gpu.busy_percent", r.gpu_busy_percent, Unit::Percent);
@@ -98,7 +100,7 @@ impl Metrics {
             };
             m.put(
                 format!("finding.{label}.present"),
-                (!of_kind.is_empty()) as u8 as f64,
+                f64::from(u8::from(!of_kind.is_empty())),
                 Unit::Count,
             );
             m.put(
@@ -149,7 +151,11 @@ impl Metrics {
             d.resolved.len() as f64,
             Unit::Count,
         );
-        self.put("diff.regression", d.regression as u8 as f64, Unit::Count);
+        self.put(
+            "diff.regression",
+            f64::from(u8::from(d.regression)),
+            Unit::Count,
+        );
     }
 
     /// Adds the `ranks.*` metrics of a multi-rank job.
@@ -179,6 +185,7 @@ impl Metrics {
     }
 
     /// A metric by name.
+    #[must_use]
     pub fn get(&self, name: &str) -> Option<&Metric> {
         self.map.get(name)
     }
@@ -189,6 +196,7 @@ impl Metrics {
     }
 
     /// The unit of a metric name (counts for unknown names).
+    #[must_use]
     pub fn unit_of(name: &str) -> Unit {
         let mut m = Metrics::of(&Results::empty());
         m.add_diff(&Diff::default());

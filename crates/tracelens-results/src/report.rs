@@ -24,6 +24,7 @@ pub struct Tool {
 
 impl Tool {
     /// This tracelens.
+    #[must_use]
     pub fn this() -> Tool {
         Tool {
             name: "tracelens".into(),
@@ -104,6 +105,7 @@ struct Head {
 
 impl Report {
     /// The report of an analysed trace.
+    #[must_use]
     pub fn new(trace: &Trace, analysis: Analysis) -> Report {
         let Analysis {
             overview,
@@ -126,11 +128,13 @@ impl Report {
     }
 
     /// Analyses `trace` and reports it.
+    #[must_use]
     pub fn build(trace: &Trace) -> Report {
         Report::new(trace, tracelens_analysis::analyze(trace))
     }
 
     /// The document as written (pretty-printed, fixed key order, ending with a newline).
+    #[must_use]
     pub fn to_json(&self) -> String {
         let mut out = serde_json::to_string_pretty(self).expect("a report always serializes");
         out.push('\n');

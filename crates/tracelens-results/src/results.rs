@@ -118,6 +118,7 @@ fn finding_key(f: &Finding) -> String {
 
 impl Results {
     /// The results of an analysed trace, read from `source`.
+    #[must_use]
     pub fn of(source: &SourceInfo, d: &Diagnosis) -> Results {
         let w = d.window.as_ref();
         let steps = w.map_or(0, |w| w.step_count() as u64);
@@ -210,6 +211,7 @@ impl Results {
     }
 
     /// Results of nothing (every metric zero): the set of metric names.
+    #[must_use]
     pub fn empty() -> Results {
         Results {
             version: RESULTS_VERSION,

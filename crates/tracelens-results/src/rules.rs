@@ -321,7 +321,7 @@ fn distance(a: &str, b: &str) -> usize {
         row[0] = i + 1;
         for (j, &cb) in b.iter().enumerate() {
             let cur = row[j + 1];
-            row[j + 1] = (prev + (ca != cb) as usize).min(row[j] + 1).min(cur + 1);
+            row[j + 1] = (prev + usize::from(ca != cb)).min(row[j] + 1).min(cur + 1);
             prev = cur;
         }
     }
@@ -380,6 +380,7 @@ impl Rule {
     }
 
     /// Whether the rule is true for `metrics` (a problem found).
+    #[must_use]
     pub fn fires(&self, metrics: &Metrics) -> bool {
         match self {
             Rule::Or(a, b) => a.fires(metrics) || b.fires(metrics),
@@ -405,6 +406,7 @@ impl Rule {
     }
 
     /// The metrics the rule reads, in order, each once.
+    #[must_use]
     pub fn metric_names(&self) -> Vec<&str> {
         let mut out = Vec::new();
         self.collect_names(&mut out);
@@ -438,7 +440,9 @@ mod tests {
     #[test]
     fn valid_rules_parse() {
         let r = parse_rule("gpu.idle_percent > 25").unwrap();
-        assert!(matches!(r, Rule::Compare { op: Op::Gt, value, .. } if value == 25.0));
+        assert!(
+            matches!(r, Rule::Compare { op: Op::Gt, value, .. } if (value - 25.0).abs() < f64::EPSILON)
+        );
         let r = parse_rule("not (step.time_ms > 120ms or idle.data_loading.percent >= 10 %) and findings.count != 0").unwrap();
         assert!(matches!(r, Rule::And(..)));
         assert_eq!(

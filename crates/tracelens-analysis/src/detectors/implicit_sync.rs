@@ -103,6 +103,7 @@ impl Detector for ImplicitSyncs {
 /// Whether a sync site becomes a finding: it idles the GPU noticeably, or it blocks the host
 /// noticeably every step (a one-off wait of a CPU that ran ahead, like a final loss read,
 /// costs nothing).
+#[must_use]
 pub fn sync_site_reported(site: &SyncSite, window: &AnalysisWindow) -> bool {
     if site.trigger == SyncTrigger::ProfilerInjected {
         return false;

@@ -128,6 +128,7 @@ pub trait Detector {
 
 /// All detectors, one per [`FindingKind`], in no particular order (findings are sorted by win
 /// afterwards).
+#[must_use]
 pub fn all_detectors() -> Vec<Box<dyn Detector>> {
     vec![
         Box::new(DataLoaderStall),

@@ -1,7 +1,7 @@
 //! The CPU work of the launching thread during host-compute idle: which ops, for how long.
 
 use rustc_hash::FxHashMap;
-use tracelens_model::{Interval, NameId, SpanId, SpanKind, TimeNs, Trace};
+use tracelens_model::{table_index, Interval, NameId, SpanId, SpanKind, TimeNs, Trace};
 
 /// Host-op totals by name, largest first (eight at most); time under no op or frame is
 /// "(Python between ops)".
@@ -47,7 +47,7 @@ pub(crate) fn credit_host_ops(
     // The outermost op already running when the window opens.
     let before = spans.partition_point(|s| s.start_ns <= window.start_ns);
     if before > 0 {
-        let innermost = SpanId(range.start + before as u32 - 1);
+        let innermost = SpanId(range.start + table_index(before) - 1);
         let outer = std::iter::once(innermost)
             .chain(trace.ancestors(innermost))
             .filter(|&id| trace.span(id).end_ns() > window.start_ns && op_like(id))
@@ -63,7 +63,7 @@ pub(crate) fn credit_host_ops(
         if s.start_ns >= window.end_ns {
             break;
         }
-        let id = SpanId(range.start + (before + offset) as u32);
+        let id = SpanId(range.start + table_index(before + offset));
         if s.start_ns >= cursor && op_like(id) {
             let end = s.end_ns().min(window.end_ns);
             *host_ops.entry(Some(s.name)).or_default() += end - s.start_ns;
@@ -75,7 +75,7 @@ pub(crate) fn credit_host_ops(
     if rest > 0 {
         // Time under no op: name the innermost user Python frame running, when recorded.
         let frame = (before > 0)
-            .then(|| SpanId(range.start + before as u32 - 1))
+            .then(|| SpanId(range.start + table_index(before) - 1))
             .and_then(|innermost| {
                 std::iter::once(innermost)
                     .chain(trace.ancestors(innermost))

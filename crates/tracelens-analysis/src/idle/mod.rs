@@ -38,7 +38,7 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ops::Range;
-use tracelens_model::{Interval, NameId, SpanId, TimeNs, Trace, NS_PER_US};
+use tracelens_model::{table_index, Interval, NameId, SpanId, TimeNs, Trace, NS_PER_US};
 
 /// A host-blocking call may return this long before the GPU op it waited for ends (clock skew
 /// between CPU and GPU timestamps) and still count as draining the queue.
@@ -89,6 +89,7 @@ impl IdleCause {
     ];
 
     /// Snake-case label.
+    #[must_use]
     pub fn label(self) -> &'static str {
         match self {
             IdleCause::DataLoading => "data_loading",
@@ -104,6 +105,7 @@ impl IdleCause {
     }
 
     /// A few words for people ("waiting for the DataLoader").
+    #[must_use]
     pub fn describe(self) -> &'static str {
         match self {
             IdleCause::DataLoading => "waiting for the DataLoader",
@@ -120,6 +122,7 @@ impl IdleCause {
 
     /// Whether the host was not the bottleneck: the GPU had work queued and waited on
     /// something on the device side.
+    #[must_use]
     pub fn is_gpu_side_wait(self) -> bool {
         matches!(
             self,
@@ -230,17 +233,20 @@ pub struct DeviceIdle {
 
 impl DeviceIdle {
     /// Whether the attribution can be trusted: false when graph replays feed the window.
+    #[must_use]
     pub fn reliable(&self) -> bool {
         self.graph_replay_ops == 0
     }
 
     /// The segments of one gap.
+    #[must_use]
     pub fn segments_of(&self, gap: &Gap) -> &[IdleSegment] {
         &self.segments[gap.segments.start as usize..gap.segments.end as usize]
     }
 }
 
 /// Whether a GPU op is a collective's kernel (NCCL, RCCL, MSCCL).
+#[must_use]
 pub fn is_communication_kernel(name: &str) -> bool {
     let b = name.as_bytes();
     b.windows(4)
@@ -249,6 +255,7 @@ pub fn is_communication_kernel(name: &str) -> bool {
 }
 
 /// Attributes every idle gap of one device inside the analysis window.
+#[must_use]
 pub fn attribute_idle(
     trace: &Trace,
     work: &DeviceWork,
@@ -383,7 +390,7 @@ pub fn attribute_idle(
             lane: outcome.lane,
             unattributed: outcome.unattributed,
             wait: outcome.wait,
-            segments: seg_start as u32..idle.segments.len() as u32,
+            segments: table_index(seg_start)..table_index(idle.segments.len()),
         });
     }
     for seg in &idle.segments {

@@ -23,15 +23,18 @@ const COUNTED_ONLY: [&str; 4] = [
 ];
 
 /// The correlation key: CUPTI correlation ids are unique within a process only.
+#[must_use]
 pub fn correlation_key(pid: i64, correlation: i64) -> u64 {
-    ((pid as u64 & 0xFF_FFFF) << 32) | (correlation as u64 & 0xFFFF_FFFF)
+    // Two's-complement bits of each, masked: the key only needs to be unique.
+    let bits = |v: i64, mask: i64| (v & mask).unsigned_abs();
+    (bits(pid, 0xFF_FFFF) << 32) | bits(correlation, 0xFFFF_FFFF)
 }
 
 /// Column `i` as an integer (exports store numbers as text in places).
 fn int(row: &Row, i: usize) -> Option<i64> {
     match row.get_ref(i).ok()? {
         ValueRef::Integer(v) => Some(v),
-        ValueRef::Real(f) => Some(f as i64),
+        ValueRef::Real(f) => Some(crate::db::real_to_int(f)),
         ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
         _ => None,
     }
@@ -145,6 +148,7 @@ fn copy_direction(kind: Option<i64>) -> (CopyDirection, bool) {
 }
 
 /// PyTorch's NVTX text `aten::add, seq = 3, op_id = 7, sizes = [...]` → (`aten::add`, true).
+#[must_use]
 pub fn pytorch_op_name(text: &str) -> (&str, bool) {
     let cut = [", seq = ", ", op_id = ", ", sizes = ", ", input_op_ids = "]
         .iter()
@@ -203,7 +207,7 @@ fn import_with(
         imp.b.warn(WarningKind::Other, w, 1);
     }
     let expected: u64 = crate::EVENT_TABLES.iter().map(|t| db.count(t)).sum();
-    imp.b.reserve(expected as usize);
+    imp.b.reserve(usize::try_from(expected).unwrap_or(0));
     read_metadata(&mut imp)?;
     read_names(&mut imp)?;
     read_runtime(&mut imp)?;
@@ -362,7 +366,7 @@ fn read_kernel_rows(db: &Db) -> rusqlite::Result<Vec<KernelRow>> {
         db.col(t, "demangledName"),
         db.col(t, "shortName")
     );
-    let mut rows = Vec::with_capacity(db.count(t) as usize);
+    let mut rows = Vec::with_capacity(usize::try_from(db.count(t)).unwrap_or(0));
     let mut stmt = db.conn.prepare(&sql)?;
     let mut cursor = stmt.query([])?;
     while let Some(r) = cursor.next()? {
