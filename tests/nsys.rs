@@ -662,3 +662,24 @@ fn syncs_are_charged_at_most_the_time_they_blocked() {
     assert_eq!(stream.count, 1256);
     assert!(stream.gpu_idle_ns < 16_000_000, "{stream:#?}");
 }
+
+#[test]
+fn annotate_refuses_an_export_in_one_line_naming_its_format() {
+    let path = descheduled_export("annotate_refused", false);
+    let out = path.with_extension("annotated.json.gz");
+    let run = tracelens([
+        "annotate".into(),
+        path.clone().into_os_string(),
+        "-o".into(),
+        out.clone().into_os_string(),
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("not into the Nsight Systems SQLite export format"),
+        "{}",
+        run.stderr
+    );
+    assert!(!out.exists(), "no output for a refused input");
+}

@@ -86,8 +86,8 @@ pub enum LoadError {
     Read(String),
     /// The file holds no byte.
     Empty,
-    /// A container tracelens cannot read, with what to do instead.
-    Unsupported(&'static str),
+    /// An input this use cannot take, with what to do instead.
+    Unsupported(String),
     /// A format's importer refused it (not that format, or broken).
     Format {
         /// The importer's format id.
@@ -139,7 +139,7 @@ fn open_input(path: &Path, progress: Option<Progress>) -> Result<Input, LoadErro
     }
     if head.starts_with(NSYS_REP_MAGIC) {
         return Err(LoadError::Unsupported(
-            "an Nsight Systems report (.nsys-rep/.qdrep), a proprietary container: export it with `nsys export --type sqlite` and pass the .sqlite file",
+            "an Nsight Systems report (.nsys-rep/.qdrep), a proprietary container: export it with `nsys export --type sqlite` and pass the .sqlite file".into(),
         ));
     }
     Ok(Input {
@@ -182,14 +182,15 @@ fn load(path: &Path, progress: Option<Progress>) -> Result<Trace, LoadError> {
 pub fn open_annotatable(path: &Path) -> Result<Trace, LoadError> {
     if is_stdin(path) {
         return Err(LoadError::Unsupported(
-            "annotate reads the trace twice: give it a file, not stdin",
+            "annotate reads the trace twice: give it a file, not stdin".into(),
         ));
     }
     let trace = open(path)?;
     if !trace.source.annotatable {
-        return Err(LoadError::Unsupported(
-            "annotate writes Chrome-trace JSON and needs a Kineto trace; open Nsight Systems reports in Nsight Systems",
-        ));
+        return Err(LoadError::Unsupported(format!(
+            "annotate writes tracks back into Chrome-trace JSON (Kineto traces) only, not into the {} format; open it in its own viewer",
+            trace.source.format_name
+        )));
     }
     Ok(trace)
 }
@@ -205,7 +206,7 @@ pub fn open_nsys(path: &Path) -> Result<tracelens_nsys::OpenExport, LoadError> {
     let input = open_input(path, None)?;
     if !tracelens_nsys::NsysImporter.sniff(&input.head) {
         return Err(LoadError::Unsupported(
-            "--rules nsys needs an Nsight Systems SQLite export (nsys export --type sqlite)",
+            "--rules nsys needs an Nsight Systems SQLite export (nsys export --type sqlite)".into(),
         ));
     }
     tracelens_nsys::open_input(input).map_err(|e| match e {
