@@ -116,13 +116,7 @@ pub(crate) fn job_files(args: &AnalyzeArgs) -> Option<Vec<PathBuf>> {
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.is_file())
-        .filter(|p| {
-            let n = p.to_string_lossy().to_lowercase();
-            [".json", ".json.gz", ".sqlite", ".trace.gz"]
-                .iter()
-                .any(|x| n.ends_with(x))
-                && !n.ends_with(".tracelens.html")
-        })
+        .filter(|p| input::is_trace_file_name(p))
         .collect();
     files.sort();
     Some(files)

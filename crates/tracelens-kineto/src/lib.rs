@@ -52,6 +52,10 @@ impl Importer for KinetoImporter {
         FORMAT
     }
 
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".json", ".json.gz", ".trace.gz"]
+    }
+
     fn sniff(&self, _head: &[u8]) -> bool {
         true
     }

@@ -79,6 +79,18 @@ pub const IMPORTERS: &[&dyn Importer] = &[
     &tracelens_kineto::KinetoImporter,
 ];
 
+/// Whether a file name looks like a trace of some format (a folder of ranks is scanned for
+/// these); tracelens' own reports beside the traces are not.
+#[must_use]
+pub fn is_trace_file_name(path: &Path) -> bool {
+    let name = path.to_string_lossy().to_lowercase();
+    !name.ends_with(".tracelens.html")
+        && IMPORTERS
+            .iter()
+            .flat_map(|i| i.extensions())
+            .any(|x| name.ends_with(x))
+}
+
 /// Why a trace could not be opened: one line, without the path (the caller names the file).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LoadError {
@@ -289,6 +301,26 @@ pub fn write_problem(e: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trace_file_names_come_from_the_importers() {
+        for name in [
+            "r0.pt.trace.json",
+            "R1.JSON.GZ",
+            "w.trace.gz",
+            "report.sqlite",
+        ] {
+            assert!(is_trace_file_name(Path::new(name)), "{name}");
+        }
+        for name in [
+            "r0.tracelens.html",
+            "notes.txt",
+            "report.nsys-rep",
+            "data.parquet",
+        ] {
+            assert!(!is_trace_file_name(Path::new(name)), "{name}");
+        }
+    }
 
     #[test]
     fn io_errors_read_plainly() {

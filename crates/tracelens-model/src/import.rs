@@ -44,6 +44,9 @@ pub enum ImportFailure {
 pub trait Importer: Sync {
     /// The format id the importer writes into `SourceInfo::format` (`kineto_json`).
     fn format(&self) -> &'static str;
+    /// The file-name endings of this format, lowercase (`.json.gz`): what a folder of traces
+    /// is scanned for. Reading never goes by name: [`Importer::sniff`] decides.
+    fn extensions(&self) -> &'static [&'static str];
     /// Whether the first bytes of an input are this format's.
     fn sniff(&self, head: &[u8]) -> bool;
     /// Reads the input into a trace.

@@ -66,6 +66,10 @@ impl Importer for NsysImporter {
         FORMAT
     }
 
+    fn extensions(&self) -> &'static [&'static str] {
+        &[".sqlite"]
+    }
+
     fn sniff(&self, head: &[u8]) -> bool {
         head.starts_with(SQLITE_MAGIC)
     }
