@@ -23,14 +23,13 @@ pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> 
     let gzip = path.to_string_lossy().ends_with(".gz");
     let mut stats = None;
     let written = output::write_atomically_with(&path, |w| {
-        let src = input::reopen_decoded(&args.trace)?;
         stats = Some(if gzip {
             let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::new(6));
-            let s = tracelens_kineto::copy_with_events(src, &mut gz, &events)?;
+            let s = input::write_annotated(&args.trace, &mut gz, &events)?;
             gz.finish()?;
             s
         } else {
-            tracelens_kineto::copy_with_events(src, w, &events)?
+            input::write_annotated(&args.trace, w, &events)?
         });
         Ok(())
     });

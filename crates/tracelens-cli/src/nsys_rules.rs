@@ -11,8 +11,7 @@ pub(crate) fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop>
     for w in input.db.unread_warnings() {
         let _ = writeln!(out.stderr, "tracelens: warning: {}", terminal_text(&w));
     }
-    let results =
-        tracelens_nsys::rules::run_all(&input.db).map_err(|e| fail(out.stderr, &args.trace, e))?;
+    let results = input::nsys_rules(&input).map_err(|e| fail(out.stderr, &args.trace, e))?;
     let name = args
         .trace
         .file_name()
@@ -34,7 +33,7 @@ pub(crate) fn nsys_rules(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop>
             }
         }
         _ => {
-            let text = tracelens_nsys::rules::render_text(&results, &name);
+            let text = input::nsys_rules_text(&results, &name);
             out.print(&tracelens_report::escape::terminal_output(text, false))?;
         }
     }

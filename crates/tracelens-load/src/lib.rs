@@ -207,9 +207,28 @@ pub fn open_annotatable(path: &Path) -> Result<Trace, LoadError> {
     Ok(trace)
 }
 
-/// The decoded bytes of an annotatable trace again (plain or gzip), for copying it through.
-pub fn reopen_decoded(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
-    tracelens_kineto::open_decoded(path)
+pub use tracelens_kineto::CopyStats;
+pub use tracelens_nsys::rules::RuleResult;
+
+/// Writes the annotatable trace at `path` to `out` again, byte for byte, with `events` (JSON
+/// objects, one per string) first in its event list.
+pub fn write_annotated(
+    path: &Path,
+    out: &mut dyn std::io::Write,
+    events: &[String],
+) -> std::io::Result<CopyStats> {
+    tracelens_kineto::copy_with_events(tracelens_kineto::open_decoded(path)?, out, events)
+}
+
+/// The six `nsys analyze` CUDA rules on an open export (the `--rules nsys` mode).
+pub fn nsys_rules(export: &tracelens_nsys::OpenExport) -> Result<Vec<RuleResult>, String> {
+    tracelens_nsys::rules::run_all(&export.db)
+}
+
+/// The rules' tables as `nsys analyze` prints them.
+#[must_use]
+pub fn nsys_rules_text(results: &[RuleResult], file_name: &str) -> String {
+    tracelens_nsys::rules::render_text(results, file_name)
 }
 
 /// Opens an Nsight Systems export for the nsys-compatible rules (piped exports through a
