@@ -61,6 +61,13 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
         ),
         ("no_device_sync", d()),
         (
+            "allocator_free_every_step",
+            Scenario {
+                allocator_free_every_step: true,
+                ..d()
+            },
+        ),
+        (
             "launch_bound_tiny_kernels",
             Scenario {
                 kernels: 300,

@@ -41,6 +41,9 @@ pub struct Scenario {
     pub item_every: Option<usize>,
     /// `torch.cuda.synchronize()` at the end of every step, followed by CPU bookkeeping.
     pub device_sync_every_step: bool,
+    /// PyTorch's caching allocator off (`PYTORCH_NO_HIP_MEMORY_CACHING=1`) on ROCm: every step
+    /// frees its activations with `hipFree`, which waits for the device, inside a backward op.
+    pub allocator_free_every_step: bool,
     /// Forward kernels per step.
     pub kernels: usize,
     /// Kernel duration, µs.
@@ -61,6 +64,7 @@ impl Default for Scenario {
             input_copy: InputCopy::None,
             item_every: None,
             device_sync_every_step: false,
+            allocator_free_every_step: false,
             kernels: 40,
             kernel_us: 200.0,
             launch_us: 6.0,
@@ -338,6 +342,26 @@ pub fn generate(sc: &Scenario) -> String {
                 end + 500,
             );
             sim.t = end + 2_000;
+        }
+        if sc.allocator_free_every_step {
+            let start = sim.t;
+            sim.blocking("hipFree", &[]);
+            sim.cpu(
+                "cpu_op",
+                "autograd::engine::evaluate_function: ConvolutionBackward0",
+                start - 500,
+                sim.t + 500,
+            );
+            sim.cpu(
+                "python_function",
+                "train.py(70): train_step",
+                start - 1_000,
+                sim.t + 1_000,
+            );
+            // The next op's CPU work starts after the free returned: the GPU waits.
+            let work_start = sim.t + 1_000;
+            sim.t = work_start + ns(600.0);
+            sim.cpu("cpu_op", "aten::add_", work_start, sim.t);
         }
         if sc.device_sync_every_step {
             let start = sim.t;

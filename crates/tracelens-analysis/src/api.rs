@@ -36,6 +36,10 @@ pub enum BlockingKind {
     BlockingCopy,
     /// An "async" copy from or to pageable memory: CUDA syncs the stream first, so it blocks.
     PageableAsyncCopy,
+    /// Freeing device or pinned host memory (`cudaFree`, `hipFree`, `cudaFreeHost`): the
+    /// runtime waits for the device before it returns. Frequent with PyTorch's caching
+    /// allocator off, or `torch.cuda.empty_cache()` in the loop.
+    AllocatorFree,
 }
 
 /// Whether `name` is an asynchronous copy API (`cudaMemcpyAsync`, `hipMemcpyAsync`, …).
@@ -103,6 +107,8 @@ pub fn blocking_kind(name: &str) -> Option<BlockingKind> {
         | "hipMemset"
         | "hipMemcpyDtoH"
         | "hipMemcpyHtoD" => BlockingKind::BlockingCopy,
+        "cudaFree" | "cuMemFree" | "cudaFreeHost" | "cuMemFreeHost" | "cudaFreeArray"
+        | "hipFree" | "hipFreeHost" | "hipHostFree" | "hipFreeArray" => BlockingKind::AllocatorFree,
         _ => return None,
     })
 }

@@ -30,6 +30,9 @@ pub enum SyncTrigger {
     EventSynchronize,
     /// A blocking copy or fill API called directly (extensions, `cudaMemcpy`).
     BlockingCopyApi,
+    /// Device or pinned memory freed (`cudaFree`/`hipFree`), which waits for the device:
+    /// the caching allocator is off, or `empty_cache()` runs in the loop.
+    AllocatorFree,
     /// The profiler's own start/stop `cudaDeviceSynchronize` (ignored).
     ProfilerInjected,
 }
@@ -47,6 +50,7 @@ impl SyncTrigger {
             SyncTrigger::StreamSynchronize => "stream synchronize",
             SyncTrigger::EventSynchronize => "event synchronize",
             SyncTrigger::BlockingCopyApi => "blocking copy/fill API",
+            SyncTrigger::AllocatorFree => "GPU memory free (cudaFree/hipFree)",
             SyncTrigger::ProfilerInjected => "profiler start/stop sync",
         }
     }
@@ -188,6 +192,7 @@ pub fn find_syncs(
                 BlockingKind::BlockingCopy | BlockingKind::PageableAsyncCopy => {
                     SyncTrigger::BlockingCopyApi
                 }
+                BlockingKind::AllocatorFree => SyncTrigger::AllocatorFree,
             }
         };
         if copy.is_none()

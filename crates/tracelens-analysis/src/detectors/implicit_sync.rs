@@ -3,6 +3,7 @@
 
 use super::{plural, Context, Detector, MIN_FINDING_PERCENT};
 use crate::dataloader::percent;
+use crate::environment::{Framework, TorchVersion};
 use crate::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
 use crate::syncs::{SyncSite, SyncTrigger};
 use crate::window::AnalysisWindow;
@@ -69,7 +70,7 @@ impl Detector for ImplicitSyncs {
                     cx.step_time()
                 )
             };
-            (f.fix, f.advice, f.snippet) = sync_advice(site);
+            (f.fix, f.advice, f.snippet) = sync_advice(site, cx.framework);
             f.win_basis = "GPU idle after the sync drained the queue, at most the time the sync blocked the host (the GPU work the CPU work after it could have overlapped)".into();
             f.cpu_cost_per_step_ns = Some(blocked.per_step_ns);
             f.evidence.add("calls", EvidenceValue::Count(site.count));
@@ -117,7 +118,10 @@ pub fn sync_site_reported(site: &SyncSite, window: &AnalysisWindow) -> bool {
 }
 
 /// (fix, advice, snippet) for a sync site.
-fn sync_advice(site: &SyncSite) -> (String, String, String) {
+fn sync_advice(site: &SyncSite, fw: &Framework) -> (String, String, String) {
+    if site.trigger == SyncTrigger::AllocatorFree {
+        return allocator_advice(site, fw);
+    }
     let (fix, a, s): (&str, &str, &str) = match site.trigger {
         SyncTrigger::Item | SyncTrigger::TensorTruthValue => (
             "Keep the value on the GPU and read it every N steps (accumulate with loss.detach()), or compare on the device instead of branching on a tensor.",
@@ -151,13 +155,59 @@ fn sync_advice(site: &SyncSite) -> (String, String, String) {
             "An explicit stream or event synchronize blocks the CPU until the GPU catches up.",
             "torch.cuda.current_stream().wait_stream(side_stream)   # GPU-side ordering, no host block",
         ),
-        SyncTrigger::BlockingCopyApi | SyncTrigger::ProfilerInjected => (
+        SyncTrigger::BlockingCopyApi
+        | SyncTrigger::ProfilerInjected
+        | SyncTrigger::AllocatorFree => (
             "Use the Async copy/fill API on a stream, with pinned host memory.",
             "A blocking copy or fill API call waits for the GPU before it returns.",
             "cudaMemcpyAsync(dst, src, n, kind, stream);  // with pinned host memory",
         ),
     };
     (fix.into(), a.into(), s.into())
+}
+
+/// `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` arrived in PyTorch 2.1.
+const EXPANDABLE_SEGMENTS: TorchVersion = TorchVersion::new(2, 1);
+
+/// (fix, advice, snippet) for GPU memory freed in the loop, named for the trace's runtime
+/// (CUDA or HIP) and offering `expandable_segments` only where its PyTorch has it.
+fn allocator_advice(site: &SyncSite, fw: &Framework) -> (String, String, String) {
+    let hip = site.apis.iter().any(|a| a.starts_with("hip"));
+    let (runtime, no_cache, alloc_conf) = if hip {
+        (
+            "hipFree",
+            "PYTORCH_NO_HIP_MEMORY_CACHING",
+            "PYTORCH_HIP_ALLOC_CONF",
+        )
+    } else {
+        (
+            "cudaFree",
+            "PYTORCH_NO_CUDA_MEMORY_CACHING",
+            "PYTORCH_CUDA_ALLOC_CONF",
+        )
+    };
+    let segments = match fw.at_least(EXPANDABLE_SEGMENTS) {
+        Some(true) => {
+            format!("; if memory is tight, {alloc_conf}=expandable_segments:True instead")
+        }
+        None => format!(
+            "; if memory is tight, {alloc_conf}=expandable_segments:True (PyTorch 2.1+) instead"
+        ),
+        Some(false) => String::new(),
+    };
+    let fix = format!(
+        "Keep PyTorch's caching allocator on: unset {no_cache} and remove torch.cuda.empty_cache() from the loop{segments}."
+    );
+    let advice = format!(
+        "Each {runtime} waits for the whole device before it returns, so the CPU cannot run ahead and the GPU drains its queue. PyTorch's caching allocator reuses freed blocks without calling {runtime}; it is off when {no_cache}=1 is set, and empty_cache() hands every cached block back to the driver."
+    );
+    let snippet = format!(
+        "# in the job's environment, not inside the loop
+unset {no_cache}
+# and delete per-step calls like:
+# torch.cuda.empty_cache()"
+    );
+    (fix, advice, snippet)
 }
 
 #[cfg(test)]
@@ -176,6 +226,31 @@ mod tests {
         assert_eq!(item.win_kind, WinKind::GpuIdle);
 
         let twin = findings_of(&ImplicitSyncs, &scenario("item_read_every_n_steps"));
+        assert!(twin.is_empty(), "{twin:#?}");
+    }
+
+    #[test]
+    fn memory_freed_every_step_names_the_allocator_and_its_twin_is_clean() {
+        let f = findings_of(&ImplicitSyncs, &scenario("allocator_free_every_step"));
+        let free = f
+            .iter()
+            .find(|f| f.title.starts_with("GPU memory free"))
+            .unwrap_or_else(|| panic!("{f:#?}"));
+        assert_eq!(free.call_site.as_deref(), Some("train.py:70 train_step"));
+        assert_eq!(free.win_kind, WinKind::GpuIdle);
+        // A ROCm call names the HIP variables; the trace's PyTorch (2.4+) has expandable
+        // segments, so no version caveat.
+        assert!(
+            free.fix.contains("unset PYTORCH_NO_HIP_MEMORY_CACHING"),
+            "{}",
+            free.fix
+        );
+        assert!(free
+            .fix
+            .contains("PYTORCH_HIP_ALLOC_CONF=expandable_segments:True instead"));
+        assert!(!free.fix.contains("torch.compile"), "{}", free.fix);
+
+        let twin = findings_of(&ImplicitSyncs, &scenario("no_device_sync"));
         assert!(twin.is_empty(), "{twin:#?}");
     }
 
