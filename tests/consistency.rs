@@ -230,3 +230,51 @@ pub fn rerender_errors(report: &Report) -> Vec<String> {
         .map(|(name, _)| format!("{name} re-rendered from the JSON differs"))
         .collect()
 }
+
+/// Advice that names an API or precision the trace's context lacks: TF32/bf16 below compute
+/// capability 8.0, FP8 below 8.9, `torch.compile` below PyTorch 2.0, CUDA graph capture below
+/// 1.10, `foreach=True` below 1.12. Only what the context rules out for sure counts (a range
+/// that straddles a version may name it with its version).
+#[must_use]
+pub fn advice_context_errors(d: &tracelens_analysis::Diagnosis) -> Vec<String> {
+    use tracelens_analysis::environment::{
+        TorchVersion, CUDA_GRAPHS, OPTIMIZER_FOREACH, TORCH_COMPILE,
+    };
+    let hw = &d.hardware;
+    let fw = &d.framework;
+    let mut banned: Vec<(&str, String)> = Vec::new();
+    if hw.has_tf32() == Some(false) {
+        for w in ["allow_tf32", "TF32", "bf16", "bfloat16"] {
+            banned.push((w, format!("{} has no TF32/bf16", hw.describe())));
+        }
+    }
+    if hw.has_fp8() == Some(false) {
+        banned.push(("FP8", format!("{} has no FP8", hw.describe())));
+    }
+    let below = |v: TorchVersion| fw.at_least(v) == Some(false);
+    if below(TORCH_COMPILE) {
+        banned.push(("torch.compile", "PyTorch below 2.0".into()));
+    }
+    if below(CUDA_GRAPHS) {
+        banned.push(("torch.cuda.graph", "PyTorch below 1.10".into()));
+        banned.push(("CUDAGraph", "PyTorch below 1.10".into()));
+    }
+    if below(OPTIMIZER_FOREACH) {
+        banned.push(("foreach=True", "PyTorch below 1.12".into()));
+    }
+    let mut texts = vec![("verdict".to_string(), d.verdict.text.clone())];
+    for f in &d.findings {
+        for text in [&f.fix, &f.advice, &f.snippet] {
+            texts.push((format!("{:?} finding", f.kind), text.clone()));
+        }
+    }
+    let mut e = Vec::new();
+    for (what, text) in &texts {
+        for (word, why) in &banned {
+            if text.contains(word) {
+                e.push(format!("{what} names {word} ({why}): {text}"));
+            }
+        }
+    }
+    e
+}

@@ -10,7 +10,7 @@ use tracelens_analysis::{device_utilization, FindingKind, VerdictKind};
 use tracelens_kineto::{import_file, Problem};
 use tracelens_model::{SpanId, SpanKind, Trace, WarningKind, NESTING_TOLERANCE_NS};
 use tracelens_report::Report;
-use tracelens_tests::consistency::{consistency_errors, rerender_errors};
+use tracelens_tests::consistency::{advice_context_errors, consistency_errors, rerender_errors};
 use tracelens_tests::corpus_dir;
 
 fn trace_files(root: &Path) -> Vec<PathBuf> {
@@ -162,7 +162,10 @@ fn check_idle_conservation(path: &Path, t: &Trace) -> Vec<String> {
 
 /// The numbers a user reads agree with each other (tests/consistency.rs).
 fn check_consistency(path: &Path, t: &Trace) -> Vec<String> {
-    consistency_errors(t, &Report::build(t))
+    let report = Report::build(t);
+    let mut errors = consistency_errors(t, &report);
+    errors.extend(advice_context_errors(&report.diagnosis));
+    errors
         .into_iter()
         .take(5)
         .map(|e| format!("{}: {e}", path.display()))

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use tracelens_analysis::syncs::SyncTrigger;
 use tracelens_analysis::{device_utilization, diagnose, FindingKind, VerdictKind};
 use tracelens_model::{LaneKey, SpanKind, WarningKind};
-use tracelens_tests::consistency::{consistency_errors, rerender_errors};
+use tracelens_tests::consistency::{advice_context_errors, consistency_errors, rerender_errors};
 use tracelens_tests::nsys_export::Export;
 use tracelens_tests::{corpus_dir, tracelens};
 
@@ -61,6 +61,7 @@ fn every_corpus_export_loads_and_conserves_idle_time() {
         let report = tracelens_report::Report::build(&t);
         let mut errors = consistency_errors(&t, &report);
         errors.extend(rerender_errors(&report));
+        errors.extend(advice_context_errors(&report.diagnosis));
         assert!(errors.is_empty(), "{}: {errors:#?}", path.display());
         let a = tracelens_analysis::analyze(&t);
         for (idle, u) in a.device_idle.iter().zip(device_utilization(&t)) {

@@ -5,7 +5,7 @@ use crate::copies::{copy_report, CopyReport};
 use crate::credit::credit_idle;
 use crate::dataloader::{data_loader_report, DataLoaderReport};
 use crate::detectors::{all_detectors, sync_site_reported, Context, Detector};
-use crate::environment::{framework, Framework};
+use crate::environment::{framework, hardware, Framework, Hardware};
 use crate::finding::{Finding, WinKind};
 use crate::idle::{attribute_idle, DeviceIdle, IdleCause, UnattributedReason, WaitEvidence};
 use crate::kernels::{top_kernels, KernelStat};
@@ -125,6 +125,8 @@ pub struct Diagnosis {
     pub window: Option<AnalysisWindow>,
     /// What the trace shows of PyTorch and the optimizer (advice is fitted to it).
     pub framework: Framework,
+    /// What the focus device is and can run (advice names only its precisions).
+    pub hardware: Hardware,
     /// Findings, largest estimated win first.
     pub findings: Vec<Finding>,
     /// Sums of the wins against the idle time.
@@ -281,6 +283,7 @@ fn diagnose_with(
         })
         .unwrap_or_default();
     let measured = device_idle.iter().filter(|d| d.extent.is_some()).count();
+    let hw = hardware(trace, focus.map(|i| device_idle[i].device));
     let verdict = verdict(&VerdictInput {
         trace,
         window: window.as_ref(),
@@ -288,6 +291,7 @@ fn diagnose_with(
         ops: focus.map_or(&[][..], |i| &window_ops[i][..]),
         devices_measured: measured,
         delays: &launch.launch_delays,
+        hardware: &hw,
     });
     let mut findings: Vec<Finding> = match &window {
         Some(win) => {
@@ -340,6 +344,7 @@ fn diagnose_with(
     let diagnosis = Diagnosis {
         verdict,
         framework: fw,
+        hardware: hw,
         findings,
         wins,
         idle,

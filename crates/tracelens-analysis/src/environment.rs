@@ -8,6 +8,8 @@ use tracelens_model::{NameId, Trace};
 /// A PyTorch `major.minor` version.
 pub type TorchVersion = tracelens_model::Version;
 
+/// `torch.cuda.graph` / `torch.cuda.CUDAGraph` capture.
+pub const CUDA_GRAPHS: TorchVersion = TorchVersion::new(1, 10);
 /// `torch.compile` and fused Adam/AdamW.
 pub const TORCH_COMPILE: TorchVersion = TorchVersion::new(2, 0);
 /// The `foreach=` optimizer argument.
@@ -118,5 +120,121 @@ mod tests {
         assert_eq!(fw.at_least(TORCH_COMPILE), None);
         assert_eq!(fw.at_least(FUSED_SGD), Some(false));
         assert_eq!(fw.describe_torch().unwrap(), "PyTorch 1.11-2.3");
+    }
+}
+
+/// Who made the GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Vendor {
+    /// NVIDIA (CUDA): `compute` is the compute capability.
+    Nvidia,
+    /// AMD (ROCm/HIP): `compute` is the gfx architecture's major and minor (gfx942: 9.4).
+    Amd,
+    /// The trace does not say.
+    #[default]
+    Unknown,
+}
+
+/// The hardware facts advice depends on: what the focus device can run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Hardware {
+    /// The device's name, when the trace gives it.
+    pub name: Option<String>,
+    /// Its vendor.
+    pub vendor: Vendor,
+    /// NVIDIA compute capability, or AMD gfx major and minor.
+    pub compute: Option<(i64, i64)>,
+}
+
+impl Hardware {
+    /// Whether the device has TF32 and bf16 tensor cores: NVIDIA compute capability 8.0+
+    /// (Ampere and later); `None` when the trace does not say, or on AMD (bf16 only there,
+    /// see [`Hardware::has_bf16`]).
+    #[must_use]
+    pub fn has_tf32(&self) -> Option<bool> {
+        match (self.vendor, self.compute) {
+            (Vendor::Nvidia, Some((major, _))) => Some(major >= 8),
+            _ => None,
+        }
+    }
+
+    /// Whether the device runs bf16 on its matrix units: NVIDIA 8.0+, AMD Instinct MI200 and
+    /// MI300 (gfx90a, gfx94x).
+    #[must_use]
+    pub fn has_bf16(&self) -> Option<bool> {
+        match (self.vendor, self.compute) {
+            (Vendor::Nvidia, Some((major, _))) => Some(major >= 8),
+            (Vendor::Amd, _) => self
+                .name
+                .as_deref()
+                .filter(|n| n.contains("MI2") || n.contains("MI3"))
+                .map(|_| true),
+            _ => None,
+        }
+    }
+
+    /// Whether the device has FP8 tensor cores: NVIDIA 8.9+ (Ada, Hopper and later), AMD MI300.
+    #[must_use]
+    pub fn has_fp8(&self) -> Option<bool> {
+        match (self.vendor, self.compute) {
+            (Vendor::Nvidia, Some((major, minor))) => Some((major, minor) >= (8, 9)),
+            (Vendor::Amd, _) => self
+                .name
+                .as_deref()
+                .filter(|n| n.contains("MI3"))
+                .map(|_| true),
+            _ => None,
+        }
+    }
+
+    /// Whether the device has tensor (matrix) cores at all: NVIDIA 7.0+ (Volta and later).
+    #[must_use]
+    pub fn has_tensor_cores(&self) -> Option<bool> {
+        match (self.vendor, self.compute) {
+            (Vendor::Nvidia, Some((major, _))) => Some(major >= 7),
+            (Vendor::Amd, _) if self.has_bf16() == Some(true) => Some(true),
+            _ => None,
+        }
+    }
+
+    /// `Tesla V100-SXM2-16GB (compute capability 7.0)`, for advice that explains itself.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let name = self.name.clone().unwrap_or_else(|| "this GPU".into());
+        match (self.vendor, self.compute) {
+            (Vendor::Nvidia, Some((a, b))) => format!("{name} (compute capability {a}.{b})"),
+            _ => name,
+        }
+    }
+}
+
+/// The hardware of `device` as the trace's device properties describe it.
+#[must_use]
+pub fn hardware(trace: &Trace, device: Option<i64>) -> Hardware {
+    let props = &trace.metadata.device_properties;
+    let Some(p) = device
+        .and_then(|d| props.iter().find(|p| p.id == d))
+        .or_else(|| (props.len() == 1).then(|| &props[0]))
+    else {
+        return Hardware::default();
+    };
+    let name = Some(p.name.clone()).filter(|n| !n.is_empty());
+    let lower = p.name.to_ascii_lowercase();
+    let vendor = if p.warp_size == Some(64) || lower.contains("amd") || lower.contains("instinct") {
+        Vendor::Amd
+    } else if p.warp_size == Some(32)
+        || lower.contains("nvidia")
+        || lower.contains("tesla")
+        || lower.contains("geforce")
+    {
+        Vendor::Nvidia
+    } else {
+        Vendor::Unknown
+    };
+    Hardware {
+        name,
+        vendor,
+        compute: p.compute_major.zip(p.compute_minor),
     }
 }

@@ -1,6 +1,7 @@
 //! GPU kernels by total time inside the analysis window, and the classes kernel names fall in
 //! (what a GPU-bound verdict names as the next thing to work on).
 
+use crate::environment::{Hardware, Vendor};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace};
@@ -68,19 +69,49 @@ impl KernelClass {
         }
     }
 
-    /// The next thing to try when this class dominates a GPU-bound run.
+    /// The next thing to try when this class dominates a GPU-bound run, naming only the
+    /// precisions `hw` has.
     #[must_use]
-    pub fn next_step(self) -> &'static str {
+    pub fn next_step(self, hw: &Hardware) -> String {
         match self {
-            KernelClass::GemmFp32 => "enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or mixed precision (torch.autocast with bf16/fp16) so they run on tensor cores",
-            KernelClass::Gemm => "check that matrix dimensions are multiples of 8 (16 for FP8) and that batch sizes fill the GPU; lower precision (bf16/FP8) is the next step",
-            KernelClass::Convolution => "use mixed precision with channels_last memory format and torch.backends.cudnn.benchmark = True",
-            KernelClass::Attention => "use torch.nn.functional.scaled_dot_product_attention (flash / memory-efficient kernels) instead of explicit matmul + softmax",
-            KernelClass::Normalization | KernelClass::Elementwise | KernelClass::Reduction => "these are memory-bound: fuse them (torch.compile, fused layers) to cut memory traffic",
-            KernelClass::Optimizer => "use a fused or foreach optimizer",
-            KernelClass::Communication => "overlap or shrink communication",
-            KernelClass::Other => "look at the top kernels table for the largest kernels",
+            KernelClass::GemmFp32 => fp32_gemm_step(hw),
+            KernelClass::Gemm => {
+                let lower = match (hw.has_bf16(), hw.has_fp8()) {
+                    (_, Some(true)) => "; lower precision (bf16, then FP8) is the next step",
+                    (Some(true), _) => "; bf16 is the lowest precision this GPU runs on its matrix units",
+                    (Some(false), _) => "",
+                    (None, None | Some(false)) => "; lower precision (bf16 on compute capability 8.0+, FP8 on 8.9+) is the next step",
+                };
+                format!("check that matrix dimensions are multiples of 8 and that batch sizes fill the GPU{lower}")
+            }
+            KernelClass::Convolution if hw.has_tensor_cores() == Some(false) => {
+                "use channels_last memory format and torch.backends.cudnn.benchmark = True (this GPU has no tensor cores for mixed precision)".into()
+            }
+            KernelClass::Convolution => "use mixed precision with channels_last memory format and torch.backends.cudnn.benchmark = True".into(),
+            KernelClass::Attention => "use torch.nn.functional.scaled_dot_product_attention (flash / memory-efficient kernels) instead of explicit matmul + softmax".into(),
+            KernelClass::Normalization | KernelClass::Elementwise | KernelClass::Reduction => "these are memory-bound: fuse them (torch.compile, fused layers) to cut memory traffic".into(),
+            KernelClass::Optimizer => "use a fused or foreach optimizer".into(),
+            KernelClass::Communication => "overlap or shrink communication".into(),
+            KernelClass::Other => "look at the top kernels table for the largest kernels".into(),
         }
+    }
+}
+
+/// What speeds up FP32 matrix multiplies on this GPU: TF32 or bf16 from compute capability
+/// 8.0, fp16 with a gradient scaler on 7.x, nothing but bigger matrices without tensor cores.
+fn fp32_gemm_step(hw: &Hardware) -> String {
+    match (hw.vendor, hw.has_tf32(), hw.has_tensor_cores()) {
+        (_, Some(true), _) => "enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or mixed precision (torch.autocast with bf16) so they run on tensor cores".into(),
+        (_, Some(false), Some(true)) => format!(
+            "use mixed precision, torch.autocast(\"cuda\", dtype=torch.float16) with a GradScaler, so they run on tensor cores (fp16 is the tensor-core precision of {})",
+            hw.describe()
+        ),
+        (_, Some(false), _) => format!(
+            "{} has no tensor cores: larger matrices, fewer of them, or a newer GPU speed them up",
+            hw.describe()
+        ),
+        (Vendor::Amd, _, Some(true)) => "use mixed precision (torch.autocast with bf16) so they run on the matrix cores".into(),
+        _ => "use mixed precision so they run on tensor cores: TF32 or bf16 on compute capability 8.0+, fp16 autocast with a GradScaler on 7.x".into(),
     }
 }
 
@@ -157,6 +188,50 @@ pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn gpu(vendor: Vendor, name: &str, compute: (i64, i64)) -> Hardware {
+        Hardware {
+            name: Some(name.into()),
+            vendor,
+            compute: Some(compute),
+        }
+    }
+
+    #[test]
+    fn fp32_matmul_advice_names_only_the_precisions_the_gpu_has() {
+        let step = |hw: &Hardware| KernelClass::GemmFp32.next_step(hw);
+        let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
+        let s = step(&v100);
+        assert!(
+            s.contains("torch.float16") && s.contains("GradScaler"),
+            "{s}"
+        );
+        assert!(!s.contains("TF32") && !s.contains("bf16"), "{s}");
+        let a100 = gpu(Vendor::Nvidia, "NVIDIA A100-SXM4-80GB", (8, 0));
+        assert!(step(&a100).contains("allow_tf32"));
+        let p100 = gpu(Vendor::Nvidia, "Tesla P100-PCIE-16GB", (6, 0));
+        assert!(
+            step(&p100).contains("has no tensor cores"),
+            "{}",
+            step(&p100)
+        );
+        let mi300 = gpu(Vendor::Amd, "AMD Instinct MI300X", (9, 4));
+        let s = step(&mi300);
+        assert!(s.contains("bf16") && !s.contains("TF32"), "{s}");
+        let unknown = Hardware::default();
+        assert!(step(&unknown).contains("on compute capability 8.0+"));
+    }
+
+    #[test]
+    fn low_precision_matmul_advice_offers_fp8_only_where_it_exists() {
+        let step = |hw: &Hardware| KernelClass::Gemm.next_step(hw);
+        let a100 = gpu(Vendor::Nvidia, "NVIDIA A100-SXM4-80GB", (8, 0));
+        assert!(!step(&a100).contains("FP8"), "{}", step(&a100));
+        let h100 = gpu(Vendor::Nvidia, "NVIDIA H100 80GB HBM3", (9, 0));
+        assert!(step(&h100).contains("FP8"));
+        let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
+        assert!(!step(&v100).contains("FP8") && !step(&v100).contains("bf16"));
+    }
 
     #[test]
     fn kernel_names_fall_in_their_classes() {

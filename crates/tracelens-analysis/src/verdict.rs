@@ -117,6 +117,8 @@ pub struct VerdictInput<'a> {
     pub devices_measured: usize,
     /// Launch delays per stream.
     pub delays: &'a [StreamLaunchDelay],
+    /// What the focus device can run (advice names only its precisions).
+    pub hardware: &'a crate::environment::Hardware,
 }
 
 /// Computes the verdict.
@@ -193,7 +195,7 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
         v.text = format!(
             "{on}busy {:.0} % {per}: {}",
             v.gpu_busy_percent,
-            bound_by(trace, &v, input.ops)
+            bound_by(trace, &v, input.ops, input.hardware)
         );
         return v;
     }
@@ -220,7 +222,12 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
 }
 
 /// What a GPU-bound device is busy with, and what to do next.
-fn bound_by(trace: &Trace, v: &Verdict, ops: &[GpuOp]) -> String {
+fn bound_by(
+    trace: &Trace,
+    v: &Verdict,
+    ops: &[GpuOp],
+    hardware: &crate::environment::Hardware,
+) -> String {
     let b = v.busy_by;
     if b.memcpy >= 50.0 {
         let (label, bytes) = main_copy_direction(trace, ops);
@@ -241,7 +248,7 @@ fn bound_by(trace: &Trace, v: &Verdict, ops: &[GpuOp]) -> String {
             "the GPU itself is the bottleneck; {:.0} % of kernel time is {}: {}",
             top.percent,
             top.class.describe(),
-            top.class.next_step()
+            top.class.next_step(hardware)
         ),
         None => "the GPU itself is the bottleneck".into(),
     }

@@ -3,7 +3,7 @@
 //! version and what the step already uses.
 
 use super::{plural, Context, Detector, MIN_FINDING_PERCENT};
-use crate::environment::{Framework, TORCH_COMPILE};
+use crate::environment::{Framework, CUDA_GRAPHS, TORCH_COMPILE};
 use crate::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
 use tracelens_model::format_ms;
 
@@ -82,10 +82,20 @@ pub(super) fn launch_overhead_fix(fw: &Framework) -> (String, String) {
             "On PyTorch 2.0+ compile the step with torch.compile(model, mode=\"reduce-overhead\"); on 1.10-1.13 capture it with torch.cuda.graph; or raise the batch size.".into(),
             "model = torch.compile(model, mode=\"reduce-overhead\")   # PyTorch 2.0+\n# 1.10-1.13: g = torch.cuda.CUDAGraph(); with torch.cuda.graph(g): out = model(static_x)".into(),
         ),
-        Some(false) => (
-            "Raise the batch size so each kernel does more work, or capture the step with torch.cuda.graph (PyTorch 1.10+).".into(),
-            "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):           # PyTorch 1.10+\n    static_out = model(static_x)\ng.replay()".into(),
-        ),
+        Some(false) => match fw.at_least(CUDA_GRAPHS) {
+            Some(true) => (
+                "Raise the batch size so each kernel does more work, or capture the step with torch.cuda.graph.".into(),
+                "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    static_out = model(static_x)\ng.replay()".into(),
+            ),
+            None => (
+                "Raise the batch size so each kernel does more work; on PyTorch 1.10+ capture the step with torch.cuda.graph.".into(),
+                "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):           # PyTorch 1.10+\n    static_out = model(static_x)\ng.replay()".into(),
+            ),
+            Some(false) => (
+                "Raise the batch size so each kernel does more work, or fuse small ops by hand: this PyTorch predates CUDA graph capture (1.10) and compilation (2.0), which an upgrade adds.".into(),
+                "# larger batches amortize each launch\nloader = DataLoader(ds, batch_size=2 * B, ...)".into(),
+            ),
+        },
     }
 }
 
