@@ -37,8 +37,10 @@ pub enum KernelClass {
     Convolution,
     /// Attention or softmax.
     Attention,
-    /// Batch/layer/RMS normalization.
+    /// Batch/layer/RMS normalization (cuDNN's `bn_fw_*`/`bn_bw_*` included).
     Normalization,
+    /// Embedding lookups and sparse-feature ops (`fbgemm_gpu`, `split_embedding_*`).
+    Embedding,
     /// Elementwise (pointwise) kernels.
     Elementwise,
     /// Reductions.
@@ -61,6 +63,7 @@ impl KernelClass {
             KernelClass::Convolution => "convolutions",
             KernelClass::Attention => "attention and softmax",
             KernelClass::Normalization => "normalization",
+            KernelClass::Embedding => "embedding lookups",
             KernelClass::Elementwise => "elementwise kernels",
             KernelClass::Reduction => "reductions",
             KernelClass::Optimizer => "optimizer updates",
@@ -90,6 +93,7 @@ impl KernelClass {
             KernelClass::Convolution => "use mixed precision with channels_last memory format and torch.backends.cudnn.benchmark = True".into(),
             KernelClass::Attention => "use torch.nn.functional.scaled_dot_product_attention (flash / memory-efficient kernels) instead of explicit matmul + softmax".into(),
             KernelClass::Normalization | KernelClass::Elementwise | KernelClass::Reduction => "these are memory-bound: fuse them (torch.compile, fused layers) to cut memory traffic".into(),
+            KernelClass::Embedding => "lookups are memory-bound: batch the tables into one fused table-batched embedding, keep indices on the GPU, and use lower-precision (fp16/int8) tables where accuracy allows".into(),
             KernelClass::Optimizer => "use a fused or foreach optimizer".into(),
             KernelClass::Communication => "overlap or shrink communication".into(),
             KernelClass::Other => "look at the top kernels table for the largest kernels".into(),
@@ -124,6 +128,12 @@ pub fn kernel_class(name: &str) -> KernelClass {
         KernelClass::Communication
     } else if has("flash") || has("fmha") || has("attention") || has("attn") || has("softmax") {
         KernelClass::Attention
+    } else if has("norm") || has("bn_fw") || has("bn_bw") {
+        // Before convolutions: cuDNN's batch norm kernels carry `cudnn::` too.
+        KernelClass::Normalization
+    } else if has("embedding") || has("fbgemm") {
+        // Before GEMMs: `fbgemm_gpu` kernels are embedding and sparse-feature ops.
+        KernelClass::Embedding
     } else if has("conv") || has("cudnn") || has("winograd") || has("miopen") || has("igemm") {
         KernelClass::Convolution
     } else if has("gemm") || has("cijk_") || has("cutlass") || has("xmma") || has("matmul") {
@@ -132,8 +142,6 @@ pub fn kernel_class(name: &str) -> KernelClass {
         } else {
             KernelClass::Gemm
         }
-    } else if has("norm") {
-        KernelClass::Normalization
     } else if has("multi_tensor") || has("adam") || has("sgd") {
         KernelClass::Optimizer
     } else if has("reduce") || has("triton_red") || has("triton_per") {
@@ -261,6 +269,24 @@ mod tests {
             (
                 "void at::native::batch_norm_collect_statistics_kernel",
                 KernelClass::Normalization,
+            ),
+            // Real names from hta/ns_resolution_trace: cuDNN batch norm is not a convolution.
+            (
+                "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float, float, float, cudnnTensorStruct, float const*)",
+                KernelClass::Normalization,
+            ),
+            (
+                "void cudnn::bn_bw_1C11_singleread<float, 512, true, 1, 2, 0>(cudnn::bn_bw_1C11_args<float>)",
+                KernelClass::Normalization,
+            ),
+            // From hta/trace_filter/sampled_rank-0: fbgemm_gpu kernels are not GEMMs.
+            (
+                "void split_embedding_codegen_forward_unweighted_kernel<c10::Half, c10::Half, float, false, long, 2ul, 32ul>(at::GenericPackedTensorAccessor<c10::Half, 1ul>)",
+                KernelClass::Embedding,
+            ),
+            (
+                "void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)",
+                KernelClass::Embedding,
             ),
             (
                 "void at::native::reduce_kernel<512, 1>",

@@ -17,6 +17,10 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{format_ms, CopyDirection, Interval, SpanKind, TimeNs, Trace, NS_PER_MS};
 
+/// Below this share of the idle time, host-side causes do not contradict "the host is not
+/// the bottleneck".
+const HOST_SIDE_MINOR_PERCENT: f64 = 10.0;
+
 /// Below this idle share of the window the GPU is the bottleneck.
 pub const GPU_BOUND_IDLE_PERCENT: f64 = 5.0;
 /// A median launch-to-start delay above this means the host runs far ahead of the GPU.
@@ -208,10 +212,26 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
     );
     if let Some(ahead) = v.host_ahead_ns.filter(|&a| a >= HOST_AHEAD_NS) {
         if cause.is_gpu_side_wait() || cause == IdleCause::LaunchLatency {
-            text.push_str(&format!(
-                "; launches reach the GPU {} after they are issued (median), so the host is not the bottleneck",
-                format_ms(ahead)
-            ));
+            // The host runs ahead on the whole, but its own work may still be a large part
+            // of the idle: then say so instead of clearing it.
+            let host_ns: TimeNs = idle
+                .by_cause
+                .iter()
+                .filter(|(c, _)| c.is_host_side())
+                .map(|(_, &ns)| ns)
+                .sum();
+            let host_pct = crate::dataloader::percent(host_ns, idle.idle_ns);
+            if host_pct < HOST_SIDE_MINOR_PERCENT {
+                text.push_str(&format!(
+                    "; launches reach the GPU {} after they are issued (median), so the host is not the bottleneck",
+                    format_ms(ahead)
+                ));
+            } else {
+                text.push_str(&format!(
+                    "; launches reach the GPU {} after they are issued (median), yet CPU work on the launching thread still makes up {host_pct:.0} % of the idle time",
+                    format_ms(ahead)
+                ));
+            }
         }
     }
     if !idle.reliable() {

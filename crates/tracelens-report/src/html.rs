@@ -226,8 +226,9 @@ pub fn render_html(report: &Report) -> String {
             .filter(|w| w.has_steps())
             .map(|w| {
                 format!(
-                    "{} steps: mean {}, min {}, max {}, standard deviation {}",
+                    "{} step{}: mean {}, min {}, max {}, standard deviation {}",
                     w.step.count,
+                    if w.step.count == 1 { "" } else { "s" },
                     format_ms(w.step.mean_ns),
                     format_ms(w.step.min_ns),
                     format_ms(w.step.max_ns),

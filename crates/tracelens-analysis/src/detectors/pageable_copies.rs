@@ -25,8 +25,9 @@ impl Detector for PageableCopies {
         let win = cx.win(p.exposed_ns);
         let mut f = cx.finding(FindingKind::PageableCopies, WinKind::ExposedCopy, &win);
         f.title = format!(
-            "{} use pageable host memory ({:.1} MB, {} of GPU copy time not overlapped with compute, host blocked {})",
+            "{} {} pageable host memory ({:.1} MB, {} of GPU copy time not overlapped with compute, host blocked {})",
             plural(p.count, "copy").replace("copys", "copies"),
+            if p.count == 1 { "uses" } else { "use" },
             p.bytes as f64 / 1e6,
             format_ms(p.exposed_ns),
             format_ms(p.host_blocked_ns)

@@ -120,6 +120,16 @@ impl IdleCause {
         }
     }
 
+    /// Whether the launching thread's own work kept the GPU waiting: data loading, CPU work
+    /// after a drained queue, or CPU work between launches.
+    #[must_use]
+    pub fn is_host_side(self) -> bool {
+        matches!(
+            self,
+            IdleCause::DataLoading | IdleCause::SyncDrain | IdleCause::HostCompute
+        )
+    }
+
     /// Whether the host was not the bottleneck: the GPU had work queued and waited on
     /// something on the device side.
     #[must_use]
