@@ -6,7 +6,7 @@
 
 use tracelens_analysis::finding::Severity;
 use tracelens_analysis::intervals::{total_ns, union};
-use tracelens_analysis::WinKind;
+use tracelens_analysis::{FindingKind, WinKind};
 use tracelens_model::{format_ms, Trace};
 use tracelens_report::escape::{markdown_text, terminal_text};
 use tracelens_report::Report;
@@ -192,6 +192,21 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
         };
         if w.has_steps() && !out.contains(&step_shown) {
             e.push(format!("{name} does not show the step {step}"));
+        }
+    }
+    // The verdict never clears the host while a High finding blames it.
+    if v.text.contains("the host is not the bottleneck") {
+        for f in &d.findings {
+            let host_side = matches!(
+                f.kind,
+                FindingKind::HostCompute | FindingKind::DataLoaderStall | FindingKind::ImplicitSync
+            );
+            if host_side && f.severity == Severity::High {
+                e.push(format!(
+                    "the verdict says the host is not the bottleneck above a High {:?} finding",
+                    f.kind
+                ));
+            }
         }
     }
     e
