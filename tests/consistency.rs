@@ -277,7 +277,25 @@ pub fn advice_context_errors(d: &tracelens_analysis::Diagnosis) -> Vec<String> {
     if below(OPTIMIZER_FOREACH) {
         banned.push(("foreach=True", "PyTorch below 1.12".into()));
     }
+    use tracelens_analysis::environment::Program;
+    if matches!(fw.program, Program::Native | Program::Python) {
+        for w in [
+            "torch",
+            "DataLoader",
+            "pin_memory",
+            "num_workers",
+            ".item()",
+        ] {
+            banned.push((w, format!("a {:?} program, not PyTorch", fw.program)));
+        }
+    }
+    if fw.program == Program::Native {
+        banned.push(("Python", "a native program".into()));
+    }
     let mut texts = vec![("verdict".to_string(), d.verdict.text.clone())];
+    for f in &d.findings {
+        texts.push((format!("{:?} finding title", f.kind), f.title.clone()));
+    }
     for f in &d.findings {
         for text in [&f.fix, &f.advice, &f.snippet] {
             texts.push((format!("{:?} finding", f.kind), text.clone()));

@@ -5,9 +5,12 @@ use crate::copies::{copy_report, CopyReport};
 use crate::credit::credit_idle;
 use crate::dataloader::{data_loader_report, DataLoaderReport};
 use crate::detectors::{all_detectors, sync_site_reported, Context, Detector};
-use crate::environment::{framework, hardware, Framework, Hardware};
+use crate::environment::{framework, hardware, Framework, Hardware, Program};
 use crate::finding::{Finding, WinKind};
-use crate::idle::{attribute_idle, DeviceIdle, IdleCause, UnattributedReason, WaitEvidence};
+use crate::idle::{
+    attribute_idle, DeviceIdle, IdleCause, UnattributedReason, WaitEvidence, BETWEEN_CALLS,
+    BETWEEN_OPS,
+};
 use crate::kernels::{top_kernels, KernelStat};
 use crate::launch::{launch_report, LaunchReport};
 use crate::syncs::{find_syncs, group_sync_sites, SyncSite, SyncTrigger};
@@ -272,7 +275,7 @@ fn diagnose_with(
     let copies = copy_report(trace, window_iv, &calls, &claimed);
     let dataloader = data_loader_report(trace, window.as_ref(), focus_idle);
     let launch = launch_report(trace, works, &window_ops, &device_idle);
-    let credit = focus_idle
+    let mut credit = focus_idle
         .map(|d| {
             let stretches = launch
                 .stretch_intervals
@@ -282,6 +285,11 @@ fn diagnose_with(
             credit_idle(trace, d, stretches, &threads)
         })
         .unwrap_or_default();
+    // Host time under no op is not "Python" in a program without Python.
+    let native = matches!(fw.program, Program::Native);
+    if native {
+        rename_between_ops(&mut credit.host_compute_ops);
+    }
     let measured = device_idle.iter().filter(|d| d.extent.is_some()).count();
     let hw = hardware(trace, focus.map(|i| device_idle[i].device));
     let verdict = verdict(&VerdictInput {
@@ -292,6 +300,7 @@ fn diagnose_with(
         devices_measured: measured,
         delays: &launch.launch_delays,
         hardware: &hw,
+        pytorch: fw.pytorch(),
     });
     let mut findings: Vec<Finding> = match &window {
         Some(win) => {
@@ -329,7 +338,12 @@ fn diagnose_with(
             .map(|f| f.estimated_win_ns)
             .sum(),
     };
-    let idle = device_idle.iter().map(|d| summarize(trace, d)).collect();
+    let mut idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
+    if native {
+        for summary in &mut idle {
+            rename_between_ops(&mut summary.host_compute_ops);
+        }
+    }
     let syncs = SyncSummary {
         calls: calls.len() as u64,
         blocked_ns: calls.iter().map(|c| c.blocked_ns).sum(),
@@ -358,6 +372,13 @@ fn diagnose_with(
         window,
     };
     (diagnosis, device_idle)
+}
+
+/// Names host time under no op as CPU work, not Python, for a native program.
+fn rename_between_ops(ops: &mut [(String, TimeNs)]) {
+    for (name, _) in ops.iter_mut().filter(|(n, _)| n == BETWEEN_OPS) {
+        *name = BETWEEN_CALLS.to_string();
+    }
 }
 
 fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {

@@ -34,9 +34,35 @@ pub struct Framework {
     pub compiled: bool,
     /// CUDA/HIP graphs are replayed.
     pub graphs: bool,
+    /// What kind of program recorded the trace (advice names PyTorch APIs only for PyTorch).
+    pub program: Program,
+}
+
+/// What kind of program the trace comes from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Program {
+    /// PyTorch (ATen ops, autograd, optimizer steps, profiler steps).
+    #[serde(rename = "pytorch")]
+    PyTorch,
+    /// Python without PyTorch in the trace (CuPy, Numba, JAX through CUDA): a Python process
+    /// launches the GPU work.
+    Python,
+    /// A native program (C, C++, Fortran): launching processes are known, none is Python, and
+    /// nothing of PyTorch is in the trace.
+    Native,
+    /// The trace does not say.
+    #[default]
+    Unknown,
 }
 
 impl Framework {
+    /// Whether advice may name PyTorch APIs: the trace is PyTorch's, or does not say.
+    #[must_use]
+    pub fn pytorch(&self) -> bool {
+        matches!(self.program, Program::PyTorch | Program::Unknown)
+    }
+
     /// Whether the trace's PyTorch is at least `v`: `Some(true)` or `Some(false)` when the
     /// range says so, `None` when it straddles `v`.
     #[must_use]
@@ -73,6 +99,7 @@ pub fn framework(trace: &Trace) -> Framework {
         graphs: trace.links.graph_launches > 0,
         ..Framework::default()
     };
+    let mut pytorch = !trace.steps.is_empty();
     for i in 0..trace.names.len() {
         let name = trace.names.get(NameId::at(i));
         if let Some(rest) = name.strip_prefix("Optimizer.step#") {
@@ -96,7 +123,16 @@ pub fn framework(trace: &Trace) -> Framework {
         if name.contains("GraphLaunch") {
             fw.graphs = true;
         }
+        pytorch |= name.starts_with("aten::")
+            || name.starts_with("autograd::")
+            || name.starts_with("Optimizer.")
+            || name.contains(".py(");
     }
+    fw.program = if pytorch {
+        Program::PyTorch
+    } else {
+        program_from_processes(trace)
+    };
     if fw.compiled && torch_min.is_none_or(|m| m < TORCH_COMPILE) {
         torch_min = Some(TORCH_COMPILE);
     }
@@ -105,21 +141,33 @@ pub fn framework(trace: &Trace) -> Framework {
     fw
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn version_ranges_answer_only_what_they_know() {
-        let fw = Framework {
-            torch_min: Some(TorchVersion::new(1, 11)),
-            torch_max: Some(TorchVersion::new(2, 3)),
-            ..Framework::default()
-        };
-        assert_eq!(fw.at_least(TorchVersion::new(1, 8)), Some(true));
-        assert_eq!(fw.at_least(TORCH_COMPILE), None);
-        assert_eq!(fw.at_least(FUSED_SGD), Some(false));
-        assert_eq!(fw.describe_torch().unwrap(), "PyTorch 1.11-2.3");
+/// Without PyTorch names in the trace: a native program when the processes that launch GPU
+/// work are named and none is Python, else unknown.
+fn program_from_processes(trace: &Trace) -> Program {
+    let mut named = false;
+    for lane in &trace.lanes {
+        if lane.key.is_gpu() {
+            continue;
+        }
+        let launches = trace.spans[lane.spans.start as usize..lane.spans.end as usize]
+            .iter()
+            .any(|s| s.kind.is_api_call());
+        if !launches {
+            continue;
+        }
+        match lane
+            .process_name
+            .map(|n| trace.names.get(n).to_ascii_lowercase())
+        {
+            Some(name) if name.contains("python") => return Program::Python,
+            Some(_) => named = true,
+            None => return Program::Unknown,
+        }
+    }
+    if named {
+        Program::Native
+    } else {
+        Program::Unknown
     }
 }
 
@@ -236,5 +284,23 @@ pub fn hardware(trace: &Trace, device: Option<i64>) -> Hardware {
         name,
         vendor,
         compute: p.compute_major.zip(p.compute_minor),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_ranges_answer_only_what_they_know() {
+        let fw = Framework {
+            torch_min: Some(TorchVersion::new(1, 11)),
+            torch_max: Some(TorchVersion::new(2, 3)),
+            ..Framework::default()
+        };
+        assert_eq!(fw.at_least(TorchVersion::new(1, 8)), Some(true));
+        assert_eq!(fw.at_least(TORCH_COMPILE), None);
+        assert_eq!(fw.at_least(FUSED_SGD), Some(false));
+        assert_eq!(fw.describe_torch().unwrap(), "PyTorch 1.11-2.3");
     }
 }

@@ -123,6 +123,8 @@ pub struct VerdictInput<'a> {
     pub delays: &'a [StreamLaunchDelay],
     /// What the focus device can run (advice names only its precisions).
     pub hardware: &'a crate::environment::Hardware,
+    /// Whether advice may name PyTorch APIs (the program is PyTorch, or unknown).
+    pub pytorch: bool,
 }
 
 /// Computes the verdict.
@@ -199,7 +201,7 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
         v.text = format!(
             "{on}busy {:.0} % {per}: {}",
             v.gpu_busy_percent,
-            bound_by(trace, &v, input.ops, input.hardware)
+            bound_by(trace, &v, input.ops, input.hardware, input.pytorch)
         );
         return v;
     }
@@ -247,6 +249,7 @@ fn bound_by(
     v: &Verdict,
     ops: &[GpuOp],
     hardware: &crate::environment::Hardware,
+    pytorch: bool,
 ) -> String {
     let b = v.busy_by;
     if b.memcpy >= 50.0 {
@@ -268,7 +271,11 @@ fn bound_by(
             "the GPU itself is the bottleneck; {:.0} % of kernel time is {}: {}",
             top.percent,
             top.class.describe(),
-            top.class.next_step(hardware)
+            if pytorch {
+                top.class.next_step(hardware)
+            } else {
+                "Nsight Compute (ncu) on the largest kernels shows whether each is compute- or memory-bound".into()
+            }
         ),
         None => "the GPU itself is the bottleneck".into(),
     }

@@ -32,6 +32,12 @@ impl Detector for CpuOversubscription {
         f.win_basis = "GPU idle during which the launching thread was descheduled outside any traced OS wait (upper bound)".into();
         f.evidence
             .add("descheduled", EvidenceValue::DurationNs(win.total_ns));
+        if !cx.framework.pytorch() {
+            f.fix = "Give the launching thread its core: bound OMP_NUM_THREADS and other thread pools to the free cores and pin the process with taskset or numactl.".into();
+            f.advice = "More threads want the cores than there are, so the thread that launches GPU work waits to run: bound the thread pools, pin the process, and check for other jobs on the node.".into();
+            f.snippet = "export OMP_NUM_THREADS=4\ntaskset -c 0-7 ./program".into();
+            return vec![f];
+        }
         f.fix = "Give the trainer its cores: set OMP_NUM_THREADS / torch.set_num_threads per process and keep num_workers at or below the free physical cores.".into();
         f.advice = "More threads want the cores than there are: keep DataLoader num_workers at or below the physical cores left for the trainer, set OMP_NUM_THREADS / MKL_NUM_THREADS (or torch.set_num_threads) per process, pin processes with taskset or numactl, and check for other jobs on the node.".into();
         f.snippet = "export OMP_NUM_THREADS=4      # per training process

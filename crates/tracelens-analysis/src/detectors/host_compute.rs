@@ -104,6 +104,12 @@ impl Detector for HostCompute {
                 "if step % 100 == 0:\n    log_metrics(...)   # not every step".into(),
             ),
         };
+        if !cx.framework.pytorch() {
+            (f.fix, f.snippet) = (
+                "Launch the next GPU work before the CPU work that follows it, or move that CPU work to another thread, so the queue never drains.".into(),
+                "// enqueue the next kernels first, then do the host work\nkernel<<<grid, block, 0, stream>>>(...);\nhost_work();   // overlaps the queued kernels".into(),
+            );
+        }
         f.advice = "The GPU runs out of queued work while the launching thread does CPU work before its next launch. The ops listed are where that time goes; shorten them or overlap them with GPU work.".into();
         f.win_basis = "GPU idle while the launching thread ran CPU work before its next launch, outside launch-bound stretches (upper bound)".into();
         vec![f]

@@ -47,10 +47,16 @@ impl Detector for ImplicitSyncs {
                 WinKind::HostOnly
             };
             let mut f = cx.finding(FindingKind::ImplicitSync, win_kind, &win);
+            // A program without PyTorch is told the runtime calls it makes.
+            let what = if cx.framework.pytorch() || site.apis.is_empty() {
+                site.trigger.describe().to_string()
+            } else {
+                format!("{}()", site.apis.join("()/"))
+            };
             f.title = if site.gpu_idle_ns > 0 {
                 format!(
                     "{}{} ({}) blocks the CPU {} {per} and leaves the GPU idle {} {per} ({:.1} %)",
-                    site.trigger.describe(),
+                    what,
                     where_,
                     plural(site.count, "call"),
                     format_ms(blocked.per_step_ns),
@@ -61,7 +67,7 @@ impl Detector for ImplicitSyncs {
             } else {
                 format!(
                     "{}{} ({}) blocks the CPU {} {} ({:.1} % of {}); the GPU stayed busy meanwhile",
-                    site.trigger.describe(),
+                    what,
                     where_,
                     plural(site.count, "call"),
                     format_ms(blocked.per_step_ns),
@@ -119,6 +125,9 @@ pub fn sync_site_reported(site: &SyncSite, window: &AnalysisWindow) -> bool {
 
 /// (fix, advice, snippet) for a sync site.
 fn sync_advice(site: &SyncSite, fw: &Framework) -> (String, String, String) {
+    if !fw.pytorch() {
+        return native_sync_advice(site);
+    }
     if site.trigger == SyncTrigger::AllocatorFree {
         return allocator_advice(site, fw);
     }
@@ -164,6 +173,28 @@ fn sync_advice(site: &SyncSite, fw: &Framework) -> (String, String, String) {
         ),
     };
     (fix.into(), a.into(), s.into())
+}
+
+/// (fix, advice, snippet) for a sync in a program without PyTorch, in runtime calls.
+fn native_sync_advice(site: &SyncSite) -> (String, String, String) {
+    let (fix, advice, snippet): (&str, &str, &str) = match site.trigger {
+        SyncTrigger::AllocatorFree => (
+            "Allocate device buffers once outside the loop and reuse them, or use stream-ordered allocation (cudaMallocAsync/cudaFreeAsync) that does not wait for the device.",
+            "cudaFree and cudaFreeHost wait for the whole device before they return, so the queue drains and the GPU idles until the CPU launches again.",
+            "cudaMallocAsync(&buf, bytes, stream);   // instead of cudaMalloc\n/* kernels using buf */\ncudaFreeAsync(buf, stream);            // no device-wide wait",
+        ),
+        SyncTrigger::StreamSynchronize | SyncTrigger::EventSynchronize => (
+            "Order GPU work with cudaStreamWaitEvent instead of blocking the host, and synchronize only where the host needs a result.",
+            "A stream or event synchronize blocks the CPU until the GPU catches up, so it cannot queue the next work meanwhile.",
+            "cudaEventRecord(done, producer);\ncudaStreamWaitEvent(consumer, done, 0);   // GPU-side ordering, no host block",
+        ),
+        _ => (
+            "Remove device-wide synchronization from the loop; wait on a CUDA event (cudaEventSynchronize) only where the host needs a result.",
+            "A device synchronize or blocking copy waits for every queued kernel, so the GPU idles while the CPU prepares the next launches.",
+            "cudaEventRecord(ready, stream);\n/* queue more work */\ncudaEventSynchronize(ready);   // only when the result is needed",
+        ),
+    };
+    (fix.into(), advice.into(), snippet.into())
 }
 
 /// `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` arrived in PyTorch 2.1.

@@ -61,6 +61,12 @@ impl Detector for LaunchBound {
 /// (fix, snippet) against per-launch CPU overhead, fitted to the PyTorch version and to what
 /// the trace already uses.
 pub(super) fn launch_overhead_fix(fw: &Framework) -> (String, String) {
+    if !fw.pytorch() {
+        return (
+            "Capture the launch sequence once in a CUDA graph (cudaStreamBeginCapture ... cudaGraphLaunch) or fuse small kernels, so each launch does more work.".into(),
+            "cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);\n/* the step's kernels */\ncudaStreamEndCapture(stream, &graph);\ncudaGraphInstantiate(&exec, graph, 0);\ncudaGraphLaunch(exec, stream);   // every step".into(),
+        );
+    }
     if fw.graphs {
         return (
             "The step already replays CUDA graphs: raise the batch size or fuse more ops so each launch does more work.".into(),

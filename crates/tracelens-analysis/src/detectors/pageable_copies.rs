@@ -46,6 +46,13 @@ impl Detector for PageableCopies {
             "pinned copies then synced",
             EvidenceValue::Count(cx.copies.pinned_copies_then_synced),
         );
+        if !cx.framework.pytorch() {
+            f.fix = "Allocate the host buffers pinned (cudaMallocHost/cudaHostAlloc, or cudaHostRegister an existing buffer) and copy with cudaMemcpyAsync on a stream.".into();
+            f.advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels; pinned buffers with async copies can.".into();
+            f.snippet = "cudaMallocHost(&host_buf, bytes);            // once, outside the loop\ncudaMemcpyAsync(dev_buf, host_buf, bytes, cudaMemcpyHostToDevice, stream);".into();
+            f.confidence = Confidence::High;
+            return vec![f];
+        }
         f.fix = "Use pin_memory=True in the DataLoader (or tensor.pin_memory()) together with .to(device, non_blocking=True).".into();
         f.advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels. Pinned memory and non_blocking=True only work as a pair.".into();
         f.snippet =

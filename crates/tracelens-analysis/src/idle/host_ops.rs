@@ -3,6 +3,11 @@
 use rustc_hash::FxHashMap;
 use tracelens_model::{table_index, Interval, NameId, SpanId, SpanKind, TimeNs, Trace};
 
+/// The name of host time under no op or frame, in a PyTorch program.
+pub const BETWEEN_OPS: &str = "(Python between ops)";
+/// The same in a program without PyTorch or Python.
+pub const BETWEEN_CALLS: &str = "(CPU work between API calls)";
+
 /// Host-op totals by name, largest first (eight at most); time under no op or frame is
 /// "(Python between ops)".
 pub(crate) fn name_host_ops(
@@ -12,9 +17,7 @@ pub(crate) fn name_host_ops(
     let mut named: Vec<(String, TimeNs)> = host_ops
         .into_iter()
         .map(|(n, t)| {
-            let name = n.map_or("(Python between ops)".to_string(), |n| {
-                trace.names.get(n).to_string()
-            });
+            let name = n.map_or(BETWEEN_OPS.to_string(), |n| trace.names.get(n).to_string());
             (name, t)
         })
         .collect();
