@@ -776,3 +776,37 @@ fn parallel_parsing_gives_the_serial_model_on_every_corpus_trace() {
     }
     assert!(compared > 50, "{compared} traces compared");
 }
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn accelerators_that_are_not_analysed_are_named_not_called_idle() {
+    let Some(root) = corpus_dir("accelerators_that_are_not_analysed_are_named_not_called_idle")
+    else {
+        return;
+    };
+    for rel in [
+        "hta/mtia_inference_trace/mtia_inference_rank_0.json.gz",
+        "hta/mtia_trace_single_rank/mtia_rank_0.json.gz",
+    ] {
+        let t = import_file(&root.join(rel)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(t.source.accelerators_not_analysed["MTIA"] > 2_000, "{rel}");
+        let v = diagnose_corpus(&root, rel).verdict;
+        assert!(
+            v.text
+                .contains("accelerator tracelens does not analyse yet")
+                && v.text.contains("MTIA"),
+            "{rel}: {}",
+            v.text
+        );
+    }
+    // A CPU-only trace has no other accelerator: it keeps the plain words.
+    let cpu = diagnose_corpus(
+        &root,
+        "hta/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz",
+    )
+    .verdict;
+    assert!(cpu.text.starts_with("No GPU activity"), "{}", cpu.text);
+}

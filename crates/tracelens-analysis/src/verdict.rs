@@ -157,6 +157,17 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
         if trace.has_gpu_activity() {
             v.text = "The GPU ran nothing inside the analysis window".into();
             v.kind = VerdictKind::GpuIdle;
+        } else if !trace.source.accelerators_not_analysed.is_empty() {
+            let others: Vec<String> = trace
+                .source
+                .accelerators_not_analysed
+                .iter()
+                .map(|(a, n)| format!("{n} {a} device records"))
+                .collect();
+            v.text = format!(
+                "No CUDA or ROCm GPU activity: the work ran on an accelerator tracelens does not analyse yet ({})",
+                others.join(", ")
+            );
         }
         return v;
     };

@@ -262,6 +262,7 @@ pub fn import_reader_with_threads<R: Read>(
         decoded_bytes: input.bytes_read(),
         records_read: stats.events,
         records_kept: stats.kept,
+        accelerators_not_analysed: other_accelerators(&stats.ignored_categories),
         ignored: stats.ignored_categories,
         truncated_at_byte: doc.truncated_at,
         details: [
@@ -347,6 +348,24 @@ fn check_is_trace(doc: &document::Document, events: &EventReader) -> Result<(), 
         }
         _ => Ok(()),
     }
+}
+
+/// The accelerators behind categories the model does not keep: Meta's MTIA writes
+/// `mtia_*`, NPU, XPU and HPU backends their own prefixes.
+fn other_accelerators(
+    ignored: &std::collections::BTreeMap<String, u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    let mut out = std::collections::BTreeMap::new();
+    for (category, &n) in ignored {
+        let c = category.to_ascii_lowercase();
+        let accelerator = ["mtia", "npu", "xpu", "hpu"]
+            .into_iter()
+            .find(|p| c.starts_with(p));
+        if let Some(a) = accelerator {
+            *out.entry(a.to_ascii_uppercase()).or_insert(0) += n;
+        }
+    }
+    out
 }
 
 /// The PyTorch versions that write a format generation.

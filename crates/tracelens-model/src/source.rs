@@ -88,4 +88,8 @@ pub struct SourceInfo {
     /// What only this format has (Kineto: `container`, `events_by_phase`; Nsight Systems:
     /// `rows_by_table`).
     pub details: BTreeMap<String, Detail>,
+    /// Device records of accelerators the model does not analyse (MTIA, NPU, …), per
+    /// accelerator: the importer names them, so a trace of one is not "no GPU activity".
+    #[serde(default)]
+    pub accelerators_not_analysed: BTreeMap<String, u64>,
 }

@@ -268,6 +268,7 @@ fn import_with(
         )]
         .into_iter()
         .collect(),
+        accelerators_not_analysed: std::collections::BTreeMap::new(),
     };
     if imp.missing_names > 0 || strings_error.is_some() {
         let why = match &strings_error {
