@@ -684,3 +684,43 @@ fn annotate_refuses_an_export_in_one_line_naming_its_format() {
     );
     assert!(!out.exists(), "no output for a refused input");
 }
+
+/// Five steps of a kernel then a synchronous `cudaMemcpy`; with `twice`, each memcpy is also
+/// recorded as `cudaMemcpy_v3020` with the same correlation id, as some Nsight 2022 exports do.
+fn memcpy_export(name: &str, twice: bool) -> PathBuf {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.7.2");
+    let mut t = 1_000_000i64;
+    for i in 0..5 {
+        let (launch, copy) = (2 * i + 1, 2 * i + 2);
+        e.runtime("cudaLaunchKernel_v7000", 5, 5, t, t + 5_000, launch);
+        e.kernel("k", 5, 0, 7, t + 10_000, t + 1_010_000, launch);
+        e.runtime("cudaMemcpy", 5, 5, t + 20_000, t + 1_100_000, copy);
+        if twice {
+            e.runtime("cudaMemcpy_v3020", 5, 5, t + 20_500, t + 1_099_500, copy);
+        }
+        t += 2_000_000;
+    }
+    drop(e);
+    path
+}
+
+#[test]
+fn a_call_recorded_under_two_api_names_counts_once() {
+    let once = tracelens_nsys::import_file(&memcpy_export("memcpy_once", false)).unwrap();
+    let twice = tracelens_nsys::import_file(&memcpy_export("memcpy_twice", true)).unwrap();
+    let runtime = |t: &tracelens_model::Trace| t.spans_of_kind(SpanKind::Runtime).count();
+    assert_eq!(runtime(&once), 10);
+    assert_eq!(runtime(&twice), 10, "the repeated rows are one call each");
+    let (d1, d2) = (diagnose(&once), diagnose(&twice));
+    assert_eq!(d1.syncs.calls, d2.syncs.calls);
+    assert_eq!(d1.syncs.blocked_ns, d2.syncs.blocked_ns);
+    assert!(twice
+        .warnings
+        .iter()
+        .any(|w| w.kind == WarningKind::DuplicateEvent && w.message.contains("two API names")));
+    assert!(once
+        .warnings
+        .iter()
+        .all(|w| w.kind != WarningKind::DuplicateEvent));
+}

@@ -324,11 +324,26 @@ fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "correlationId"),
         db.col(t, "nameId")
     );
+    // Some exports record one call twice under two API names (`cudaMemcpy` and
+    // `cudaMemcpy_v3020`) with one correlation id, in consecutive rows of the thread: the
+    // second is the same call, counted once. Only the thread's last row is remembered.
+    let mut last: FxHashMap<i64, (i64, i64, i64)> = FxHashMap::default();
+    let mut repeated = 0u64;
     imp.scan(t, &sql, |imp, r| {
         let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
             return;
         };
         let g = int(r, 3).unwrap_or(0);
+        if let Some(c) = int(r, 4).filter(|&c| c != 0) {
+            let same_call = last
+                .get(&g)
+                .is_some_and(|&(lc, ls, le)| lc == c && start <= le && ls <= end);
+            last.insert(g, (c, start, end));
+            if same_call {
+                repeated += 1;
+                return;
+            }
+        }
         let name = imp.name(int(r, 5));
         let kind = if int(r, 2) == Some(1) {
             SpanKind::Driver
@@ -337,7 +352,17 @@ fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
         };
         let corr = int(r, 4).map(|c| correlation_key(pid_of(g), c));
         cpu_span(imp, kind, g, (start, end), name, corr);
-    })
+    })?;
+    if repeated > 0 {
+        imp.b.warn(
+            WarningKind::DuplicateEvent,
+            format!(
+                "{repeated} runtime rows repeat the call before them on the same thread (same correlation id, overlapping time: one call recorded under two API names); each call is counted once"
+            ),
+            repeated,
+        );
+    }
+    Ok(())
 }
 
 /// One kernel row, as read on the second connection.
