@@ -292,6 +292,11 @@ pub fn advice_context_errors(d: &tracelens_analysis::Diagnosis) -> Vec<String> {
     if fw.program == Program::Native {
         banned.push(("Python", "a native program".into()));
     }
+    if !fw.cpu_ops_recorded {
+        banned.push(("Python between ops", "no CPU ops recorded".into()));
+        banned.push(("CPU work between API calls", "no CPU ops recorded".into()));
+        banned.push(("per-step Python work", "no CPU ops recorded".into()));
+    }
     let mut texts = vec![("verdict".to_string(), d.verdict.text.clone())];
     for f in &d.findings {
         texts.push((format!("{:?} finding title", f.kind), f.title.clone()));

@@ -9,7 +9,7 @@ use crate::environment::{framework, hardware, Framework, Hardware, Program};
 use crate::finding::{Finding, WinKind};
 use crate::idle::{
     attribute_idle, DeviceIdle, IdleCause, UnattributedReason, WaitEvidence, BETWEEN_CALLS,
-    BETWEEN_OPS,
+    BETWEEN_OPS, NOT_RECORDED,
 };
 use crate::kernels::{top_kernels, KernelStat};
 use crate::launch::{launch_report, LaunchReport};
@@ -286,9 +286,15 @@ fn diagnose_with(
         })
         .unwrap_or_default();
     // Host time under no op is not "Python" in a program without Python.
-    let native = matches!(fw.program, Program::Native);
-    if native {
-        rename_between_ops(&mut credit.host_compute_ops);
+    let between = if !fw.cpu_ops_recorded {
+        Some(NOT_RECORDED)
+    } else if matches!(fw.program, Program::Native) {
+        Some(BETWEEN_CALLS)
+    } else {
+        None
+    };
+    if let Some(label) = between {
+        rename_between_ops(&mut credit.host_compute_ops, label);
     }
     let measured = device_idle.iter().filter(|d| d.extent.is_some()).count();
     let hw = hardware(trace, focus.map(|i| device_idle[i].device));
@@ -339,9 +345,9 @@ fn diagnose_with(
             .sum(),
     };
     let mut idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
-    if native {
+    if let Some(label) = between {
         for summary in &mut idle {
-            rename_between_ops(&mut summary.host_compute_ops);
+            rename_between_ops(&mut summary.host_compute_ops, label);
         }
     }
     let syncs = SyncSummary {
@@ -374,10 +380,11 @@ fn diagnose_with(
     (diagnosis, device_idle)
 }
 
-/// Names host time under no op as CPU work, not Python, for a native program.
-fn rename_between_ops(ops: &mut [(String, TimeNs)]) {
+/// Names host time under no op for what the trace is: CPU work between API calls in a
+/// native program, unrecorded CPU work in a trace without CPU ops (not "Python").
+fn rename_between_ops(ops: &mut [(String, TimeNs)], label: &str) {
     for (name, _) in ops.iter_mut().filter(|(n, _)| n == BETWEEN_OPS) {
-        *name = BETWEEN_CALLS.to_string();
+        *name = label.to_string();
     }
 }
 

@@ -3,7 +3,7 @@
 //! suggest only APIs that exist in that version and that the code does not already use.
 
 use serde::Serialize;
-use tracelens_model::{NameId, Trace};
+use tracelens_model::{NameId, SpanKind, Trace};
 
 /// A PyTorch `major.minor` version.
 pub type TorchVersion = tracelens_model::Version;
@@ -36,6 +36,9 @@ pub struct Framework {
     pub graphs: bool,
     /// What kind of program recorded the trace (advice names PyTorch APIs only for PyTorch).
     pub program: Program,
+    /// Whether the trace records CPU work at all (ops, annotations, Python frames): without
+    /// it, what the CPU did between API calls is not in the trace.
+    pub cpu_ops_recorded: bool,
 }
 
 /// What kind of program the trace comes from.
@@ -99,7 +102,9 @@ pub fn framework(trace: &Trace) -> Framework {
         graphs: trace.links.graph_launches > 0,
         ..Framework::default()
     };
-    let mut pytorch = !trace.steps.is_empty();
+    // Profiler steps, or an importer that places the file in a PyTorch version range (a
+    // PyTorch profiler trace), say PyTorch even when no op was recorded.
+    let mut pytorch = !trace.steps.is_empty() || range.min.is_some() || range.max.is_some();
     for i in 0..trace.names.len() {
         let name = trace.names.get(NameId::at(i));
         if let Some(rest) = name.strip_prefix("Optimizer.step#") {
@@ -128,6 +133,12 @@ pub fn framework(trace: &Trace) -> Framework {
             || name.starts_with("Optimizer.")
             || name.contains(".py(");
     }
+    fw.cpu_ops_recorded = trace.spans.iter().any(|s| {
+        matches!(
+            s.kind,
+            SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::PythonFunction
+        )
+    });
     fw.program = if pytorch {
         Program::PyTorch
     } else {

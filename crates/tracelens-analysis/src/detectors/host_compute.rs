@@ -104,7 +104,19 @@ impl Detector for HostCompute {
                 "if step % 100 == 0:\n    log_metrics(...)   # not every step".into(),
             ),
         };
-        if !cx.framework.pytorch() {
+        if !cx.framework.cpu_ops_recorded {
+            (f.fix, f.snippet) = if cx.framework.pytorch() {
+                (
+                    "The trace records no CPU ops, so what the launching thread did is not in it: profile again with CPU activity (torch.profiler's ProfilerActivity.CPU, with_stack=True for Python lines) to see the cause.".into(),
+                    "with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],\n                            with_stack=True) as prof:\n    train_step()".into(),
+                )
+            } else {
+                (
+                    "The trace records only API calls, not what the CPU did around them, so the cause is not in it: add NVTX ranges around the host phases and profile with nsys -t cuda,nvtx,osrt.".into(),
+                    "nvtxRangePushA(\"prepare batch\");\nprepare_batch();\nnvtxRangePop();\n// nsys profile -t cuda,nvtx,osrt ./program".into(),
+                )
+            };
+        } else if !cx.framework.pytorch() {
             (f.fix, f.snippet) = (
                 "Launch the next GPU work before the CPU work that follows it, or move that CPU work to another thread, so the queue never drains.".into(),
                 "// enqueue the next kernels first, then do the host work\nkernel<<<grid, block, 0, stream>>>(...);\nhost_work();   // overlaps the queued kernels".into(),

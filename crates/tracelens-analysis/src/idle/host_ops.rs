@@ -7,6 +7,8 @@ use tracelens_model::{table_index, Interval, NameId, SpanId, SpanKind, TimeNs, T
 pub const BETWEEN_OPS: &str = "(Python between ops)";
 /// The same in a program without PyTorch or Python.
 pub const BETWEEN_CALLS: &str = "(CPU work between API calls)";
+/// The same in a trace that records no CPU work at all.
+pub const NOT_RECORDED: &str = "(CPU work the trace does not record)";
 
 /// Host-op totals by name, largest first (eight at most); time under no op or frame is
 /// "(Python between ops)".

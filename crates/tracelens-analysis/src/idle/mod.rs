@@ -29,7 +29,7 @@ mod host_ops;
 
 use gap::{last_op_ending_at, step_at, GapAttribution, Outcome};
 pub(crate) use host_ops::{credit_host_ops, name_host_ops};
-pub use host_ops::{BETWEEN_CALLS, BETWEEN_OPS};
+pub use host_ops::{BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
 
 use crate::intervals::gaps;
 use crate::threads::ThreadIndex;
