@@ -269,6 +269,10 @@ pub fn advice_context_errors(d: &tracelens_analysis::Diagnosis) -> Vec<String> {
     let below = |v: TorchVersion| fw.at_least(v) == Some(false);
     if below(TORCH_COMPILE) {
         banned.push(("torch.compile", "PyTorch below 2.0".into()));
+        banned.push(("scaled_dot_product_attention", "PyTorch below 2.0".into()));
+    }
+    if below(TorchVersion::new(1, 10)) {
+        banned.push(("torch.autocast", "PyTorch below 1.10".into()));
     }
     if below(CUDA_GRAPHS) {
         banned.push(("torch.cuda.graph", "PyTorch below 1.10".into()));

@@ -189,10 +189,18 @@ impl Analysis {
     }
 }
 
-/// Diagnoses a trace.
+/// Diagnoses a trace (no overview, no timeline: for callers that need the findings only).
 #[must_use]
 pub fn diagnose(trace: &Trace) -> Diagnosis {
-    analyze(trace).diagnosis
+    let detectors = all_detectors();
+    let detectors: Vec<&dyn Detector> = detectors.iter().map(AsRef::as_ref).collect();
+    diagnose_with(
+        trace,
+        &device_work(trace),
+        analysis_window(trace),
+        &detectors,
+    )
+    .0
 }
 
 /// The findings of `detectors` alone on `trace`, over the same shared analyses as
@@ -306,7 +314,7 @@ fn diagnose_with(
         devices_measured: measured,
         delays: &launch.launch_delays,
         hardware: &hw,
-        pytorch: fw.pytorch(),
+        framework: &fw,
     });
     let mut findings: Vec<Finding> = match &window {
         Some(win) => {

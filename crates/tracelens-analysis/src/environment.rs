@@ -133,11 +133,16 @@ pub fn framework(trace: &Trace) -> Framework {
             || name.starts_with("Optimizer.")
             || name.contains(".py(");
     }
-    fw.cpu_ops_recorded = trace.spans.iter().any(|s| {
-        matches!(
-            s.kind,
-            SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::PythonFunction
-        )
+    // Only CPU lanes can hold them (GPU lanes come first in the span table).
+    fw.cpu_ops_recorded = trace.lanes.iter().filter(|l| !l.key.is_gpu()).any(|l| {
+        trace.spans[l.spans.start as usize..l.spans.end as usize]
+            .iter()
+            .any(|s| {
+                matches!(
+                    s.kind,
+                    SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::PythonFunction
+                )
+            })
     });
     fw.program = if pytorch {
         Program::PyTorch

@@ -1,7 +1,9 @@
 //! GPU kernels by total time inside the analysis window, and the classes kernel names fall in
 //! (what a GPU-bound verdict names as the next thing to work on).
 
-use crate::environment::{Hardware, Vendor};
+use crate::environment::{
+    Framework, Hardware, TorchVersion, Vendor, OPTIMIZER_FOREACH, TORCH_COMPILE,
+};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace};
@@ -73,11 +75,11 @@ impl KernelClass {
     }
 
     /// The next thing to try when this class dominates a GPU-bound run, naming only the
-    /// precisions `hw` has.
+    /// precisions `hw` has and the APIs `fw`'s PyTorch has.
     #[must_use]
-    pub fn next_step(self, hw: &Hardware) -> String {
+    pub fn next_step(self, hw: &Hardware, fw: &Framework) -> String {
         match self {
-            KernelClass::GemmFp32 => fp32_gemm_step(hw),
+            KernelClass::GemmFp32 => fp32_gemm_step(hw, fw),
             KernelClass::Gemm => {
                 let lower = match (hw.has_bf16(), hw.has_fp8()) {
                     (_, Some(true)) => "; lower precision (bf16, then FP8) is the next step",
@@ -91,9 +93,20 @@ impl KernelClass {
                 "use channels_last memory format and torch.backends.cudnn.benchmark = True (this GPU has no tensor cores for mixed precision)".into()
             }
             KernelClass::Convolution => "use mixed precision with channels_last memory format and torch.backends.cudnn.benchmark = True".into(),
-            KernelClass::Attention => "use torch.nn.functional.scaled_dot_product_attention (flash / memory-efficient kernels) instead of explicit matmul + softmax".into(),
-            KernelClass::Normalization | KernelClass::Elementwise | KernelClass::Reduction => "these are memory-bound: fuse them (torch.compile, fused layers) to cut memory traffic".into(),
+            KernelClass::Attention => match fw.at_least(TORCH_COMPILE) {
+                Some(true) => "use torch.nn.functional.scaled_dot_product_attention (flash / memory-efficient kernels) instead of explicit matmul + softmax".into(),
+                None => "use torch.nn.functional.scaled_dot_product_attention (PyTorch 2.0+; flash / memory-efficient kernels) instead of explicit matmul + softmax".into(),
+                Some(false) => "use a fused attention kernel (a FlashAttention or xFormers package) instead of explicit matmul + softmax".into(),
+            },
+            KernelClass::Normalization | KernelClass::Elementwise | KernelClass::Reduction => match fw.at_least(TORCH_COMPILE) {
+                Some(true) => "these are memory-bound: fuse them (torch.compile, fused layers) to cut memory traffic".into(),
+                None => "these are memory-bound: fuse them (torch.compile on PyTorch 2.0+, fused layers) to cut memory traffic".into(),
+                Some(false) => "these are memory-bound: fuse them (fused layers, custom fused kernels) to cut memory traffic".into(),
+            },
             KernelClass::Embedding => "lookups are memory-bound: batch the tables into one fused table-batched embedding, keep indices on the GPU, and use lower-precision (fp16/int8) tables where accuracy allows".into(),
+            KernelClass::Optimizer if fw.at_least(OPTIMIZER_FOREACH) == Some(false) => {
+                "use a multi-tensor optimizer (apex.optimizers) instead of one kernel per parameter".into()
+            }
             KernelClass::Optimizer => "use a fused or foreach optimizer".into(),
             KernelClass::Communication => "overlap or shrink communication".into(),
             KernelClass::Other => "look at the top kernels table for the largest kernels".into(),
@@ -102,12 +115,21 @@ impl KernelClass {
 }
 
 /// What speeds up FP32 matrix multiplies on this GPU: TF32 or bf16 from compute capability
-/// 8.0, fp16 with a gradient scaler on 7.x, nothing but bigger matrices without tensor cores.
-fn fp32_gemm_step(hw: &Hardware) -> String {
+/// 8.0, fp16 with a gradient scaler on 7.x, nothing but bigger matrices without tensor cores;
+/// autocast spelled as the trace's PyTorch has it (`torch.autocast` and bf16 from 1.10,
+/// `torch.cuda.amp.autocast` before).
+fn fp32_gemm_step(hw: &Hardware, fw: &Framework) -> String {
+    let old_autocast = fw.at_least(TorchVersion::new(1, 10)) == Some(false);
     match (hw.vendor, hw.has_tf32(), hw.has_tensor_cores()) {
+        (_, Some(true), _) if old_autocast => "enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or mixed precision (torch.cuda.amp.autocast() with a GradScaler) so they run on tensor cores".into(),
         (_, Some(true), _) => "enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or mixed precision (torch.autocast with bf16) so they run on tensor cores".into(),
         (_, Some(false), Some(true)) => format!(
-            "use mixed precision, torch.autocast(\"cuda\", dtype=torch.float16) with a GradScaler, so they run on tensor cores (fp16 is the tensor-core precision of {})",
+            "use mixed precision, {} with a GradScaler, so they run on tensor cores (fp16 is the tensor-core precision of {})",
+            if old_autocast {
+                "torch.cuda.amp.autocast()"
+            } else {
+                "torch.autocast(\"cuda\", dtype=torch.float16)"
+            },
             hw.describe()
         ),
         (_, Some(false), _) => format!(
@@ -207,7 +229,7 @@ mod tests {
 
     #[test]
     fn fp32_matmul_advice_names_only_the_precisions_the_gpu_has() {
-        let step = |hw: &Hardware| KernelClass::GemmFp32.next_step(hw);
+        let step = |hw: &Hardware| KernelClass::GemmFp32.next_step(hw, &Framework::default());
         let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
         let s = step(&v100);
         assert!(
@@ -231,8 +253,35 @@ mod tests {
     }
 
     #[test]
+    fn next_steps_name_only_what_the_recorded_pytorch_has() {
+        let old = Framework {
+            torch_max: Some(TorchVersion::new(1, 8)),
+            ..Framework::default()
+        };
+        let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
+        let s = KernelClass::GemmFp32.next_step(&v100, &old);
+        assert!(
+            s.contains("torch.cuda.amp.autocast()") && !s.contains("torch.autocast"),
+            "{s}"
+        );
+        let s = KernelClass::Attention.next_step(&v100, &old);
+        assert!(!s.contains("scaled_dot_product_attention"), "{s}");
+        let s = KernelClass::Normalization.next_step(&v100, &old);
+        assert!(!s.contains("torch.compile"), "{s}");
+        let s = KernelClass::Optimizer.next_step(&v100, &old);
+        assert!(!s.contains("foreach"), "{s}");
+        let new = Framework {
+            torch_min: Some(TorchVersion::new(2, 4)),
+            ..Framework::default()
+        };
+        assert!(KernelClass::Attention
+            .next_step(&v100, &new)
+            .starts_with("use torch.nn.functional.scaled_dot_product_attention (flash"));
+    }
+
+    #[test]
     fn low_precision_matmul_advice_offers_fp8_only_where_it_exists() {
-        let step = |hw: &Hardware| KernelClass::Gemm.next_step(hw);
+        let step = |hw: &Hardware| KernelClass::Gemm.next_step(hw, &Framework::default());
         let a100 = gpu(Vendor::Nvidia, "NVIDIA A100-SXM4-80GB", (8, 0));
         assert!(!step(&a100).contains("FP8"), "{}", step(&a100));
         let h100 = gpu(Vendor::Nvidia, "NVIDIA H100 80GB HBM3", (9, 0));

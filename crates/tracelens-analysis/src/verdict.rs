@@ -123,8 +123,8 @@ pub struct VerdictInput<'a> {
     pub delays: &'a [StreamLaunchDelay],
     /// What the focus device can run (advice names only its precisions).
     pub hardware: &'a crate::environment::Hardware,
-    /// Whether advice may name PyTorch APIs (the program is PyTorch, or unknown).
-    pub pytorch: bool,
+    /// The software facts advice depends on (PyTorch range, program).
+    pub framework: &'a crate::environment::Framework,
 }
 
 /// Computes the verdict.
@@ -212,7 +212,7 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
         v.text = format!(
             "{on}busy {:.0} % {per}: {}",
             v.gpu_busy_percent,
-            bound_by(trace, &v, input.ops, input.hardware, input.pytorch)
+            bound_by(trace, &v, input.ops, input.hardware, input.framework)
         );
         return v;
     }
@@ -260,7 +260,7 @@ fn bound_by(
     v: &Verdict,
     ops: &[GpuOp],
     hardware: &crate::environment::Hardware,
-    pytorch: bool,
+    framework: &crate::environment::Framework,
 ) -> String {
     let b = v.busy_by;
     if b.memcpy >= 50.0 {
@@ -282,8 +282,8 @@ fn bound_by(
             "the GPU itself is the bottleneck; {:.0} % of kernel time is {}: {}",
             top.percent,
             top.class.describe(),
-            if pytorch {
-                top.class.next_step(hardware)
+            if framework.pytorch() {
+                top.class.next_step(hardware, framework)
             } else {
                 "Nsight Compute (ncu) on the largest kernels shows whether each is compute- or memory-bound".into()
             }

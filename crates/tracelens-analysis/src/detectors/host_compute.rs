@@ -122,7 +122,12 @@ impl Detector for HostCompute {
                 "// enqueue the next kernels first, then do the host work\nkernel<<<grid, block, 0, stream>>>(...);\nhost_work();   // overlaps the queued kernels".into(),
             );
         }
-        f.advice = "The GPU runs out of queued work while the launching thread does CPU work before its next launch. The ops listed are where that time goes; shorten them or overlap them with GPU work.".into();
+        f.advice = if cx.framework.cpu_ops_recorded {
+            "The GPU runs out of queued work while the launching thread does CPU work before its next launch. The ops listed are where that time goes; shorten them or overlap them with GPU work."
+        } else {
+            "The GPU runs out of queued work while the launching thread is between API calls, but the trace holds no record of what that thread did: record its CPU work to find the cause."
+        }
+        .into();
         f.win_basis = "GPU idle while the launching thread ran CPU work before its next launch, outside launch-bound stretches (upper bound)".into();
         vec![f]
     }
