@@ -490,6 +490,12 @@ fn item_syncs_and_pageable_copies_are_ranked_with_their_cost() {
     let counted: u64 = d
         .findings
         .iter()
+        .filter(|f| {
+            matches!(
+                f.kind,
+                FindingKind::ImplicitSync | FindingKind::PageableCopies
+            )
+        })
         .filter_map(|f| match f.evidence.get("copies") {
             Some(EvidenceValue::Count(n)) => Some(n),
             _ => None,
@@ -497,6 +503,16 @@ fn item_syncs_and_pageable_copies_are_ranked_with_their_cost() {
         .sum();
     assert_eq!(counted, 60, "{:#?}", d.findings);
     assert_eq!(d.copies.pageable_unclaimed.count, 0);
+    // The 4,608 device-to-device copies (27.9 GB, 12 % of the step) get a finding of their own.
+    let dtod = d
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::CopyTime && f.title.starts_with("Device-to-device"))
+        .expect("a device-to-device copy finding");
+    assert_eq!(
+        dtod.evidence.get("copies"),
+        Some(EvidenceValue::Count(4608))
+    );
     let site = d
         .syncs
         .sites

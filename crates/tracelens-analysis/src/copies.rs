@@ -57,6 +57,84 @@ pub struct CopyReport {
     /// Pageable copies (both directions) not counted by a reported sync finding: the ones the
     /// pageable-copy finding counts.
     pub pageable_unclaimed: CopyStats,
+    /// Per device and direction: totals, the part no pageable-copy or sync finding counts, and
+    /// the ops that issue the copies.
+    #[serde(default)]
+    pub by_device: Vec<DeviceCopies>,
+}
+
+/// One direction of copies on one device.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct DirectionCopies {
+    /// All copies of the direction.
+    pub all: CopyStats,
+    /// Copies from or to pinned host memory (host↔device only).
+    pub pinned: CopyStats,
+    /// Copies from or to pageable host memory (host↔device only).
+    pub pageable: CopyStats,
+    /// Copies no pageable-copy or sync finding counts: pinned, device-to-device, and host
+    /// copies whose memory kind is not stated, except the reads of `.item()` and tensor truth
+    /// values (the sync findings own them).
+    pub unclaimed: CopyStats,
+    /// The CPU ops that issue the copies (the innermost op above the copy primitives), by GPU
+    /// time, largest first (three at most): name, copies, GPU time.
+    pub sources: Vec<(String, u64, TimeNs)>,
+}
+
+/// The copies of one device, by direction.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct DeviceCopies {
+    /// Device index.
+    pub device: i64,
+    /// Host to device.
+    pub host_to_device: DirectionCopies,
+    /// Device to host.
+    pub device_to_host: DirectionCopies,
+    /// Device to device and peer.
+    pub device_to_device: DirectionCopies,
+}
+
+impl DeviceCopies {
+    /// The three directions with their names.
+    #[must_use]
+    pub fn directions(&self) -> [(CopyDirection, &DirectionCopies); 3] {
+        [
+            (CopyDirection::HtoD, &self.host_to_device),
+            (CopyDirection::DtoH, &self.device_to_host),
+            (CopyDirection::DtoD, &self.device_to_device),
+        ]
+    }
+}
+
+/// The ops that only move data: a copy's source is the op above them.
+const COPY_PRIMITIVES: &[&str] = &[
+    "aten::copy_",
+    "aten::_to_copy",
+    "aten::to",
+    "aten::empty_strided",
+    "aten::clone",
+    "cudaMemcpyAsync",
+];
+
+/// Ops whose copy is a host read the sync findings own (`.item()`, tensor truth values).
+const SYNC_READ_OPS: &[&str] = &[
+    "aten::_local_scalar_dense",
+    "aten::item",
+    "aten::is_nonzero",
+];
+
+/// The innermost CPU op above the copy primitives around a copy's launch.
+fn copy_source(trace: &Trace, copy: SpanId) -> Option<tracelens_model::NameId> {
+    let launch = trace.launch_of(copy)?;
+    trace
+        .ancestors(launch)
+        .find(|&a| {
+            let s = trace.span(a);
+            matches!(s.kind, SpanKind::CpuOp | SpanKind::UserAnnotation)
+                && !trace.is_step_span(a)
+                && !COPY_PRIMITIVES.contains(&trace.names.get(s.name))
+        })
+        .map(|a| trace.span(a).name)
 }
 
 impl CopyReport {
@@ -97,6 +175,12 @@ pub fn copy_report(
             }
         }
         let busy = union(kernels);
+        let mut mine = DeviceCopies {
+            device: device.index,
+            ..DeviceCopies::default()
+        };
+        let mut sources: [rustc_hash::FxHashMap<Option<tracelens_model::NameId>, (u64, TimeNs)>;
+            3] = Default::default();
         for &lane in &device.lanes {
             for id in trace.lane_span_ids(lane) {
                 let s = trace.span(id);
@@ -133,6 +217,43 @@ pub fn copy_report(
                         .pageable_unclaimed
                         .add(info.bytes, iv.dur_ns(), exposed, host_ns);
                 }
+                let slot = match info.direction {
+                    CopyDirection::HtoD => Some(0),
+                    CopyDirection::DtoH => Some(1),
+                    CopyDirection::DtoD | CopyDirection::PtoP => Some(2),
+                    _ => None,
+                };
+                if let Some(slot) = slot {
+                    let dir = match slot {
+                        0 => &mut mine.host_to_device,
+                        1 => &mut mine.device_to_host,
+                        _ => &mut mine.device_to_device,
+                    };
+                    dir.all.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                    let host_kind = if info.direction == CopyDirection::HtoD {
+                        info.src
+                    } else {
+                        info.dst
+                    };
+                    match (slot, host_kind) {
+                        (0 | 1, MemoryKind::Pinned) => {
+                            dir.pinned.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                        }
+                        (0 | 1, MemoryKind::Pageable) => {
+                            dir.pageable.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                        }
+                        _ => {}
+                    }
+                    let source = copy_source(trace, id);
+                    let sync_read =
+                        source.is_some_and(|n| SYNC_READ_OPS.contains(&trace.names.get(n)));
+                    if !pageable && !sync_read && !claimed.contains(&id) {
+                        dir.unclaimed.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                    }
+                    let e = sources[slot].entry(source).or_default();
+                    e.0 += 1;
+                    e.1 += iv.dur_ns();
+                }
                 if info.direction == CopyDirection::HtoD
                     && exposed > 0
                     && kernel_streams.contains(&lane)
@@ -140,6 +261,22 @@ pub fn copy_report(
                     report.htod_serialized_with_compute += 1;
                 }
             }
+        }
+        for (slot, found) in sources.into_iter().enumerate() {
+            let mut named: Vec<(String, u64, TimeNs)> = found
+                .into_iter()
+                .filter_map(|(n, (c, t))| n.map(|n| (trace.names.get(n).to_string(), c, t)))
+                .collect();
+            named.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+            named.truncate(3);
+            match slot {
+                0 => mine.host_to_device.sources = named,
+                1 => mine.device_to_host.sources = named,
+                _ => mine.device_to_device.sources = named,
+            }
+        }
+        if mine.directions().iter().any(|(_, d)| d.all.count > 0) {
+            report.by_device.push(mine);
         }
     }
     report.pinned_copies_then_synced = syncs

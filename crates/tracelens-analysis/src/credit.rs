@@ -8,13 +8,18 @@
 //!   finding (the CPU cannot issue kernels fast enough there, whatever it runs);
 //! - other `host_compute` → CPU oversubscription for the part in which the launching thread
 //!   was runnable but off the CPU, the host-compute finding for the rest;
-//! - launch latency outside stretches, GPU-side waits and unattributed time → no finding (the
+//! - GPU-side waits (`cross_stream_wait`, `collective_wait`, `gpu_wait`) → the finding of that
+//!   wait, when it is big enough to report;
+//! - launch latency outside stretches, graph replays and unattributed time → no finding (the
 //!   verdict reports them).
 
-use crate::idle::{credit_host_ops, name_host_ops, DeviceIdle, IdleCause};
+use crate::environment::Framework;
+use crate::idle::{
+    credit_host_ops, host_parts, name_host_ops, DeviceIdle, HostPart, HostTime, IdleCause,
+};
 use crate::threads::ThreadIndex;
 use rustc_hash::FxHashMap;
-use tracelens_model::{Interval, NameId, SpanId, TimeNs, Trace};
+use tracelens_model::{Interval, SpanId, TimeNs, Trace};
 
 /// The idle time of one device, credited to findings.
 #[derive(Clone, Debug, Default)]
@@ -29,8 +34,13 @@ pub struct IdleCredit {
     pub host_compute_ns: TimeNs,
     /// The CPU ops that ran in the host-compute finding's time, largest first.
     pub host_compute_ops: Vec<(String, TimeNs)>,
+    /// The host-compute finding's time by sub-cause, largest first; sums to
+    /// `host_compute_ns`.
+    pub host_compute_parts: Vec<HostPart>,
     /// To the CPU-oversubscription finding.
     pub oversubscription_ns: TimeNs,
+    /// To the GPU-side wait findings, by cause (cross-stream, collective, unexplained).
+    pub gpu_waits: std::collections::BTreeMap<IdleCause, TimeNs>,
 }
 
 impl IdleCredit {
@@ -42,6 +52,7 @@ impl IdleCredit {
             + self.launch_bound_ns
             + self.host_compute_ns
             + self.oversubscription_ns
+            + self.gpu_waits.values().sum::<TimeNs>()
     }
 }
 
@@ -53,9 +64,10 @@ pub fn credit_idle(
     idle: &DeviceIdle,
     stretches: &[Interval],
     threads: &ThreadIndex,
+    fw: &Framework,
 ) -> IdleCredit {
     let mut credit = IdleCredit::default();
-    let mut host_ops: FxHashMap<Option<NameId>, TimeNs> = FxHashMap::default();
+    let mut host_ops = HostTime::default();
     for gap in &idle.gaps {
         let lane = gap.lane;
         for seg in idle.segments_of(gap) {
@@ -82,11 +94,15 @@ pub fn credit_idle(
                         }
                     }
                 }
+                cause if cause.is_gpu_side_wait() && cause != IdleCause::GraphReplay => {
+                    *credit.gpu_waits.entry(cause).or_default() += iv.dur_ns();
+                }
                 _ => {}
             }
         }
     }
-    credit.host_compute_ops = name_host_ops(trace, host_ops);
+    credit.host_compute_ops = name_host_ops(trace, &host_ops, fw);
+    credit.host_compute_parts = host_parts(trace, &host_ops, fw, credit.host_compute_ns);
     credit
 }
 

@@ -5,12 +5,9 @@ use crate::copies::{copy_report, CopyReport};
 use crate::credit::credit_idle;
 use crate::dataloader::{data_loader_report, DataLoaderReport};
 use crate::detectors::{all_detectors, sync_site_reported, Context, Detector};
-use crate::environment::{framework, hardware, Framework, Hardware, Program};
+use crate::environment::{framework, hardware, Framework, Hardware};
 use crate::finding::{Finding, WinKind};
-use crate::idle::{
-    attribute_idle, DeviceIdle, IdleCause, UnattributedReason, WaitEvidence, BETWEEN_CALLS,
-    BETWEEN_OPS, NOT_RECORDED,
-};
+use crate::idle::{attribute_idle, DeviceIdle, IdleCause, UnattributedReason, WaitEvidence};
 use crate::kernels::{top_kernels, KernelStat};
 use crate::launch::{launch_report, LaunchReport};
 use crate::syncs::{find_syncs, group_sync_sites, SyncSite, SyncTrigger};
@@ -104,6 +101,9 @@ pub struct WinTotals {
     pub gpu_idle_wins_ns: TimeNs,
     /// Sum of the exposed-copy wins (busy time, apart from the idle).
     pub exposed_copy_wins_ns: TimeNs,
+    /// Sum of the exposed-communication wins (busy time, apart from the idle).
+    #[serde(default)]
+    pub exposed_communication_wins_ns: TimeNs,
 }
 
 /// Sync calls, grouped.
@@ -256,7 +256,7 @@ fn diagnose_with(
     let device_idle: Vec<DeviceIdle> = match &window {
         Some(win) => works
             .iter()
-            .map(|w| attribute_idle(trace, w, win, &threads))
+            .map(|w| attribute_idle(trace, w, win, &threads, &fw))
             .collect(),
         None => Vec::new(),
     };
@@ -283,27 +283,16 @@ fn diagnose_with(
     let copies = copy_report(trace, window_iv, &calls, &claimed);
     let dataloader = data_loader_report(trace, window.as_ref(), focus_idle);
     let launch = launch_report(trace, works, &window_ops, &device_idle);
-    let mut credit = focus_idle
+    let credit = focus_idle
         .map(|d| {
             let stretches = launch
                 .stretch_intervals
                 .iter()
                 .find(|(dev, _)| *dev == d.device)
                 .map_or(&[][..], |(_, v)| &v[..]);
-            credit_idle(trace, d, stretches, &threads)
+            credit_idle(trace, d, stretches, &threads, &fw)
         })
         .unwrap_or_default();
-    // Host time under no op is not "Python" in a program without Python.
-    let between = if !fw.cpu_ops_recorded {
-        Some(NOT_RECORDED)
-    } else if matches!(fw.program, Program::Native) {
-        Some(BETWEEN_CALLS)
-    } else {
-        None
-    };
-    if let Some(label) = between {
-        rename_between_ops(&mut credit.host_compute_ops, label);
-    }
     let measured = device_idle.iter().filter(|d| d.extent.is_some()).count();
     let hw = hardware(trace, focus.map(|i| device_idle[i].device));
     let verdict = verdict(&VerdictInput {
@@ -351,13 +340,13 @@ fn diagnose_with(
             .filter(|f| f.win_kind == WinKind::ExposedCopy)
             .map(|f| f.estimated_win_ns)
             .sum(),
+        exposed_communication_wins_ns: findings
+            .iter()
+            .filter(|f| f.win_kind == WinKind::ExposedCommunication)
+            .map(|f| f.estimated_win_ns)
+            .sum(),
     };
-    let mut idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
-    if let Some(label) = between {
-        for summary in &mut idle {
-            rename_between_ops(&mut summary.host_compute_ops, label);
-        }
-    }
+    let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
     let syncs = SyncSummary {
         calls: calls.len() as u64,
         blocked_ns: calls.iter().map(|c| c.blocked_ns).sum(),
@@ -386,14 +375,6 @@ fn diagnose_with(
         window,
     };
     (diagnosis, device_idle)
-}
-
-/// Names host time under no op for what the trace is: CPU work between API calls in a
-/// native program, unrecorded CPU work in a trace without CPU ops (not "Python").
-fn rename_between_ops(ops: &mut [(String, TimeNs)], label: &str) {
-    for (name, _) in ops.iter_mut().filter(|(n, _)| n == BETWEEN_OPS) {
-        *name = label.to_string();
-    }
 }
 
 fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {

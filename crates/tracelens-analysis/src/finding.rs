@@ -21,17 +21,32 @@ pub enum FindingKind {
     HostCompute,
     /// The launching thread is runnable but not running: too many threads for the cores.
     CpuOversubscription,
+    /// Queued work waits for an event recorded on another stream.
+    CrossStreamWait,
+    /// Queued work waits on a collective.
+    CollectiveWait,
+    /// Queued work waits and the trace shows no reason.
+    GpuWait,
+    /// Copies of one direction take a big share of the step.
+    CopyTime,
+    /// Collectives run with no compute beside them.
+    ExposedCommunication,
 }
 
 impl FindingKind {
     /// Every kind, in report order. Metrics, documentation and labels are checked against it.
-    pub const ALL: [FindingKind; 6] = [
+    pub const ALL: [FindingKind; 11] = [
         FindingKind::DataLoaderStall,
         FindingKind::ImplicitSync,
         FindingKind::PageableCopies,
         FindingKind::LaunchBound,
         FindingKind::HostCompute,
         FindingKind::CpuOversubscription,
+        FindingKind::CrossStreamWait,
+        FindingKind::CollectiveWait,
+        FindingKind::GpuWait,
+        FindingKind::CopyTime,
+        FindingKind::ExposedCommunication,
     ];
 
     /// Snake-case label.
@@ -44,6 +59,11 @@ impl FindingKind {
             FindingKind::LaunchBound => "launch_bound",
             FindingKind::HostCompute => "host_compute",
             FindingKind::CpuOversubscription => "cpu_oversubscription",
+            FindingKind::CrossStreamWait => "cross_stream_wait",
+            FindingKind::CollectiveWait => "collective_wait",
+            FindingKind::GpuWait => "gpu_wait",
+            FindingKind::CopyTime => "copy_time",
+            FindingKind::ExposedCommunication => "exposed_communication",
         }
     }
 }
@@ -60,6 +80,9 @@ pub enum WinKind {
     ExposedCopy,
     /// None on the GPU: the problem costs host time only (see `cpu_cost_per_step_ns`).
     HostOnly,
+    /// GPU time in which only communication kernels run, which overlap with compute could
+    /// hide (busy time, not idle).
+    ExposedCommunication,
 }
 
 /// How much it matters, from the estimated win's share of step time.
@@ -162,6 +185,9 @@ impl Evidence {
 pub struct Finding {
     /// What kind.
     pub kind: FindingKind,
+    /// For host-compute findings, which CPU work it is (each sub-cause has its own fix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_cause: Option<crate::host_work::HostWork>,
     /// One line, with the numbers.
     pub title: String,
     /// From the win's share of step time.

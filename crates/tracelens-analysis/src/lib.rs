@@ -9,6 +9,7 @@
 //!   latency, cross-stream wait, unattributed); causes sum exactly to the idle time.
 //! - [`syncs`], [`copies`], [`dataloader`], [`launch`]: the evidence each detector needs.
 //! - [`breakdown`]: tb_plugin's per-step time breakdown.
+//! - [`host_work`]: the sub-causes of host-compute idle (optimizer, dispatch, warm-up, …).
 //! - [`credit`]: each idle nanosecond credited to at most one finding.
 //! - [`detectors`]: one [`detectors::Detector`] per problem, producing [`finding::Finding`]s
 //!   fitted to the [`environment`]; [`diagnose()`] runs them all and ranks the findings by
@@ -31,6 +32,7 @@ pub mod detectors;
 pub mod diagnose;
 pub mod environment;
 pub mod finding;
+pub mod host_work;
 pub mod idle;
 pub mod intervals;
 pub mod kernels;

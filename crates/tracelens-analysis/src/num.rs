@@ -19,3 +19,14 @@ pub fn count_i64(n: impl TryInto<i64>) -> i64 {
 pub fn float_ns(ns: f64) -> TimeNs {
     ns as TimeNs
 }
+
+/// `ns * numerator / denominator` without overflow (through `i128`), truncated toward zero and
+/// saturating; 0 when `denominator` is 0.
+#[must_use]
+pub fn scale_ns(ns: TimeNs, numerator: TimeNs, denominator: TimeNs) -> TimeNs {
+    if denominator == 0 {
+        return 0;
+    }
+    let scaled = i128::from(ns) * i128::from(numerator) / i128::from(denominator);
+    TimeNs::try_from(scaled).unwrap_or(if scaled < 0 { TimeNs::MIN } else { TimeNs::MAX })
+}

@@ -126,6 +126,11 @@ fn win_line(f: &Finding, per: &str) -> String {
             format_ms(f.estimated_win_per_step_ns),
             f.estimated_win_percent
         ),
+        WinKind::ExposedCommunication => format!(
+            "win up to {} of exposed communication {per} ({:.1} %)",
+            format_ms(f.estimated_win_per_step_ns),
+            f.estimated_win_percent
+        ),
         WinKind::HostOnly => format!(
             "no GPU idle caused; frees {} of CPU {per}",
             format_ms(f.cpu_cost_per_step_ns.unwrap_or(0))

@@ -85,6 +85,11 @@ pub fn render_markdown(report: &Report) -> String {
                 format_ms(f.estimated_win_per_step_ns),
                 f.estimated_win_percent
             ),
+            tracelens_analysis::WinKind::ExposedCommunication => format!(
+                "{} communication ({:.1} %)",
+                format_ms(f.estimated_win_per_step_ns),
+                f.estimated_win_percent
+            ),
             tracelens_analysis::WinKind::GpuIdle => format!(
                 "{} ({:.1} %)",
                 format_ms(f.estimated_win_per_step_ns),

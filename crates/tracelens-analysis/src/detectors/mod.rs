@@ -5,15 +5,21 @@
 //! GPU-idle wins come from the [credit ledger](crate::credit), so no two findings claim the same
 //! idle nanosecond; shares are per-step wins over the window's step time.
 
+mod copy_time;
 mod cpu_oversubscription;
 mod data_loader;
+mod exposed_communication;
+mod gpu_waits;
 mod host_compute;
 mod implicit_sync;
 mod launch_bound;
 mod pageable_copies;
 
+pub use copy_time::CopyTime;
 pub use cpu_oversubscription::CpuOversubscription;
 pub use data_loader::{DataLoaderStall, DATA_LOADER_SHARE_PERCENT};
+pub use exposed_communication::ExposedCommunication;
+pub use gpu_waits::{CollectiveWait, CrossStreamWait, UnexplainedGpuWait, BIG_SHARE_PERCENT};
 pub use host_compute::{HostCompute, HOST_COMPUTE_FINDING_PERCENT};
 pub use implicit_sync::{sync_site_reported, ImplicitSyncs, HOST_BLOCKED_FINDING_PERCENT};
 pub use launch_bound::LaunchBound;
@@ -98,6 +104,7 @@ impl Context<'_> {
     pub(crate) fn finding(&self, kind: FindingKind, win_kind: WinKind, win: &Win) -> Finding {
         Finding {
             kind,
+            sub_cause: None,
             title: String::new(),
             severity: win.severity,
             win_kind,
@@ -137,6 +144,11 @@ pub fn all_detectors() -> Vec<Box<dyn Detector>> {
         Box::new(LaunchBound),
         Box::new(HostCompute),
         Box::new(CpuOversubscription),
+        Box::new(CrossStreamWait),
+        Box::new(CollectiveWait),
+        Box::new(UnexplainedGpuWait),
+        Box::new(CopyTime),
+        Box::new(ExposedCommunication),
     ]
 }
 

@@ -3,8 +3,7 @@
 
 use crate::threads::ThreadIndex;
 use crate::utilization::GpuOp;
-use rustc_hash::FxHashMap;
-use tracelens_model::{Interval, NameId, SpanId, SpanKind, TimeNs, Trace};
+use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
 
 use super::{
     credit_host_ops, is_communication_kernel, IdleCause, IdleSegment, UnattributedReason,
@@ -65,7 +64,7 @@ pub(super) struct GapAttribution<'a, 'b> {
     /// The gap inside the window; segments are clipped to it.
     pub(super) gap: Interval,
     pub(super) segments: &'b mut Vec<IdleSegment>,
-    pub(super) host_ops: &'b mut FxHashMap<Option<NameId>, TimeNs>,
+    pub(super) host_ops: &'b mut super::HostTime,
 }
 
 impl GapAttribution<'_, '_> {

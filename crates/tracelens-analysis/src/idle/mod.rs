@@ -28,9 +28,10 @@ mod gap;
 mod host_ops;
 
 use gap::{last_op_ending_at, step_at, GapAttribution, Outcome};
-pub(crate) use host_ops::{credit_host_ops, name_host_ops};
-pub use host_ops::{BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
+pub(crate) use host_ops::{credit_host_ops, host_parts, name_host_ops, HostTime};
+pub use host_ops::{HostPart, BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
 
+use crate::environment::Framework;
 use crate::intervals::gaps;
 use crate::threads::ThreadIndex;
 use crate::utilization::DeviceWork;
@@ -272,6 +273,7 @@ pub fn attribute_idle(
     work: &DeviceWork,
     window: &AnalysisWindow,
     threads: &ThreadIndex,
+    fw: &Framework,
 ) -> DeviceIdle {
     let w = window.interval;
     let ops = work.ops_in(w);
@@ -312,7 +314,7 @@ pub fn attribute_idle(
             .count() as u64;
     }
     let busy = crate::intervals::union_sorted(ops.iter().map(|o| o.1));
-    let mut host_ops: FxHashMap<Option<NameId>, TimeNs> = FxHashMap::default();
+    let mut host_ops = HostTime::default();
     let mut os_waits: FxHashMap<NameId, TimeNs> = FxHashMap::default();
     let after_window = work.ops.partition_point(|o| o.1.start_ns < w.end_ns);
     for gap in gaps(&busy, w) {
@@ -408,7 +410,7 @@ pub fn attribute_idle(
         *idle.by_cause.entry(seg.cause).or_default() += seg.interval.dur_ns();
     }
     idle.idle_ns = idle.gaps.iter().map(|g| g.interval.dur_ns()).sum();
-    idle.host_compute_ops = name_host_ops(trace, host_ops);
+    idle.host_compute_ops = name_host_ops(trace, &host_ops, fw);
     let mut waits: Vec<(String, TimeNs)> = os_waits
         .into_iter()
         .map(|(n, t)| (trace.names.get(n).to_string(), t))
