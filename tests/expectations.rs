@@ -1,0 +1,117 @@
+//! The expectations of `tests/expectations.toml` on the real-trace corpus: for each listed trace,
+//! the top finding, its sub-cause and the words its fix must and must not contain — what an
+//! expert reading the trace would say, written down trace by trace.
+
+use serde::Deserialize;
+use std::path::Path;
+use tracelens_analysis::{diagnose, Finding};
+use tracelens_tests::corpus_dir;
+
+#[derive(Deserialize)]
+struct Expectations {
+    trace: Vec<Expected>,
+}
+
+#[derive(Deserialize)]
+struct Expected {
+    path: String,
+    about: String,
+    top: String,
+    sub_cause: Option<String>,
+    #[serde(default)]
+    must: Vec<String>,
+    #[serde(default)]
+    must_not: Vec<String>,
+    #[serde(default)]
+    present: Vec<String>,
+}
+
+fn sub_cause(f: &Finding) -> Option<String> {
+    f.sub_cause.map(|s| s.label().to_string())
+}
+
+fn check(root: &Path, e: &Expected) -> Vec<String> {
+    let path = root.join(&e.path);
+    let opened = if e.path.ends_with(".sqlite") {
+        tracelens_nsys::import_file(&path).map_err(|err| err.to_string())
+    } else {
+        tracelens_kineto::import_file(&path).map_err(|err| err.to_string())
+    };
+    let trace = match opened {
+        Ok(t) => t,
+        Err(err) => return vec![format!("{}: does not open: {err}", e.path)],
+    };
+    let d = diagnose(&trace);
+    let mut errors = Vec::new();
+    let at = |what: String| format!("{} ({}): {what}", e.path, e.about);
+    let Some(top) = d.findings.first() else {
+        if e.top != "none" {
+            errors.push(at(format!("no finding, expected {}", e.top)));
+        }
+        return errors;
+    };
+    if top.kind.label() != e.top {
+        errors.push(at(format!(
+            "top finding is {} ({}), expected {}",
+            top.kind.label(),
+            top.title,
+            e.top
+        )));
+        return errors;
+    }
+    if e.sub_cause.is_some() && sub_cause(top) != e.sub_cause {
+        errors.push(at(format!(
+            "sub-cause {:?}, expected {:?}",
+            sub_cause(top),
+            e.sub_cause
+        )));
+    }
+    for word in &e.must {
+        if !top.fix.contains(word.as_str()) {
+            errors.push(at(format!("fix lacks {word:?}: {}", top.fix)));
+        }
+    }
+    for word in &e.must_not {
+        if top.fix.contains(word.as_str()) {
+            errors.push(at(format!("fix names {word:?}: {}", top.fix)));
+        }
+    }
+    for kind in &e.present {
+        if !d.findings.iter().skip(1).any(|f| f.kind.label() == kind) {
+            errors.push(at(format!("no other {kind} finding")));
+        }
+    }
+    errors
+}
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn the_corpus_traces_get_the_diagnosis_an_expert_would_give() {
+    let Some(root) = corpus_dir("the_corpus_traces_get_the_diagnosis_an_expert_would_give") else {
+        return;
+    };
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("expectations.toml"))
+            .unwrap();
+    let expectations: Expectations = toml::from_str(&text).unwrap();
+    assert!(
+        expectations.trace.len() >= 25,
+        "at least 25 traces, found {}",
+        expectations.trace.len()
+    );
+    let kinds: std::collections::BTreeSet<&str> =
+        expectations.trace.iter().map(|e| e.top.as_str()).collect();
+    assert!(
+        kinds.len() >= 8,
+        "the expectations cover few kinds: {kinds:?}"
+    );
+    let errors: Vec<String> = expectations
+        .trace
+        .iter()
+        .flat_map(|e| check(&root, e))
+        .collect();
+    assert!(errors.is_empty(), "\n{}", errors.join("\n"));
+}
