@@ -105,7 +105,11 @@ impl GapAttribution<'_, '_> {
         };
         let api = trace.span(launch);
         let launch_start = api.start_ns.clamp(full.start_ns, full.end_ns);
-        if api.start_ns <= full.start_ns && trace.launched_by(launch).len() > 1 {
+        // Inside a replay: the op before the gap came from the same graph launch. A gap before
+        // a replay's first op is not inside one and is attributed like any launch.
+        let inside_replay = trace.launched_by(launch).len() > 1
+            && before.is_some_and(|b| trace.launch_of(b) == Some(launch));
+        if api.start_ns <= full.start_ns && inside_replay {
             self.push(IdleCause::GraphReplay, full, None);
             return Outcome {
                 launch: Some(launch),
@@ -251,4 +255,71 @@ pub(super) fn waited_on_other_stream(
     threads
         .lane(api.lane)
         .stream_wait_between(from, api.start_ns)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::idle::IdleCause;
+    use tracelens_model::{Ident, LaneKey, SpanInput, SpanKind, Trace, TraceBuilder, NS_PER_US};
+
+    /// Two graph replays of two kernels each; the second replay is launched before the first
+    /// one ends, so the gap before its first kernel has its launch already issued.
+    fn two_replays() -> Trace {
+        let mut b = TraceBuilder::new();
+        let cpu = b.lane(LaneKey::Cpu {
+            pid: Ident::Num(1),
+            tid: Ident::Num(1),
+        });
+        let gpu = b.lane(LaneKey::Gpu {
+            device: 0,
+            stream: 7,
+        });
+        let mut span = |kind, lane, name: &str, start_us: i64, end_us: i64, corr: u64| {
+            let name = b.intern(name);
+            b.add_span(SpanInput {
+                kind,
+                lane,
+                start_ns: start_us * NS_PER_US,
+                dur_ns: (end_us - start_us) * NS_PER_US,
+                name,
+                correlation: Some(corr),
+                external_id: None,
+                detail: 0,
+            });
+        };
+        span(SpanKind::Runtime, cpu, "cudaGraphLaunch", 0, 5, 1);
+        span(SpanKind::Runtime, cpu, "cudaGraphLaunch", 50, 55, 2);
+        for (corr, first_us) in [(1, 100), (2, 1000)] {
+            span(SpanKind::Kernel, gpu, "k", first_us, first_us + 100, corr);
+            span(
+                SpanKind::Kernel,
+                gpu,
+                "k",
+                first_us + 400,
+                first_us + 500,
+                corr,
+            );
+        }
+        b.finish(tracelens_model::SourceInfo::default())
+    }
+
+    #[test]
+    fn only_gaps_inside_a_replay_are_graph_replay() {
+        let d = crate::diagnose(&two_replays());
+        let idle = &d.idle[0];
+        let ns = |cause| {
+            idle.by_cause
+                .iter()
+                .find(|c| c.cause == cause)
+                .map_or(0, |c| c.ns)
+        };
+        // Inside the replays: 300 µs each. Before the second replay's first kernel: 400 µs
+        // that are not inside a replay.
+        assert_eq!(ns(IdleCause::GraphReplay), 600 * NS_PER_US, "{idle:#?}");
+        assert_eq!(
+            ns(IdleCause::GpuWait) + ns(IdleCause::LaunchLatency),
+            400 * NS_PER_US,
+            "{idle:#?}"
+        );
+    }
 }

@@ -16,8 +16,8 @@
 //!   launch call itself was still running is `host_compute`, and queued work that did not
 //!   start is a GPU-side wait: `cross_stream_wait` (a stream-wait call or record),
 //!   `collective_wait` (a communication kernel ends or starts the gap), `graph_replay` (inside
-//!   a CUDA/HIP graph replay, whose kernels are often under-recorded) or `gpu_wait` (no
-//!   evidence of why);
+//!   a CUDA/HIP graph replay, whose kernels are often under-recorded: the op before the gap
+//!   came from the same graph launch) or `gpu_wait` (no evidence of why);
 //! - after the device's last op, the thread that launched the op before the gap launched
 //!   nothing more: its time is exposed CPU time, split as above;
 //! - no launch in the trace: `unattributed`.

@@ -13,6 +13,7 @@ use tracelens_model::{
 
 /// Tables whose rows are counted but not modelled.
 mod metadata;
+mod nvtx_payload;
 use metadata::read_metadata;
 
 const COUNTED_ONLY: [&str; 4] = [
@@ -597,6 +598,7 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
                 .and_then(|id| imp.strings.get(&id).cloned())
                 .unwrap_or_default(),
         };
+        let raw = nvtx_payload::readable(&raw).unwrap_or(raw);
         let (name_text, is_op) = pytorch_op_name(&raw);
         let name = imp.b.intern(name_text);
         if let Some(step) = tracelens_model::profiler_step_number(name_text) {
