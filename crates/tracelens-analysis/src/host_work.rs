@@ -11,8 +11,8 @@ use tracelens_model::PyFrame;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum HostWork {
-    /// One-time work: compilation (torch.compile, nvFuser), autotuning, CUDA graph capture,
-    /// module load, lazy init.
+    /// One-time work: a kernel's slow first launch (module load, lazy init), compilation
+    /// (torch.compile, nvFuser), autotuning, CUDA graph capture.
     WarmUp,
     /// The optimizer step or `zero_grad` (`Optimizer.step#…`, `## optimizer ##`, torch/optim
     /// frames).
@@ -60,7 +60,9 @@ impl HostWork {
     #[must_use]
     pub fn describe(self) -> &'static str {
         match self {
-            HostWork::WarmUp => "runs one-time warm-up (compilation, capture, autotuning)",
+            HostWork::WarmUp => {
+                "runs one-time warm-up (first kernel launches, compilation, graph capture, autotuning)"
+            }
             HostWork::Optimizer => "runs the optimizer step",
             HostWork::Logging => "logs metrics",
             HostWork::HostDataWork => "prepares data on the training thread",

@@ -22,6 +22,51 @@ pub struct ThreadFacts {
     pub os_waits: Vec<(Interval, NameId)>,
     /// Stretches in which the thread was off the CPU, sorted by start.
     pub off_cpu: Vec<Interval>,
+    /// One-time launch calls: the first launch of a kernel that took [`ONE_TIME_LAUNCH_NS`] or
+    /// more (module load, lazy init), sorted by start, with the call's name.
+    pub one_time_launches: Vec<(Interval, NameId)>,
+}
+
+/// A kernel's first launch that takes this long loads its module or initializes the context:
+/// one-time work, not launch overhead (launches take microseconds).
+pub const ONE_TIME_LAUNCH_NS: TimeNs = tracelens_model::NS_PER_MS;
+
+/// Whether an API name launches a kernel.
+fn is_kernel_launch(name: &str) -> bool {
+    [
+        "cudaLaunchKernel",
+        "cudaLaunchCooperativeKernel",
+        "cuLaunchKernel",
+        "hipLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipExtLaunchKernel",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+}
+
+/// The launch calls that launch a kernel name for the first time in the trace.
+fn first_launches(trace: &Trace) -> rustc_hash::FxHashSet<SpanId> {
+    let mut first: FxHashMap<NameId, (TimeNs, SpanId)> = FxHashMap::default();
+    for (i, s) in trace.spans.iter().enumerate() {
+        if s.kind != SpanKind::Kernel {
+            continue;
+        }
+        let Some(launch) = trace.launch_of(SpanId::at(i)) else {
+            continue;
+        };
+        let at = trace.span(launch).start_ns;
+        first
+            .entry(s.name)
+            .and_modify(|e| {
+                if at < e.0 {
+                    *e = (at, launch);
+                }
+            })
+            .or_insert((at, launch));
+    }
+    first.into_values().map(|(_, l)| l).collect()
 }
 
 /// What an API name says about a call.
@@ -58,6 +103,7 @@ impl ThreadIndex {
     #[must_use]
     pub fn build(trace: &Trace) -> Self {
         let mut classes: FxHashMap<NameId, NameClass> = FxHashMap::default();
+        let firsts = first_launches(trace);
         let facts = trace
             .lanes
             .iter()
@@ -71,6 +117,7 @@ impl ThreadIndex {
                 let mut waits = Vec::new();
                 let mut os_waits = Vec::new();
                 let mut off_cpu = Vec::new();
+                let mut one_time = Vec::new();
                 for id in trace.lane_span_ids(LaneId::at(i)) {
                     let s = trace.span(id);
                     let name = trace.names.get(s.name);
@@ -93,7 +140,14 @@ impl ThreadIndex {
                                     }
                                 }
                                 NameClass::StreamWait => waits.push(s.start_ns),
-                                NameClass::Other => {}
+                                NameClass::Other => {
+                                    if s.dur_ns >= ONE_TIME_LAUNCH_NS
+                                        && firsts.contains(&id)
+                                        && is_kernel_launch(name)
+                                    {
+                                        one_time.push((s.interval(), s.name));
+                                    }
+                                }
                             }
                         }
                         // A wait nested in the previous one (OSRT nesting) is already
@@ -120,6 +174,7 @@ impl ThreadIndex {
                     stream_waits: waits,
                     os_waits,
                     off_cpu,
+                    one_time_launches: one_time,
                 }
             })
             .collect();
@@ -192,6 +247,19 @@ impl ThreadFacts {
                 (off.dur_ns() - waited).max(0)
             })
             .sum()
+    }
+
+    /// The one-time launch calls overlapping `window`, clipped to it, in order.
+    #[must_use]
+    pub fn one_time_launches_within(&self, window: Interval) -> Vec<(Interval, NameId)> {
+        let first = self
+            .one_time_launches
+            .partition_point(|(iv, _)| iv.end_ns <= window.start_ns);
+        self.one_time_launches[first..]
+            .iter()
+            .take_while(|(iv, _)| iv.start_ns < window.end_ns)
+            .filter_map(|&(iv, n)| iv.clip(window).map(|c| (c, n)))
+            .collect()
     }
 
     /// Whether a stream-wait call started inside `[from_ns, until_ns]`.

@@ -75,7 +75,8 @@ impl GapAttribution<'_, '_> {
     /// Host-compute time on `lane`, with the CPU ops that ran credited.
     fn host(&mut self, lane: tracelens_model::LaneId, iv: Interval) {
         if let Some(c) = iv.clip(self.gap) {
-            credit_host_ops(self.trace, lane, c, self.host_ops);
+            let one_time = self.threads.lane(lane).one_time_launches_within(c);
+            credit_host_ops(self.trace, lane, c, &one_time, self.host_ops);
         }
         self.push(IdleCause::HostCompute, iv, None);
     }

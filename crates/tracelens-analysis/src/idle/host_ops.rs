@@ -185,10 +185,40 @@ fn context_of(trace: &Trace, id: SpanId, include_self: bool) -> (Option<NameId>,
     (region, context)
 }
 
-/// Credits the CPU work running on `lane` during `window` to `time`: the outermost CPU ops
-/// (user regions are looked through, the step and the DataLoader range are not ops), and time
-/// under no op to the innermost user Python frame running, when recorded.
+/// Credits the CPU work running on `lane` during `window` to `time`: one-time launch calls
+/// (`one_time`, the lane's, clipped to `window`) as warm-up, then the outermost CPU ops (user
+/// regions are looked through, the step and the DataLoader range are not ops), and time under
+/// no op to the innermost user Python frame running, when recorded.
 pub(crate) fn credit_host_ops(
+    trace: &Trace,
+    lane: tracelens_model::LaneId,
+    window: Interval,
+    one_time: &[(Interval, NameId)],
+    time: &mut HostTime,
+) {
+    let mut cursor = window.start_ns;
+    for &(launch, _) in one_time {
+        credit_ops_in(trace, lane, Interval::new(cursor, launch.start_ns), time);
+        cursor = launch.end_ns;
+    }
+    credit_one_time_launches(one_time, time);
+    credit_ops_in(trace, lane, Interval::new(cursor, window.end_ns), time);
+}
+
+/// Credits one-time launch calls (clipped) to `time` as warm-up, under the call's name.
+pub(crate) fn credit_one_time_launches(one_time: &[(Interval, NameId)], time: &mut HostTime) {
+    for &(launch, name) in one_time {
+        let key = HostKey {
+            op: Some(name),
+            region: None,
+            context: Some(HostWork::WarmUp),
+        };
+        *time.entry(key).or_default() += launch.dur_ns();
+    }
+}
+
+/// [`credit_host_ops`] for a window without one-time launches.
+fn credit_ops_in(
     trace: &Trace,
     lane: tracelens_model::LaneId,
     window: Interval,

@@ -28,7 +28,9 @@ mod gap;
 mod host_ops;
 
 use gap::{last_op_ending_at, step_at, GapAttribution, Outcome};
-pub(crate) use host_ops::{credit_host_ops, host_parts, name_host_ops, HostTime};
+pub(crate) use host_ops::{
+    credit_host_ops, credit_one_time_launches, host_parts, name_host_ops, HostTime,
+};
 pub use host_ops::{HostPart, BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
 
 use crate::environment::Framework;
