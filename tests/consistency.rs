@@ -289,6 +289,8 @@ pub fn advice_context_errors(d: &tracelens_analysis::Diagnosis) -> Vec<String> {
             "pin_memory",
             "num_workers",
             ".item()",
+            "with_stack",
+            "set_to_none",
         ] {
             banned.push((w, format!("a {:?} program, not PyTorch", fw.program)));
         }

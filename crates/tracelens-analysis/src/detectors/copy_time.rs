@@ -123,6 +123,11 @@ fn direction_finding(cx: &Context, dir: CopyDirection, c: &DirectionCopies) -> O
     f.confidence = Confidence::Medium;
     let pytorch = cx.framework.pytorch();
     let offload = c.sources.iter().any(|(n, _, _)| n.contains("FSDP"));
+    // DistributedDataParallel is in the trace (its forward region or its reducer).
+    let ddp = (0..cx.trace.names.len()).any(|i| {
+        let name = cx.trace.names.get(tracelens_model::NameId::at(i));
+        name.starts_with("DistributedDataParallel") || name.contains("Reducer::")
+    });
     (f.fix, f.advice, f.snippet) = match (dir, pytorch) {
         (CopyDirection::HtoD, true) if offload => (
             "The copies come from FSDP: with CPU offload it moves every parameter to the GPU each step. If the model fits, drop offload_params (CPUOffload(offload_params=False)); otherwise prefetch (forward_prefetch=True, backward_prefetch=BACKWARD_PRE) so the copies overlap compute.".into(),
@@ -140,9 +145,17 @@ fn direction_finding(cx: &Context, dir: CopyDirection, c: &DirectionCopies) -> O
             "host_buf = torch.empty(shape, pin_memory=True)\nhost_buf.copy_(result, non_blocking=True)   # read after the next step's launches".into(),
         ),
         (_, true) => (
-            format!("Avoid the device-to-device copies at their source{}: use views and in-place ops instead of .contiguous()/.clone()/torch.cat of large tensors, convert memory format once, and for DDP pass gradient_as_bucket_view=True.", c.sources.first().map(|(n, _, _)| format!(" ({n})")).unwrap_or_default()),
+            format!(
+                "Avoid the device-to-device copies at their source{}: use views and in-place ops instead of .contiguous()/.clone()/torch.cat of large tensors and convert memory format once{}.",
+                c.sources.first().map(|(n, _, _)| format!(" ({n})")).unwrap_or_default(),
+                if ddp { "; DDP copies gradients into its buckets unless gradient_as_bucket_view=True" } else { "" }
+            ),
             "Device-to-device copies use memory bandwidth the kernels need and often come from layout changes that a view would avoid.".into(),
-            "model = DDP(model, gradient_as_bucket_view=True)   # no bucket copies of gradients\ny = x.view(n, -1)                                   # not x.contiguous() when already contiguous".into(),
+            if ddp {
+                "model = DDP(model, gradient_as_bucket_view=True)   # no bucket copies of gradients\ny = x.view(n, -1)                                   # not x.contiguous() when already contiguous".into()
+            } else {
+                "y = x.view(n, -1)                 # not x.contiguous() when already contiguous\nout = torch.cat(parts, out=buf)    # write into a preallocated buffer".into()
+            },
         ),
         (CopyDirection::DtoD, false) | (CopyDirection::PtoP, false) => (
             "Avoid the device-to-device copies: operate in place or on views of the buffers, and fuse layout changes into the kernels that read them.".into(),

@@ -61,8 +61,13 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
     let win = cx.win(part.ns);
     let mut f = cx.finding(FindingKind::HostCompute, WinKind::GpuIdle, &win);
     f.sub_cause = Some(part.work);
-    let top: Vec<String> = part
-        .ops
+    // A user region's part is named by its regions: its ops are only "(Python between ops)".
+    let named = if part.work == HostWork::UserRegion && !part.regions.is_empty() {
+        &part.regions
+    } else {
+        &part.ops
+    };
+    let top: Vec<String> = named
         .iter()
         .take(3)
         .map(|(n, t)| {
@@ -171,7 +176,21 @@ fn work_fix(
         {
             zero_grad_fix(fw)
         }
-        HostWork::Optimizer if fw.pytorch() => optimizer_fix(fw),
+        HostWork::Optimizer if fw.pytorch() => {
+            // The optimizer whose step this time is in, when its region names it.
+            let named = part
+                .regions
+                .iter()
+                .chain(&part.ops)
+                .find_map(|(n, _)| optimizer_class(n));
+            match named {
+                Some(class) => optimizer_fix(&Framework {
+                    optimizer: Some(class.to_string()),
+                    ..fw.clone()
+                }),
+                None => optimizer_fix(fw),
+            }
+        }
         HostWork::FrameworkDispatch | HostWork::CompiledRegion => launch_overhead_fix(fw),
         HostWork::Logging if python => (
             "Log every N steps, not every step: keep the metrics as GPU tensors, read them once at log time, and let a background thread write them out.".into(),
@@ -194,9 +213,10 @@ fn work_fix(
             "nvtxRangePushA(\"inner phase\");\ninner_phase();\nnvtxRangePop();".into(),
         ),
         HostWork::Python if python => (
-            match frame {
-                Some(frame) => format!("Python at {frame} runs between launches every step: move it out of the step, run it every N steps, or launch the next GPU work before it."),
-                None => "Python code between ops runs every step while the GPU waits: profile with with_stack=True to see the lines, then move that work out of the step or run it every N steps.".into(),
+            match (frame, fw.pytorch()) {
+                (Some(frame), _) => format!("Python at {frame} runs between launches every step: move it out of the step, run it every N steps, or launch the next GPU work before it."),
+                (None, true) => "Python code between ops runs every step while the GPU waits: profile with with_stack=True to see the lines, then move that work out of the step or run it every N steps.".into(),
+                (None, false) => "Python code between launches keeps the GPU waiting: find the lines with a Python sampler (py-spy record) or NVTX ranges around the host phases, then move that work out of the loop or launch the next GPU work before it.".into(),
             },
             "if step % 100 == 0:\n    host_side_work()   # not every step".into(),
         ),
@@ -280,13 +300,12 @@ fn optimizer_fix(fw: &Framework) -> (String, String) {
         .as_deref()
         .is_none_or(|n| TORCH_OPTIMIZERS.contains(&n));
     if !known {
-        let already = if fw.foreach_optimizer {
-            " It already runs multi-tensor (_foreach) kernels, so what remains is its Python per step"
-        } else {
-            ""
-        };
         return (
-            format!("{name} is not a torch.optim class.{already}: make it step all parameters at once (multi-tensor _foreach or fused kernels, as torch.optim's foreach/fused implementations do), or step it less often with gradient accumulation."),
+            if fw.foreach_optimizer {
+                format!("{name} is not a torch.optim class and already runs multi-tensor (_foreach) kernels, so what remains is its Python per step: step it less often (gradient accumulation) or fuse its update into fewer kernels.")
+            } else {
+                format!("{name} is not a torch.optim class: make it step all parameters at once (multi-tensor _foreach or fused kernels, as torch.optim's foreach/fused implementations do), or step it less often with gradient accumulation.")
+            },
             "if (step + 1) % accum_steps == 0:\n    optimizer.step(); optimizer.zero_grad(set_to_none=True)".into(),
         );
     }
@@ -331,6 +350,15 @@ fn optimizer_fix(fw: &Framework) -> (String, String) {
             )
         }
     }
+}
+
+/// The class in `Optimizer.step#CLASS.step` or `Optimizer.zero_grad#CLASS.zero_grad`.
+fn optimizer_class(name: &str) -> Option<&str> {
+    let rest = name
+        .strip_prefix("Optimizer.step#")
+        .or_else(|| name.strip_prefix("Optimizer.zero_grad#"))?;
+    let class = rest.split('.').next()?;
+    (!class.is_empty()).then_some(class)
 }
 
 /// The optimizer classes of `torch.optim` (the only ones `foreach=`/`fused=` advice fits).
@@ -395,6 +423,15 @@ mod tests {
         );
         assert!(optimizer.fix.contains("SGD"), "{}", optimizer.fix);
         let subs: std::collections::BTreeSet<_> = f.iter().map(|x| x.sub_cause).collect();
+        assert_eq!(
+            optimizer_class("Optimizer.step#Shampoo.step"),
+            Some("Shampoo")
+        );
+        assert_eq!(
+            optimizer_class("Optimizer.zero_grad#SGD.zero_grad"),
+            Some("SGD")
+        );
+        assert_eq!(optimizer_class("## optimizer ##"), None);
         assert_eq!(subs.len(), f.len(), "one finding per sub-cause: {f:#?}");
 
         let twin = findings_of(&HostCompute, &scenario("no_device_sync"));
