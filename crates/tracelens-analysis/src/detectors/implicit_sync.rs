@@ -48,7 +48,10 @@ impl Detector for ImplicitSyncs {
             };
             let mut f = cx.finding(FindingKind::ImplicitSync, win_kind, &win);
             // A program without PyTorch is told the runtime calls it makes.
-            let what = if cx.framework.pytorch() || site.apis.is_empty() {
+            let what = if site.trigger == SyncTrigger::AllocatorFree && !site.apis.is_empty() {
+                // The free calls the trace shows (cudaFree on CUDA, hipFree on ROCm).
+                format!("GPU memory free ({}())", site.apis.join("()/"))
+            } else if cx.framework.pytorch() || site.apis.is_empty() {
                 site.trigger.describe().to_string()
             } else {
                 format!("{}()", site.apis.join("()/"))
