@@ -23,6 +23,14 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
     let (o, d) = (&r.overview, &r.diagnosis);
     let mut e = Vec::new();
     let v = &d.verdict;
+    // Diffs and gates match findings across runs by key: host-compute and copy findings are
+    // told apart by what they are (sub-cause, direction), never by their rank in the run.
+    for f in &r.results.findings {
+        let by_subject = matches!(f.kind, FindingKind::HostCompute | FindingKind::CopyTime);
+        if by_subject && (f.key.contains('#') || !f.key.contains(':')) {
+            e.push(format!("finding key {} does not name its subject", f.key));
+        }
+    }
     in_range(&mut e, "verdict.gpu_busy_percent", v.gpu_busy_percent);
     in_range(&mut e, "verdict.main_cause_percent", v.main_cause_percent);
     for (n, p) in [

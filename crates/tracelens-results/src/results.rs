@@ -98,9 +98,20 @@ pub struct Results {
 /// The stable key of a finding: its kind and what it is about, without numbers.
 fn finding_key(f: &Finding) -> String {
     // A sync is identified by where it is called, else by what triggers it (the title's
-    // opening words); other kinds occur once per run.
+    // opening words); host compute by its sub-cause, copy time by its direction; other kinds
+    // occur once per run.
     let subject = match (&f.call_site, f.kind) {
         (Some(site), _) => site.clone(),
+        (None, FindingKind::HostCompute) => f
+            .sub_cause
+            .map(|s| s.label().to_string())
+            .unwrap_or_default(),
+        (None, FindingKind::CopyTime) => f
+            .title
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase(),
         (None, FindingKind::ImplicitSync) => f
             .title
             .split_whitespace()
