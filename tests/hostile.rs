@@ -303,6 +303,119 @@ fn terminal_output_carries_no_escape_sequence_from_the_trace() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+// ---- 3b. CI output: no workflow command from the trace ----
+
+/// A trace whose names carry GitHub workflow commands at every position a wrap could put at
+/// the start of a line, and control characters.
+fn workflow_command_trace() -> String {
+    let commands = [
+        "::error::pwned",
+        "::add-mask::secret",
+        "::set-output name=verdict::pass",
+        "::stop-commands::token",
+        "##[set-output name=x;]y",
+        "##\u{200B}[error]z",
+    ];
+    let mut text = hostile_names_trace();
+    for (i, c) in commands.iter().enumerate() {
+        // Padding of every length moves the command across wrap points.
+        let name = format!("{}{} \u{1b}]0;t\u{7}", "k".repeat(i * 13 % 71 + 1), c);
+        text = text.replacen("k|x\n<script>", &name, 1);
+    }
+    text.replace(
+        "evil.py(1): f\n| injected | row |",
+        "::error file=x::pwned\n##[error]evil.py(1): f",
+    )
+    .replace("forged: all good", "::notice::forged ##[warning]x")
+}
+
+/// Every line a CI runner would read as a command, with what it is.
+fn workflow_commands_in(what: &str, text: &str) -> Vec<String> {
+    let invisible = |c: char| matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}');
+    text.lines()
+        .filter_map(|line| {
+            let seen: String = line
+                .trim_start_matches(|c: char| c.is_whitespace() || c.is_control() || invisible(c))
+                .chars()
+                .filter(|&c| !invisible(c))
+                .collect();
+            // tracelens's own annotations are commands, with escaped data and no control
+            // characters.
+            if seen.starts_with("::warning file=") && !line.chars().any(char::is_control) {
+                return None;
+            }
+            (seen.starts_with("::") || seen.contains("##[")).then(|| format!("{what}: {line:?}"))
+        })
+        .collect()
+}
+
+#[test]
+fn ci_output_carries_no_workflow_command_from_the_trace() {
+    let dir = scratch("workflow");
+    let path = dir.join("commands.json");
+    std::fs::write(&path, workflow_command_trace()).unwrap();
+    let copy = dir.join("commands2.json");
+    std::fs::write(&copy, workflow_command_trace()).unwrap();
+    let p = |x: &Path| x.to_str().unwrap().to_string();
+    let runs = [
+        (
+            "analyze",
+            vec!["analyze".into(), p(&path), "--no-report".into()],
+        ),
+        (
+            "analyze --verbose",
+            vec![
+                "analyze".into(),
+                p(&path),
+                "--no-report".into(),
+                "--verbose".into(),
+            ],
+        ),
+        (
+            "analyze --format md",
+            vec!["analyze".into(), p(&path), "--format".into(), "md".into()],
+        ),
+        (
+            "check --annotations github",
+            vec![
+                "check".into(),
+                p(&path),
+                "--annotations".into(),
+                "github".into(),
+                "--rule".into(),
+                "gpu.idle_percent > 0".into(),
+            ],
+        ),
+        (
+            "analyze --fail-on",
+            vec![
+                "analyze".into(),
+                p(&path),
+                "--no-report".into(),
+                "--fail-on".into(),
+                "gpu.idle_percent > 0".into(),
+            ],
+        ),
+        ("diff", vec!["diff".into(), p(&path), p(&copy)]),
+    ];
+    let mut found = Vec::new();
+    for (what, args) in runs {
+        let run = tracelens(args);
+        assert!(run.code <= 1, "{what}: exit {}: {}", run.code, run.stderr);
+        found.extend(workflow_commands_in(&format!("{what} stdout"), &run.stdout));
+        found.extend(workflow_commands_in(&format!("{what} stderr"), &run.stderr));
+        if what.starts_with("check") {
+            assert!(
+                run.stdout.contains("::warning file="),
+                "{what}: no annotation:\n{}",
+                run.stdout
+            );
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---- 5. crafted inputs end cleanly ----
 
 #[test]

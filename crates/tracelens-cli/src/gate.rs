@@ -158,10 +158,15 @@ pub fn report_rules(
 
 /// `::warning` lines for findings with a Python call site (`file.py:LINE function`).
 pub fn github_annotations(r: &Results) -> String {
+    // Escaped as the command format wants; control characters (ESC, BEL) and bidi controls
+    // from trace names dropped first.
     let data = |s: &str| {
-        s.replace('%', "%25")
-            .replace('\r', "%0D")
-            .replace('\n', "%0A")
+        let visible: String = s
+            .chars()
+            .filter(|&c| c == '\n' || c == '\r' || !c.is_control())
+            .collect();
+        tracelens_report::escape::terminal_text(&visible.replace(['\r', '\n'], " "))
+            .replace('%', "%25")
     };
     let prop = |s: &str| data(s).replace(':', "%3A").replace(',', "%2C");
     let mut out = String::new();

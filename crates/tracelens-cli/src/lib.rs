@@ -277,8 +277,17 @@ pub(crate) struct Sink<'a> {
 }
 
 impl Sink<'_> {
-    /// Writes to stdout; a failure (a full device, a closed pipe) ends the run with exit 2.
+    /// Writes to stdout, [workflow-command safe](tracelens_report::escape::workflow_command_safe):
+    /// no line of it can be a CI runner command. A failure (a full device, a closed pipe) ends
+    /// the run with exit 2.
     pub(crate) fn print(&mut self, text: &str) -> Result<(), Stop> {
+        let safe = tracelens_report::escape::workflow_command_safe(text);
+        self.print_commands(&safe)
+    }
+
+    /// Writes to stdout as is: only for tracelens's own `--annotations` workflow commands,
+    /// whose trace-derived parts are escaped by the command format.
+    pub(crate) fn print_commands(&mut self, text: &str) -> Result<(), Stop> {
         match self.stdout.write_all(text.as_bytes()) {
             Ok(()) => Ok(()),
             Err(e) => Err(self.stdout_failed(&e)),
@@ -341,7 +350,7 @@ fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), Stop> {
         metrics.add_diff(&tracelens_results::diff(&base, &results));
     }
     if args.annotations == Some(Annotations::Github) {
-        out.print(&gate::github_annotations(&results))?;
+        out.print_commands(&gate::github_annotations(&results))?;
     }
     let label = args.input.display().to_string();
     if gate::report_rules(out, &label, &rules, &metrics)? {
@@ -431,6 +440,9 @@ fn terminal_width(tty: bool) -> usize {
 /// Runs the command line `args` (including the program name), writing to the given streams.
 /// Returns the exit code.
 pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) -> i32 {
+    // Messages can quote trace text: none of it may become a CI runner command.
+    let mut stderr = output::CommandSafe::new(stderr);
+    let stderr: &mut dyn Write = &mut stderr;
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {
@@ -639,7 +651,7 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     if args.annotations.is_some() || !args.fail_on.is_empty() {
         let results = &report.results;
         if args.annotations == Some(Annotations::Github) {
-            out.print(&gate::github_annotations(results))?;
+            out.print_commands(&gate::github_annotations(results))?;
         }
         out.flush()?;
         gate::fail_on(&rules, &tracelens_results::Metrics::of(results), out.stderr)?;

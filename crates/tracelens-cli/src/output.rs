@@ -4,6 +4,36 @@ use crate::input;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+/// A stream a CI runner may read (stderr): every write is made [workflow-command
+/// safe](tracelens_report::escape::workflow_command_safe), each write taken as the start of a
+/// line.
+pub struct CommandSafe<'a> {
+    inner: &'a mut dyn Write,
+}
+
+impl<'a> CommandSafe<'a> {
+    /// Guards `inner`.
+    pub fn new(inner: &'a mut dyn Write) -> Self {
+        CommandSafe { inner }
+    }
+}
+
+impl Write for CommandSafe<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match std::str::from_utf8(buf) {
+            Ok(text) => self
+                .inner
+                .write_all(tracelens_report::escape::workflow_command_safe(text).as_bytes())?,
+            Err(_) => self.inner.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// Writes `text` to `path` so that readers see either nothing or the whole file.
 /// Special files (`/dev/null`, pipes) are written in place: they cannot be replaced.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {

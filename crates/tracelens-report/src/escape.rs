@@ -62,6 +62,68 @@ pub fn terminal_output(text: String, color: bool) -> String {
     out
 }
 
+/// Invisible format characters (zero-width spaces and joiners, soft hyphen, word joiner, BOM,
+/// bidi marks): a comparison that ignores them could still see a command through them.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+    )
+}
+
+/// Output that a CI runner reads line by line (GitHub Actions, Azure Pipelines) can carry no
+/// workflow command: a line whose first visible characters are `::` gets a space between the
+/// colons (`: :`), and `##[` anywhere becomes `## [`, invisible characters between them
+/// included. Applied to everything tracelens prints except its own `--annotations` lines.
+#[must_use]
+pub fn workflow_command_safe(text: &str) -> Cow<'_, str> {
+    if !text.contains(':') && !text.contains('[') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut changed = false;
+    for line in text.split_inclusive('\n') {
+        // Where the first visible character is.
+        let mut at_start = true;
+        let mut after_lead_colon = false;
+        let mut hashes = 0_u8;
+        for c in line.chars() {
+            let skip = c.is_whitespace() || c.is_control() || is_invisible(c);
+            if c == '[' && hashes >= 2 {
+                out.push(' ');
+                changed = true;
+            }
+            if after_lead_colon && !skip {
+                if c == ':' {
+                    out.push(' ');
+                    changed = true;
+                }
+                after_lead_colon = false;
+            }
+            if at_start && !skip {
+                at_start = false;
+                after_lead_colon = c == ':';
+            }
+            if c == '#' {
+                hashes = hashes.saturating_add(1);
+            } else if !is_invisible(c) {
+                hashes = 0;
+            }
+            out.push(c);
+        }
+    }
+    if changed {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
 /// Text for GitHub-flavoured Markdown, inline (a table cell, a heading, a paragraph):
 /// nothing in it can end the cell or line, start markup, open a link or image, become HTML,
 /// math or a live `@mention`. Control characters go, newlines become spaces, Markdown
@@ -122,6 +184,40 @@ mod tests {
             terminal_output("\x1b[1mok\x1b[0m".into(), false),
             "[1mok[0m"
         );
+    }
+
+    #[test]
+    fn no_line_can_carry_a_workflow_command() {
+        let attacks = [
+            "::error::pwned",
+            "  ::add-mask::secret",
+            "\t::set-output name=verdict::pass",
+            "\u{200B}::stop-commands::x",
+            "kernel at::native\n::warning::x",
+            "##[set-output name=x;]y",
+            "name ##\u{200B}[error]z",
+        ];
+        for a in attacks {
+            let safe = workflow_command_safe(a);
+            for line in safe.lines() {
+                // What a runner sees: leading blanks trimmed, invisible characters ignored.
+                let seen: String = line
+                    .trim_start_matches(|c: char| {
+                        c.is_whitespace() || c.is_control() || is_invisible(c)
+                    })
+                    .chars()
+                    .filter(|&c| !is_invisible(c))
+                    .collect();
+                assert!(!seen.starts_with("::"), "{a:?} -> {safe:?}");
+                assert!(!seen.contains("##["), "{a:?} -> {safe:?}");
+            }
+        }
+        // C++ names keep their colons inside a line.
+        assert_eq!(
+            workflow_command_safe("void at::native::kernel"),
+            "void at::native::kernel"
+        );
+        assert_eq!(workflow_command_safe("::x"), ": :x");
     }
 
     #[test]
