@@ -416,6 +416,91 @@ fn ci_output_carries_no_workflow_command_from_the_trace() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+// ---- 3c. rules: bounded, never silently dropped ----
+
+#[test]
+fn deep_long_and_misplaced_rules_end_in_a_clear_outcome() {
+    let dir = scratch("rules");
+    let trace = dir.join("t.json");
+    std::fs::write(&trace, small_trace()).unwrap();
+    let t = trace.to_str().unwrap();
+    let deep = format!(
+        "{}gpu.idle_percent > 5{}",
+        "(".repeat(7000),
+        ")".repeat(7000)
+    );
+    let nots = format!("{}gpu.idle_percent > 5", "not ".repeat(20_000));
+    let nested = format!(
+        "{}gpu.idle_percent > 5{}",
+        "(".repeat(1000),
+        ")".repeat(1000)
+    );
+    for rule in [&deep, &nots, &nested] {
+        for args in [
+            vec!["check", t, "--rule", rule.as_str()],
+            vec!["analyze", t, "--no-report", "--fail-on", rule.as_str()],
+        ] {
+            let out = exe().args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{}: {err}", args[0]);
+            assert!(
+                err.contains("longer than 4096") || err.contains("nests deeper than 32"),
+                "{err}"
+            );
+            assert_eq!(err.lines().count(), 1, "{err}");
+        }
+    }
+    // The same through tracelens.toml.
+    std::fs::write(
+        dir.join("tracelens.toml"),
+        format!("rules = [\"{nested}\"]"),
+    )
+    .unwrap();
+    let out = exe()
+        .current_dir(&dir)
+        .args(["check", "t.json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A TOML literal string is a rule like any other: this one fires.
+    std::fs::write(
+        dir.join("tracelens.toml"),
+        "rules = ['gpu.idle_percent >= 0']",
+    )
+    .unwrap();
+    let out = exe()
+        .current_dir(&dir)
+        .args(["check", "t.json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // A dangling tracelens.toml is an error, not the default rules.
+    std::fs::remove_file(dir.join("tracelens.toml")).unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(dir.join("missing.toml"), dir.join("tracelens.toml")).unwrap();
+        let out = exe()
+            .current_dir(&dir)
+            .args(["check", "t.json"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("tracelens.toml"), "{err}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---- 5. crafted inputs end cleanly ----
 
 #[test]

@@ -88,7 +88,9 @@ pub fn collect_rules(
             out.extend(DEFAULT_RULES.iter().map(|r| r.to_string()))
         }
         Some(p) => out.extend(from_file(p, stderr)?),
-        None if out.is_empty() && Path::new(RULES_FILE).is_file() => {
+        // Anything named tracelens.toml is the rules file: a dangling link, a folder or an
+        // unreadable file is an error, never a silent fall-back to the default rules.
+        None if out.is_empty() && std::fs::symlink_metadata(RULES_FILE).is_ok() => {
             out.extend(from_file(Path::new(RULES_FILE), stderr)?)
         }
         None if out.is_empty() => out.extend(DEFAULT_RULES.iter().map(|r| r.to_string())),

@@ -267,8 +267,56 @@ fn or_rule<'a>(full: &'a str) -> impl FnMut(&'a str) -> Res<'a, Rule> {
     }
 }
 
+/// The longest rule text accepted, in bytes.
+pub const MAX_RULE_BYTES: usize = 4096;
+/// The deepest nesting accepted: parentheses and `not`s counted together.
+pub const MAX_RULE_NESTING: usize = 32;
+
+/// Refuses a rule the parser and evaluator would recurse too deep on: too long, or nested
+/// deeper than [`MAX_RULE_NESTING`].
+fn check_bounds(text: &str) -> Result<(), RuleError> {
+    if text.len() > MAX_RULE_BYTES {
+        return Err(RuleError {
+            column: MAX_RULE_BYTES + 1,
+            message: format!("the rule is longer than {MAX_RULE_BYTES} bytes"),
+        });
+    }
+    let mut depth = 0_usize;
+    let mut nots = 0_usize;
+    let mut word_start = None;
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
+        if c.is_ascii_alphanumeric() || c == '_' || c == '.' {
+            word_start.get_or_insert(i);
+            continue;
+        }
+        if let Some(start) = word_start.take() {
+            if text[start..i].eq_ignore_ascii_case("not") {
+                nots += 1;
+            }
+        }
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth + nots > MAX_RULE_NESTING {
+            return Err(RuleError {
+                column: i + 1,
+                message: format!(
+                    "the rule nests deeper than {MAX_RULE_NESTING} levels of parentheses and 'not'"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Parses a rule and checks its metric names and units against the documented metrics.
 pub fn parse_rule(text: &str) -> Result<Rule, RuleError> {
+    check_bounds(text)?;
     let column = |rest: &str| text.len() - rest.len() + 1;
     let rule = match or_rule(text)(text) {
         Ok((rest, rule)) => {
@@ -456,6 +504,38 @@ mod tests {
         assert!(parse_rule("gpu.idle_ms > 500us").is_ok());
         assert!(parse_rule("finding.implicit_sync.count_per_step >= 1").is_ok());
         assert!(parse_rule("diff.step_time_percent > 5").is_ok());
+    }
+
+    #[test]
+    fn deep_or_long_rules_are_refused_before_parsing() {
+        let parens = format!(
+            "{}gpu.idle_percent > 5{}",
+            "(".repeat(1000),
+            ")".repeat(1000)
+        );
+        assert!(
+            err(&parens).contains("nests deeper than 32"),
+            "{}",
+            err(&parens)
+        );
+        let parens = format!(
+            "{}gpu.idle_percent > 5{}",
+            "(".repeat(7000),
+            ")".repeat(7000)
+        );
+        assert!(
+            err(&parens).contains("longer than 4096"),
+            "{}",
+            err(&parens)
+        );
+        let nots = format!("{}gpu.idle_percent > 5", "not ".repeat(20_000));
+        assert!(err(&nots).contains("longer than 4096"), "{}", err(&nots));
+        let nots = format!("{}gpu.idle_percent > 5", "not ".repeat(40));
+        assert!(err(&nots).contains("nests deeper"), "{}", err(&nots));
+        // Within the bounds, nesting still parses.
+        let ok = format!("{}gpu.idle_percent > 5{}", "(".repeat(16), ")".repeat(16));
+        assert!(parse_rule(&ok).is_ok());
+        assert!(parse_rule("not not gpu.idle_percent > 5").is_ok());
     }
 
     #[test]
