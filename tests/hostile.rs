@@ -501,6 +501,56 @@ fn deep_long_and_misplaced_rules_end_in_a_clear_outcome() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+// ---- 3d. temporary files ----
+
+#[test]
+fn concurrent_writers_each_get_a_whole_file_and_leave_no_temp_file() {
+    let dir = scratch("tempfiles");
+    let trace = dir.join("t.json");
+    std::fs::write(&trace, small_trace()).unwrap();
+    let out = dir.join("out.json");
+    // The temporary names of an earlier version (`.NAME.tracelens-tmp-PID`, PIDs just after
+    // ours), planted as symlinks to a victim: never followed (names are random now, and
+    // created exclusively).
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "keep").unwrap();
+    #[cfg(unix)]
+    for pid in std::process::id()..std::process::id() + 4000 {
+        let _ =
+            std::os::unix::fs::symlink(&victim, dir.join(format!(".out.json.tracelens-tmp-{pid}")));
+    }
+    let children: Vec<_> = (0..6)
+        .map(|_| {
+            exe()
+                .args(["analyze", trace.to_str().unwrap(), "--format", "json", "-o"])
+                .arg(&out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let done = child.wait_with_output().unwrap();
+        assert_eq!(
+            done.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert!(doc["diagnosis"].is_object());
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tracelens-tmp"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---- 5. crafted inputs end cleanly ----
 
 #[test]

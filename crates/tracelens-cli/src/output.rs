@@ -65,9 +65,10 @@ pub fn write_atomically_with(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "output".into());
-    let tmp = dir.join(format!(".{file_name}.tracelens-tmp-{}", std::process::id()));
+    let (tmp, file) = create_temp(&dir, &file_name)?;
+    let _cleanup = signal_cleanup::Registered::new(&tmp);
     let result = (|| {
-        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        let mut f = std::io::BufWriter::new(file);
         fill(&mut f)?;
         let f = f.into_inner().map_err(|e| e.into_error())?;
         f.sync_all()?;
@@ -77,6 +78,115 @@ pub fn write_atomically_with(
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A new temporary file beside the output: a name no other process can guess
+/// (`.NAME.<random>.tracelens-tmp`), created exclusively (`O_EXCL`: an existing file or a
+/// planted symlink is never opened), so concurrent writers each get a file of their own.
+fn create_temp(dir: &Path, file_name: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+    let mut last = None;
+    for _ in 0..16 {
+        let tmp = dir.join(format!(".{file_name}.{:016x}.tracelens-tmp", random_u64()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
+}
+
+/// 64 unpredictable bits: SipHash keyed from the OS's randomness (`RandomState`) over the
+/// time and the process id.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    h.write_u128(now);
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+/// Removes the temporary file being written when SIGINT or SIGTERM ends the run, then lets
+/// the signal take its default course.
+#[cfg(unix)]
+mod signal_cleanup {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::Path;
+    use std::sync::atomic::{AtomicPtr, Ordering};
+
+    /// The temporary file being written, if any (a `CString` leaked while registered).
+    static TEMP: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
+
+    extern "C" fn on_signal(signal: libc::c_int) {
+        let path = TEMP.swap(std::ptr::null_mut(), Ordering::SeqCst);
+        // SAFETY: unlink, signal and raise are async-signal-safe; `path` is a NUL-terminated
+        // string no one else frees once swapped out.
+        unsafe {
+            if !path.is_null() {
+                libc::unlink(path);
+            }
+            libc::signal(signal, libc::SIG_DFL);
+            libc::raise(signal);
+        }
+    }
+
+    fn install() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            let handler = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            // SAFETY: installs a handler that only calls async-signal-safe functions.
+            unsafe {
+                libc::signal(libc::SIGINT, handler);
+                libc::signal(libc::SIGTERM, handler);
+            }
+        });
+    }
+
+    /// The registration of one temporary file; dropping it unregisters the file.
+    pub(super) struct Registered;
+
+    impl Registered {
+        pub(super) fn new(path: &Path) -> Self {
+            install();
+            if let Ok(c) = CString::new(path.as_os_str().as_bytes()) {
+                let old = TEMP.swap(c.into_raw(), Ordering::SeqCst);
+                if !old.is_null() {
+                    // SAFETY: `old` came from `CString::into_raw` above.
+                    drop(unsafe { CString::from_raw(old) });
+                }
+            }
+            Registered
+        }
+    }
+
+    impl Drop for Registered {
+        fn drop(&mut self) {
+            let p = TEMP.swap(std::ptr::null_mut(), Ordering::SeqCst);
+            if !p.is_null() {
+                // SAFETY: `p` came from `CString::into_raw` in `new`.
+                drop(unsafe { CString::from_raw(p) });
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod signal_cleanup {
+    /// No signal cleanup off Unix.
+    pub(super) struct Registered;
+    impl Registered {
+        pub(super) fn new(_: &std::path::Path) -> Self {
+            Registered
+        }
+    }
 }
 
 /// Where the default report goes, and a note when it is not the plain default: a report of
