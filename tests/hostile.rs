@@ -551,6 +551,43 @@ fn concurrent_writers_each_get_a_whole_file_and_leave_no_temp_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+// ---- 3e. multi-rank inputs ----
+
+#[test]
+fn an_input_given_twice_is_refused_and_jobs_are_clamped() {
+    let dir = scratch("twice");
+    let a = dir.join("a.json");
+    let b = dir.join("b.json");
+    std::fs::write(&a, small_trace()).unwrap();
+    std::fs::write(&b, small_trace()).unwrap();
+    let (sa, sb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    // The same file twice, directly or through another path.
+    let other = format!("{}/./a.json", dir.display());
+    for second in [sa, other.as_str()] {
+        let run = tracelens(["analyze", sa, second, "--format", "json"]);
+        assert_eq!(run.code, 2, "{}", run.stdout);
+        assert!(run.stderr.contains("given twice"), "{}", run.stderr);
+    }
+    // --jobs 100000 runs on at most the cores, and ends.
+    let run = tracelens(["analyze", sa, sb, "--format", "json", "--jobs", "100000"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    // The same rank folder twice in a merge.
+    let d = dir.join("rank0");
+    let run = tracelens([
+        "analyze",
+        sa,
+        "--format",
+        "parquet",
+        "-o",
+        d.to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let run = tracelens(["merge", d.to_str().unwrap(), d.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stderr.contains("given twice"), "{}", run.stderr);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---- 5. crafted inputs end cleanly ----
 
 #[test]

@@ -41,6 +41,13 @@ pub(crate) fn write_job(
 #[cfg(feature = "parquet")]
 pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), Stop> {
     use rayon::prelude::*;
+    if let Some(twice) = given_twice(&args.dirs) {
+        return Err(fail(
+            out.stderr,
+            twice,
+            "given twice: one rank would count as two (each folder once)",
+        ));
+    }
     let ranks: Vec<Result<tracelens_results::RankSummary, (PathBuf, String)>> = args
         .dirs
         .par_iter()
@@ -122,6 +129,29 @@ pub(crate) fn job_files(args: &AnalyzeArgs) -> Option<Vec<PathBuf>> {
     Some(files)
 }
 
+/// The first input that names the same file or folder as an earlier one (through any path or
+/// link), if any.
+pub(crate) fn given_twice(paths: &[PathBuf]) -> Option<&Path> {
+    let mut seen = Vec::with_capacity(paths.len());
+    for p in paths {
+        let id = input::identity(p).map_or_else(
+            || {
+                std::fs::canonicalize(p)
+                    .ok()
+                    .map(|c| format!("{}", c.display()))
+            },
+            |i| Some(format!("{i:?}")),
+        );
+        if let Some(id) = id {
+            if seen.contains(&id) {
+                return Some(p);
+            }
+            seen.push(id);
+        }
+    }
+    None
+}
+
 /// `analyze` of several traces: the ranks of one job, analysed in parallel, `--jobs` at a
 /// time; each trace is dropped once summarised.
 pub(crate) fn analyze_job(
@@ -133,6 +163,13 @@ pub(crate) fn analyze_job(
     if files.len() < 2 {
         let why = "a multi-rank job needs at least two trace files (a folder of one rank per file)";
         return Err(fail(out.stderr, &args.trace, why));
+    }
+    if let Some(twice) = given_twice(&files) {
+        return Err(fail(
+            out.stderr,
+            twice,
+            "given twice: one rank would count as two (each trace once)",
+        ));
     }
     let target = args.output.clone().filter(|p| p.as_os_str() != "-");
     if let Some(path) = &target {
@@ -147,11 +184,9 @@ pub(crate) fn analyze_job(
         }
     }
     let rules = gate::parse_all(&args.fail_on, out.stderr)?;
-    let jobs = args.jobs.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map_or(2, |n| n.get())
-            .min(4)
-    });
+    // At most one thread per core: `--jobs 100000` must not start 100,000 threads.
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let jobs = args.jobs.map_or(cores.min(4), |j| j.clamp(1, cores));
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs.max(1))
         .build()

@@ -200,37 +200,166 @@ pub fn write_rank(dir: &Path, r: &RankSummary) -> Result<(), String> {
     )
 }
 
-fn rows(path: &Path) -> Result<Vec<Row>, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let reader = SerializedFileReader::new(file).map_err(|e| format!("{}: {e}", path.display()))?;
-    let iter = reader.get_row_iter(None).map_err(|e| e.to_string())?;
-    iter.map(|r| r.map_err(|e| format!("{}: {e}", path.display())))
-        .collect()
+/// The most bytes one table file may have: a rank summary is kilobytes to a few megabytes.
+pub const MAX_TABLE_BYTES: u64 = 256 << 20;
+/// The most bytes one table may hold once decompressed (as its row groups declare).
+pub const MAX_UNPACKED_BYTES: i64 = 1 << 30;
+/// The most steps one rank's `steps.parquet` may list.
+pub const MAX_STEP_ROWS: i64 = 1_000_000;
+/// The most collectives one rank's `collectives.parquet` may list.
+pub const MAX_COLLECTIVE_ROWS: i64 = 2_000_000;
+/// The most bytes of one text value read back (a rank's results JSON included).
+pub const MAX_TEXT_BYTES: usize = 64 << 20;
+
+/// A column a reader needs: its name and physical type.
+type Wanted = (&'static str, parquet::basic::Type);
+
+/// Opens a table after checking it is a regular file within [`MAX_TABLE_BYTES`], holds at most
+/// `max_rows` rows and has every `wanted` column with its type; returns the reader and the
+/// position of each wanted column, in `wanted` order.
+fn open_table(
+    path: &Path,
+    wanted: &[Wanted],
+    max_rows: i64,
+) -> Result<(SerializedFileReader<std::fs::File>, Vec<usize>), String> {
+    let at = |why: String| format!("{}: {why}", path.display());
+    let meta = std::fs::metadata(path).map_err(|e| at(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(at("not a regular file".into()));
+    }
+    if meta.len() > MAX_TABLE_BYTES {
+        return Err(at(format!(
+            "{} bytes, more than a rank summary holds (at most {MAX_TABLE_BYTES})",
+            meta.len()
+        )));
+    }
+    let file = std::fs::File::open(path).map_err(|e| at(e.to_string()))?;
+    let reader = SerializedFileReader::new(file).map_err(|e| at(e.to_string()))?;
+    let file_meta = reader.metadata().file_metadata();
+    let rows = file_meta.num_rows();
+    if rows > max_rows {
+        return Err(at(format!(
+            "{rows} rows, more than a rank summary holds (at most {max_rows})"
+        )));
+    }
+    let unpacked: i64 = reader
+        .metadata()
+        .row_groups()
+        .iter()
+        .map(parquet::file::metadata::RowGroupMetaData::total_byte_size)
+        .sum();
+    if unpacked > MAX_UNPACKED_BYTES {
+        return Err(at(format!(
+            "{unpacked} bytes once decompressed, more than a rank summary holds (at most {MAX_UNPACKED_BYTES})"
+        )));
+    }
+    let schema = file_meta.schema_descr();
+    let mut positions = Vec::with_capacity(wanted.len());
+    for (name, ty) in wanted {
+        let found = (0..schema.num_columns())
+            .map(|i| (i, schema.column(i)))
+            .find(|(_, c)| c.name() == *name)
+            .ok_or_else(|| at(format!("no column '{name}'")))?;
+        if found.1.physical_type() != *ty || found.1.max_rep_level() > 0 {
+            return Err(at(format!(
+                "column '{name}' is {}, expected {ty}",
+                found.1.physical_type()
+            )));
+        }
+        positions.push(found.0);
+    }
+    // The row reader numbers top-level fields: every column must be one.
+    if schema.num_columns() != schema.root_schema().get_fields().len() {
+        return Err(at("nested columns".into()));
+    }
+    Ok((reader, positions))
 }
 
-/// Reads one rank's tables back from `dir`.
+/// Every row of a checked table, mapped by `each` as it streams (never all rows at once).
+fn each_row<T>(
+    path: &Path,
+    wanted: &[Wanted],
+    max_rows: i64,
+    mut each: impl FnMut(&Row, &[usize]) -> Result<T, parquet::errors::ParquetError>,
+) -> Result<Vec<T>, String> {
+    let (reader, positions) = open_table(path, wanted, max_rows)?;
+    let at = |e: parquet::errors::ParquetError| format!("{}: {e}", path.display());
+    let iter = reader.get_row_iter(None).map_err(at)?;
+    let mut out = Vec::new();
+    for row in iter {
+        // The row count in the footer can lie: count as rows arrive too.
+        if i64::try_from(out.len()).unwrap_or(i64::MAX) >= max_rows {
+            return Err(format!(
+                "{}: more rows than a rank summary holds (at most {max_rows})",
+                path.display()
+            ));
+        }
+        let row = row.map_err(at)?;
+        out.push(each(&row, &positions).map_err(at)?);
+    }
+    Ok(out)
+}
+
+/// A text value, refused past [`MAX_TEXT_BYTES`].
+fn text(row: &Row, i: usize) -> Result<String, parquet::errors::ParquetError> {
+    let s = row.get_string(i)?;
+    if s.len() > MAX_TEXT_BYTES {
+        return Err(parquet::errors::ParquetError::General(format!(
+            "a text value of {} bytes (at most {MAX_TEXT_BYTES})",
+            s.len()
+        )));
+    }
+    Ok(s.clone())
+}
+
+/// Reads one rank's tables back from `dir`: every table checked by column name and type and
+/// bounded in size and rows before it is read (a folder or a FIFO in place of a table is an
+/// error, not a hang).
 pub fn read_rank(dir: &Path) -> Result<RankSummary, String> {
-    let rank_rows = rows(&dir.join("rank.parquet"))?;
-    let row = rank_rows.first().ok_or("rank.parquet is empty")?;
-    let err = |e: parquet::errors::ParquetError| e.to_string();
-    let rank = row.get_long(0).map_err(err)?;
-    let world = row.get_long(1).map_err(err)?;
-    let file = row.get_string(2).map_err(err)?.clone();
-    let results = Results::from_json(row.get_string(9).map_err(err)?)?;
-    let steps = rows(&dir.join("steps.parquet"))?
-        .iter()
-        .map(|r| Ok((r.get_long(1).map_err(err)?, r.get_long(2).map_err(err)?)))
-        .collect::<Result<Vec<_>, String>>()?;
-    let collectives = rows(&dir.join("collectives.parquet"))?
-        .iter()
-        .map(|r| {
+    use parquet::basic::Type::{BYTE_ARRAY, INT64};
+    let rank_path = dir.join("rank.parquet");
+    let ranks = each_row(
+        &rank_path,
+        &[
+            ("rank", INT64),
+            ("world_size", INT64),
+            ("file", BYTE_ARRAY),
+            ("results_json", BYTE_ARRAY),
+        ],
+        1,
+        |r, c| {
+            Ok((
+                r.get_long(c[0])?,
+                r.get_long(c[1])?,
+                text(r, c[2])?,
+                text(r, c[3])?,
+            ))
+        },
+    )?;
+    let (rank, world, file, results_json) = ranks
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{}: no row", rank_path.display()))?;
+    let results =
+        Results::from_json(&results_json).map_err(|e| format!("{}: {e}", rank_path.display()))?;
+    let steps = each_row(
+        &dir.join("steps.parquet"),
+        &[("step", INT64), ("dur_ns", INT64)],
+        MAX_STEP_ROWS,
+        |r, c| Ok((r.get_long(c[0])?, r.get_long(c[1])?)),
+    )?;
+    let collectives = each_row(
+        &dir.join("collectives.parquet"),
+        &[("name", BYTE_ARRAY), ("start_ns", INT64), ("dur_ns", INT64)],
+        MAX_COLLECTIVE_ROWS,
+        |r, c| {
             Ok(Collective {
-                name: r.get_string(2).map_err(err)?.clone(),
-                start_ns: r.get_long(3).map_err(err)?,
-                dur_ns: r.get_long(4).map_err(err)?,
+                name: text(r, c[0])?,
+                start_ns: r.get_long(c[1])?,
+                dur_ns: r.get_long(c[2])?,
             })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+        },
+    )?;
     Ok(RankSummary {
         file,
         rank_in_trace: (rank >= 0).then_some(rank),
@@ -239,4 +368,107 @@ pub fn read_rank(dir: &Path) -> Result<RankSummary, String> {
         collectives,
         steps,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rank_dir(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("tracelens-parquet-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        write_rank(
+            &dir,
+            &RankSummary {
+                file: "rank0.json".into(),
+                rank_in_trace: Some(0),
+                world_size: Some(2),
+                results: Results::empty(),
+                collectives: vec![Collective {
+                    name: "ncclKernel_AllReduce".into(),
+                    start_ns: 10,
+                    dur_ns: 5,
+                }],
+                steps: vec![(0, 100), (1, 110)],
+            },
+        )
+        .unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_written_rank_reads_back() {
+        let dir = rank_dir("roundtrip");
+        let r = read_rank(&dir).unwrap();
+        assert_eq!(r.steps, vec![(0, 100), (1, 110)]);
+        assert_eq!(r.collectives.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn hostile_tables_are_refused_by_schema_rows_and_kind() {
+        let dir = rank_dir("hostile");
+        // A rank table with two columns: refused by name, no index out of bounds.
+        write_table(
+            &dir.join("rank.parquet"),
+            "rank",
+            vec![("rank", Column::I64(vec![0])), ("x", Column::I64(vec![0]))],
+        )
+        .unwrap();
+        let e = read_rank(&dir).unwrap_err();
+        assert!(e.contains("no column 'world_size'"), "{e}");
+        // A column of the wrong type.
+        let dir = rank_dir("hostile-type");
+        write_table(
+            &dir.join("steps.parquet"),
+            "steps",
+            vec![
+                ("rank", Column::I64(vec![0])),
+                ("step", Column::I64(vec![0])),
+                ("dur_ns", Column::F64(vec![1.0])),
+            ],
+        )
+        .unwrap();
+        let e = read_rank(&dir).unwrap_err();
+        assert!(
+            e.contains("column 'dur_ns' is DOUBLE, expected INT64"),
+            "{e}"
+        );
+        // More steps than a rank holds, in a small file: refused before reading.
+        let n = usize::try_from(MAX_STEP_ROWS).unwrap() + 1;
+        write_table(
+            &dir.join("steps.parquet"),
+            "steps",
+            vec![
+                ("rank", Column::I64(vec![0; n])),
+                ("step", Column::I64(vec![0; n])),
+                ("dur_ns", Column::I64(vec![1; n])),
+            ],
+        )
+        .unwrap();
+        let bytes = std::fs::metadata(dir.join("steps.parquet")).unwrap().len();
+        assert!(bytes < 1 << 20, "{bytes}");
+        let e = read_rank(&dir).unwrap_err();
+        assert!(e.contains("1000001 rows"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_folder_in_place_of_a_table_is_an_error_not_a_hang() {
+        let dir = rank_dir("fifo");
+        let rank = dir.join("rank.parquet");
+        std::fs::remove_file(&rank).unwrap();
+        let c = std::ffi::CString::new(rank.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo with a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = read_rank(&dir).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        std::fs::remove_file(&rank).unwrap();
+        std::fs::create_dir(&rank).unwrap();
+        let e = read_rank(&dir).unwrap_err();
+        assert!(e.contains("not a regular file"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
