@@ -130,7 +130,7 @@ fn output_over_the_input_is_refused_through_any_name() {
 // ---- 2. secrets ----
 
 /// Secret markers: none of these may appear in any output.
-const SECRETS: [&str; 14] = [
+const SECRETS: [&str; 21] = [
     "LISTSECRET1",
     "NESTEDSECRET2",
     "DEEPSECRET3",
@@ -145,12 +145,20 @@ const SECRETS: [&str; 14] = [
     "SLACKSECRET12",
     "ACCOUNTSECRET13",
     "ghp_THREADSECRET14abcdefgh",
+    "DICTSECRET15",
+    "HEADERSECRET16",
+    "GLUEDSECRET17",
+    "PYPISECRET18",
+    "NPMSECRET19",
+    "GOOGLESECRET20",
+    "GPUSECRET21",
 ];
 
 fn secret_trace() -> String {
     let events = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}},
       {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 98, "dur": 1, "args": {"correlation": 1}},
       {"ph": "X", "cat": "cpu_op", "name": "aten::add --token=ghp_THREADSECRET14abcdefgh", "pid": 1, "tid": 1, "ts": 90, "dur": 9},
+      {"ph": "X", "cat": "user_annotation", "name": "fetch Authorization:Bearer GLUEDSECRET17", "pid": 1, "tid": 1, "ts": 91, "dur": 2},
       {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "worker Authorization: Bearer BEARERSECRET6"}}"#;
     format!(
         r#"{{"traceEvents": [{events}],
@@ -163,7 +171,13 @@ fn secret_trace() -> String {
   "auth_header": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJTRUNSRVQifQ.c2lnbmF0dXJl",
   "db": "postgres://u:URLSECRET8@db:5432/x",
   "hook": "https://hooks.slack.com/services/T0/B0/SLACKSECRET12",
-  "storage": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=ACCOUNTSECRET13;EndpointSuffix=core"
+  "storage": "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=ACCOUNTSECRET13;EndpointSuffix=core",
+  "config_dump": "{{'db_password': 'DICTSECRET15', 'lr': 3}}",
+  "headers": "X-Api-Key: HEADERSECRET16",
+  "publish": "pypi-AgEIcHlwaS5vcmcPYPISECRET18abcdef",
+  "registry": "npm_NPMSECRET19abcdefghijklmnopqrstuvwxyz",
+  "gcloud": "ya29.GOOGLESECRET20abcdefgh",
+  "deviceProperties": [{{"id": 0, "name": "A100 password=GPUSECRET21"}}]
 }}"#
     )
 }
@@ -205,7 +219,10 @@ fn nsight_command_lines_and_environment_are_redacted() {
              INSERT INTO META_DATA_CAPTURE VALUES
                ('PROCESS_1:COMMAND', 'python train.py --password=FLAGSECRET4 --token FLAGSECRET5'),
                ('ENVIRONMENT_VARIABLE', 'HF_TOKEN=NESTEDSECRET2'),
-               ('ENVIRONMENT_VARIABLE', 'DATABASE_URL=postgres://u:URLSECRET8@db/x');",
+               ('ENVIRONMENT_VARIABLE', 'DATABASE_URL=postgres://u:URLSECRET8@db/x'),
+               ('ENVIRONMENT_VARIABLE', 'HOME=/home/ALICEHOME'),
+               ('ENVIRONMENT_VARIABLE', 'SLURM_JOB_ID=JOBID777'),
+               ('ENVIRONMENT_VARIABLE', 'NCCL_DEBUG=INFO');",
         )
         .unwrap();
     drop(e);
@@ -213,7 +230,23 @@ fn nsight_command_lines_and_environment_are_redacted() {
         let run = analyze(&path, &["--format", format, "-o", "-"]);
         assert_eq!(run.code, 0, "{}", run.stderr);
         assert_no_secret(format, &run.stdout);
+        // Only variables that bear on performance are kept from the captured environment.
+        assert!(
+            !run.stdout.contains("ALICEHOME") && !run.stdout.contains("JOBID777"),
+            "{format}"
+        );
     }
+    let run = analyze(&path, &["--format", "json", "-o", "-"]);
+    assert!(
+        run.stdout.contains("capture.env.NCCL_DEBUG"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("capture.env_not_kept"),
+        "{}",
+        run.stdout
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -101,6 +101,44 @@ fn words(key: &str) -> impl Iterator<Item = String> + '_ {
     out.into_iter()
 }
 
+/// Whether an environment variable matters for performance and is kept from an environment
+/// capture: the GPU, communication, threading and framework settings (`CUDA_*`, `NCCL_*`,
+/// `OMP_*`, `PYTORCH_*`, `TORCH_*`, …) and the rank layout. Every other variable (home paths,
+/// job ids, tokens) is counted, not copied.
+#[must_use]
+pub fn is_performance_env(name: &str) -> bool {
+    const PREFIXES: [&str; 20] = [
+        "CUDA_",
+        "CUDNN_",
+        "CUBLAS",
+        "NCCL_",
+        "NVIDIA_",
+        "NVTE_",
+        "OMP_",
+        "KMP_",
+        "MKL_",
+        "GOMP_",
+        "PYTORCH_",
+        "TORCH_",
+        "TORCHINDUCTOR_",
+        "HIP_",
+        "HSA_",
+        "ROCM_",
+        "RCCL_",
+        "MIOPEN_",
+        "XLA_",
+        "TF_",
+    ];
+    const NAMES: [&str; 5] = [
+        "WORLD_SIZE",
+        "RANK",
+        "LOCAL_RANK",
+        "LOCAL_WORLD_SIZE",
+        "GPU_MAX_HW_QUEUES",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p)) || NAMES.contains(&name)
+}
+
 /// Whether a dotted metadata path (`metadata.env.HF_TOKEN.value`, `a[0].b`) passes through a
 /// secret key anywhere: the whole subtree under a secret key is secret.
 pub fn is_secret_path(path: &str) -> bool {
@@ -159,13 +197,32 @@ fn redact_pass(text: &str) -> Cow<'_, str> {
             redact_next = true;
             continue;
         }
+        // `KEY: value` (YAML, HTTP headers, a dumped dict or JSON object: `'db_password':`,
+        // `"api_key":`) and `KEY = value`: a secret key whose value is the next word.
+        if let Some(key) = spaced_key(word, rest) {
+            if is_secret_key(key) {
+                out.push_str(word);
+                redact_next = true;
+                continue;
+            }
+        }
         if std::mem::take(&mut redact_next) && !word.starts_with("--") {
+            // `KEY = value`: the lone separator is not the value.
+            if word == "=" || word == ":" {
+                out.push_str(word);
+                redact_next = true;
+                continue;
+            }
             out.push_str(&redact_quoted(word));
             continue;
         }
         // Decided on the redacted word, so a second pass decides the same (idempotence).
         let redacted = redact_word(word);
         if redacted.starts_with('-') && !redacted.contains('=') && is_secret_key(&redacted) {
+            redact_next = true;
+        }
+        // `Authorization:Bearer TOKEN`: the scheme glued to the header, the token after it.
+        if lower.ends_with(":bearer") || lower.ends_with(":basic") || lower.ends_with("=bearer") {
             redact_next = true;
         }
         out.push_str(&redacted);
@@ -177,6 +234,32 @@ fn redact_pass(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// The key of a `KEY:` word whose value follows after a space, or of a `KEY` word followed by a
+/// lone `=` or `:`; quotes and an opening brace are not part of the key.
+fn spaced_key<'a>(word: &'a str, rest: &str) -> Option<&'a str> {
+    let key = if let Some(k) = word.strip_suffix(':') {
+        k
+    } else {
+        let next = rest.trim_start();
+        let lone = |sep: char| {
+            next.strip_prefix(sep)
+                .is_some_and(|after| after.starts_with(char::is_whitespace))
+        };
+        if !(lone('=') || lone(':')) || word.contains(['=', ':']) {
+            return None;
+        }
+        word
+    };
+    let key = key
+        .trim_start_matches(['{', '(', '[', ','])
+        .trim_matches(['"', '\'']);
+    let identifier = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    identifier.then_some(key)
+}
+
 /// A cheap test that rules out most strings (kernel and operator names) at once.
 fn might_hold_secret(text: &str) -> bool {
     let b = text.as_bytes();
@@ -185,22 +268,21 @@ fn might_hold_secret(text: &str) -> bool {
         || text.contains("AKIA")
         || text.contains("ASIA")
         || text.contains("AIza")
+        || text.contains("ya29.")
         || text.contains("://")
         || text.contains(':')
 }
 
 /// A value after `--token` or `Bearer`, keeping surrounding quotes.
 fn redact_quoted(word: &str) -> String {
-    let open = word.starts_with(['"', '\'']);
-    let close = word.len() > 1 && word.ends_with(['"', '\'', ',', ';']);
+    let open = usize::from(word.starts_with(['"', '\'']));
+    let closers = ['"', '\'', ',', ';', '}', ']', ')'];
+    let body = &word[open..];
+    let close = body.len() - body.trim_end_matches(closers).len();
     let mut s = String::new();
-    if open {
-        s.push_str(&word[..1]);
-    }
+    s.push_str(&word[..open]);
     s.push_str(REDACTED);
-    if close {
-        s.push_str(&word[word.len() - 1..]);
-    }
+    s.push_str(&body[body.len() - close..]);
     s
 }
 
@@ -303,8 +385,13 @@ fn redact_pair(piece: &str) -> Cow<'_, str> {
 
 /// Prefixed tokens and JWTs anywhere in a word.
 fn redact_tokens(word: &str) -> String {
-    const PREFIXES: [(&str, usize); 19] = [
+    const PREFIXES: [(&str, usize); 24] = [
         ("github_pat_", 16),
+        ("pypi-", 16),
+        ("npm_", 30),
+        ("ya29.", 16),
+        ("xapp-", 8),
+        ("glrt-", 16),
         ("hf_", 16),
         ("ghp_", 16),
         ("gho_", 16),
@@ -493,6 +580,46 @@ mod tests {
             r("-----BEGIN RSA PRIVATE KEY-----\nMII"),
             "<redacted>".to_string()
         );
+    }
+
+    #[test]
+    fn secrets_by_shape() {
+        // A config dumped as a string: a Python dict, a JSON object.
+        assert_eq!(
+            r("{'db_password': 'hunter2', 'lr': 3}"),
+            "{'db_password': '<redacted>', 'lr': 3}"
+        );
+        assert_eq!(
+            r(r#"{"api_key": "abc123", "model": "x"}"#),
+            r#"{"api_key": "<redacted>", "model": "x"}"#
+        );
+        // YAML and HTTP headers, and `KEY = value`.
+        assert_eq!(r("api_key: abc123"), "api_key: <redacted>");
+        assert_eq!(r("X-Api-Key: abc123"), "X-Api-Key: <redacted>");
+        assert_eq!(r("password = hunter2"), "password = <redacted>");
+        assert_eq!(
+            r("Authorization:Bearer TOKEN123"),
+            "Authorization:<redacted> <redacted>"
+        );
+        // Prefixed tokens.
+        for t in [
+            "pypi-AgEIcHlwaS5vcmcCJDAwMDAwMDAw",
+            "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            "ya29.a0AfH6SMBxxxxxxxxxxxxxxxxxx",
+        ] {
+            assert_eq!(r(&format!("t {t} x")), "t <redacted> x", "{t}");
+        }
+        // Ordinary text with colons and equals stays.
+        assert_eq!(r("step: 3 loss = 0.5"), "step: 3 loss = 0.5");
+        assert_eq!(r("at::native::add_kernel"), "at::native::add_kernel");
+        // Idempotent.
+        for t in [
+            "{'db_password': 'hunter2'}",
+            "Authorization:Bearer T",
+            "password = x",
+        ] {
+            assert_eq!(r(&r(t)), r(t), "{t}");
+        }
     }
 
     #[test]

@@ -121,6 +121,17 @@ impl Trace {
                 .push(format!("{renamed} names (span, thread or call-stack text)"));
         }
         self.metadata.redact();
+        // Device names come from the trace too (`deviceProperties`, `TARGET_INFO_GPU`).
+        for d in &mut self.devices {
+            if let Some(name) = d.name.as_mut() {
+                if let Cow::Owned(r) = redact_text(name) {
+                    *name = r;
+                    self.metadata
+                        .redacted
+                        .push(format!("device {} name", d.index));
+                }
+            }
+        }
         for w in &mut self.warnings {
             if let Cow::Owned(r) = redact_text(&w.message) {
                 w.message = r;

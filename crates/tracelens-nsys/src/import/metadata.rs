@@ -23,14 +23,26 @@ pub(super) fn read_metadata(imp: &mut Importer) -> rusqlite::Result<()> {
             _ => imp.b.metadata.add_extra(&format!("export.{name}"), &value),
         }
     }
-    // The capture settings include the profiled process's whole environment: redacted.
+    // The capture settings include the profiled process's whole environment: only the
+    // variables that matter for performance are kept (and redacted); the rest are counted.
+    let mut env_not_kept = 0_u64;
     for (name, value) in db.name_values("META_DATA_CAPTURE") {
         if name.ends_with("ENVIRONMENT_VARIABLE") {
             let (key, val) = value.split_once('=').unwrap_or((value.as_str(), ""));
-            imp.b.metadata.add_extra(&format!("capture.env.{key}"), val);
+            if tracelens_model::redact::is_performance_env(key) {
+                imp.b.metadata.add_extra(&format!("capture.env.{key}"), val);
+            } else {
+                env_not_kept += 1;
+            }
         } else {
             imp.b.metadata.add_extra(&format!("capture.{name}"), &value);
         }
+    }
+    if env_not_kept > 0 {
+        imp.b.metadata.add_extra(
+            "capture.env_not_kept",
+            &format!("{env_not_kept} variables that do not bear on performance"),
+        );
     }
     if db.has("TARGET_INFO_SESSION_START_TIME") {
         let utc = db.col("TARGET_INFO_SESSION_START_TIME", "utcEpochNs");
