@@ -621,6 +621,79 @@ fn an_input_given_twice_is_refused_and_jobs_are_clamped() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+// ---- 3f. sizes from the trace ----
+
+#[test]
+fn a_huge_name_is_shortened_for_display_and_kept_in_json() {
+    let dir = scratch("huge-name");
+    let path = dir.join("t.json");
+    let gpu = "G".repeat(4 << 20);
+    let kernel = format!("k{}", "x".repeat(1 << 20));
+    let text = String::from_utf8(small_trace())
+        .unwrap()
+        .replacen("sm90_xmma_gemm_bf16_kernel", &kernel, 1)
+        .replacen("NVIDIA H100 80GB HBM3", &gpu, 1);
+    std::fs::write(&path, text).unwrap();
+    let run = analyze(&path, &["--no-report"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.len() < 64 << 10,
+        "{} bytes of summary",
+        run.stdout.len()
+    );
+    let run = analyze(&path, &["--format", "md"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let longest = run.stdout.lines().map(str::len).max().unwrap_or(0);
+    assert!(longest < 16 << 10, "a Markdown line of {longest} bytes");
+    assert!(
+        run.stdout.len() < 1 << 20,
+        "{} bytes of Markdown",
+        run.stdout.len()
+    );
+    let run = analyze(&path, &["--format", "json"]);
+    assert!(run.stdout.contains(&gpu), "the JSON keeps the full name");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+// ---- 3g. small surfaces ----
+
+#[test]
+fn dash_means_stdout_and_newer_documents_are_refused() {
+    let dir = scratch("small-surfaces");
+    let trace = dir.join("t.json");
+    std::fs::write(&trace, small_trace()).unwrap();
+    // `annotate -o -` writes the annotated trace to stdout, not to a file named `-`.
+    let out = exe()
+        .current_dir(&dir)
+        .args(["annotate", "t.json", "-o", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(doc["traceEvents"].as_array().is_some_and(|e| e.len() > 100));
+    assert!(!dir.join("-").exists());
+    // A result document from a newer tracelens is refused, not read as if it were ours.
+    let run = tracelens(["analyze", trace.to_str().unwrap(), "--format", "json"]);
+    let newer = run
+        .stdout
+        .replacen("\"schema_version\": 4", "\"schema_version\": 99", 1);
+    let stored = dir.join("newer.json");
+    std::fs::write(&stored, newer).unwrap();
+    let run = tracelens(["check", stored.to_str().unwrap()]);
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("newer than this tracelens reads"),
+        "{}",
+        run.stderr
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---- 5. crafted inputs end cleanly ----
 
 #[test]

@@ -6,6 +6,9 @@ use std::path::PathBuf;
 
 /// `tracelens annotate`: the trace copied verbatim with our tracks added first.
 pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> {
+    if args.output.as_ref().is_some_and(|p| p.as_os_str() == "-") {
+        return annotate_to_stdout(args, out);
+    }
     let path = args.output.clone().unwrap_or_else(|| {
         let report = default_report_path(&args.trace);
         let stem = report
@@ -52,4 +55,36 @@ pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> 
         stats.events,
         events.len()
     ))
+}
+
+/// `-o -`: the annotated trace, uncompressed, on stdout (made [workflow-command
+/// safe](tracelens_report::escape::workflow_command_safe) like all output); what was written
+/// goes to stderr.
+fn annotate_to_stdout(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> {
+    let trace =
+        input::open_annotatable(&args.trace).map_err(|e| fail(out.stderr, &args.trace, e))?;
+    let analysis = tracelens_analysis::analyze(&trace);
+    let tracks = tracelens_analysis::annotations::idle_tracks(&trace, &analysis.device_idle);
+    let events = tracelens_report::perfetto::annotation_events(&analysis.diagnosis, &tracks);
+    let mut stdout = output::CommandSafe::new(&mut *out.stdout);
+    let mut buffered = std::io::BufWriter::new(&mut stdout);
+    let written = input::write_annotated(&args.trace, &mut buffered, &events)
+        .and_then(|s| std::io::Write::flush(&mut buffered).map(|()| s));
+    drop(buffered);
+    match written {
+        Ok(stats) => {
+            let _ = writeln!(
+                out.stderr,
+                "tracelens: wrote {} trace events and {} tracelens events to stdout",
+                stats.events,
+                events.len()
+            );
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Stop::ClosedPipe),
+        Err(e) => {
+            let why = format!("cannot write output: {}", input::write_problem(&e));
+            Err(fail(out.stderr, std::path::Path::new("<stdout>"), why))
+        }
+    }
 }

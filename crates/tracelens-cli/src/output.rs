@@ -20,13 +20,30 @@ impl<'a> CommandSafe<'a> {
 
 impl Write for CommandSafe<'_> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let safe = |inner: &mut dyn Write, text: &str| {
+            inner.write_all(tracelens_report::escape::workflow_command_safe(text).as_bytes())
+        };
         match std::str::from_utf8(buf) {
-            Ok(text) => self
-                .inner
-                .write_all(tracelens_report::escape::workflow_command_safe(text).as_bytes())?,
-            Err(_) => self.inner.write_all(buf)?,
+            Ok(text) => {
+                safe(self.inner, text)?;
+                Ok(buf.len())
+            }
+            // A character split across writes: the whole characters first, then the bytes
+            // that are not one as they are.
+            Err(e) if e.valid_up_to() > 0 => {
+                let valid = e.valid_up_to();
+                safe(
+                    self.inner,
+                    std::str::from_utf8(&buf[..valid]).unwrap_or_default(),
+                )?;
+                Ok(valid)
+            }
+            Err(e) => {
+                let n = e.error_len().unwrap_or(buf.len());
+                self.inner.write_all(&buf[..n])?;
+                Ok(n)
+            }
         }
-        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {

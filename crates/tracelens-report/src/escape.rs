@@ -124,16 +124,36 @@ pub fn workflow_command_safe(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// The most characters of one trace string shown in Markdown; longer ones end in `…` (the JSON
+/// has them in full).
+pub const MAX_MARKDOWN_CHARS: usize = 1000;
+
 /// Text for GitHub-flavoured Markdown, inline (a table cell, a heading, a paragraph):
 /// nothing in it can end the cell or line, start markup, open a link or image, become HTML,
 /// math or a live `@mention`. Control characters go, newlines become spaces, Markdown
 /// punctuation that opens markup (emphasis, code, links and images, headings, tables,
-/// strikethrough, math) is backslash-escaped, `<`, `>` and `&` become entities and `@` is followed by
-/// a zero-width space.
+/// strikethrough, math) is backslash-escaped, `<`, `>` and `&` become entities, `@` is followed by
+/// a zero-width space and bare URLs (`://`, `www.`) get one inside, so none is a live link.
 #[must_use]
 pub fn markdown_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
+    let mut out = String::with_capacity(text.len().min(4 * MAX_MARKDOWN_CHARS) + 8);
+    for (i, (at, c)) in text.char_indices().enumerate() {
+        // GitHub drops a step summary over 1 MiB whole: one crafted name must not fill it.
+        if i == MAX_MARKDOWN_CHARS {
+            out.push('…');
+            break;
+        }
+        // Bare URLs (`https://…`, `www.…`) would become live links: a zero-width space breaks
+        // the pattern GitHub links.
+        let rest = &text[at..];
+        if c == ':' && rest.starts_with("://") {
+            out.push_str(":\u{200B}");
+            continue;
+        }
+        if c == '.' && text[..at].to_ascii_lowercase().ends_with("www") {
+            out.push_str("\u{200B}.");
+            continue;
+        }
         match c {
             '\n' | '\r' | '\t' => out.push(' '),
             c if c.is_control() || is_bidi_control(c) => {}
@@ -224,7 +244,11 @@ mod tests {
     fn markdown_text_is_inert() {
         assert_eq!(
             markdown_text("a|b\n# h <script>x</script> @team ![i](http://x/p.png) `c`"),
-            "a\\|b \\# h &lt;script&gt;x&lt;/script&gt; @\u{200B}team \\!\\[i\\](http://x/p.png) \\`c\\`"
+            "a\\|b \\# h &lt;script&gt;x&lt;/script&gt; @\u{200B}team \\!\\[i\\](http:\u{200B}//x/p.png) \\`c\\`"
+        );
+        assert_eq!(
+            markdown_text("see https://evil.example/x and www.evil.example"),
+            "see https:\u{200B}//evil.example/x and www\u{200B}.evil.example"
         );
         assert_eq!(
             markdown_code_block("python", "x = 1\n```\nevil"),

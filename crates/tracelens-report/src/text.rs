@@ -55,8 +55,13 @@ impl Style {
     }
 }
 
+/// The longest word the terminal shows whole: about four lines of a wide terminal. Longer
+/// ones (crafted names) end in `…`; the JSON has them in full.
+pub const MAX_WORD_CHARS: usize = 320;
+
 /// Wraps `text` to `width` columns: the first line starts with `first`, the others with
-/// `indent` spaces. Words longer than a line (kernel names) are cut.
+/// `indent` spaces. Words longer than a line (kernel names) are cut across lines, and words
+/// longer than [`MAX_WORD_CHARS`] are shortened. Linear in the text's length.
 #[must_use]
 pub fn wrap(text: &str, width: usize, first: &str, indent: usize) -> String {
     let width = width.max(indent + 20);
@@ -68,9 +73,17 @@ pub fn wrap(text: &str, width: usize, first: &str, indent: usize) -> String {
     let mut line_len = first.chars().count();
     let mut empty = true;
     for word in text.split([' ', '\n', '\t']).filter(|w| !w.is_empty()) {
-        let mut word: &str = word;
+        // A word is counted once (cutting a long one is linear, not quadratic), and one
+        // longer than a few lines is shortened for display: full names are in the JSON.
+        let (shown, mut wlen) = match word.char_indices().nth(MAX_WORD_CHARS) {
+            Some((cut, _)) => (
+                std::borrow::Cow::Owned(format!("{}…", &word[..cut])),
+                MAX_WORD_CHARS + 1,
+            ),
+            None => (std::borrow::Cow::Borrowed(word), word.chars().count()),
+        };
+        let mut word: &str = &shown;
         loop {
-            let wlen = word.chars().count();
             let need = if empty { wlen } else { wlen + 1 };
             if line_len + need <= width {
                 if !empty {
@@ -87,6 +100,7 @@ pub fn wrap(text: &str, width: usize, first: &str, indent: usize) -> String {
                 let cut = word.char_indices().nth(room).map_or(word.len(), |(i, _)| i);
                 line.push_str(&word[..cut]);
                 word = &word[cut..];
+                wlen = wlen.saturating_sub(room);
             }
             out.push_str(line.trim_end());
             out.push('\n');

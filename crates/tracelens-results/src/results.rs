@@ -248,7 +248,19 @@ impl Results {
     pub fn from_json(text: &str) -> Result<Results, String> {
         let doc: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        // A document from a newer tracelens may mean something else by the same names.
+        let newer = |key: &str, section: &serde_json::Value, ours: u32| match section
+            .get(key)
+            .and_then(serde_json::Value::as_u64)
+        {
+            Some(found) if found > u64::from(ours) => Err(format!(
+                "{key} {found} is newer than this tracelens reads ({ours}): upgrade tracelens"
+            )),
+            _ => Ok(()),
+        };
+        newer("schema_version", &doc, crate::SCHEMA_VERSION)?;
         let section = doc.get("results").unwrap_or(&doc);
+        newer("version", section, RESULTS_VERSION)?;
         serde_json::from_value(section.clone())
             .map_err(|e| format!("not a tracelens result (tracelens analyze --format json): {e}"))
     }
