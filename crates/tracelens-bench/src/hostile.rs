@@ -150,3 +150,112 @@ pub fn write_hostile(h: &Hostile, path: &std::path::Path) -> io::Result<()> {
         file.flush()
     }
 }
+
+/// One crafted input of issue 21 (rules, Parquet, sizes, threads), with the command that
+/// feeds it to tracelens: what a hostile trace author reaches beyond `analyze`.
+pub struct Bomb {
+    /// File or folder name.
+    pub name: &'static str,
+    /// What it attacks.
+    pub attack: &'static str,
+    /// Writes the input at the path (a file or a folder).
+    pub prepare: fn(&std::path::Path) -> io::Result<()>,
+    /// The tracelens arguments for the input at the path.
+    pub args: fn(&std::path::Path) -> Vec<String>,
+}
+
+fn path_arg(p: &std::path::Path) -> String {
+    p.display().to_string()
+}
+
+/// A small valid trace (one kernel) at `path`.
+fn small_trace(path: &std::path::Path) -> io::Result<()> {
+    std::fs::write(path, format!("{{\"traceEvents\": [{ONE_KERNEL}]}}"))
+}
+
+/// A rank folder whose `steps.parquet` holds `steps` rows (a few hundred kB).
+fn steps_rank(dir: &std::path::Path, steps: i64) -> io::Result<()> {
+    let summary = tracelens_results::RankSummary {
+        file: "rank0.json".into(),
+        rank_in_trace: Some(0),
+        world_size: Some(1),
+        results: tracelens_results::Results::empty(),
+        collectives: Vec::new(),
+        steps: (0..steps).map(|i| (i, 1_000)).collect(),
+    };
+    tracelens_parquet::write_rank(dir, &summary).map_err(io::Error::other)
+}
+
+/// The inputs of issue 21, in the order the report lists them.
+#[must_use]
+pub fn issue21() -> Vec<Bomb> {
+    vec![
+        Bomb {
+            name: "rule_7000_parens",
+            attack: "check --rule with 7,000 nested parentheses: parser stack",
+            prepare: small_trace,
+            args: |p| {
+                let rule = format!(
+                    "{}gpu.idle_percent > 5{}",
+                    "(".repeat(7000),
+                    ")".repeat(7000)
+                );
+                vec!["check".into(), path_arg(p), "--rule".into(), rule]
+            },
+        },
+        Bomb {
+            name: "rule_20000_not",
+            attack: "analyze --fail-on with 20,000 'not': parser stack",
+            prepare: small_trace,
+            args: |p| {
+                let rule = format!("{}gpu.idle_percent > 5", "not ".repeat(20_000));
+                vec![
+                    "analyze".into(),
+                    path_arg(p),
+                    "--no-report".into(),
+                    "--fail-on".into(),
+                    rule,
+                ]
+            },
+        },
+        Bomb {
+            name: "steps_10m_rows",
+            attack: "merge of a rank whose steps.parquet holds 10 M rows in a small file",
+            prepare: |d| steps_rank(d, 10_000_000),
+            args: |d| vec!["merge".into(), path_arg(d), path_arg(d)],
+        },
+        Bomb {
+            name: "gpu_name_4mb.json",
+            attack: "a 4 MB GPU name in the terminal summary: wrap() quadratic, 4.7 MB printed",
+            prepare: |p| {
+                let gpu = "G".repeat(4 << 20);
+                std::fs::write(
+                    p,
+                    format!(
+                        "{{\"traceEvents\": [{ONE_KERNEL}], \"deviceProperties\": [{{\"id\": 0, \"name\": \"{gpu}\"}}]}}"
+                    ),
+                )
+            },
+            args: |p| vec!["analyze".into(), path_arg(p), "--no-report".into()],
+        },
+        Bomb {
+            name: "jobs_100000",
+            attack: "analyze of two ranks with --jobs 100000: one thread per job",
+            prepare: |d| {
+                std::fs::create_dir_all(d)?;
+                small_trace(&d.join("rank0.json"))?;
+                small_trace(&d.join("rank1.json"))
+            },
+            args: |d| {
+                vec![
+                    "analyze".into(),
+                    path_arg(d),
+                    "--format".into(),
+                    "json".into(),
+                    "--jobs".into(),
+                    "100000".into(),
+                ]
+            },
+        },
+    ]
+}
