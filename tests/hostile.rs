@@ -770,6 +770,14 @@ fn gzip_checksum_mismatch_is_a_warning() {
     let path = dir.join("crc.json.gz");
     std::fs::write(&path, &gz).unwrap();
     assert_says(&path, "fails its CRC-32/length check");
+    // The gate says it too: it decides on data that may be corrupt.
+    let run = tracelens(["check", path.to_str().unwrap()]);
+    assert!(run.code <= 1, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("fails its CRC-32/length check"),
+        "{}",
+        run.stderr
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

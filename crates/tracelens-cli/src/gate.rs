@@ -28,6 +28,22 @@ pub fn results_of(path: &Path, stderr: &mut dyn std::io::Write) -> Result<Result
         return Results::from_json(&text).map_err(|p| fail(stderr, path, p));
     }
     let trace = input::open(path).map_err(|e| fail(stderr, path, e))?;
+    // What the gate decides on may be damaged: say so (a bad CRC, a cut file, a stale WAL,
+    // missing names, limits reached), as analyze does.
+    for w in &trace.warnings {
+        use tracelens_model::WarningKind as K;
+        if matches!(
+            w.kind,
+            K::Truncated | K::MalformedEvent | K::LimitReached | K::MissingNames | K::Other
+        ) {
+            let _ = writeln!(
+                stderr,
+                "tracelens: warning: {}: {}",
+                terminal_text(&path.display().to_string()),
+                terminal_text(&w.message)
+            );
+        }
+    }
     let d = tracelens_analysis::diagnose(&trace);
     Ok(Results::of(&trace.source, &d))
 }
