@@ -141,6 +141,8 @@ struct JobPage<'a> {
 
 /// Size of one heat-map cell.
 const CELL: usize = 18;
+/// The most step columns of the heat map; more steps are binned.
+pub const MAX_HEAT_COLUMNS: usize = 200;
 
 /// The job as one self-contained HTML page.
 #[must_use]
@@ -164,23 +166,48 @@ pub fn render_job_html(job: &Job) -> String {
         all.iter().copied().min().unwrap_or(0),
         all.iter().copied().max().unwrap_or(0),
     );
+    // At most MAX_HEAT_COLUMNS columns: many steps share a column (their mean), so the page
+    // grows with ranks × columns, never with the square of the steps.
+    let columns = steps.len().min(MAX_HEAT_COLUMNS);
+    let bin_of = |i: usize| i * columns / steps.len().max(1);
+    let index: std::collections::HashMap<i64, usize> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| (s, bin_of(i)))
+        .collect();
     let mut heat = Vec::new();
     for (y, r) in job.ranks.iter().enumerate() {
-        for (x, step) in steps.iter().enumerate() {
-            if let Some(&(_, ns)) = r.steps.iter().find(|s| s.0 == *step) {
-                let t = if hi > lo {
-                    (ns - lo) as f64 / (hi - lo) as f64
-                } else {
-                    0.0
-                };
-                heat.push(HeatCell {
-                    x: 60 + x * CELL,
-                    y: y * CELL,
-                    // Light (fast) to dark orange (slow): one hue, readable without colour vision.
-                    shade: format!("hsl(28, 90%, {:.0}%)", 88.0 - 50.0 * t),
-                    title: format!("rank {}, step {step}: {}", r.rank, format_ms(ns)),
-                });
+        let mut sums = vec![(0_i64, 0_i64); columns];
+        for &(step, ns) in &r.steps {
+            if let Some(&b) = index.get(&step) {
+                sums[b].0 = sums[b].0.saturating_add(ns);
+                sums[b].1 += 1;
             }
+        }
+        for (x, &(sum, n)) in sums.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let ns = sum / n;
+            let t = if hi > lo {
+                (ns - lo) as f64 / (hi - lo) as f64
+            } else {
+                0.0
+            };
+            let first = steps[x * steps.len() / columns];
+            let last = steps[((x + 1) * steps.len() / columns).saturating_sub(1)];
+            let which = if first == last {
+                format!("step {first}")
+            } else {
+                format!("steps {first}–{last} (mean)")
+            };
+            heat.push(HeatCell {
+                x: 60 + x * CELL,
+                y: y * CELL,
+                // Light (fast) to dark orange (slow): one hue, readable without colour vision.
+                shade: format!("hsl(28, 90%, {:.0}%)", 88.0 - 50.0 * t),
+                title: format!("rank {}, {which}: {}", r.rank, format_ms(ns)),
+            });
         }
     }
     JobPage {
@@ -191,7 +218,7 @@ pub fn render_job_html(job: &Job) -> String {
             .zip(&job.ranks)
             .map(|(c, r)| (job.straggler.as_ref().is_some_and(|s| s.rank == r.rank), c))
             .collect(),
-        heat_width: 60 + steps.len().max(1) * CELL,
+        heat_width: 60 + columns.max(1) * CELL,
         heat_height: job.ranks.len() * CELL,
         labels: job
             .ranks
@@ -204,4 +231,35 @@ pub fn render_job_html(job: &Job) -> String {
     }
     .render()
     .expect("the job template renders")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tracelens_results::{analyze_job, RankSummary, Results};
+
+    #[test]
+    fn the_heat_map_bins_many_steps() {
+        let rank = |r: i64| RankSummary {
+            file: format!("rank{r}.json"),
+            rank_in_trace: Some(r),
+            world_size: Some(2),
+            results: Results::empty(),
+            collectives: Vec::new(),
+            steps: (0..50_000).map(|s| (s, 1_000 + s % 7 + r)).collect(),
+        };
+        let job = analyze_job(&[rank(0), rank(1)]).unwrap();
+        let html = render_job_html(&job);
+        let cells = html.matches("hsl(28, 90%").count();
+        assert!(cells <= 2 * MAX_HEAT_COLUMNS, "{cells} cells");
+        assert!(cells >= 2 * MAX_HEAT_COLUMNS - 2, "{cells} cells");
+        assert!(html.contains("(mean)"), "binned columns say so");
+        // Few steps: one column each.
+        let few = |r: i64| RankSummary {
+            steps: vec![(0, 1_000), (1, 2_000)],
+            ..rank(r)
+        };
+        let job = analyze_job(&[few(0), few(1)]).unwrap();
+        assert_eq!(render_job_html(&job).matches("hsl(28, 90%").count(), 4);
+    }
 }
