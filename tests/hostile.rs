@@ -677,6 +677,27 @@ fn dash_means_stdout_and_newer_documents_are_refused() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(doc["traceEvents"].as_array().is_some_and(|e| e.len() > 100));
     assert!(!dir.join("-").exists());
+    // A gzip trace cut short: the input's problem, named as such.
+    let gz = gzip(&small_trace());
+    let cut = dir.join("cut.json.gz");
+    std::fs::write(&cut, &gz[..gz.len() * 3 / 4]).unwrap();
+    let run = tracelens([
+        "annotate",
+        cut.to_str().unwrap(),
+        "-o",
+        dir.join("cut.annotated.json").to_str().unwrap(),
+    ]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr.contains("cut.json.gz: cannot be copied"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("cannot write output"),
+        "{}",
+        run.stderr
+    );
     // A result document from a newer tracelens is refused, not read as if it were ours.
     let run = tracelens(["analyze", trace.to_str().unwrap(), "--format", "json"]);
     let newer = run

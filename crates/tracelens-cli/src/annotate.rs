@@ -25,18 +25,35 @@ pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> 
     let events = tracelens_report::perfetto::annotation_events(&analysis.diagnosis, &tracks);
     let gzip = path.to_string_lossy().ends_with(".gz");
     let mut stats = None;
+    let mut read_failed = false;
     let written = output::write_atomically_with(&path, |w| {
-        stats = Some(if gzip {
-            let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::new(6));
-            let s = input::write_annotated(&args.trace, &mut gz, &events)?;
-            gz.finish()?;
-            s
+        let mut write_failed = false;
+        let mut w = Tracked {
+            inner: w,
+            failed: &mut write_failed,
+        };
+        let copied = if gzip {
+            let mut gz = flate2::write::GzEncoder::new(&mut w, flate2::Compression::new(6));
+            input::write_annotated(&args.trace, &mut gz, &events)
+                .and_then(|s| gz.finish().map(|_| s))
         } else {
-            input::write_annotated(&args.trace, w, &events)?
-        });
+            input::write_annotated(&args.trace, &mut w, &events)
+        };
+        // An error no write caused came from reading the trace.
+        read_failed = copied.is_err() && !write_failed;
+        stats = Some(copied?);
         Ok(())
     });
     if let Err(e) = written {
+        // A failure while reading the trace (a cut gzip stream) is the input's, not the
+        // output's.
+        if read_failed {
+            let why = format!(
+                "cannot be copied: {} (a trace that is cut short can be analysed, not annotated)",
+                input::read_problem(&e)
+            );
+            return Err(fail(out.stderr, &args.trace, why));
+        }
         let why = format!("cannot write output: {}", input::write_problem(&e));
         return Err(fail(out.stderr, &path, why));
     }
@@ -86,5 +103,22 @@ fn annotate_to_stdout(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> {
             let why = format!("cannot write output: {}", input::write_problem(&e));
             Err(fail(out.stderr, std::path::Path::new("<stdout>"), why))
         }
+    }
+}
+
+/// A writer that remembers whether a write to it failed, to tell output errors from input
+/// errors surfacing through the same copy.
+struct Tracked<'a> {
+    inner: &'a mut dyn std::io::Write,
+    failed: &'a mut bool,
+}
+
+impl std::io::Write for Tracked<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.inner.write(buf).inspect_err(|_| *self.failed = true)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush().inspect_err(|_| *self.failed = true)
     }
 }
