@@ -698,6 +698,16 @@ fn dash_means_stdout_and_newer_documents_are_refused() {
         "{}",
         run.stderr
     );
+    // A gzip bomb (72 MB of top-level keys) is not copied: annotate would recompress it all.
+    let mut bomb = br#"{"traceEvents": [], "#.to_vec();
+    bomb.extend(br#""k": 1, "#.repeat(9 << 20));
+    bomb.extend(br#""end": 1}"#);
+    let path = dir.join("bomb.json.gz");
+    std::fs::write(&path, gzip(&bomb)).unwrap();
+    let run = tracelens(["annotate", path.to_str().unwrap(), "-o", "-"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("likely gzip bomb"), "{}", run.stderr);
+    assert!(run.stdout.is_empty());
     // A result document from a newer tracelens is refused, not read as if it were ours.
     let run = tracelens(["analyze", trace.to_str().unwrap(), "--format", "json"]);
     let newer = run
