@@ -187,6 +187,23 @@ fn steps_rank(dir: &std::path::Path, steps: i64) -> io::Result<()> {
     tracelens_parquet::write_rank(dir, &summary).map_err(io::Error::other)
 }
 
+/// Two rank folders of `steps` steps each, in `dir`.
+fn two_ranks(dir: &std::path::Path, steps: i64) -> io::Result<()> {
+    for r in 0..2 {
+        let summary = tracelens_results::RankSummary {
+            file: format!("rank{r}.json"),
+            rank_in_trace: Some(r),
+            world_size: Some(2),
+            results: tracelens_results::Results::empty(),
+            collectives: Vec::new(),
+            steps: (0..steps).map(|i| (i, 1_000 + i % 97 + r)).collect(),
+        };
+        tracelens_parquet::write_rank(&dir.join(format!("rank{r}")), &summary)
+            .map_err(io::Error::other)?;
+    }
+    Ok(())
+}
+
 /// The inputs of issue 21, in the order the report lists them.
 #[must_use]
 pub fn issue21() -> Vec<Bomb> {
@@ -238,6 +255,41 @@ pub fn issue21() -> Vec<Bomb> {
                 )
             },
             args: |p| vec!["analyze".into(), path_arg(p), "--no-report".into()],
+        },
+        Bomb {
+            name: "job_50000_steps",
+            attack: "merge of 2 ranks x 50,000 steps to the HTML job page: heat map quadratic in steps",
+            prepare: |d| two_ranks(d, 50_000),
+            args: |d| {
+                vec![
+                    "merge".into(),
+                    path_arg(&d.join("rank0")),
+                    path_arg(&d.join("rank1")),
+                    "--format".into(),
+                    "html".into(),
+                    "-o".into(),
+                    path_arg(&d.join("job.html")),
+                ]
+            },
+        },
+        Bomb {
+            name: "annotate_keys_1gb.json.gz",
+            attack: "annotate of 1 GB of top-level keys in a ~1 MB gzip: every byte copied and recompressed",
+            prepare: |p| {
+                let h = all()
+                    .into_iter()
+                    .find(|h| h.name == "top_level_keys_1gb.json.gz")
+                    .expect("the keys bomb");
+                write_hostile(&h, p)
+            },
+            args: |p| {
+                vec![
+                    "annotate".into(),
+                    path_arg(p),
+                    "-o".into(),
+                    format!("{}.annotated.json.gz", path_arg(p)),
+                ]
+            },
         },
         Bomb {
             name: "jobs_100000",
