@@ -234,7 +234,14 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
                 .map(|(_, &ns)| ns)
                 .sum();
             let host_pct = crate::dataloader::percent(host_ns, idle.idle_ns);
-            if host_pct < HOST_SIDE_MINOR_PERCENT {
+            if cause == IdleCause::CrossStreamWait {
+                // The awaited work may itself be launched late (behind a blocking host call):
+                // the launches being early does not clear the host.
+                text.push_str(&format!(
+                    "; launches reach the GPU {} after they are issued (median): the wait is on other streams' work, not on these launches",
+                    format_ms(ahead)
+                ));
+            } else if host_pct < HOST_SIDE_MINOR_PERCENT {
                 text.push_str(&format!(
                     "; launches reach the GPU {} after they are issued (median), so the host is not the bottleneck",
                     format_ms(ahead)
