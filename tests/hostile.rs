@@ -483,40 +483,25 @@ fn deep_long_and_misplaced_rules_end_in_a_clear_outcome() {
             assert_eq!(err.lines().count(), 1, "{err}");
         }
     }
+    // `check t.json` in the folder, with `rules` as its tracelens.toml: the exit code.
+    let check_with = |rules: &str| {
+        std::fs::write(dir.join("tracelens.toml"), rules).unwrap();
+        let out = exe()
+            .current_dir(&dir)
+            .args(["check", "t.json"])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
     // The same through tracelens.toml.
-    std::fs::write(
-        dir.join("tracelens.toml"),
-        format!("rules = [\"{nested}\"]"),
-    )
-    .unwrap();
-    let out = exe()
-        .current_dir(&dir)
-        .args(["check", "t.json"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, err) = check_with(&format!("rules = [\"{nested}\"]"));
+    assert_eq!(code, Some(2), "{err}");
     // A TOML literal string is a rule like any other: this one fires.
-    std::fs::write(
-        dir.join("tracelens.toml"),
-        "rules = ['gpu.idle_percent >= 0']",
-    )
-    .unwrap();
-    let out = exe()
-        .current_dir(&dir)
-        .args(["check", "t.json"])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let (code, err) = check_with("rules = ['gpu.idle_percent >= 0']");
+    assert_eq!(code, Some(1), "{err}");
     // A dangling tracelens.toml is an error, not the default rules.
     std::fs::remove_file(dir.join("tracelens.toml")).unwrap();
     #[cfg(unix)]

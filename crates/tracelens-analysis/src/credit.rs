@@ -184,11 +184,10 @@ fn outside(stretches: &[Interval], iv: Interval) -> Vec<Interval> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::detectors::testing::span_us;
     use crate::finding::FindingKind;
     use crate::host_work::HostWork;
-    use tracelens_model::{
-        Ident, LaneKey, SourceInfo, SpanInput, SpanKind, TraceBuilder, NS_PER_US,
-    };
+    use tracelens_model::{Ident, LaneKey, SourceInfo, SpanKind, TraceBuilder, NS_PER_US};
 
     /// Ten rounds of Python work, a launch and a 2 µs kernel (five kernels, each launched
     /// twice); the launch numbered `slow` takes 5 ms instead of 10 µs.
@@ -203,17 +202,7 @@ mod tests {
             stream: 7,
         });
         let mut span = |kind, lane, name: &str, start_us: i64, dur_us: i64, corr: Option<u64>| {
-            let name = b.intern(name);
-            b.add_span(SpanInput {
-                kind,
-                lane,
-                start_ns: start_us * NS_PER_US,
-                dur_ns: dur_us * NS_PER_US,
-                name,
-                correlation: corr,
-                external_id: None,
-                detail: 0,
-            });
+            span_us(&mut b, kind, lane, name, (start_us, dur_us), corr);
         };
         let mut t = 100;
         for i in 0..10_u64 {

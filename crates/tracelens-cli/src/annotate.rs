@@ -18,45 +18,18 @@ pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> 
         PathBuf::from(format!("{stem}.annotated.json.gz"))
     });
     out.check_not_input(&path)?;
-    let trace =
-        input::open_annotatable(&args.trace).map_err(|e| fail(out.stderr, &args.trace, e))?;
-    refuse_bomb(&trace, args, out)?;
-    let analysis = tracelens_analysis::analyze(&trace);
-    let tracks = tracelens_analysis::annotations::idle_tracks(&trace, &analysis.device_idle);
-    let events = tracelens_report::perfetto::annotation_events(&analysis.diagnosis, &tracks);
+    let events = annotation_events(args, out)?;
     let gzip = path.to_string_lossy().ends_with(".gz");
     let mut stats = None;
     let mut read_failed = false;
     let written = output::write_atomically_with(&path, |w| {
-        let mut write_failed = false;
-        let mut w = Tracked {
-            inner: w,
-            failed: &mut write_failed,
-        };
-        let copied = if gzip {
-            let mut gz = flate2::write::GzEncoder::new(&mut w, flate2::Compression::new(6));
-            input::write_annotated(&args.trace, &mut gz, &events)
-                .and_then(|s| gz.finish().map(|_| s))
-        } else {
-            input::write_annotated(&args.trace, &mut w, &events)
-        };
-        // An error no write caused came from reading the trace.
-        read_failed = copied.is_err() && !write_failed;
-        stats = Some(copied?);
+        let copied = copy(args, w, &events, gzip);
+        read_failed = copied.as_ref().is_err_and(|(_, read)| *read);
+        stats = Some(copied.map_err(|(e, _)| e)?);
         Ok(())
     });
     if let Err(e) = written {
-        // A failure while reading the trace (a cut gzip stream) is the input's, not the
-        // output's.
-        if read_failed {
-            let why = format!(
-                "cannot be copied: {} (a trace that is cut short can be analysed, not annotated)",
-                input::read_problem(&e)
-            );
-            return Err(fail(out.stderr, &args.trace, why));
-        }
-        let why = format!("cannot write output: {}", input::write_problem(&e));
-        return Err(fail(out.stderr, &path, why));
+        return Err(copy_failed(args, out, &path, &e, read_failed));
     }
     let stats = stats.unwrap_or_default();
     out.announce("wrote ", &path)?;
@@ -79,18 +52,16 @@ pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> 
 /// safe](tracelens_report::escape::workflow_command_safe) like all output); what was written
 /// goes to stderr.
 fn annotate_to_stdout(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> {
-    let trace =
-        input::open_annotatable(&args.trace).map_err(|e| fail(out.stderr, &args.trace, e))?;
-    refuse_bomb(&trace, args, out)?;
-    let analysis = tracelens_analysis::analyze(&trace);
-    let tracks = tracelens_analysis::annotations::idle_tracks(&trace, &analysis.device_idle);
-    let events = tracelens_report::perfetto::annotation_events(&analysis.diagnosis, &tracks);
+    let events = annotation_events(args, out)?;
     let mut stdout = output::CommandSafe::new(&mut *out.stdout);
     let mut buffered = std::io::BufWriter::new(&mut stdout);
-    let written = input::write_annotated(&args.trace, &mut buffered, &events)
-        .and_then(|s| std::io::Write::flush(&mut buffered).map(|()| s));
+    let copied = copy(args, &mut buffered, &events, false).and_then(|s| {
+        std::io::Write::flush(&mut buffered)
+            .map(|()| s)
+            .map_err(|e| (e, false))
+    });
     drop(buffered);
-    match written {
+    match copied {
         Ok(stats) => {
             let _ = writeln!(
                 out.stderr,
@@ -100,12 +71,71 @@ fn annotate_to_stdout(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> {
             );
             Ok(())
         }
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Stop::ClosedPipe),
-        Err(e) => {
-            let why = format!("cannot write output: {}", input::write_problem(&e));
-            Err(fail(out.stderr, std::path::Path::new("<stdout>"), why))
-        }
+        Err((e, false)) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Stop::ClosedPipe),
+        Err((e, read)) => Err(copy_failed(
+            args,
+            out,
+            std::path::Path::new("<stdout>"),
+            &e,
+            read,
+        )),
     }
+}
+
+/// The trace read, refused when it is a likely gzip bomb, analysed, and our tracks as trace
+/// events.
+fn annotation_events(args: &AnnotateArgs, out: &mut Sink) -> Result<Vec<String>, Stop> {
+    let trace =
+        input::open_annotatable(&args.trace).map_err(|e| fail(out.stderr, &args.trace, e))?;
+    refuse_bomb(&trace, args, out)?;
+    let analysis = tracelens_analysis::analyze(&trace);
+    let tracks = tracelens_analysis::annotations::idle_tracks(&trace, &analysis.device_idle);
+    Ok(tracelens_report::perfetto::annotation_events(
+        &analysis.diagnosis,
+        &tracks,
+    ))
+}
+
+/// Copies the trace with `events` into `w` (gzip-compressed when asked); an error comes with
+/// whether reading the trace caused it (no write failed), not writing the output.
+fn copy(
+    args: &AnnotateArgs,
+    w: &mut dyn std::io::Write,
+    events: &[String],
+    gzip: bool,
+) -> Result<input::CopyStats, (std::io::Error, bool)> {
+    let mut write_failed = false;
+    let mut w = Tracked {
+        inner: w,
+        failed: &mut write_failed,
+    };
+    let copied = if gzip {
+        let mut gz = flate2::write::GzEncoder::new(&mut w, flate2::Compression::new(6));
+        input::write_annotated(&args.trace, &mut gz, events).and_then(|s| gz.finish().map(|_| s))
+    } else {
+        input::write_annotated(&args.trace, &mut w, events)
+    };
+    copied.map_err(|e| (e, !write_failed))
+}
+
+/// The one line for a failed copy: the input's problem when reading it failed (a gzip stream
+/// cut short), else the output's.
+fn copy_failed(
+    args: &AnnotateArgs,
+    out: &mut Sink,
+    target: &std::path::Path,
+    e: &std::io::Error,
+    read: bool,
+) -> Stop {
+    if read {
+        let why = format!(
+            "cannot be copied: {} (a trace that is cut short can be analysed, not annotated)",
+            input::read_problem(e)
+        );
+        return fail(out.stderr, &args.trace, why);
+    }
+    let why = format!("cannot write output: {}", input::write_problem(e));
+    fail(out.stderr, target, why)
 }
 
 /// A writer that remembers whether a write to it failed, to tell output errors from input

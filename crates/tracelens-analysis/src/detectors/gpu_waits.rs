@@ -7,7 +7,10 @@ use super::{plural, Context, Detector};
 use crate::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
 use crate::idle::IdleCause;
 use rustc_hash::FxHashMap;
-use tracelens_model::{format_ms, LaneKey, SpanKind, TimeNs};
+use tracelens_model::{format_ms, LaneKey, NameId, SpanKind, TimeNs};
+
+/// Spans looked at before a wait for the call running when it began.
+const MAX_LOOKBACK: usize = 64;
 
 /// A cause or busy category this share of step time or more always gets a finding.
 pub const BIG_SHARE_PERCENT: f64 = 10.0;
@@ -68,7 +71,7 @@ struct WaitFacts {
     by_stream: FxHashMap<i64, TimeNs>,
     by_op: FxHashMap<String, TimeNs>,
     /// Runtime, driver and OS calls of the launching thread that overlap the waits.
-    host_calls: FxHashMap<String, TimeNs>,
+    host_calls: FxHashMap<NameId, TimeNs>,
 }
 
 fn largest<K: Clone + Ord>(m: &FxHashMap<K, TimeNs>, n: usize) -> Vec<(K, TimeNs)> {
@@ -105,22 +108,31 @@ fn facts(cx: &Context, cause: IdleCause) -> WaitFacts {
                 .or_default() += waited;
         }
         let Some(lane) = gap.lane else { continue };
+        let range = trace.lane(lane).spans.clone();
+        let spans = &trace.spans[range.start as usize..range.end as usize];
+        let is_call = |k: SpanKind| {
+            matches!(
+                k,
+                SpanKind::Runtime | SpanKind::Driver | SpanKind::OsRuntime
+            )
+        };
         for seg in idle.segments_of(gap).iter().filter(|s| s.cause == cause) {
-            for id in trace.lane_span_ids(lane) {
-                let s = trace.span(id);
-                if s.start_ns >= seg.interval.end_ns {
-                    break;
-                }
-                if !matches!(
-                    s.kind,
-                    SpanKind::Runtime | SpanKind::Driver | SpanKind::OsRuntime
-                ) {
-                    continue;
-                }
-                if let Some(c) = s.interval().clip(seg.interval) {
-                    *f.host_calls
-                        .entry(trace.names.get(s.name).to_string())
-                        .or_default() += c.dur_ns();
+            let w = seg.interval;
+            // The calls starting inside the segment, and the last one before it (calls of one
+            // thread do not overlap one another, so only that one can reach into it).
+            let from = spans.partition_point(|s| s.start_ns < w.start_ns);
+            let to = spans.partition_point(|s| s.start_ns < w.end_ns);
+            let before = spans[..from]
+                .iter()
+                .rev()
+                .take(MAX_LOOKBACK)
+                .find(|s| is_call(s.kind));
+            for s in before
+                .into_iter()
+                .chain(spans[from..to].iter().filter(|s| is_call(s.kind)))
+            {
+                if let Some(c) = s.interval().clip(w) {
+                    *f.host_calls.entry(s.name).or_default() += c.dur_ns();
                 }
             }
         }
@@ -138,7 +150,10 @@ fn wait_finding(cx: &Context, cause: IdleCause, kind: FindingKind) -> Option<Fin
     let mut f = cx.finding(kind, WinKind::GpuIdle, &win);
     let streams = largest(&facts.by_stream, 2);
     let ops = largest(&facts.by_op, 2);
-    let calls = largest(&facts.host_calls, 2);
+    let calls: Vec<(String, TimeNs)> = largest(&facts.host_calls, 2)
+        .into_iter()
+        .map(|(n, t)| (cx.trace.names.get(n).to_string(), t))
+        .collect();
     let stream_text = match streams.as_slice() {
         [] => "queued work".to_string(),
         [(s, _)] => format!("work queued on stream {s}"),

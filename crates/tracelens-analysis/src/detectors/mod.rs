@@ -189,6 +189,28 @@ pub(crate) mod testing {
         std::fs::read_to_string(scenario_path(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 
+    /// Adds a span given in µs (start and duration) to a trace being built by hand.
+    pub(crate) fn span_us(
+        b: &mut tracelens_model::TraceBuilder,
+        kind: tracelens_model::SpanKind,
+        lane: tracelens_model::LaneId,
+        name: &str,
+        (start_us, dur_us): (i64, i64),
+        correlation: Option<u64>,
+    ) {
+        let name = b.intern(name);
+        b.add_span(tracelens_model::SpanInput {
+            kind,
+            lane,
+            start_ns: start_us * tracelens_model::NS_PER_US,
+            dur_ns: dur_us * tracelens_model::NS_PER_US,
+            name,
+            correlation,
+            external_id: None,
+            detail: 0,
+        });
+    }
+
     /// What `detector` alone reports on `trace`, over the same shared analyses as a full
     /// diagnosis.
     pub(crate) fn findings_of(detector: &dyn Detector, trace: &Trace) -> Vec<Finding> {

@@ -260,8 +260,9 @@ pub(super) fn waited_on_other_stream(
 
 #[cfg(test)]
 mod tests {
+    use crate::detectors::testing::span_us;
     use crate::idle::IdleCause;
-    use tracelens_model::{Ident, LaneKey, SpanInput, SpanKind, Trace, TraceBuilder, NS_PER_US};
+    use tracelens_model::{Ident, LaneKey, SpanKind, Trace, TraceBuilder, NS_PER_US};
 
     /// Two graph replays of two kernels each; the second replay is launched before the first
     /// one ends, so the gap before its first kernel has its launch already issued.
@@ -276,17 +277,14 @@ mod tests {
             stream: 7,
         });
         let mut span = |kind, lane, name: &str, start_us: i64, end_us: i64, corr: u64| {
-            let name = b.intern(name);
-            b.add_span(SpanInput {
+            span_us(
+                &mut b,
                 kind,
                 lane,
-                start_ns: start_us * NS_PER_US,
-                dur_ns: (end_us - start_us) * NS_PER_US,
                 name,
-                correlation: Some(corr),
-                external_id: None,
-                detail: 0,
-            });
+                (start_us, end_us - start_us),
+                Some(corr),
+            );
         };
         span(SpanKind::Runtime, cpu, "cudaGraphLaunch", 0, 5, 1);
         span(SpanKind::Runtime, cpu, "cudaGraphLaunch", 50, 55, 2);

@@ -34,12 +34,7 @@ fn main() {
                 .args(["analyze", "--format", "json"])
                 .arg(&path),
         );
-        let exit = match (m.exit_code, m.signal) {
-            (Some(124), _) => format!("timed out ({timeout} s)"),
-            (Some(c), _) => c.to_string(),
-            (None, Some(s)) => format!("signal {s}"),
-            (None, None) => "?".into(),
-        };
+        let exit = exit_text(&m, &timeout);
         println!(
             "| {} | {} | {file_mb:.2} | {exit} | {:.2} | {:.0} |",
             h.name,
@@ -47,6 +42,16 @@ fn main() {
             m.seconds,
             m.peak_rss_kb as f64 / 1024.0
         );
+    }
+}
+
+/// How a measured run ended, for the table.
+fn exit_text(m: &tracelens_bench::measure::Measure, timeout: &str) -> String {
+    match (m.exit_code, m.signal) {
+        (Some(124), _) => format!("timed out ({timeout} s)"),
+        (Some(c), _) => c.to_string(),
+        (None, Some(s)) => format!("signal {s}"),
+        (None, None) => "?".into(),
     }
 }
 
@@ -62,12 +67,7 @@ fn issue21(dir: &std::path::Path, tracelens: &str, timeout: &str) {
         let mut cmd = Command::new("timeout");
         cmd.arg(timeout).arg(tracelens).args((b.args)(&path));
         let m = tracelens_bench::measure::measure(&mut cmd);
-        let exit = match (m.exit_code, m.signal) {
-            (Some(124), _) => format!("timed out ({timeout} s)"),
-            (Some(c), _) => c.to_string(),
-            (None, Some(s)) => format!("signal {s}"),
-            (None, None) => "?".into(),
-        };
+        let exit = exit_text(&m, timeout);
         println!(
             "| {} | {} | {exit} | {:.2} | {:.0} |",
             b.name,
