@@ -569,6 +569,77 @@ fn concurrent_writers_each_get_a_whole_file_and_leave_no_temp_file() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A Kineto trace of `launches` CPU ops, each launching one kernel (about 400 bytes each).
+fn many_launches_trace(launches: usize) -> String {
+    let mut events = Vec::with_capacity(launches * 3);
+    for i in 0..launches {
+        let ts = i * 10;
+        events.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mul","pid":1,"tid":1,"ts":{ts},"dur":4}}"#
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":2,"args":{{"correlation":{i}}}}}"#,
+            ts + 1
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"mul_kernel","pid":0,"tid":7,"ts":{},"dur":5,"args":{{"correlation":{i},"stream":7,"device":0}}}}"#,
+            ts + 4
+        ));
+    }
+    format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))
+}
+
+#[cfg(unix)]
+#[test]
+fn sigterm_mid_write_leaves_no_temp_file() {
+    let dir = scratch("sigterm");
+    let trace = dir.join("big.json");
+    std::fs::write(&trace, many_launches_trace(150_000)).unwrap();
+    let out = dir.join("big.annotated.json.gz");
+    let mut child = exe()
+        .args(["annotate", trace.to_str().unwrap(), "-o"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let temp_files = || -> Vec<PathBuf> {
+        std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".tracelens-tmp"))
+            .collect()
+    };
+    // Wait until the copy is being written (a temporary file beside the output), then end
+    // the run the way a CI runner's timeout does.
+    let started = std::time::Instant::now();
+    while temp_files().is_empty() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "annotate ended before its temporary file was seen: make the trace larger"
+        );
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "no temporary file appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let pid = i32::try_from(child.id()).unwrap();
+    assert!(Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let status = child.wait().unwrap();
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(15), "{status:?}");
+    }
+    assert!(temp_files().is_empty(), "{:?}", temp_files());
+    assert!(!out.exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---- 3e. multi-rank inputs ----
 
 #[test]
@@ -692,6 +763,11 @@ fn dash_means_stdout_and_newer_documents_are_refused() {
     let run = tracelens(["annotate", path.to_str().unwrap(), "-o", "-"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("likely gzip bomb"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("decompresses more than"),
+        "{}",
+        run.stderr
+    );
     assert!(run.stdout.is_empty());
     // A result document from a newer tracelens is refused, not read as if it were ours.
     let run = tracelens(["analyze", trace.to_str().unwrap(), "--format", "json"]);
@@ -975,6 +1051,22 @@ fn stdin_and_fifos_are_read_once() {
     let run = analyze(&fifo, &["--format", "json"]);
     writer.join().unwrap().unwrap();
     assert_eq!(run.code, 0, "{}", run.stderr);
+    // `annotate` reads its input twice: a FIFO is refused after the first read instead of
+    // waiting forever for a second writer.
+    let f2 = fifo.clone();
+    let writer = std::thread::spawn(move || std::fs::write(&f2, small_trace()));
+    let out_path = dir.join("annotated.json");
+    let run = tracelens([
+        "annotate",
+        fifo.to_str().unwrap(),
+        "-o",
+        out_path.to_str().unwrap(),
+    ]);
+    // Refused after its first bytes: the writer may see a broken pipe.
+    let _ = writer.join().unwrap();
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("not a pipe or FIFO"), "{}", run.stderr);
+    assert!(!out_path.exists());
     let export = dir.join("e.sqlite");
     drop(small_export(&export));
     let out = exe()

@@ -82,12 +82,12 @@ fn annotate_to_stdout(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> {
     }
 }
 
-/// The trace read, refused when it is a likely gzip bomb, analysed, and our tracks as trace
-/// events.
+/// The trace read (refused when it inflates past
+/// [`ANNOTATE_INFLATE_BOUND`](tracelens_load::ANNOTATE_INFLATE_BOUND), a likely gzip bomb),
+/// analysed, and our tracks as trace events.
 fn annotation_events(args: &AnnotateArgs, out: &mut Sink) -> Result<Vec<String>, Stop> {
     let trace =
         input::open_annotatable(&args.trace).map_err(|e| fail(out.stderr, &args.trace, e))?;
-    refuse_bomb(&trace, args, out)?;
     let analysis = tracelens_analysis::analyze(&trace);
     let tracks = tracelens_analysis::annotations::idle_tracks(&trace, &analysis.device_idle);
     Ok(tracelens_report::perfetto::annotation_events(
@@ -153,29 +153,4 @@ impl std::io::Write for Tracked<'_> {
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush().inspect_err(|_| *self.failed = true)
     }
-}
-
-/// A compressed trace that decompresses more than this many times over…
-pub const MAX_ANNOTATE_RATIO: u64 = 100;
-/// …and to more than this many bytes is not copied: real traces compress 5–30 times, and
-/// `annotate` copies (and recompresses) every decoded byte, so a gzip bomb would run for
-/// minutes. `analyze` still reads it.
-pub const ANNOTATE_RATIO_FROM_BYTES: u64 = 64 << 20;
-
-fn refuse_bomb(
-    trace: &tracelens_model::Trace,
-    args: &AnnotateArgs,
-    out: &mut Sink,
-) -> Result<(), Stop> {
-    let (file, decoded) = (trace.source.file_bytes, trace.source.decoded_bytes);
-    if decoded > ANNOTATE_RATIO_FROM_BYTES && decoded > file.saturating_mul(MAX_ANNOTATE_RATIO) {
-        let why = format!(
-            "decompresses {}× ({:.1} MB from {:.3} MB): refusing to copy a likely gzip bomb (annotate copies every byte; tracelens analyze reads it)",
-            decoded / file.max(1),
-            decoded as f64 / 1e6,
-            file as f64 / 1e6
-        );
-        return Err(fail(out.stderr, &args.trace, why));
-    }
-    Ok(())
 }

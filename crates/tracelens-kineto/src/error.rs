@@ -34,6 +34,13 @@ pub enum Problem {
     ExecutionTrace,
     /// The gzip stream is corrupt before any event could be read.
     CorruptGzip(String),
+    /// The gzip stream inflates past the caller's [`InflateBound`](tracelens_model::InflateBound).
+    InflatesTooFar {
+        /// The decoded bytes read when the import stopped.
+        decoded_bytes: u64,
+        /// The compressed file's size.
+        file_bytes: u64,
+    },
     /// The file ends before the first complete event.
     TruncatedBeforeEvents {
         /// Decoded byte offset where it ends.
@@ -89,6 +96,16 @@ impl fmt::Display for Problem {
                 "a PyTorch execution trace (ExecutionTraceObserver 'nodes' graph), not a profiler trace: it has no timings; pass the Kineto trace recorded alongside it"
             ),
             Problem::CorruptGzip(detail) => write!(f, "corrupt gzip data: {detail}"),
+            Problem::InflatesTooFar {
+                decoded_bytes,
+                file_bytes,
+            } => write!(
+                f,
+                "decompresses more than {}× (past {:.1} MB from {:.3} MB): refusing a likely gzip bomb",
+                decoded_bytes / (*file_bytes).max(1),
+                *decoded_bytes as f64 / 1e6,
+                *file_bytes as f64 / 1e6
+            ),
             Problem::TruncatedBeforeEvents { offset } => write!(
                 f,
                 "truncated: the file ends at byte {offset}, before the first complete trace event"

@@ -61,8 +61,8 @@ impl Importer for KinetoImporter {
     }
 
     fn import(&self, input: OpenedInput) -> Result<Trace, ImportFailure> {
-        let (path, bytes) = (input.path.clone(), input.file_bytes);
-        import_stream(input.into_stream(), &path, bytes).map_err(|e| match e.problem {
+        let (path, bytes, bound) = (input.path.clone(), input.file_bytes, input.inflate_bound);
+        import_bounded(input.into_stream(), &path, bytes, bound).map_err(|e| match e.problem {
             Problem::Io(io) => ImportFailure::Io(io),
             other => ImportFailure::Format(other.to_string()),
         })
@@ -83,9 +83,20 @@ pub fn import_file(path: &Path) -> Result<Trace, ImportError> {
 /// recognised from the first bytes, which are kept and fed back, never re-read. `path` and
 /// `file_bytes` only label the result and its messages.
 pub fn import_stream<R: Read + Send + 'static>(
+    src: R,
+    path: &Path,
+    file_bytes: u64,
+) -> Result<Trace, ImportError> {
+    import_bounded(src, path, file_bytes, None)
+}
+
+/// [`import_stream`], stopping with [`Problem::InflatesTooFar`] as soon as a gzip stream
+/// inflates past `bound` (the parse never sees more than the bound's bytes).
+pub fn import_bounded<R: Read + Send + 'static>(
     mut src: R,
     path: &Path,
     file_bytes: u64,
+    bound: Option<tracelens_model::InflateBound>,
 ) -> Result<Trace, ImportError> {
     let head = read_head(&mut src, 64).map_err(|e| ImportError::new(path, Problem::Io(e)))?;
     if head.is_empty() {
@@ -99,7 +110,21 @@ pub fn import_stream<R: Read + Send + 'static>(
     if gzip {
         // Inflate on a second thread while this one parses.
         let decoder = flate2::bufread::MultiGzDecoder::new(reader);
-        import_reader(pipe::spawn(decoder), path, file_bytes, true)
+        let Some(bound) = bound else {
+            return import_reader(pipe::spawn(decoder), path, file_bytes, true);
+        };
+        let max_bytes = bound.max_decoded_bytes(file_bytes);
+        let reached = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let bounded = pipe::Bounded::new(decoder, max_bytes, reached.clone());
+        let imported = import_reader(pipe::spawn(bounded), path, file_bytes, true);
+        if reached.load(std::sync::atomic::Ordering::Acquire) {
+            let problem = Problem::InflatesTooFar {
+                decoded_bytes: max_bytes,
+                file_bytes,
+            };
+            return Err(ImportError::new(path, problem));
+        }
+        imported
     } else {
         import_reader(reader, path, file_bytes, false)
     }

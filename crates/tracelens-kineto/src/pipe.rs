@@ -87,6 +87,49 @@ impl Read for Pipe {
     }
 }
 
+/// A reader that ends after `max_bytes` and then raises `reached` if its source had more:
+/// the import of a stream inflating past its bound stops there and says so.
+pub struct Bounded<R> {
+    inner: R,
+    left: u64,
+    reached: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl<R: Read> Bounded<R> {
+    /// Reads at most `max_bytes` of `inner`.
+    pub fn new(
+        inner: R,
+        max_bytes: u64,
+        reached: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ) -> Self {
+        Bounded {
+            inner,
+            left: max_bytes,
+            reached,
+        }
+    }
+}
+
+impl<R: Read> Read for Bounded<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            // One more byte tells a stream that ends exactly at the bound from a longer one.
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? > 0 {
+                self.reached
+                    .store(true, std::sync::atomic::Ordering::Release);
+            }
+            return Ok(0);
+        }
+        let want = out
+            .len()
+            .min(usize::try_from(self.left).unwrap_or(usize::MAX));
+        let n = self.inner.read(&mut out[..want])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -120,5 +163,19 @@ mod tests {
         let err = pipe.read_to_end(&mut got).unwrap_err();
         assert_eq!(got, b"abc");
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    #[test]
+    fn bounded_stops_at_the_bound_and_tells_a_longer_stream() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        for (len, longer) in [(10usize, false), (11, true), (3, false)] {
+            let reached = Arc::new(AtomicBool::new(false));
+            let mut b = Bounded::new(std::io::Cursor::new(vec![7u8; len]), 10, reached.clone());
+            let mut got = Vec::new();
+            b.read_to_end(&mut got).unwrap();
+            assert_eq!(got.len(), len.min(10));
+            assert_eq!(reached.load(Ordering::Acquire), longer, "{len}");
+        }
     }
 }

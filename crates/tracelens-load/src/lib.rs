@@ -160,6 +160,7 @@ fn open_input(path: &Path, progress: Option<Progress>) -> Result<Input, LoadErro
         rest,
         regular_file,
         file_bytes,
+        inflate_bound: None,
     })
 }
 
@@ -175,7 +176,11 @@ pub fn open_with_progress(path: &Path, progress: Progress) -> Result<Trace, Load
 }
 
 fn load(path: &Path, progress: Option<Progress>) -> Result<Trace, LoadError> {
-    let input = open_input(path, progress)?;
+    import(open_input(path, progress)?)
+}
+
+/// The opened input read by the importer its first bytes call for.
+fn import(input: Input) -> Result<Trace, LoadError> {
     let importer = IMPORTERS
         .iter()
         .find(|i| i.sniff(&input.head))
@@ -189,15 +194,28 @@ fn load(path: &Path, progress: Option<Progress>) -> Result<Trace, LoadError> {
     })
 }
 
+/// How far a compressed trace may inflate for `annotate`: real traces compress 5–30 times,
+/// and `annotate` copies (and recompresses) every decoded byte, so a gzip bomb would run for
+/// minutes. The import stops at the bound (`analyze` has none and reads the whole stream).
+pub const ANNOTATE_INFLATE_BOUND: tracelens_model::InflateBound = tracelens_model::InflateBound {
+    ratio: 100,
+    floor_bytes: 64 << 20,
+};
+
 /// Opens a trace for `tracelens annotate`, which writes tracks back into the file: only a
 /// format that can take them (Chrome-trace JSON) is accepted.
 pub fn open_annotatable(path: &Path) -> Result<Trace, LoadError> {
+    let twice = "annotate reads the trace twice: give it a regular file, not";
     if is_stdin(path) {
-        return Err(LoadError::Unsupported(
-            "annotate reads the trace twice: give it a file, not stdin".into(),
-        ));
+        return Err(LoadError::Unsupported(format!("{twice} stdin")));
     }
-    let trace = open(path)?;
+    let mut input = open_input(path, None)?;
+    if !input.regular_file {
+        // Opening a FIFO again for the copy would wait for a writer forever.
+        return Err(LoadError::Unsupported(format!("{twice} a pipe or FIFO")));
+    }
+    input.inflate_bound = Some(ANNOTATE_INFLATE_BOUND);
+    let trace = import(input)?;
     if !trace.source.annotatable {
         return Err(LoadError::Unsupported(format!(
             "annotate writes tracks back into Chrome-trace JSON (Kineto traces) only, not into the {} format; open it in its own viewer",

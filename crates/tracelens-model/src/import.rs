@@ -20,6 +20,28 @@ pub struct Input {
     pub regular_file: bool,
     /// Its size on disk (0 for a stream).
     pub file_bytes: u64,
+    /// How far a compressed input may inflate before the importer stops with an error
+    /// (`None`: no bound; `analyze` salvages what it can instead).
+    pub inflate_bound: Option<InflateBound>,
+}
+
+/// A bound on decompression, for uses that must not spend minutes on a compression bomb
+/// (`annotate` copies every decoded byte): the decoded stream may grow to `ratio` times the
+/// file's size, and always to `floor_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InflateBound {
+    /// Decoded bytes per file byte allowed.
+    pub ratio: u64,
+    /// Decoded bytes always allowed, whatever the ratio.
+    pub floor_bytes: u64,
+}
+
+impl InflateBound {
+    /// The decoded bytes allowed for a file of `file_bytes`.
+    #[must_use]
+    pub fn max_decoded_bytes(&self, file_bytes: u64) -> u64 {
+        file_bytes.saturating_mul(self.ratio).max(self.floor_bytes)
+    }
 }
 
 impl Input {

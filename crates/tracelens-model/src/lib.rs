@@ -48,7 +48,7 @@ pub use builder::{
 pub use collect::profiler_step_number;
 pub use copy::{CopyDirection, CopyInfo, MemoryKind};
 pub use diagnostics::{Warning, WarningKind};
-pub use import::{ImportFailure, Importer, Input};
+pub use import::{ImportFailure, Importer, InflateBound, Input};
 pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
 pub use metadata::{
     shorten, DeviceProperties, DistributedInfo, Metadata, MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS,
