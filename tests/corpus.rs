@@ -756,6 +756,32 @@ fn the_resnet50_summary_fits_30_lines_of_100_columns() {
     assert!(at("by cause:") < at("Findings"));
     assert!(at("Findings") < at("window "));
     assert!(text.contains("fix: "), "{text}");
+    // Every resnet50 sample, the longest included (five findings with long fixes): the
+    // findings that do not fit are counted instead of pushing the summary past 30 lines.
+    for sample in [
+        "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.pt.trace.json.gz",
+        "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_4/worker0.pt.trace.json.gz",
+        "kineto/plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
+        "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tracelens_for_tests"))
+            .env("COLUMNS", "100")
+            .args(["analyze", "--no-report"])
+            .arg(root.join(sample))
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        // `--no-report` drops the closing `wrote …` line the budget keeps room for.
+        assert!(
+            text.lines().count() < 30,
+            "{sample}: {} lines:\n{text}",
+            text.lines().count()
+        );
+        assert!(
+            text.contains("more in the HTML report"),
+            "{sample}:\n{text}"
+        );
+    }
 }
 
 #[test]

@@ -138,20 +138,39 @@ fn analyze_fail_on_writes_the_report_then_gates() {
         "{}",
         r.stderr
     );
-    let r = run(&[
-        "analyze",
-        p(&scenario("item_every_step")),
-        "--no-report",
-        "--annotations",
-        "github",
-    ]);
+    // Annotations only for files in the checkout: none while train.py is not there, then
+    // one once it is.
+    let annotate = |root: &Path, min: &str| {
+        run(&[
+            "analyze",
+            p(&scenario("item_every_step")),
+            "--no-report",
+            "--annotations",
+            "github",
+            "--min-severity",
+            min,
+            "--source-root",
+            p(root),
+        ])
+    };
+    let checkout = dir.join("checkout");
+    std::fs::create_dir_all(&checkout).unwrap();
+    let r = annotate(&checkout, "medium");
     assert_eq!(r.code, 0);
+    assert!(!r.stdout.contains("::warning"), "{}", r.stdout);
+    std::fs::write(checkout.join("train.py"), "").unwrap();
+    let r = annotate(&checkout, "medium");
     assert!(
         r.stdout
             .contains("::warning file=train.py,line=52,title=tracelens%3A implicit sync::"),
         "{}",
         r.stdout
     );
+    // A finding under the chosen severity is no annotation.
+    let r = annotate(&checkout, "high");
+    let high = r.stdout.matches("::warning").count();
+    let r = annotate(&checkout, "low");
+    assert!(r.stdout.matches("::warning").count() >= high);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -355,4 +374,91 @@ fn a_bad_rule_is_refused_before_the_trace_is_read() {
         );
         assert!(!r.stderr.contains("no such file"), "{}", r.stderr);
     }
+}
+
+/// A CPU-only run (a smoke test without a GPU): three steps, each a quarter in the
+/// single-process DataLoader and the rest in CPU ops.
+fn cpu_only_trace() -> String {
+    let mut events = Vec::new();
+    for step in 0..3 {
+        let t0 = 1_000 + step * 10_000;
+        events.push(format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{step}","pid":1,"tid":1,"ts":{t0},"dur":10000}}"#
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__","pid":1,"tid":1,"ts":{},"dur":2500}}"#,
+            t0 + 1
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::addmm","pid":1,"tid":1,"ts":{},"dur":7000}}"#,
+            t0 + 2_600
+        ));
+    }
+    format!(r#"{{"traceEvents":[{}]}}"#, events.join(","))
+}
+
+#[test]
+fn gpu_rules_on_a_cpu_only_run_are_errors_and_step_rules_gate_it() {
+    let dir = std::env::temp_dir().join(format!("tracelens-cpu-only-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("cpu.json");
+    std::fs::write(&trace, cpu_only_trace()).unwrap();
+    // A GPU metric is not measured: exit 2 saying so, not a silent pass.
+    for command in ["check", "analyze"] {
+        let flag = if command == "check" {
+            "--rule"
+        } else {
+            "--fail-on"
+        };
+        let r = run(&[
+            command,
+            p(&trace),
+            "--no-report",
+            flag,
+            "idle.data_loading.percent > 10",
+        ]
+        .into_iter()
+        .filter(|a| command == "analyze" || *a != "--no-report")
+        .collect::<Vec<_>>());
+        assert_eq!(r.code, 2, "{command}: {}", r.stderr);
+        assert!(
+            r.stderr.contains(
+                "idle.data_loading.percent is not measured: the trace records no GPU activity"
+            ),
+            "{}",
+            r.stderr
+        );
+    }
+    // The step breakdown gates it: the DataLoader is a quarter of each step.
+    let r = run(&[
+        "check",
+        p(&trace),
+        "--rule",
+        "step.data_loader.percent > 20",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(
+        r.stdout.contains("step.data_loader.percent = 25.0 %"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&[
+        "check",
+        p(&trace),
+        "--rule",
+        "step.data_loader.percent > 30",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    // A GPU trace measures both.
+    let r = run(&[
+        "check",
+        p(&scenario("dataloader_single_process")),
+        "--rule",
+        "idle.data_loading.percent > 10",
+        "--rule",
+        "step.data_loader.percent > 10",
+    ]);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    assert!(r.stdout.contains("2 of 2 rules fail"), "{}", r.stdout);
+    std::fs::remove_dir_all(&dir).unwrap();
 }

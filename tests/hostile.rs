@@ -390,6 +390,21 @@ fn ci_output_carries_no_workflow_command_from_the_trace() {
     let copy = dir.join("commands2.json");
     std::fs::write(&copy, workflow_command_trace()).unwrap();
     let p = |x: &Path| x.to_str().unwrap().to_string();
+    // Annotations name only files in the checkout: put the call sites' files in one.
+    let root = dir.join("checkout");
+    std::fs::create_dir_all(&root).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&tracelens(["analyze", &p(&path), "--format", "json"]).stdout)
+            .unwrap();
+    for f in doc["results"]["findings"].as_array().unwrap() {
+        let site = f["call_site"].as_str().unwrap_or_default();
+        let location = site.split_whitespace().next().unwrap_or_default();
+        if let Some((file, _)) = location.rsplit_once(':') {
+            if !file.is_empty() && !file.contains('/') {
+                std::fs::write(root.join(file), "").unwrap();
+            }
+        }
+    }
     let runs = [
         (
             "analyze",
@@ -415,6 +430,10 @@ fn ci_output_carries_no_workflow_command_from_the_trace() {
                 p(&path),
                 "--annotations".into(),
                 "github".into(),
+                "--min-severity".into(),
+                "low".into(),
+                "--source-root".into(),
+                p(&root),
                 "--rule".into(),
                 "gpu.idle_percent > 0".into(),
             ],

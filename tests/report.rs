@@ -251,3 +251,29 @@ fn report_refuses_other_versions_and_non_results_in_one_line() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_readme_example_is_what_the_command_prints() {
+    // The README shows the summary at 100 columns: it must stay the real output.
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let command = "$ tracelens analyze fixtures/scenarios/dataloader_single_process.json\n";
+    let start = readme.find(command).expect("the README shows the example") + command.len();
+    let shown = &readme[start..start + readme[start..].find("```").unwrap()];
+    let dir = std::env::temp_dir().join(format!("tracelens-readme-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tracelens_for_tests"))
+        .current_dir(&dir)
+        .env("COLUMNS", "100")
+        .arg("analyze")
+        .arg(repo_root().join("fixtures/scenarios/dataloader_single_process.json"))
+        .output()
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let version = format!("tracelens {}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        shown.replace("tracelens 0.1.0", &version),
+        printed,
+        "update the README's example"
+    );
+}

@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 
 import tracelens
 
@@ -61,6 +62,30 @@ def main() -> None:
             raise AssertionError("the handler must raise when a rule fires")
         except tracelens.GateFailed as e:
             assert "gate failed" in str(e), str(e)
+        # The report was written before the raise.
+        assert os.path.isfile(os.path.join(d, "w1.3.pt.trace.tracelens.html"))
+        # on_fail="warn": training goes on with a warning; a callable gets the message.
+        warned = tracelens.handler(d, worker_name="w2", fail_on=["step.time_ms > 1us"], on_fail="warn")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            warned(FakeProfiler(bad, 4))
+        assert any("gate failed" in str(w.message) for w in caught), caught
+        seen = []
+        tracelens.handler(d, worker_name="w3", fail_on=["step.time_ms > 1us"], on_fail=seen.append)(
+            FakeProfiler(bad, 5)
+        )
+        assert len(seen) == 1 and "step.time_ms" in seen[0], seen
+        # `check DIR/` reads the folder the handler wrote: the newest cycle of each worker,
+        # the workers as the ranks of one job.
+        out = subprocess.run([exe, "check", d, "--rule", "step.count < 1"], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+    # A misspelt rule raises when handler() is called, before any training step.
+    try:
+        tracelens.handler("unused", fail_on=["gpu.idle_precent > 5"])
+        raise AssertionError("a misspelt rule must raise at handler()")
+    except tracelens.TracelensError as e:
+        assert "did you mean 'gpu.idle_percent'" in str(e), str(e)
+    assert not os.path.exists("unused")
     print("python wheel: binary, analyze, check and handler work")
 
 

@@ -4,6 +4,7 @@
 use crate::stop::Stop;
 use crate::{fail, input, Sink};
 use std::path::{Path, PathBuf};
+use tracelens_analysis::finding::Severity;
 use tracelens_report::escape::terminal_text;
 use tracelens_results::{parse_rule, Metrics, Results, Rule};
 
@@ -132,6 +133,33 @@ pub fn parse_all(
         .collect()
 }
 
+/// Refuses (exit 2) rules that read a figure the run cannot give, one line each: a GPU rule
+/// on a CPU-only trace must not pass silently.
+pub fn refuse_not_measured(
+    rules: &[(String, Rule)],
+    metrics: &Metrics,
+    stderr: &mut dyn std::io::Write,
+) -> Result<(), Stop> {
+    let mut refused = false;
+    for (text, rule) in rules {
+        for name in rule.metric_names() {
+            if let Some(why) = metrics.not_measured(name) {
+                let _ = writeln!(
+                    stderr,
+                    "tracelens: error: rule '{}': {name} is not measured: {why}",
+                    terminal_text(text)
+                );
+                refused = true;
+            }
+        }
+    }
+    if refused {
+        Err(Stop::Refused)
+    } else {
+        Ok(())
+    }
+}
+
 /// `metric = value` for each metric a rule reads.
 fn measured(rule: &Rule, metrics: &Metrics) -> String {
     rule.metric_names()
@@ -152,6 +180,7 @@ pub fn report_rules(
     rules: &[(String, Rule)],
     metrics: &Metrics,
 ) -> Result<bool, Stop> {
+    refuse_not_measured(rules, metrics, out.stderr)?;
     let fired: Vec<bool> = rules.iter().map(|(_, r)| r.fires(metrics)).collect();
     let failing = fired.iter().filter(|&&f| f).count();
     out.print(&format!(
@@ -174,8 +203,9 @@ pub fn report_rules(
     Ok(failing > 0)
 }
 
-/// `::warning` lines for findings with a Python call site (`file.py:LINE function`).
-pub fn github_annotations(r: &Results) -> String {
+/// `::warning` lines for findings of severity `min` or more whose Python call site is a file
+/// under `root`, named by its path there (`file.py:LINE function` → `file=src/file.py`).
+pub fn github_annotations(r: &Results, min: Severity, root: &Path) -> String {
     // Escaped as the command format wants; control characters (ESC, BEL) and bidi controls
     // from trace names dropped first.
     let data = |s: &str| {
@@ -188,7 +218,7 @@ pub fn github_annotations(r: &Results) -> String {
     };
     let prop = |s: &str| data(s).replace(':', "%3A").replace(',', "%2C");
     let mut out = String::new();
-    for f in &r.findings {
+    for f in r.findings.iter().filter(|f| f.severity >= min) {
         let Some(site) = &f.call_site else { continue };
         let location = site.split_whitespace().next().unwrap_or(site);
         let Some((file, line)) = location.rsplit_once(':') else {
@@ -197,9 +227,12 @@ pub fn github_annotations(r: &Results) -> String {
         if line.parse::<u32>().is_err() {
             continue;
         }
+        let Some(file) = file_in(root, file) else {
+            continue;
+        };
         out.push_str(&format!(
             "::warning file={},line={line},title={}::{} — fix: {}\n",
-            prop(file),
+            prop(&file),
             prop(&format!("tracelens: {}", f.kind.label().replace('_', " "))),
             data(&f.title),
             data(&f.fix)
@@ -215,6 +248,7 @@ pub fn fail_on(
     metrics: &Metrics,
     stderr: &mut dyn std::io::Write,
 ) -> Result<(), Stop> {
+    refuse_not_measured(rules, metrics, stderr)?;
     let mut any = false;
     for (text, rule) in rules {
         if rule.fires(metrics) {
@@ -234,7 +268,41 @@ pub fn fail_on(
     }
 }
 
+/// The path under `root` of a call site's file: the longest tail of its path that names a
+/// file there (`/home/ci/work/repo/src/train.py` → `src/train.py`), or none (a library file
+/// outside the checkout).
+fn file_in(root: &Path, file: &str) -> Option<String> {
+    let parts: Vec<&str> = file
+        .split(['/', '\\'])
+        .filter(|p| !p.is_empty() && *p != "." && *p != "..")
+        .collect();
+    (0..parts.len())
+        .map(|skip| parts[skip..].join("/"))
+        .find(|tail| root.join(tail).is_file())
+}
+
 /// Where a diff goes and in which format, from `-o`/`--format`.
 pub fn diff_target(output: Option<&PathBuf>) -> Option<&PathBuf> {
     output.filter(|p| p.as_os_str() != "-")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_site_files_are_found_in_the_checkout_by_their_longest_tail() {
+        let root = std::env::temp_dir().join(format!("tracelens-file-in-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/train.py"), "").unwrap();
+        let found = |f: &str| file_in(&root, f);
+        assert_eq!(
+            found("/home/ci/work/repo/src/train.py").as_deref(),
+            Some("src/train.py")
+        );
+        assert_eq!(found("src/train.py").as_deref(), Some("src/train.py"));
+        assert_eq!(found("transformers/models/owlv2/modeling_owlv2.py"), None);
+        assert_eq!(found("../../etc/passwd"), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

@@ -2,7 +2,7 @@
 //! Parquet tables of the map step and `tracelens merge`, the reduce step.
 
 use crate::stop::Stop;
-use crate::{fail, gate, input, terminal_width, AnalyzeArgs, Format, MergeArgs, Sink};
+use crate::{fail, gate, input, output, terminal_width, AnalyzeArgs, Format, MergeArgs, Sink};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -62,7 +62,12 @@ pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), Stop> {
     }
     let job = tracelens_results::analyze_job(&all)
         .map_err(|why| fail(out.stderr, Path::new("merge"), why))?;
-    write_job(&job, args.format, args.output.as_ref(), out)
+    write_job(
+        &job,
+        args.format.map(Format::from),
+        args.output.as_ref(),
+        out,
+    )
 }
 
 #[cfg(not(feature = "parquet"))]
@@ -109,24 +114,54 @@ pub(crate) fn write_parquet(
     ))
 }
 
-/// The trace files of a multi-rank job: the files given, or the trace files in a folder.
+/// The trace files of a multi-rank job: the files given, or [the traces of a
+/// folder](folder_traces).
 pub(crate) fn job_files(args: &AnalyzeArgs) -> Option<Vec<PathBuf>> {
     if !args.more.is_empty() {
         let mut all = vec![args.trace.clone()];
         all.extend(args.more.iter().cloned());
         return Some(all);
     }
-    if !args.trace.is_dir() {
-        return None;
+    args.trace.is_dir().then(|| folder_traces(&args.trace))
+}
+
+/// The traces a folder stands for: its trace files, and of the files one worker wrote over
+/// several profiling cycles (`tensorboard_trace_handler` names them
+/// `WORKER.<milliseconds>.pt.trace.json[.gz]`, the Python handler `WORKER.<step>.pt.trace…`)
+/// only the newest. One worker is one trace; several are the ranks of one job.
+pub(crate) fn folder_traces(dir: &Path) -> Vec<PathBuf> {
+    let mut newest: std::collections::BTreeMap<String, (u64, PathBuf)> =
+        std::collections::BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        if !path.is_file() || !input::is_trace_file_name(&path) {
+            continue;
+        }
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let (worker, cycle) = match worker_and_cycle(&name) {
+            Some((worker, cycle)) => (worker.to_string(), cycle),
+            None => (name, 0),
+        };
+        let newer = newest
+            .get(&worker)
+            .is_none_or(|(c, p)| (cycle, &path) > (*c, p));
+        if newer {
+            newest.insert(worker, (cycle, path));
+        }
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.trace)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file())
-        .filter(|p| input::is_trace_file_name(p))
-        .collect();
-    files.sort();
-    Some(files)
+    newest.into_values().map(|(_, p)| p).collect()
+}
+
+/// `WORKER.<digits>.pt.trace…` split into the worker and the cycle number.
+fn worker_and_cycle(name: &str) -> Option<(&str, u64)> {
+    let stem = &name[..name.find(".pt.trace")?];
+    let (worker, digits) = stem.rsplit_once('.')?;
+    let cycle = digits.parse().ok()?;
+    (!worker.is_empty()).then_some((worker, cycle))
 }
 
 /// The first input that names the same file or folder as an earlier one (through any path or
@@ -152,6 +187,78 @@ pub(crate) fn given_twice(paths: &[PathBuf]) -> Option<&Path> {
     None
 }
 
+/// The ranks of one job read from `files` in parallel, `jobs` at a time (clamped to the
+/// cores), each trace dropped once summarised (with only its file name kept when
+/// `redact_path`); `label` names the job in errors.
+pub(crate) fn job_of(
+    files: &[PathBuf],
+    jobs: Option<usize>,
+    redact_path: bool,
+    label: &Path,
+    out: &mut Sink,
+) -> Result<(tracelens_results::Job, Vec<tracelens_results::RankSummary>), Stop> {
+    use rayon::prelude::*;
+    // At most one thread per core: `--jobs 100000` must not start 100,000 threads.
+    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
+    let jobs = jobs.map_or(cores.min(4), |j| j.clamp(1, cores));
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs.max(1))
+        .build()
+        .map_err(|e| {
+            fail(
+                out.stderr,
+                label,
+                format!("cannot start worker threads: {e}"),
+            )
+        })?;
+    let summaries: Vec<Result<tracelens_results::RankSummary, (PathBuf, String)>> =
+        pool.install(|| {
+            files
+                .par_iter()
+                .with_max_len(1)
+                .map(|f| {
+                    let mut trace = input::open(f).map_err(|e| (f.clone(), e.to_string()))?;
+                    if redact_path {
+                        trace.source.path = output::file_name_of(&trace.source.path);
+                    }
+                    Ok(rank_summary(&trace))
+                })
+                .collect()
+        });
+    let mut ranks = Vec::with_capacity(summaries.len());
+    for s in summaries {
+        match s {
+            Ok(r) => ranks.push(r),
+            Err((f, why)) => return Err(fail(out.stderr, &f, why)),
+        }
+    }
+    let job = tracelens_results::analyze_job(&ranks).map_err(|why| fail(out.stderr, label, why))?;
+    Ok((job, ranks))
+}
+
+/// What the rules of a job read: the job's metrics and the straggler's own (else the first
+/// rank's), with the straggler's results.
+pub(crate) fn gate_metrics<'a>(
+    job: &tracelens_results::Job,
+    ranks: &'a [tracelens_results::RankSummary],
+) -> (
+    tracelens_results::Metrics,
+    Option<&'a tracelens_results::Results>,
+) {
+    let straggler = job
+        .straggler
+        .as_ref()
+        .and_then(|s| job.ranks.iter().find(|r| r.rank == s.rank))
+        .and_then(|row| ranks.iter().find(|r| r.file == row.file))
+        .or(ranks.first())
+        .map(|r| &r.results);
+    let mut metrics = straggler
+        .map(tracelens_results::Metrics::of)
+        .unwrap_or_default();
+    metrics.add_job(job);
+    (metrics, straggler)
+}
+
 /// `analyze` of several traces: the ranks of one job, analysed in parallel, `--jobs` at a
 /// time; each trace is dropped once summarised.
 pub(crate) fn analyze_job(
@@ -159,7 +266,6 @@ pub(crate) fn analyze_job(
     files: Vec<PathBuf>,
     out: &mut Sink,
 ) -> Result<(), Stop> {
-    use rayon::prelude::*;
     if files.len() < 2 {
         let why = "a multi-rank job needs at least two trace files (a folder of one rank per file)";
         return Err(fail(out.stderr, &args.trace, why));
@@ -184,52 +290,10 @@ pub(crate) fn analyze_job(
         }
     }
     let rules = gate::parse_all(&args.fail_on, out.stderr)?;
-    // At most one thread per core: `--jobs 100000` must not start 100,000 threads.
-    let cores = std::thread::available_parallelism().map_or(2, std::num::NonZero::get);
-    let jobs = args.jobs.map_or(cores.min(4), |j| j.clamp(1, cores));
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(jobs.max(1))
-        .build()
-        .map_err(|e| {
-            fail(
-                out.stderr,
-                &args.trace,
-                format!("cannot start worker threads: {e}"),
-            )
-        })?;
-    let summaries: Vec<Result<tracelens_results::RankSummary, (PathBuf, String)>> =
-        pool.install(|| {
-            files
-                .par_iter()
-                .with_max_len(1)
-                .map(|f| {
-                    let trace = input::open(f).map_err(|e| (f.clone(), e.to_string()))?;
-                    Ok(rank_summary(&trace))
-                })
-                .collect()
-        });
-    let mut ranks = Vec::with_capacity(summaries.len());
-    for s in summaries {
-        match s {
-            Ok(r) => ranks.push(r),
-            Err((f, why)) => return Err(fail(out.stderr, &f, why)),
-        }
-    }
-    let job =
-        tracelens_results::analyze_job(&ranks).map_err(|why| fail(out.stderr, &args.trace, why))?;
+    let (job, ranks) = job_of(&files, args.jobs, args.redact_path, &args.trace, out)?;
     write_job(&job, args.format, target.as_ref(), out)?;
     if !rules.is_empty() {
-        // The rules read the job's metrics and the straggler's own (else the first rank's).
-        let straggler = job
-            .straggler
-            .as_ref()
-            .and_then(|s| job.ranks.iter().find(|r| r.rank == s.rank))
-            .and_then(|row| ranks.iter().find(|r| r.file == row.file))
-            .or(ranks.first());
-        let mut metrics = straggler
-            .map(|r| tracelens_results::Metrics::of(&r.results))
-            .unwrap_or_default();
-        metrics.add_job(&job);
+        let (metrics, _) = gate_metrics(&job, &ranks);
         out.flush()?;
         gate::fail_on(&rules, &metrics, out.stderr)?;
     }

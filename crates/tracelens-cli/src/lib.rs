@@ -77,7 +77,7 @@ struct ReportArgs {
     result: PathBuf,
     /// Output format (default: from the -o extension, else text).
     #[arg(long, value_enum)]
-    format: Option<Format>,
+    format: Option<DocFormat>,
     /// Write to FILE (atomically) instead of stdout; `-` for stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
@@ -93,7 +93,7 @@ struct MergeArgs {
     dirs: Vec<PathBuf>,
     /// Output format (default: from the -o extension, else text).
     #[arg(long, value_enum)]
-    format: Option<Format>,
+    format: Option<DocFormat>,
     /// Write to FILE instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
@@ -117,10 +117,61 @@ enum Annotations {
     Github,
 }
 
+/// The least severity a finding needs to become an annotation.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum MinSeverity {
+    Low,
+    Medium,
+    High,
+}
+
+/// Which findings become CI annotations, and for which files.
+#[derive(clap::Args, Clone)]
+struct AnnotationArgs {
+    /// Also print findings with a Python call site as CI annotations.
+    #[arg(long, value_enum)]
+    annotations: Option<Annotations>,
+    /// Annotate only findings of this severity or more (low: under 3 % of the step, medium:
+    /// 3-10 %, high: 10 % or more).
+    #[arg(long, value_enum, default_value = "medium")]
+    min_severity: MinSeverity,
+    /// Annotate only call sites whose file is in this folder, by its path there (default:
+    /// $GITHUB_WORKSPACE, else the working directory): a PR cannot be annotated on library
+    /// files it does not hold.
+    #[arg(long, value_name = "DIR")]
+    source_root: Option<PathBuf>,
+}
+
+impl AnnotationArgs {
+    /// The annotation lines for `results`, when asked for.
+    fn lines(&self, results: &tracelens_results::Results) -> Option<String> {
+        use tracelens_analysis::finding::Severity;
+        self.annotations?;
+        let min = match self.min_severity {
+            MinSeverity::Low => Severity::Low,
+            MinSeverity::Medium => Severity::Medium,
+            MinSeverity::High => Severity::High,
+        };
+        let root = self
+            .source_root
+            .clone()
+            .or_else(|| std::env::var_os("GITHUB_WORKSPACE").map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from("."));
+        Some(gate::github_annotations(results, min, &root))
+    }
+}
+
 #[derive(clap::Args)]
 struct CheckArgs {
-    /// A trace (any supported format) or a result document (`tracelens analyze --format json`).
-    input: PathBuf,
+    /// A trace (any supported format), a result document (`tracelens analyze --format json`)
+    /// or a folder of traces (the newest profiling cycle of each worker: one worker is one
+    /// trace, several are the ranks of one job).
+    #[arg(required_unless_present = "parse_only")]
+    input: Option<PathBuf>,
+    /// Only parse the rules and stop: exit 0 when they all parse, 2 naming the first that
+    /// does not (the Python handler checks its `fail_on` rules this way before training).
+    #[arg(long)]
+    parse_only: bool,
     /// A rule, e.g. 'gpu.idle_percent > 25' (repeatable).
     #[arg(long = "rule", value_name = "RULE")]
     rule: Vec<String>,
@@ -130,9 +181,8 @@ struct CheckArgs {
     /// A run to compare with, enabling the `diff.*` metrics.
     #[arg(long, value_name = "BEFORE")]
     baseline: Option<PathBuf>,
-    /// Also print findings with a Python call site as CI annotations.
-    #[arg(long, value_enum)]
-    annotations: Option<Annotations>,
+    #[command(flatten)]
+    annotate: AnnotationArgs,
 }
 
 #[derive(clap::Args)]
@@ -143,7 +193,7 @@ struct DiffArgs {
     after: PathBuf,
     /// Output format (default: from the -o extension, else text).
     #[arg(long, value_enum)]
-    format: Option<Format>,
+    format: Option<DocFormat>,
     /// Write to FILE (atomically) instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
@@ -224,9 +274,12 @@ struct AnalyzeArgs {
     /// 'idle.data_loading.percent > 10' (repeatable; docs/rules.md).
     #[arg(long = "fail-on", value_name = "RULE")]
     fail_on: Vec<String>,
-    /// Also print findings with a Python call site as CI annotations.
-    #[arg(long, value_enum)]
-    annotations: Option<Annotations>,
+    #[command(flatten)]
+    annotate: AnnotationArgs,
+    /// Keep only the trace's file name in the JSON (`input.path`, a job's rank files): for
+    /// results shared outside the machine. The other outputs name the file only anyway.
+    #[arg(long)]
+    redact_path: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -243,6 +296,28 @@ enum Format {
     Html,
     /// Per-rank Parquet tables into the folder given with -o (the map step of a big job).
     Parquet,
+}
+
+/// The formats of a rendered document (`report`, `diff`, `merge`): Parquet is the map step
+/// of `analyze` only, so these commands do not offer it.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DocFormat {
+    Text,
+    Json,
+    #[value(alias = "markdown")]
+    Md,
+    Html,
+}
+
+impl From<DocFormat> for Format {
+    fn from(f: DocFormat) -> Format {
+        match f {
+            DocFormat::Text => Format::Text,
+            DocFormat::Json => Format::Json,
+            DocFormat::Md => Format::Md,
+            DocFormat::Html => Format::Html,
+        }
+    }
 }
 
 impl Format {
@@ -343,20 +418,58 @@ impl Sink<'_> {
 fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), Stop> {
     let texts = gate::collect_rules(&args.rule, args.rules.as_deref(), out.stderr)?;
     let rules = gate::parse_all(&texts, out.stderr)?;
-    let results = gate::results_of(&args.input, out.stderr)?;
-    let mut metrics = tracelens_results::Metrics::of(&results);
+    let Some(input) = &args.input else {
+        let n = rules.len();
+        let parse = if n == 1 { "rule parses" } else { "rules parse" };
+        return out.print(&format!("tracelens check: {n} {parse}\n"));
+    };
+    let (results, mut metrics) = check_input(input, out)?;
     if let Some(before) = &args.baseline {
         let base = gate::results_of(before, out.stderr)?;
         metrics.add_diff(&tracelens_results::diff(&base, &results));
     }
-    if args.annotations == Some(Annotations::Github) {
-        out.print_commands(&gate::github_annotations(&results))?;
+    if let Some(lines) = args.annotate.lines(&results) {
+        out.print_commands(&lines)?;
     }
-    let label = args.input.display().to_string();
+    let label = input.display().to_string();
     if gate::report_rules(out, &label, &rules, &metrics)? {
         return Err(Stop::RuleFired);
     }
     Ok(())
+}
+
+/// The results and metrics `check` decides on: of a trace or result document; of a folder's
+/// one trace, or of its ranks as one job (the job's metrics and its straggler's).
+fn check_input(
+    input: &Path,
+    out: &mut Sink,
+) -> Result<(tracelens_results::Results, tracelens_results::Metrics), Stop> {
+    if !input.is_dir() {
+        let results = gate::results_of(input, out.stderr)?;
+        let metrics = tracelens_results::Metrics::of(&results);
+        return Ok((results, metrics));
+    }
+    let files = job::folder_traces(input);
+    match files.as_slice() {
+        [] => Err(fail(
+            out.stderr,
+            input,
+            "is a directory with no trace files (.json, .json.gz, .sqlite)",
+        )),
+        [one] => {
+            let results = gate::results_of(one, out.stderr)?;
+            let metrics = tracelens_results::Metrics::of(&results);
+            Ok((results, metrics))
+        }
+        _ => {
+            let (job, ranks) = job::job_of(&files, None, false, input, out)?;
+            let (metrics, straggler) = job::gate_metrics(&job, &ranks);
+            let results = straggler
+                .cloned()
+                .ok_or_else(|| fail(out.stderr, input, "no rank could be read"))?;
+            Ok((results, metrics))
+        }
+    }
 }
 
 /// `tracelens diff`.
@@ -377,14 +490,15 @@ fn diff(args: &DiffArgs, out: &mut Sink) -> Result<(), Stop> {
     let after = gate::results_of(&args.after, out.stderr)?;
     let mut d = tracelens_results::diff(&before, &after);
     // Name the runs as the command line did: two runs often share a file name.
-    d.before = terminal_text(&args.before.display().to_string()).into_owned();
-    d.after = terminal_text(&args.after.display().to_string()).into_owned();
-    let format = args
-        .format
-        .unwrap_or_else(|| match gate::diff_target(args.output.as_ref()) {
+    let (before_name, after_name) = output::distinct_names(&args.before, &args.after);
+    d.before = terminal_text(&before_name).into_owned();
+    d.after = terminal_text(&after_name).into_owned();
+    let format = args.format.map(Format::from).unwrap_or_else(|| {
+        match gate::diff_target(args.output.as_ref()) {
             Some(p) => Format::from_extension(p),
             None => Format::Text,
-        });
+        }
+    });
     let text = match format {
         Format::Text => {
             tracelens_report::render_diff_text(&d, terminal_width(std::io::stdout().is_terminal()))
@@ -461,7 +575,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
             let mut sink = Sink {
                 stdout,
                 stderr,
-                input: &a.input,
+                input: a.input.as_deref().unwrap_or(Path::new("-")),
                 input_identity: None,
             };
             stop::exit_code(check(&a, &mut sink).and_then(|()| sink.flush()))
@@ -573,8 +687,11 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     // Bad rules are refused before the trace is read.
     let rules = gate::parse_all(&args.fail_on, out.stderr)?;
     let started = std::time::Instant::now();
-    let trace =
+    let mut trace =
         progress::open(&args.trace, args.quiet).map_err(|e| fail(out.stderr, &args.trace, e))?;
+    if args.redact_path {
+        trace.source.path = output::file_name_of(&trace.source.path);
+    }
     let loaded = started.elapsed();
     let spans = trace.spans.len();
     let analysis = tracelens_analysis::analyze(&trace);
@@ -648,10 +765,10 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
             }
         }
     }
-    if args.annotations.is_some() || !args.fail_on.is_empty() {
+    if args.annotate.annotations.is_some() || !args.fail_on.is_empty() {
         let results = &report.results;
-        if args.annotations == Some(Annotations::Github) {
-            out.print_commands(&gate::github_annotations(results))?;
+        if let Some(lines) = args.annotate.lines(results) {
+            out.print_commands(&lines)?;
         }
         out.flush()?;
         gate::fail_on(&rules, &tracelens_results::Metrics::of(results), out.stderr)?;

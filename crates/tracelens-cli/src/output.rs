@@ -206,6 +206,34 @@ mod signal_cleanup {
     }
 }
 
+/// The file name of `path` (the path itself when it has none): how outputs shared beyond
+/// this machine name an input.
+pub(crate) fn file_name_of(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+/// Short names for two inputs: their file names, with as many parent folders as it takes to
+/// tell them apart (`a/trace.json` and `b/trace.json`), never an absolute path's root.
+pub(crate) fn distinct_names(a: &Path, b: &Path) -> (String, String) {
+    let parts = |p: &Path| -> Vec<String> {
+        p.components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(n) => Some(n.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect()
+    };
+    let (pa, pb) = (parts(a), parts(b));
+    let tail = |p: &[String], n: usize| p[p.len().saturating_sub(n)..].join("/");
+    let longest = pa.len().max(pb.len()).max(1);
+    let n = (1..=longest)
+        .find(|&n| tail(&pa, n) != tail(&pb, n))
+        .unwrap_or(1);
+    (tail(&pa, n), tail(&pb, n))
+}
+
 /// Where the default report goes, and a note when it is not the plain default: a report of
 /// another trace already has that name (two traces with the same file name in different
 /// folders), so this one gets a short id of its path appended.
@@ -257,6 +285,24 @@ pub fn default_report_path(trace: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inputs_are_named_without_their_folders_unless_it_takes_them_to_tell_apart() {
+        let names = |a: &str, b: &str| distinct_names(Path::new(a), Path::new(b));
+        assert_eq!(
+            names("/home/me/run1/trace.json", "/home/me/run2/trace.json"),
+            ("run1/trace.json".into(), "run2/trace.json".into())
+        );
+        assert_eq!(
+            names("/abs/before.json", "after.json"),
+            ("before.json".into(), "after.json".into())
+        );
+        assert_eq!(
+            names("/x/t.json", "/x/t.json"),
+            ("t.json".into(), "t.json".into())
+        );
+        assert_eq!(file_name_of("/home/me/t.json.gz"), "t.json.gz");
+    }
 
     #[test]
     fn writes_whole_files_and_leaves_special_files_in_place() {

@@ -40,17 +40,10 @@ const MAX_RESULT_BYTES: u64 = 256 << 20;
 /// `tracelens report RESULT.json`: the stored report, rendered as `analyze` renders it.
 pub(crate) fn rerender(args: &ReportArgs, out: &mut Sink) -> Result<(), Stop> {
     let format = match (&args.output, args.format) {
-        (_, Some(f)) => f,
+        (_, Some(f)) => f.into(),
         (Some(p), None) if p.as_os_str() != "-" => Format::from_extension(p),
         _ => Format::Text,
     };
-    if format == Format::Parquet {
-        return Err(fail(
-            out.stderr,
-            &args.result,
-            "--format parquet is the map step of analyze; report renders text, json, md or html",
-        ));
-    }
     let target = args.output.as_ref().filter(|p| p.as_os_str() != "-");
     if let Some(path) = target {
         out.check_not_input(path)?;

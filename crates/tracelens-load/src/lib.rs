@@ -80,11 +80,12 @@ pub const IMPORTERS: &[&dyn Importer] = &[
 ];
 
 /// Whether a file name looks like a trace of some format (a folder of ranks is scanned for
-/// these); tracelens' own reports beside the traces are not.
+/// these); tracelens' own reports and annotated copies beside the traces are not.
 #[must_use]
 pub fn is_trace_file_name(path: &Path) -> bool {
     let name = path.to_string_lossy().to_lowercase();
     !name.ends_with(".tracelens.html")
+        && !name.ends_with(".annotated.json.gz")
         && IMPORTERS
             .iter()
             .flat_map(|i| i.extensions())

@@ -73,6 +73,22 @@ pub fn format_ms(ns: TimeNs) -> String {
     format!("{sign}{whole}.{frac:03} ms")
 }
 
+/// A signed change with `decimals` places and one minus sign everywhere: `+1.5`, `−18.7`
+/// (U+2212, as the diff's `−30.612 ms`), `±0.0` for no change.
+#[must_use]
+pub fn format_signed(v: f64, decimals: usize) -> String {
+    let shown = format!("{:.decimals$}", v.abs());
+    let zero = shown.chars().all(|c| c == '0' || c == '.');
+    let sign = if zero {
+        "±"
+    } else if v < 0.0 {
+        "−"
+    } else {
+        "+"
+    };
+    format!("{sign}{shown}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -92,5 +108,12 @@ mod tests {
         assert_eq!(format_ms(999_999_999), "1000.000 ms");
         assert_eq!(format_ms(-1_500_000), "-1.500 ms");
         assert_eq!(format_ms(0), "0.000 ms");
+    }
+
+    #[test]
+    fn signed_changes_share_one_minus_sign() {
+        assert_eq!(format_signed(-18.74, 1), "−18.7");
+        assert_eq!(format_signed(2.0, 1), "+2.0");
+        assert_eq!(format_signed(-0.01, 1), "±0.0");
     }
 }

@@ -5,7 +5,7 @@
 use crate::escape::{markdown_text as esc, terminal_text};
 use askama::Template;
 use std::fmt::Write;
-use tracelens_model::{format_ms, shorten};
+use tracelens_model::{format_ms, format_signed, shorten};
 use tracelens_results::Diff;
 
 fn signed_ms(before: i64, after: i64) -> String {
@@ -36,8 +36,9 @@ fn summary_rows(d: &Diff) -> Vec<[String; 4]> {
             format_ms(d.before_step_ns),
             format_ms(d.after_step_ns),
             format!(
-                "{:+.1} % (noise ±{:.1} %)",
-                d.step_change_percent, d.noise_percent
+                "{} % (noise ±{:.1} %)",
+                format_signed(d.step_change_percent, 1),
+                d.noise_percent
             ),
         ],
         [
@@ -45,8 +46,8 @@ fn summary_rows(d: &Diff) -> Vec<[String; 4]> {
             format!("{:.1} %", d.before_busy_percent),
             format!("{:.1} %", d.after_busy_percent),
             format!(
-                "{:+.1} points",
-                d.after_busy_percent - d.before_busy_percent
+                "{} points",
+                format_signed(d.after_busy_percent - d.before_busy_percent, 1)
             ),
         ],
     ];

@@ -286,7 +286,15 @@ pub fn render_html(report: &Report) -> String {
 
 fn facts(report: &Report) -> Vec<(String, String)> {
     let (overview, diagnosis) = (&report.overview, &report.diagnosis);
-    let mut f = vec![("Trace".to_string(), report.input.path.clone())];
+    // The file name only: a shared report must not carry the author's folders (the JSON
+    // keeps the full path in `input.path`).
+    let name = std::path::Path::new(&report.input.path)
+        .file_name()
+        .map_or_else(
+            || report.input.path.clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+    let mut f = vec![("Trace".to_string(), name)];
     let gpus: Vec<String> = overview
         .devices
         .iter()
@@ -518,7 +526,10 @@ fn breakdown_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
     let mut rows: Vec<Vec<String>> = shown
         .flat_map(|(i, s)| {
             let gap = (n > 2 * BREAKDOWN_EDGE_ROWS && i == n - BREAKDOWN_EDGE_ROWS).then(|| {
-                let mut row = vec![format!("… {} steps", n - 2 * BREAKDOWN_EDGE_ROWS)];
+                let mut row = vec![format!(
+                    "… {}",
+                    crate::plural(n - 2 * BREAKDOWN_EDGE_ROWS, "step")
+                )];
                 row.resize(11, String::new());
                 row
             });

@@ -54,6 +54,15 @@ pub fn source_id_in(html_head: &str) -> Option<String> {
 
 /// `text` with a no-break space between each number and its unit (`97.9 %`, `12.3 ms`), so
 /// neither a narrow page nor the terminal's wrapping splits a figure.
+/// `1 step`, `2 steps`.
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
 fn keep_units(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut prev_digit = false;

@@ -65,7 +65,7 @@ pub fn render_markdown(report: &Report) -> String {
         out,
         "| Trace | {} ({}) |",
         esc(&report.input.version),
-        plural(report.warnings.len(), "warning")
+        crate::plural(report.warnings.len(), "warning")
     );
     if diagnosis.findings.is_empty() {
         let _ = writeln!(out, "\nNo findings above the reporting thresholds.");
@@ -128,12 +128,4 @@ pub fn render_markdown(report: &Report) -> String {
         );
     }
     out
-}
-
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
 }

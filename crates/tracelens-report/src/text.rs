@@ -34,6 +34,10 @@ impl Default for TextOptions {
 
 /// Findings listed.
 const TEXT_FINDINGS: usize = 5;
+/// Lines the default summary fits in, the CLI's closing `wrote …` line included, so the
+/// answer is on one screen: findings that do not fit are counted, not shown (at least one is
+/// always shown; `--verbose` shows five whatever the length).
+pub const SUMMARY_LINES: usize = 30;
 /// Warnings listed without `--verbose`.
 const TEXT_WARNINGS: usize = 2;
 /// Width of the label column of the facts block.
@@ -155,8 +159,13 @@ pub fn render_text_with(report: &Report, opts: &TextOptions) -> String {
     ));
     out.push('\n');
     render_idle(&mut out, diagnosis, w);
-    render_findings(&mut out, diagnosis, style, w);
-    render_facts(&mut out, report, opts);
+    let mut facts = String::new();
+    render_facts(&mut facts, report, opts);
+    // The closing `wrote …` line of the CLI counts too.
+    let used = out.lines().count() + facts.lines().count() + 1;
+    let budget = (!opts.verbose).then(|| SUMMARY_LINES.saturating_sub(used));
+    render_findings(&mut out, diagnosis, style, w, budget);
+    out.push_str(&facts);
     terminal_output(out, opts.color)
 }
 
@@ -198,13 +207,19 @@ fn render_idle(out: &mut String, d: &Diagnosis, width: usize) {
     }
 }
 
-fn render_findings(out: &mut String, d: &Diagnosis, style: Style, width: usize) {
+fn render_findings(
+    out: &mut String,
+    d: &Diagnosis,
+    style: Style,
+    width: usize,
+    budget_lines: Option<usize>,
+) {
     if d.findings.is_empty() {
         out.push_str("\nNo findings above the reporting thresholds.\n");
         return;
     }
-    out.push('\n');
-    out.push_str(&wrap(
+    let mut section = String::from("\n");
+    section.push_str(&wrap(
         &format!(
             "Findings (largest first; wins are upper bounds, GPU-idle wins total {} of {} idle):",
             format_ms(d.wins.gpu_idle_wins_ns),
@@ -215,6 +230,7 @@ fn render_findings(out: &mut String, d: &Diagnosis, style: Style, width: usize) 
         0,
     ));
     let per = crate::per(d);
+    let mut shown = 0;
     for (i, f) in d.findings.iter().take(TEXT_FINDINGS).enumerate() {
         let badge = format!("[{:?}]", f.severity);
         let painted = match f.severity {
@@ -224,21 +240,31 @@ fn render_findings(out: &mut String, d: &Diagnosis, style: Style, width: usize) 
         };
         // Wrap on the plain badge, then paint it: colour codes have no width.
         let head = format!("  {}. {badge} ", i + 1);
-        let text = wrap(&clean(&f.title), width, &head, 5);
-        out.push_str(&text.replacen(&badge, &painted, 1));
-        out.push_str(&wrap(&crate::win_line(f, per), width, "     ", 5));
-        out.push_str(&wrap(&clean(&f.fix), width, "     fix: ", 10));
+        let mut block = wrap(&clean(&f.title), width, &head, 5).replacen(&badge, &painted, 1);
+        block.push_str(&wrap(&crate::win_line(f, per), width, "     ", 5));
+        block.push_str(&wrap(&clean(&f.fix), width, "     fix: ", 10));
         if let Some(site) = &f.call_site {
-            out.push_str(&wrap(&clean(site), width, "     at:  ", 10));
+            block.push_str(&wrap(&clean(site), width, "     at:  ", 10));
         }
+        // Room for this block and, when findings remain, the line that counts them.
+        let more_line = usize::from(i + 1 < d.findings.len());
+        let fits = budget_lines.is_none_or(|budget| {
+            section.lines().count() + block.lines().count() + more_line <= budget
+        });
+        if shown > 0 && !fits {
+            break;
+        }
+        section.push_str(&block);
+        shown += 1;
     }
-    if d.findings.len() > TEXT_FINDINGS {
+    if d.findings.len() > shown {
         let _ = writeln!(
-            out,
+            section,
             "  … {} more in the HTML report and --format json",
-            d.findings.len() - TEXT_FINDINGS
+            d.findings.len() - shown
         );
     }
+    out.push_str(&section);
 }
 
 /// The facts block: the window, each device, the breakdown, warnings; more with `verbose`.

@@ -237,16 +237,16 @@ fn verdict_line(d: &Diff, steps: bool) -> String {
     let what = if steps { "step" } else { "window" };
     let mut parts = vec![if d.within_noise {
         format!(
-            "{what} {:+.1} % ({} → {}), within the step-time spread of ±{:.1} %: no significant change",
-            d.step_change_percent,
+            "{what} {} % ({} → {}), within the step-time spread of ±{:.1} %: no significant change",
+            tracelens_model::format_signed(d.step_change_percent, 1),
             format_ms(d.before_step_ns),
             format_ms(d.after_step_ns),
             d.noise_percent
         )
     } else {
         format!(
-            "{what} {:+.1} % ({} → {}){}",
-            d.step_change_percent,
+            "{what} {} % ({} → {}){}",
+            tracelens_model::format_signed(d.step_change_percent, 1),
             format_ms(d.before_step_ns),
             format_ms(d.after_step_ns),
             if d.regression {

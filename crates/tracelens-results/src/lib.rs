@@ -17,5 +17,5 @@ pub use diff::{diff, Diff};
 pub use job::{analyze_job, Job, RankSummary};
 pub use metrics::{Metric, Metrics, Unit};
 pub use report::{Report, ReportError, Tool, SCHEMA_VERSION};
-pub use results::{FindingResult, Results};
+pub use results::{CategoryResult, FindingResult, Results, STEP_CATEGORIES};
 pub use rules::{parse_rule, Rule, RuleError};

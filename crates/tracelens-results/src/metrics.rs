@@ -47,7 +47,12 @@ pub struct Metric {
 #[derive(Clone, Debug, Default)]
 pub struct Metrics {
     map: BTreeMap<String, Metric>,
+    /// Names whose figure the run cannot give, with why (GPU figures of a CPU-only trace).
+    not_measured: BTreeMap<String, &'static str>,
 }
+
+/// Why GPU figures are missing from a run without GPU activity.
+const NO_GPU: &str = "the trace records no GPU activity (a CPU-only run): gate it on step.* metrics such as step.data_loader.percent or step.time_ms";
 
 /// All finding kinds, for names that exist in every run.
 fn ms(ns: i64) -> f64 {
@@ -125,7 +130,44 @@ impl Metrics {
             );
         }
         m.put("findings.count", r.findings.len() as f64, Unit::Count);
+        for category in crate::results::STEP_CATEGORIES {
+            let c = r.step_breakdown.iter().find(|c| c.category == category);
+            m.put(
+                format!("step.{category}.ms"),
+                c.map_or(0.0, |c| ms(c.per_step_ns)),
+                Unit::Ms,
+            );
+            m.put(
+                format!("step.{category}.percent"),
+                c.map_or(0.0, |c| c.percent_of_step),
+                Unit::Percent,
+            );
+        }
+        if !r.gpu_measured {
+            // GPU busy and idle, idle by cause and the wins (GPU idle a fix gives back) need a
+            // GPU; step figures and finding counts do not.
+            let gpu_figures: Vec<String> = m
+                .map
+                .keys()
+                .filter(|n| {
+                    n.starts_with("gpu.")
+                        || n.starts_with("idle.")
+                        || n.ends_with(".win_ms")
+                        || n.ends_with(".win_percent")
+                })
+                .cloned()
+                .collect();
+            for name in gpu_figures {
+                m.not_measured.insert(name, NO_GPU);
+            }
+        }
         m
+    }
+
+    /// Why the run cannot give `name`'s figure, when it cannot.
+    #[must_use]
+    pub fn not_measured(&self, name: &str) -> Option<&'static str> {
+        self.not_measured.get(name).copied()
     }
 
     /// Adds the `diff.*` metrics.
@@ -218,6 +260,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn gpu_figures_of_a_cpu_only_run_are_not_measured() {
+        let mut r = Results::empty();
+        r.gpu_measured = false;
+        let m = Metrics::of(&r);
+        for gpu in [
+            "gpu.idle_percent",
+            "idle.data_loading.percent",
+            "finding.data_loader_stall.win_percent",
+        ] {
+            assert!(m.not_measured(gpu).is_some(), "{gpu}");
+        }
+        for measured in [
+            "step.time_ms",
+            "step.data_loader.percent",
+            "finding.data_loader_stall.count",
+        ] {
+            assert!(m.not_measured(measured).is_none(), "{measured}");
+        }
+        assert!(Metrics::of(&Results::empty())
+            .not_measured("gpu.idle_percent")
+            .is_none());
+    }
+
+    #[test]
     fn every_documented_metric_exists() {
         let names = Metrics::all_names();
         let doc = include_str!("../../../docs/rules.md");
@@ -229,6 +295,10 @@ mod tests {
                         || FindingKind::ALL.iter().any(|k| k.label() == part)
                     {
                         "<…>"
+                    } else if n.starts_with("step.")
+                        && crate::results::STEP_CATEGORIES.contains(&part)
+                    {
+                        "<category>"
                     } else {
                         part
                     }

@@ -93,6 +93,43 @@ pub struct Results {
     pub findings: Vec<FindingResult>,
     /// Kernels by GPU time, largest first.
     pub top_kernels: Vec<KernelResult>,
+    /// Whether the trace records GPU activity: without it the GPU, idle and win figures are
+    /// not measured (a CPU-only run), and rules on them are refused. Older documents lack the
+    /// field and had a GPU.
+    #[serde(default = "gpu_was_measured")]
+    pub gpu_measured: bool,
+    /// The mean step by category (tb_plugin's breakdown, CPU-only runs included), in
+    /// [`STEP_CATEGORIES`] order; empty without an analysis window.
+    #[serde(default)]
+    pub step_breakdown: Vec<CategoryResult>,
+}
+
+fn gpu_was_measured() -> bool {
+    true
+}
+
+/// The step breakdown's categories as rule metrics name them (`step.<category>.percent`), in
+/// the breakdown's priority order.
+pub const STEP_CATEGORIES: [&str; 8] = [
+    "kernel",
+    "memcpy",
+    "memset",
+    "communication",
+    "runtime",
+    "data_loader",
+    "cpu_exec",
+    "other",
+];
+
+/// One category of the mean step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CategoryResult {
+    /// One of [`STEP_CATEGORIES`].
+    pub category: String,
+    /// Time per step.
+    pub per_step_ns: TimeNs,
+    /// Share of the step.
+    pub percent_of_step: f64,
 }
 
 /// The stable key of a finding: its kind and what it is about, without numbers.
@@ -218,6 +255,30 @@ impl Results {
                     per_step_ns: per(k.total_ns),
                 })
                 .collect(),
+            gpu_measured: d.focus_device.is_some(),
+            step_breakdown: d.breakdown.as_ref().map_or_else(Vec::new, |b| {
+                let p = &b.percent;
+                let percents = [
+                    p.kernel,
+                    p.memcpy,
+                    p.memset,
+                    p.communication,
+                    p.runtime,
+                    p.dataloader,
+                    p.cpu_exec,
+                    p.other,
+                ];
+                STEP_CATEGORIES
+                    .iter()
+                    .zip(b.mean.as_array())
+                    .zip(percents)
+                    .map(|((category, per_step_ns), percent)| CategoryResult {
+                        category: (*category).to_string(),
+                        per_step_ns,
+                        percent_of_step: percent.clamp(0.0, 100.0),
+                    })
+                    .collect()
+            }),
         }
     }
 
@@ -240,6 +301,8 @@ impl Results {
             idle_by_cause: Vec::new(),
             findings: Vec::new(),
             top_kernels: Vec::new(),
+            gpu_measured: true,
+            step_breakdown: Vec::new(),
         }
     }
 

@@ -17,7 +17,8 @@ import subprocess
 import sys
 import sysconfig
 import time
-from typing import Callable, Iterable, Optional
+import warnings
+from typing import Callable, Iterable, Optional, Union
 
 __all__ = ["analyze", "check", "handler", "binary", "GateFailed", "TracelensError"]
 
@@ -79,20 +80,41 @@ def check(path: str | os.PathLike, rules: Iterable[str] = ("default",)) -> str:
     return done.stdout
 
 
+def _parse_rules(rules: list[str]) -> None:
+    """Raises ``TracelensError`` naming the first rule that does not parse."""
+    if not rules:
+        return
+    args = ["check", "--parse-only"]
+    for rule in rules:
+        args += ["--rule", rule]
+    done = _run(args)
+    if done.returncode != 0:
+        raise TracelensError(done.stderr.strip())
+
+
 def handler(
     dir_name: str | os.PathLike,
     worker_name: Optional[str] = None,
     fail_on: Optional[Iterable[str]] = None,
     report: bool = True,
+    on_fail: Union[str, Callable[[str], None]] = "raise",
 ) -> Callable[[object], None]:
     """A ``torch.profiler`` ``on_trace_ready`` callback.
 
     Writes ``DIR/WORKER.STEP.pt.trace.json.gz`` (the profiler's own ``export_chrome_trace``,
-    then gzip), analyses it, writes ``….tracelens.html`` beside it, prints the verdict and,
-    when ``fail_on`` rules are given and one fires, raises ``GateFailed``.
+    then gzip), analyses it, writes ``….tracelens.html`` beside it and prints the verdict.
+
+    ``fail_on`` rules are parsed here, when ``handler()`` is called: a misspelt rule raises
+    ``TracelensError`` before training starts, not at the first profiling cycle. When one
+    fires, the report is already written, then ``on_fail`` decides: ``"raise"`` raises
+    ``GateFailed``, ``"warn"`` issues a ``RuntimeWarning`` and training goes on, a callable
+    is called with the message.
     """
     dir_name = os.fspath(dir_name)
     rules = list(fail_on or [])
+    if not (on_fail in ("raise", "warn") or callable(on_fail)):
+        raise ValueError(f'on_fail must be "raise", "warn" or a callable, not {on_fail!r}')
+    _parse_rules(rules)
 
     def on_trace_ready(prof) -> None:
         os.makedirs(dir_name, exist_ok=True)
@@ -112,11 +134,18 @@ def handler(
             args += ["--no-report"]
         for rule in rules:
             args += ["--fail-on", rule]
+        # The report is written before the gate decides (exit 1 comes after the file).
         done = _run(args)
         sys.stdout.write(done.stdout)
         if done.returncode == 1:
-            raise GateFailed(done.stderr.strip())
-        if done.returncode != 0:
+            message = done.stderr.strip()
+            if on_fail == "raise":
+                raise GateFailed(message)
+            if on_fail == "warn":
+                warnings.warn(message, RuntimeWarning, stacklevel=2)
+            else:
+                on_fail(message)
+        elif done.returncode != 0:
             raise TracelensError(done.stderr.strip())
 
     return on_trace_ready
