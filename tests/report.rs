@@ -277,3 +277,31 @@ fn the_readme_example_is_what_the_command_prints() {
         "update the README's example"
     );
 }
+
+#[test]
+fn no_shared_output_embeds_the_absolute_path() {
+    // Reports travel (artifacts, PR comments): they name inputs by file name. Only the JSON
+    // keeps the path as given, and --redact-path drops its folders too.
+    let trace = repo_root().join("fixtures/scenarios/item_every_step.json");
+    let twin = repo_root().join("fixtures/scenarios/item_read_every_n_steps.json");
+    let folder = repo_root().join("fixtures").display().to_string();
+    let (t, w) = (trace.to_str().unwrap(), twin.to_str().unwrap());
+    for args in [
+        vec!["analyze", t, "--format", "html"],
+        vec!["analyze", t, "--format", "md"],
+        vec!["analyze", t, "--no-report"],
+        vec!["analyze", t, "--format", "json", "--redact-path"],
+        vec!["diff", t, w, "--format", "html"],
+        vec!["diff", t, w, "--format", "md"],
+        vec!["diff", t, w],
+    ] {
+        let run = tracelens(args.iter().copied());
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        assert!(!run.stdout.contains(&folder), "{args:?} embeds {folder}");
+    }
+    let json = tracelens(["analyze", t, "--format", "json"]).stdout;
+    assert!(
+        json.contains(&format!("\"path\": \"{t}\"")),
+        "the JSON keeps the path given"
+    );
+}
