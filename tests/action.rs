@@ -165,8 +165,9 @@ fn pass_fail_and_report_only_gates() {
 fn a_folder_from_the_trace_handler_and_a_glob() {
     let runner = Runner::new("folder");
     // `tensorboard_trace_handler("traces", use_gzip=True)` names files
-    // `<host>_<pid>.<milliseconds>.pt.trace.json.gz`, one per profiling cycle: the newest
-    // cycle of the worker is the one read (here, the one with the DataLoader stall).
+    // `<host>_<pid>.<time.time_ns()>.pt.trace.json.gz` (milliseconds in older PyTorch), one per
+    // profiling cycle: the newest cycle of the worker is the one read (here, the one with the
+    // DataLoader stall).
     let traces = runner.workspace().join("traces");
     std::fs::create_dir_all(&traces).unwrap();
     gzip_to(
@@ -175,7 +176,7 @@ fn a_folder_from_the_trace_handler_and_a_glob() {
     );
     gzip_to(
         &scenario("dataloader_single_process"),
-        &traces.join("ci-host_4242.1733000009000.pt.trace.json.gz"),
+        &traces.join("ci-host_4242.1733000009000123456.pt.trace.json.gz"),
     );
     let s = runner.step("run.sh", &[("TL_TRACE", "traces/")]);
     assert_eq!(s.code, Some(1), "{}", show(&s));

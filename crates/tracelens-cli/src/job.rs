@@ -126,9 +126,10 @@ pub(crate) fn job_files(args: &AnalyzeArgs) -> Option<Vec<PathBuf>> {
 }
 
 /// The traces a folder stands for: its trace files, and of the files one worker wrote over
-/// several profiling cycles (`tensorboard_trace_handler` names them
-/// `WORKER.<milliseconds>.pt.trace.json[.gz]`, the Python handler `WORKER.<step>.pt.trace…`)
-/// only the newest. One worker is one trace; several are the ranks of one job.
+/// several profiling cycles only the newest (`tensorboard_trace_handler` names them
+/// `WORKER.<time.time_ns()>.pt.trace.json[.gz]`, milliseconds in older PyTorch; the Python
+/// handler `WORKER.<step>.pt.trace.json.gz`). One worker is one trace; several are the ranks
+/// of one job.
 pub(crate) fn folder_traces(dir: &Path) -> Vec<PathBuf> {
     let mut newest: std::collections::BTreeMap<String, (u64, PathBuf)> =
         std::collections::BTreeMap::new();
@@ -298,4 +299,25 @@ pub(crate) fn analyze_job(
         gate::fail_on(&rules, &metrics, out.stderr)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::worker_and_cycle;
+
+    #[test]
+    fn profiling_cycles_are_told_from_workers() {
+        assert_eq!(
+            worker_and_cycle("node-1_4242.1733000009000123456.pt.trace.json.gz"),
+            Some(("node-1_4242", 1_733_000_009_000_123_456))
+        );
+        assert_eq!(
+            worker_and_cycle("worker0_step_12.1694128201545.pt.trace.json"),
+            Some(("worker0_step_12", 1_694_128_201_545))
+        );
+        assert_eq!(worker_and_cycle("w0.7.pt.trace.json.gz"), Some(("w0", 7)));
+        assert_eq!(worker_and_cycle("worker0.pt.trace.json.gz"), None);
+        assert_eq!(worker_and_cycle("rank-0.json.gz"), None);
+        assert_eq!(worker_and_cycle(".5.pt.trace.json"), None);
+    }
 }
