@@ -860,3 +860,168 @@ fn accelerators_that_are_not_analysed_are_named_not_called_idle() {
     .verdict;
     assert!(cpu.text.starts_with("No GPU activity"), "{}", cpu.text);
 }
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn tb_plugin_operator_view_oracle() {
+    let Some(root) = corpus_dir("tb_plugin_operator_view_oracle") else {
+        return;
+    };
+    // shared/oracles/README.md §5: tb_plugin's operator table for this run (µs).
+    let oracle_file = root.join("../oracles/tb_plugin_nw4_views.jsonl");
+    let Ok(text) = std::fs::read_to_string(&oracle_file) else {
+        panic!("no oracle at {}", oracle_file.display());
+    };
+    let table: serde_json::Value = serde_json::from_str(text.lines().nth(2).unwrap()).unwrap();
+    let t = import_file(&root.join(
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
+    ))
+    .unwrap();
+    let a = tracelens_analysis::analyze(&t);
+    let window = a.diagnosis.window.as_ref().expect("a window").interval;
+    // tb_plugin's scope is the whole file: the definitions are checked there.
+    let whole = t.spans.iter().fold(window, |w, s| w.hull(s.interval()));
+    let ours = tracelens_analysis::operators::operator_table(&t, whole);
+    let mut problems = Vec::new();
+    for want in table["data"].as_array().unwrap() {
+        let name = want["name"].as_str().unwrap();
+        let Some(got) = ours.operators.iter().find(|o| o.name == name) else {
+            problems.push(format!("{name}: missing"));
+            continue;
+        };
+        let us = |ns: i64| ns as f64 / 1000.0;
+        let calls = want["calls"].as_u64().unwrap();
+        if got.calls != calls {
+            problems.push(format!("{name}: calls {} vs {calls}", got.calls));
+        }
+        for (what, mine, theirs) in [
+            (
+                "device self",
+                us(got.device_self_ns),
+                &want["device_self_duration"],
+            ),
+            (
+                "device total",
+                us(got.device_total_ns),
+                &want["device_total_duration"],
+            ),
+            (
+                "host self",
+                us(got.host_self_ns),
+                &want["host_self_duration"],
+            ),
+            (
+                "host total",
+                us(got.host_total_ns),
+                &want["host_total_duration"],
+            ),
+        ] {
+            let theirs = theirs.as_f64().unwrap();
+            // tb_plugin rounds each figure to whole µs.
+            if (mine - theirs).abs() > (theirs * 0.01).max(1.0) {
+                problems.push(format!("{name}: {what} {mine:.0} vs {theirs} µs"));
+            }
+        }
+        for (what, mine, theirs) in [
+            (
+                "tensor-core self",
+                got.tensor_core_self_percent,
+                &want["tc_self_ratio"],
+            ),
+            (
+                "tensor-core total",
+                got.tensor_core_total_percent,
+                &want["tc_total_ratio"],
+            ),
+        ] {
+            let theirs = theirs.as_f64().unwrap() * 100.0;
+            if (mine - theirs).abs() > 0.5 {
+                problems.push(format!("{name}: {what} {mine:.1} % vs {theirs:.1} %"));
+            }
+        }
+        let eligible = want["tc_eligible"] == "Yes";
+        if got.tensor_core_eligible != eligible {
+            problems.push(format!(
+                "{name}: tensor-core eligible {}",
+                got.tensor_core_eligible
+            ));
+        }
+    }
+    let extra: Vec<&str> = ours
+        .operators
+        .iter()
+        .map(|o| o.name.as_str())
+        .filter(|n| {
+            !table["data"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|w| w["name"] == *n)
+        })
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "operators tb_plugin does not list: {extra:?}"
+    );
+    assert!(
+        problems.is_empty(),
+        "{} differences:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+    // Over the analysis window (what the report shows) the only difference is the one
+    // aten::zeros (with its aten::empty and aten::zero_) that ends 25 µs before ProfilerStep#5.
+    let in_window = tracelens_analysis::operators::operator_table(&t, window);
+    for o in &ours.operators {
+        let w = in_window.operators.iter().find(|x| x.name == o.name);
+        let calls = w.map_or(0, |w| w.calls);
+        let outside = u64::from(matches!(
+            o.name.as_str(),
+            "aten::zeros" | "aten::empty" | "aten::zero_"
+        ));
+        assert_eq!(calls + outside, o.calls, "{}", o.name);
+    }
+}
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn tb_plugin_kernel_view_oracle() {
+    let Some(root) = corpus_dir("tb_plugin_kernel_view_oracle") else {
+        return;
+    };
+    // shared/oracles/README.md §5, line 5: total GPU time per kernel name (µs), whole file.
+    let text = std::fs::read_to_string(root.join("../oracles/tb_plugin_nw4_views.jsonl")).unwrap();
+    let view: serde_json::Value = serde_json::from_str(text.lines().nth(4).unwrap()).unwrap();
+    let t = import_file(&root.join(
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
+    ))
+    .unwrap();
+    let ours = tracelens_analysis::kernels::top_kernels(&t, None, usize::MAX);
+    let rows = view["total"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), ours.len(), "kernel names");
+    for row in rows {
+        let name = row[0].as_str().unwrap();
+        let want = row[1].as_f64().unwrap();
+        let got = ours
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap_or_else(|| panic!("{name}"));
+        let got_us = got.total_ns as f64 / 1000.0;
+        assert!(
+            (got_us - want).abs() <= (want * 0.01).max(1.0),
+            "{name}: {got_us} vs {want} µs"
+        );
+        assert!(
+            got.min_ns <= got.mean_ns && got.mean_ns <= got.max_ns,
+            "{name}"
+        );
+        // A V100 FP32 run: no tensor-core kernel (tb_plugin's overview says 0 %).
+        assert!(!got.tensor_cores, "{name}");
+    }
+}

@@ -21,6 +21,8 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use tracelens_model::{Interval, TimeNs, Trace};
 
+/// Operators kept in the diagnosis (the report shows fewer; JSON keeps these).
+pub const MAX_OPERATORS: usize = 50;
 /// Idle time of one cause.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct CauseTime {
@@ -148,6 +150,10 @@ pub struct Diagnosis {
     pub breakdown: Option<Breakdown>,
     /// The 20 kernels with the most GPU time in the window.
     pub top_kernels: Vec<KernelStat>,
+    /// The operators of the window (tb_plugin's operator view), most device self time first,
+    /// at most [`MAX_OPERATORS`].
+    #[serde(default)]
+    pub operators: Vec<crate::operators::OperatorStat>,
     /// The device the verdict describes (the most busy time in the window), if any.
     pub focus_device: Option<i64>,
 }
@@ -371,6 +377,11 @@ fn diagnose_with(
         launch,
         breakdown,
         top_kernels: top_kernels(trace, window_iv, 20),
+        operators: window_iv.map_or_else(Vec::new, |w| {
+            let mut ops = crate::operators::operator_table(trace, w).operators;
+            ops.truncate(MAX_OPERATORS);
+            ops
+        }),
         focus_device,
         window,
     };

@@ -21,6 +21,15 @@ pub struct KernelStat {
     pub total_ns: TimeNs,
     /// Mean duration.
     pub mean_ns: TimeNs,
+    /// Shortest launch (inside the window).
+    #[serde(default)]
+    pub min_ns: TimeNs,
+    /// Longest launch.
+    #[serde(default)]
+    pub max_ns: TimeNs,
+    /// Whether the name shows a tensor-core kernel.
+    #[serde(default)]
+    pub tensor_cores: bool,
     /// Share of all kernel time, in percent.
     pub share_percent: f64,
 }
@@ -178,7 +187,8 @@ pub fn kernel_class(name: &str) -> KernelClass {
 /// The `limit` kernels with the most time inside `window`.
 #[must_use]
 pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec<KernelStat> {
-    let mut by_name: FxHashMap<NameId, (u64, TimeNs)> = FxHashMap::default();
+    // (launches, total, shortest, longest) per name.
+    let mut by_name: FxHashMap<NameId, (u64, TimeNs, TimeNs, TimeNs)> = FxHashMap::default();
     let mut all: TimeNs = 0;
     for s in &trace.spans {
         if s.kind != SpanKind::Kernel {
@@ -187,14 +197,17 @@ pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec
         let Some(iv) = window.map_or(Some(s.interval()), |w| s.interval().clip(w)) else {
             continue;
         };
-        let e = by_name.entry(s.name).or_default();
+        let d = iv.dur_ns();
+        let e = by_name.entry(s.name).or_insert((0, 0, TimeNs::MAX, 0));
         e.0 += 1;
-        e.1 += iv.dur_ns();
-        all += iv.dur_ns();
+        e.1 += d;
+        e.2 = e.2.min(d);
+        e.3 = e.3.max(d);
+        all += d;
     }
     let mut stats: Vec<KernelStat> = by_name
         .into_iter()
-        .map(|(n, (count, total_ns))| {
+        .map(|(n, (count, total_ns, min_ns, max_ns))| {
             let name = trace.names.get(n);
             KernelStat {
                 name: name.to_string(),
@@ -202,6 +215,9 @@ pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec
                 count,
                 total_ns,
                 mean_ns: total_ns / crate::num::count_i64(count.max(1)),
+                min_ns,
+                max_ns,
+                tensor_cores: crate::operators::uses_tensor_cores(name),
                 share_percent: crate::dataloader::percent(total_ns, all),
             }
         })

@@ -9,6 +9,7 @@
 //!   latency, cross-stream wait, unattributed); causes sum exactly to the idle time.
 //! - [`syncs`], [`copies`], [`dataloader`], [`launch`]: the evidence each detector needs.
 //! - [`breakdown`]: tb_plugin's per-step time breakdown.
+//! - [`operators`]: tb_plugin's operator view (calls, host and device self/total time).
 //! - [`host_work`]: the sub-causes of host-compute idle (optimizer, dispatch, warm-up, …).
 //! - [`credit`]: each idle nanosecond credited to at most one finding.
 //! - [`detectors`]: one [`detectors::Detector`] per problem, producing [`finding::Finding`]s
@@ -38,6 +39,7 @@ pub mod intervals;
 pub mod kernels;
 pub mod launch;
 pub mod num;
+pub mod operators;
 pub mod overview;
 pub mod syncs;
 pub mod threads;

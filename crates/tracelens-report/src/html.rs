@@ -16,6 +16,8 @@ const NAME_CHARS: usize = 140;
 const MAX_FINDINGS: usize = 20;
 /// Most sync sites in the table.
 const MAX_SYNC_ROWS: usize = 30;
+/// Operator rows shown (the JSON keeps up to 50).
+const MAX_OPERATOR_ROWS: usize = 20;
 /// Most redacted paths listed.
 const MAX_REDACTED_LISTED: usize = 10;
 
@@ -91,6 +93,7 @@ struct ReportPage {
     sync_rows: Vec<Vec<String>>,
     copy_rows: Vec<Vec<String>>,
     kernel_rows: Vec<Vec<String>>,
+    operator_rows: Vec<Vec<String>>,
     health: Vec<(&'static str, String)>,
     version: String,
 }
@@ -263,7 +266,30 @@ pub fn render_html(report: &Report) -> String {
                     k.count.to_string(),
                     format_ms(k.total_ns),
                     format_ms(k.mean_ns),
+                    format_ms(k.min_ns),
+                    format_ms(k.max_ns),
                     pct(k.share_percent),
+                    if k.tensor_cores { "yes" } else { "no" }.into(),
+                ]
+            })
+            .collect(),
+        operator_rows: diagnosis
+            .operators
+            .iter()
+            .take(MAX_OPERATOR_ROWS)
+            .map(|o| {
+                vec![
+                    shorten(&o.name, NAME_CHARS),
+                    o.calls.to_string(),
+                    format_ms(o.device_self_ns),
+                    format_ms(o.device_total_ns),
+                    format_ms(o.host_self_ns),
+                    format_ms(o.host_total_ns),
+                    if o.tensor_core_eligible {
+                        pct(o.tensor_core_total_percent)
+                    } else {
+                        "–".into()
+                    },
                 ]
             })
             .collect(),
@@ -276,6 +302,7 @@ pub fn render_html(report: &Report) -> String {
         &mut page.sync_rows,
         &mut page.copy_rows,
         &mut page.kernel_rows,
+        &mut page.operator_rows,
     ] {
         for cell in rows.iter_mut().flatten() {
             *cell = crate::keep_units(cell);

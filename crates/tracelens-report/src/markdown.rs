@@ -9,12 +9,26 @@ use tracelens_results::Report;
 
 /// Findings listed in the table.
 const MD_FINDINGS: usize = 10;
-/// Fixes spelled out below the table.
-const MD_FIXES: usize = 3;
 
-/// Renders the Markdown summary.
+/// Lines a summary must stay under (a step summary or PR comment people read whole).
+pub const MARKDOWN_LINES: usize = 60;
+
+/// Renders the Markdown summary: the operators and fixes it shows are cut (operators first)
+/// until it fits in [`MARKDOWN_LINES`].
 #[must_use]
 pub fn render_markdown(report: &Report) -> String {
+    let budgets = [(5, 3), (3, 3), (3, 2), (0, 2), (0, 1), (0, 0)];
+    let mut out = String::new();
+    for (operators, fixes) in budgets {
+        out = render_with(report, operators, fixes);
+        if out.lines().count() < MARKDOWN_LINES {
+            break;
+        }
+    }
+    out
+}
+
+fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String {
     let (overview, diagnosis) = (&report.overview, &report.diagnosis);
     let mut out = String::new();
     let name = std::path::Path::new(&report.input.path)
@@ -67,6 +81,23 @@ pub fn render_markdown(report: &Report) -> String {
         esc(&report.input.version),
         crate::plural(report.warnings.len(), "warning")
     );
+    if md_operators > 0 && !diagnosis.operators.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n### Top operators (device time over the window)\n\n| operator | calls | device self | device total | host self |\n|---|---:|---:|---:|---:|"
+        );
+        for o in diagnosis.operators.iter().take(md_operators) {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} |",
+                esc(&shorten(&o.name, 120)),
+                o.calls,
+                format_ms(o.device_self_ns),
+                format_ms(o.device_total_ns),
+                format_ms(o.host_self_ns)
+            );
+        }
+    }
     if diagnosis.findings.is_empty() {
         let _ = writeln!(out, "\nNo findings above the reporting thresholds.");
         return out;
@@ -118,7 +149,7 @@ pub fn render_markdown(report: &Report) -> String {
             diagnosis.findings.len() - MD_FINDINGS
         );
     }
-    for (i, f) in diagnosis.findings.iter().take(MD_FIXES).enumerate() {
+    for (i, f) in diagnosis.findings.iter().take(md_fixes).enumerate() {
         let _ = writeln!(
             out,
             "\n**Fix {}:** {}\n{}",

@@ -355,6 +355,24 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
         };
         fact(out, "breakdown", &format!("{} ({of})", parts.join(", ")));
     }
+    // A busy GPU: the operator with the most device time is the next place to look.
+    if d.verdict.kind == tracelens_analysis::VerdictKind::GpuBound {
+        let window_ns = d.window.as_ref().map_or(0, |w| w.interval.dur_ns());
+        if let Some(top) = d.operators.iter().max_by_key(|o| o.device_total_ns) {
+            let share = if window_ns > 0 {
+                (top.device_total_ns as f64 * 100.0 / window_ns as f64).min(100.0)
+            } else {
+                0.0
+            };
+            let line = format!(
+                "{}: GPU time {} in {} calls with the ops inside it, {share:.0} % of the window",
+                clean(&top.name),
+                format_ms(top.device_total_ns),
+                top.calls
+            );
+            fact(out, "top op", &line);
+        }
+    }
     if let Some(dist) = &report.metadata.distributed {
         let rank = dist.rank.map_or("?".into(), |r| r.to_string());
         let world = dist
