@@ -1025,3 +1025,67 @@ fn tb_plugin_kernel_view_oracle() {
         assert!(!got.tensor_cores, "{name}");
     }
 }
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn memory_peaks_are_the_traces_own_totals() {
+    let Some(root) = corpus_dir("memory_peaks_are_the_traces_own_totals") else {
+        return;
+    };
+    for rel in [
+        "other/TraceLens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+        "other/SwitchTransformers/trace.json",
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
+    ] {
+        let path = root.join(rel);
+        let t = import_file(&path).unwrap();
+        let d = tracelens_analysis::analyze(&t).diagnosis;
+        let w = d.window.as_ref().unwrap().interval;
+        // Read the [memory] instants independently of the importer.
+        let bytes = std::fs::read(&path).unwrap();
+        let text = if rel.ends_with(".gz") {
+            let mut s = String::new();
+            std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut s)
+                .unwrap();
+            s
+        } else {
+            String::from_utf8(bytes).unwrap()
+        };
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let samples: Vec<&serde_json::Value> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "[memory]" && e["args"]["Device Type"] == 1)
+            .collect();
+        let mut running = 0i64;
+        let mut peak = i64::MIN;
+        for e in &samples {
+            running += e["args"]["Bytes"].as_i64().unwrap();
+            // Trace times are µs, with ns precision at most: round to the nanosecond.
+            #[allow(clippy::cast_possible_truncation)]
+            let ts_ns = (e["ts"].as_f64().unwrap() * 1000.0).round() as i64;
+            if w.start_ns <= ts_ns && ts_ns < w.end_ns {
+                let level = e["args"]["Total Allocated"].as_i64().unwrap_or(running);
+                peak = peak.max(level);
+            }
+        }
+        let m = d
+            .memory
+            .first()
+            .unwrap_or_else(|| panic!("{rel}: no memory view"));
+        assert_eq!(m.peak_allocated_bytes, peak, "{rel}");
+        let absolute = samples
+            .iter()
+            .all(|e| e["args"]["Total Allocated"].is_i64());
+        assert_eq!(
+            m.basis == tracelens_analysis::memory::PeakBasis::AllocatorTotals,
+            absolute,
+            "{rel}"
+        );
+        assert!(m.allocations > 0 && m.peak_op.is_some(), "{rel}");
+    }
+}

@@ -462,3 +462,67 @@ fn gpu_rules_on_a_cpu_only_run_are_errors_and_step_rules_gate_it() {
     assert!(r.stdout.contains("2 of 2 rules fail"), "{}", r.stdout);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn memory_metrics_gate_and_say_when_not_recorded() {
+    // Two steps of one kernel each; the allocator reaches 6 GB allocated, 8 GB reserved on
+    // a 10 GB device.
+    let mut events = vec![
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#1","pid":1,"tid":1,"ts":0,"dur":1000}"#.to_string(),
+        r#"{"ph":"X","cat":"user_annotation","name":"ProfilerStep#2","pid":1,"tid":1,"ts":1000,"dur":1000}"#.to_string(),
+    ];
+    for (i, ts) in [0, 1000].iter().enumerate() {
+        events.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{i}}}}}"#,
+            ts + 10
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{},"dur":900,"args":{{"correlation":{i},"device":0,"stream":7}}}}"#,
+            ts + 20
+        ));
+    }
+    for (ts, bytes, total, reserved) in [
+        (100, 4_000_000_000i64, 4_000_000_000i64, 6_000_000_000i64),
+        (1100, 2_000_000_000, 6_000_000_000, 8_000_000_000),
+        (1500, -2_000_000_000, 4_000_000_000, 8_000_000_000),
+    ] {
+        events.push(format!(
+            r#"{{"ph":"i","s":"t","name":"[memory]","pid":1,"tid":1,"ts":{ts},"args":{{"Device Type":1,"Device Id":0,"Bytes":{bytes},"Total Allocated":{total},"Total Reserved":{reserved}}}}}"#
+        ));
+    }
+    let trace = format!(
+        r#"{{"deviceProperties":[{{"id":0,"name":"Test GPU","totalGlobalMem":10000000000}}],"traceEvents":[{}]}}"#,
+        events.join(",")
+    );
+    let dir = std::env::temp_dir().join(format!("tracelens-memory-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("mem.json");
+    std::fs::write(&path, trace).unwrap();
+    let r = run(&["check", p(&path), "--rule", "memory.peak_percent > 75"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("memory.peak_percent = 80.0 %"),
+        "{}",
+        r.stdout
+    );
+    let r = run(&["check", p(&path), "--rule", "memory.peak_gb > 8.5"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // The summary gives the peak and the headroom.
+    let r = run(&["analyze", p(&path), "--no-report"]);
+    let flat = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("GPU 0 peak 6.00 GB allocated, 8.00 GB reserved of 10.00 GB (fits ×1.2)"),
+        "{}",
+        r.stdout
+    );
+    // Without allocator samples the metric is not measured: exit 2, not a silent pass.
+    let r = run(&[
+        "check",
+        p(&scenario("item_every_step")),
+        "--rule",
+        "memory.peak_gb > 1",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("profile_memory=True"), "{}", r.stderr);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -23,6 +23,8 @@ use tracelens_model::{Interval, TimeNs, Trace};
 
 /// Operators kept in the diagnosis (the report shows fewer; JSON keeps these).
 pub const MAX_OPERATORS: usize = 50;
+/// Regions kept in the diagnosis.
+pub const MAX_REGIONS: usize = 50;
 /// Idle time of one cause.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 pub struct CauseTime {
@@ -154,6 +156,16 @@ pub struct Diagnosis {
     /// at most [`MAX_OPERATORS`].
     #[serde(default)]
     pub operators: Vec<crate::operators::OperatorStat>,
+    /// Time by user range over the window, most host time first, at most [`MAX_REGIONS`].
+    #[serde(default)]
+    pub regions: Vec<crate::regions::RegionStat>,
+    /// Share of the window's kernel time in tensor-core kernels, in percent (none without
+    /// kernels).
+    #[serde(default)]
+    pub tensor_core_percent: Option<f64>,
+    /// GPU memory per device over the window (empty without `profile_memory=True`).
+    #[serde(default)]
+    pub memory: Vec<crate::memory::DeviceMemory>,
     /// The device the verdict describes (the most busy time in the window), if any.
     pub focus_device: Option<i64>,
 }
@@ -328,6 +340,12 @@ fn diagnose_with(
         }
         None => Vec::new(),
     };
+    let memory = window
+        .as_ref()
+        .map_or_else(Vec::new, |w| crate::memory::device_memory(trace, w));
+    for f in &mut findings {
+        f.fix = crate::memory::fit_batch_advice(&f.fix, &memory);
+    }
     findings.sort_by(|a, b| {
         b.estimated_win_ns
             .cmp(&a.estimated_win_ns)
@@ -377,11 +395,18 @@ fn diagnose_with(
         launch,
         breakdown,
         top_kernels: top_kernels(trace, window_iv, 20),
+        tensor_core_percent: crate::kernels::tensor_core_percent(trace, window_iv),
+        regions: window_iv.map_or_else(Vec::new, |w| {
+            let mut regions = crate::regions::region_table(trace, w);
+            regions.truncate(MAX_REGIONS);
+            regions
+        }),
         operators: window_iv.map_or_else(Vec::new, |w| {
             let mut ops = crate::operators::operator_table(trace, w).operators;
             ops.truncate(MAX_OPERATORS);
             ops
         }),
+        memory,
         focus_device,
         window,
     };

@@ -184,6 +184,30 @@ pub fn kernel_class(name: &str) -> KernelClass {
     }
 }
 
+/// The share of kernel time inside `window` spent in tensor-core kernels (by name), in
+/// percent; `None` without kernel time.
+#[must_use]
+pub fn tensor_core_percent(trace: &Trace, window: Option<Interval>) -> Option<f64> {
+    let (mut all, mut tc): (TimeNs, TimeNs) = (0, 0);
+    let mut is_tc: FxHashMap<NameId, bool> = FxHashMap::default();
+    for s in &trace.spans {
+        if s.kind != SpanKind::Kernel {
+            continue;
+        }
+        let Some(iv) = window.map_or(Some(s.interval()), |w| s.interval().clip(w)) else {
+            continue;
+        };
+        all += iv.dur_ns();
+        let uses = *is_tc
+            .entry(s.name)
+            .or_insert_with(|| crate::operators::uses_tensor_cores(trace.names.get(s.name)));
+        if uses {
+            tc += iv.dur_ns();
+        }
+    }
+    (all > 0).then(|| crate::dataloader::percent(tc, all))
+}
+
 /// The `limit` kernels with the most time inside `window`.
 #[must_use]
 pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec<KernelStat> {

@@ -10,6 +10,8 @@
 //! - [`syncs`], [`copies`], [`dataloader`], [`launch`]: the evidence each detector needs.
 //! - [`breakdown`]: tb_plugin's per-step time breakdown.
 //! - [`operators`]: tb_plugin's operator view (calls, host and device self/total time).
+//! - [`memory`]: GPU memory peaks per device and step, from the allocator's samples.
+//! - [`regions`]: host and GPU time by user range (`record_function`, NVTX, `nn.Module`).
 //! - [`host_work`]: the sub-causes of host-compute idle (optimizer, dispatch, warm-up, …).
 //! - [`credit`]: each idle nanosecond credited to at most one finding.
 //! - [`detectors`]: one [`detectors::Detector`] per problem, producing [`finding::Finding`]s
@@ -38,9 +40,11 @@ pub mod idle;
 pub mod intervals;
 pub mod kernels;
 pub mod launch;
+pub mod memory;
 pub mod num;
 pub mod operators;
 pub mod overview;
+pub mod regions;
 pub mod syncs;
 pub mod threads;
 pub mod timeline;

@@ -81,8 +81,9 @@ const TENSOR_CORE_OPS: [&str; 24] = [
 ];
 
 /// Kernel-name fragments of tensor-core kernels (tb_plugin's list, plus the Ampere-and-later
-/// names: `sm80_xmma`, `cutlass` tensor-op kernels, `hmma`/`wgmma`).
-const TENSOR_CORE_KERNELS: [&str; 25] = [
+/// names: `sm80_xmma`, `cutlass` tensor-op kernels, `hmma`/`wgmma`, Hopper cuBLAS `nvjet`,
+/// and AMD's matrix-core (MFMA) kernels: `MI16x16`/`MI32x32` tiles in Tensile names).
+const TENSOR_CORE_KERNELS: [&str; 30] = [
     "h884",
     "s884",
     "h1688",
@@ -108,6 +109,11 @@ const TENSOR_CORE_KERNELS: [&str; 25] = [
     "h16816",
     "bf16816",
     "flash_fwd",
+    "nvjet",
+    "MI16x16",
+    "MI32x32",
+    "mfma",
+    "MFMA",
 ];
 
 /// Whether a kernel name shows a tensor-core kernel.

@@ -4,8 +4,8 @@ use crate::json::{decode_str, has_fraction, micros_to_ns, text_of, to_i64, to_u6
 use crate::scan::{value_extent, Extent};
 use std::collections::BTreeMap;
 use tracelens_model::{
-    profiler_step_number, CopyDirection, CopyInfo, FlowInput, Ident, LaneKey, MemoryKind,
-    SpanInput, SpanKind, TraceBuilder, NO_DETAIL,
+    profiler_step_number, CopyDirection, CopyInfo, FlowInput, Ident, LaneKey, MemoryDevice,
+    MemoryKind, MemorySample, SpanInput, SpanKind, TraceBuilder, NO_DETAIL,
 };
 
 /// Counts gathered while reading events; they describe the file, not the timeline.
@@ -271,11 +271,55 @@ impl EventReader {
                 true
             }
             "s" | "f" => self.read_flow(e, ph.as_ref() == "s"),
+            "i" | "I" => self.read_instant(e),
             _ => true,
         };
         if !ok || malformed {
             self.malformed(offset);
         }
+    }
+
+    /// An instant: the allocator's `[memory]` samples are kept, others are not used.
+    fn read_instant(&mut self, e: &RawEvent) -> bool {
+        if e.name != b"\"[memory]\"" {
+            return true;
+        }
+        let Some(ts_ns) = micros_to_ns(e.ts) else {
+            return false;
+        };
+        let mut device_type = None;
+        let mut device_id = None;
+        let mut bytes = None;
+        let mut allocated = None;
+        let mut reserved = None;
+        if e.args.first() == Some(&b'{') {
+            for (k, v) in Fields::new(e.args) {
+                let slot = match k {
+                    b"Device Type" => &mut device_type,
+                    b"Device Id" => &mut device_id,
+                    b"Bytes" => &mut bytes,
+                    b"Total Allocated" => &mut allocated,
+                    b"Total Reserved" => &mut reserved,
+                    _ => continue,
+                };
+                *slot = to_i64(v);
+            }
+        }
+        let Some(bytes) = bytes else {
+            return false;
+        };
+        let pid = self.ident(e.pid);
+        let tid = self.ident(e.tid);
+        let lane = self.builder.lane(LaneKey::Cpu { pid, tid });
+        self.builder.add_memory(MemorySample {
+            ts_ns,
+            lane,
+            device: MemoryDevice::from_kineto(device_type.unwrap_or(0), device_id.unwrap_or(-1)),
+            bytes,
+            total_allocated: allocated,
+            total_reserved: reserved,
+        });
+        true
     }
 
     fn malformed(&mut self, offset: u64) {

@@ -83,6 +83,7 @@ pub struct TraceBuilder {
     duplicates: u64,
     metadata_links_from_flows: u64,
     warnings: Vec<Warning>,
+    memory: Vec<crate::memory::MemorySample>,
     /// Trace metadata; importers fill it directly.
     pub metadata: Metadata,
 }
@@ -131,6 +132,10 @@ impl TraceBuilder {
             s
         }));
         self.copies.extend(other.copies);
+        self.memory.extend(other.memory.into_iter().map(|mut m| {
+            m.lane = lanes[m.lane.0 as usize];
+            m
+        }));
         self.call_stacks
             .extend(other.call_stacks.iter().map(|n| names[n.0 as usize]));
         self.flows
@@ -299,6 +304,11 @@ impl TraceBuilder {
         self.spans.reserve(additional);
     }
 
+    /// Records one allocator sample.
+    pub fn add_memory(&mut self, sample: crate::memory::MemorySample) {
+        self.memory.push(sample);
+    }
+
     /// Number of spans appended so far.
     #[must_use]
     pub fn span_count(&self) -> usize {
@@ -361,6 +371,12 @@ impl TraceBuilder {
         for s in &mut spans {
             s.lane = LaneId(remap[s.lane.0 as usize]);
         }
+        let mut memory = std::mem::take(&mut self.memory);
+        for m in &mut memory {
+            m.lane = LaneId(remap[m.lane.0 as usize]);
+        }
+        memory.sort_by_key(|m| m.ts_ns);
+        trace.memory = memory;
         spans.sort_unstable_by(|a, b| {
             (
                 a.lane,

@@ -32,6 +32,7 @@ mod diagnostics;
 mod import;
 mod lane;
 mod link;
+pub mod memory;
 mod metadata;
 mod names;
 mod python;
@@ -50,6 +51,7 @@ pub use copy::{CopyDirection, CopyInfo, MemoryKind};
 pub use diagnostics::{Warning, WarningKind};
 pub use import::{ImportFailure, Importer, InflateBound, Input};
 pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
+pub use memory::{MemoryDevice, MemorySample};
 pub use metadata::{
     shorten, DeviceProperties, DistributedInfo, Metadata, MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS,
 };

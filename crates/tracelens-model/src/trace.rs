@@ -96,6 +96,8 @@ pub struct Trace {
     pub warnings: Vec<Warning>,
     /// Launch-link statistics.
     pub links: LinkStats,
+    /// Allocator samples, in time order (empty unless recorded with `profile_memory=True`).
+    pub memory: Vec<crate::memory::MemorySample>,
     /// Names the importer marked as profiler steps, with their numbers.
     pub(crate) step_names: rustc_hash::FxHashMap<NameId, i64>,
     pub(crate) parent: Vec<u32>,

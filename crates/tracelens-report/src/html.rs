@@ -94,6 +94,10 @@ struct ReportPage {
     copy_rows: Vec<Vec<String>>,
     kernel_rows: Vec<Vec<String>>,
     operator_rows: Vec<Vec<String>>,
+    memory_rows: Vec<Vec<String>>,
+    memory_note: String,
+    tensor_core_note: String,
+    region_rows: Vec<Vec<String>>,
     health: Vec<(&'static str, String)>,
     version: String,
 }
@@ -273,6 +277,15 @@ pub fn render_html(report: &Report) -> String {
                 ]
             })
             .collect(),
+        memory_rows: diagnosis.memory.iter().map(memory_row).collect(),
+        memory_note: memory_note(diagnosis),
+        region_rows: region_rows(diagnosis),
+        tensor_core_note: diagnosis.tensor_core_percent.map_or_else(String::new, |p| {
+            format!(
+                "{} of the window's kernel time runs in tensor-core kernels (by kernel name).",
+                pct(p)
+            )
+        }),
         operator_rows: diagnosis
             .operators
             .iter()
@@ -303,12 +316,90 @@ pub fn render_html(report: &Report) -> String {
         &mut page.copy_rows,
         &mut page.kernel_rows,
         &mut page.operator_rows,
+        &mut page.memory_rows,
+        &mut page.region_rows,
     ] {
         for cell in rows.iter_mut().flatten() {
             *cell = crate::keep_units(cell);
         }
     }
     page.render().expect("the report template renders")
+}
+
+/// One device's memory: peaks, capacity, headroom, allocator calls, the op at the peak.
+fn memory_row(m: &tracelens_analysis::memory::DeviceMemory) -> Vec<String> {
+    let steps = if m.steps.is_empty() {
+        "–".to_string()
+    } else {
+        let lo = m
+            .steps
+            .iter()
+            .map(|s| s.peak_allocated_bytes)
+            .min()
+            .unwrap_or(0);
+        let hi = m
+            .steps
+            .iter()
+            .map(|s| s.peak_allocated_bytes)
+            .max()
+            .unwrap_or(0);
+        format!("{} – {}", crate::format_gb(lo), crate::format_gb(hi))
+    };
+    vec![
+        format!("GPU {}", m.device),
+        crate::format_gb(m.peak_allocated_bytes),
+        m.peak_reserved_bytes.map_or("–".into(), crate::format_gb),
+        m.capacity_bytes.map_or("unknown".into(), crate::format_gb),
+        m.fits_times().map_or("–".into(), |x| format!("×{x:.1}")),
+        steps,
+        format!("{} / {}", m.allocations, m.frees),
+        m.peak_op
+            .as_deref()
+            .map_or("–".into(), |o| shorten(o, NAME_CHARS)),
+    ]
+}
+
+/// The regions by host time, each indented by how deep it sits among regions, at most
+/// [`MAX_OPERATOR_ROWS`].
+fn region_rows(d: &tracelens_analysis::Diagnosis) -> Vec<Vec<String>> {
+    let window_ns = d.window.as_ref().map_or(0, |w| w.interval.dur_ns());
+    d.regions
+        .iter()
+        .take(MAX_OPERATOR_ROWS)
+        .map(|r| {
+            let share = if window_ns > 0 {
+                pct((r.host_ns as f64 * 100.0 / window_ns as f64).min(100.0))
+            } else {
+                "–".into()
+            };
+            vec![
+                format!(
+                    "{}{}",
+                    "\u{a0}\u{a0}".repeat(r.depth.min(8) as usize),
+                    shorten(&r.name, NAME_CHARS)
+                ),
+                r.calls.to_string(),
+                format_ms(r.host_ns),
+                share,
+                format_ms(r.gpu_ns),
+            ]
+        })
+        .collect()
+}
+
+/// What the memory figures are, or why there are none.
+fn memory_note(d: &tracelens_analysis::Diagnosis) -> String {
+    use tracelens_analysis::memory::PeakBasis;
+    if d.memory.is_empty() {
+        return "No allocator samples in the window: record with torch.profiler.profile(profile_memory=True) to see peaks and headroom.".into();
+    }
+    if d.memory
+        .iter()
+        .any(|m| m.basis == PeakBasis::GrowthSinceFirstSample)
+    {
+        return "This trace records allocation sizes but not the allocator's totals (PyTorch before 1.10): the peak is the growth since the first sample, not the absolute level, so no headroom is given.".into();
+    }
+    "Peaks of the caching allocator's own totals over the window. Fits: how many times the peak held (reserved) fits in the device's memory.".into()
 }
 
 fn facts(report: &Report) -> Vec<(String, String)> {

@@ -54,6 +54,68 @@ pub fn source_id_in(html_head: &str) -> Option<String> {
 
 /// `text` with a no-break space between each number and its unit (`97.9 %`, `12.3 ms`), so
 /// neither a narrow page nor the terminal's wrapping splits a figure.
+/// Bytes as `1.23 GB` (10^9), `45.6 MB` under a gigabyte.
+fn format_gb(bytes: i64) -> String {
+    if bytes.abs() >= 1_000_000_000 {
+        format!("{:.2} GB", bytes as f64 / 1e9)
+    } else {
+        format!("{:.1} MB", bytes as f64 / 1e6)
+    }
+}
+
+/// One device's memory in a line: `GPU 0 peak 23.11 GB allocated, 23.62 GB reserved of
+/// 84.99 GB (fits ×3.6), at aten::linear`.
+fn memory_line(m: &tracelens_analysis::memory::DeviceMemory) -> String {
+    use tracelens_analysis::memory::PeakBasis;
+    let mut line = match m.basis {
+        PeakBasis::AllocatorTotals => {
+            format!("GPU {} peak {} allocated", m.device, format_gb(m.peak_allocated_bytes))
+        }
+        PeakBasis::GrowthSinceFirstSample => format!(
+            "GPU {} allocations grow by up to {} over the window (no allocator totals in this trace)",
+            m.device,
+            format_gb(m.peak_allocated_bytes)
+        ),
+    };
+    if let Some(r) = m.peak_reserved_bytes {
+        line.push_str(&format!(", {} reserved", format_gb(r)));
+    }
+    if let (Some(cap), Some(fits)) = (m.capacity_bytes, m.fits_times()) {
+        line.push_str(&format!(" of {} (fits ×{fits:.1})", format_gb(cap)));
+    }
+    if let Some(op) = &m.peak_op {
+        line.push_str(&format!(", at {op}"));
+    }
+    line
+}
+
+/// The outermost regions as one line (`## forward ## 31 %, ## backward ## 31 %`) when they
+/// cover at least half of the window's host time: what the step is made of, in the author's
+/// words.
+fn regions_line(d: &Diagnosis) -> Option<String> {
+    let window_ns = d.window.as_ref()?.interval.dur_ns();
+    if window_ns <= 0 {
+        return None;
+    }
+    let top: Vec<_> = d.regions.iter().filter(|r| r.depth == 0).collect();
+    let covered: i64 = top.iter().map(|r| r.host_ns).sum();
+    if covered * 2 < window_ns {
+        return None;
+    }
+    let parts: Vec<String> = top
+        .iter()
+        .take(4)
+        .map(|r| {
+            format!(
+                "{} {:.0} %",
+                tracelens_model::shorten(&r.name, 60),
+                (r.host_ns as f64 * 100.0 / window_ns as f64).min(100.0)
+            )
+        })
+        .collect();
+    Some(format!("{} (host time of the window)", parts.join(", ")))
+}
+
 /// `1 step`, `2 steps`.
 fn plural(n: usize, word: &str) -> String {
     if n == 1 {

@@ -75,6 +75,12 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
             parts.join(", ")
         );
     }
+    if let Some(line) = crate::regions_line(diagnosis) {
+        let _ = writeln!(out, "| Regions | {} |", esc(&line));
+    }
+    for m in &diagnosis.memory {
+        let _ = writeln!(out, "| GPU memory | {} |", esc(&crate::memory_line(m)));
+    }
     let _ = writeln!(
         out,
         "| Trace | {} ({}) |",

@@ -355,6 +355,12 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
         };
         fact(out, "breakdown", &format!("{} ({of})", parts.join(", ")));
     }
+    if let Some(m) = d.memory.first() {
+        fact(out, "memory", &clean(&crate::memory_line(m)));
+    }
+    if let Some(line) = crate::regions_line(d) {
+        fact(out, "regions", &clean(&line));
+    }
     // A busy GPU: the operator with the most device time is the next place to look.
     if d.verdict.kind == tracelens_analysis::VerdictKind::GpuBound {
         let window_ns = d.window.as_ref().map_or(0, |w| w.interval.dur_ns());

@@ -51,6 +51,13 @@ pub struct Metrics {
     not_measured: BTreeMap<String, &'static str>,
 }
 
+/// Why memory figures are missing.
+const NO_MEMORY: &str = "the trace has no allocator totals: record with torch.profiler.profile(profile_memory=True) on PyTorch 1.10 or later";
+/// Why the tensor-core share is missing.
+const NO_KERNELS: &str = "the trace has no kernel time in the window";
+/// Why the memory share is missing.
+const NO_CAPACITY: &str = "the trace does not record the device's memory (deviceProperties)";
+
 /// Why GPU figures are missing from a run without GPU activity.
 const NO_GPU: &str = "the trace records no GPU activity (a CPU-only run): gate it on step.* metrics such as step.data_loader.percent or step.time_ms";
 
@@ -141,6 +148,38 @@ impl Metrics {
                 format!("step.{category}.percent"),
                 c.map_or(0.0, |c| c.percent_of_step),
                 Unit::Percent,
+            );
+        }
+        m.put(
+            "memory.peak_gb",
+            r.memory_peak_bytes.map_or(0.0, |b| b as f64 / 1e9),
+            Unit::Count,
+        );
+        let percent = match (r.memory_peak_bytes, r.memory_capacity_bytes) {
+            (Some(p), Some(c)) if c > 0 => Some((p as f64 * 100.0 / c as f64).clamp(0.0, 100.0)),
+            _ => None,
+        };
+        m.put("memory.peak_percent", percent.unwrap_or(0.0), Unit::Percent);
+        m.put(
+            "kernel.tensor_core_percent",
+            r.tensor_core_percent.unwrap_or(0.0),
+            Unit::Percent,
+        );
+        if r.tensor_core_percent.is_none() {
+            m.not_measured
+                .insert("kernel.tensor_core_percent".into(), NO_KERNELS);
+        }
+        if r.memory_peak_bytes.is_none() {
+            m.not_measured.insert("memory.peak_gb".into(), NO_MEMORY);
+        }
+        if percent.is_none() {
+            m.not_measured.insert(
+                "memory.peak_percent".into(),
+                if r.memory_peak_bytes.is_none() {
+                    NO_MEMORY
+                } else {
+                    NO_CAPACITY
+                },
             );
         }
         if !r.gpu_measured {

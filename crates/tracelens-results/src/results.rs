@@ -102,6 +102,24 @@ pub struct Results {
     /// [`STEP_CATEGORIES`] order; empty without an analysis window.
     #[serde(default)]
     pub step_breakdown: Vec<CategoryResult>,
+    /// The largest GPU memory peak held (reserved, else allocated) over the window, when the
+    /// trace has the allocator's totals (`profile_memory=True`, PyTorch 1.10 and later).
+    #[serde(default)]
+    pub memory_peak_bytes: Option<i64>,
+    /// That device's memory.
+    #[serde(default)]
+    pub memory_capacity_bytes: Option<i64>,
+    /// Share of kernel time in tensor-core kernels, in percent (none without kernels).
+    #[serde(default)]
+    pub tensor_core_percent: Option<f64>,
+}
+
+/// The device with the largest absolute memory peak, if the trace has allocator totals.
+fn absolute_memory(d: &Diagnosis) -> Option<&tracelens_analysis::memory::DeviceMemory> {
+    d.memory
+        .iter()
+        .filter(|m| m.basis == tracelens_analysis::memory::PeakBasis::AllocatorTotals)
+        .max_by_key(|m| m.peak_held_bytes())
 }
 
 fn gpu_was_measured() -> bool {
@@ -255,6 +273,9 @@ impl Results {
                     per_step_ns: per(k.total_ns),
                 })
                 .collect(),
+            memory_peak_bytes: absolute_memory(d).map(|m| m.peak_held_bytes()),
+            memory_capacity_bytes: absolute_memory(d).and_then(|m| m.capacity_bytes),
+            tensor_core_percent: d.tensor_core_percent,
             gpu_measured: d.focus_device.is_some(),
             step_breakdown: d.breakdown.as_ref().map_or_else(Vec::new, |b| {
                 let p = &b.percent;
@@ -303,6 +324,9 @@ impl Results {
             top_kernels: Vec::new(),
             gpu_measured: true,
             step_breakdown: Vec::new(),
+            memory_peak_bytes: None,
+            memory_capacity_bytes: None,
+            tensor_core_percent: None,
         }
     }
 
