@@ -257,7 +257,52 @@ pub fn analyze(trace: &Trace) -> Analysis {
     }
 }
 
+/// The busy-GPU views: they read only the trace and the window.
+#[derive(Default)]
+struct BusyViews {
+    operators: Vec<crate::operators::OperatorStat>,
+    regions: Vec<crate::regions::RegionStat>,
+    tensor_core_percent: Option<f64>,
+}
+
+fn busy_views(trace: &Trace, window_iv: Option<tracelens_model::Interval>) -> BusyViews {
+    let Some(w) = window_iv else {
+        return BusyViews::default();
+    };
+    let mut operators = crate::operators::operator_table(trace, w).operators;
+    operators.truncate(MAX_OPERATORS);
+    let mut regions = crate::regions::region_table(trace, w);
+    regions.truncate(MAX_REGIONS);
+    BusyViews {
+        operators,
+        regions,
+        tensor_core_percent: crate::kernels::tensor_core_percent(trace, window_iv),
+    }
+}
+
+/// [`diagnose_core`] with the busy-GPU views computed on a second thread beside it (they
+/// share nothing but the trace): the analysis takes little longer for them.
 fn diagnose_with(
+    trace: &Trace,
+    works: &[DeviceWork],
+    window: Option<AnalysisWindow>,
+    detectors: &[&dyn Detector],
+) -> (Diagnosis, Vec<DeviceIdle>) {
+    let window_iv = window.as_ref().map(|w| w.interval);
+    std::thread::scope(|scope| {
+        let views = scope.spawn(|| busy_views(trace, window_iv));
+        let (mut diagnosis, device_idle) = diagnose_core(trace, works, window, detectors);
+        let views = views
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        diagnosis.operators = views.operators;
+        diagnosis.regions = views.regions;
+        diagnosis.tensor_core_percent = views.tensor_core_percent;
+        (diagnosis, device_idle)
+    })
+}
+
+fn diagnose_core(
     trace: &Trace,
     works: &[DeviceWork],
     window: Option<AnalysisWindow>,
@@ -395,17 +440,9 @@ fn diagnose_with(
         launch,
         breakdown,
         top_kernels: top_kernels(trace, window_iv, 20),
-        tensor_core_percent: crate::kernels::tensor_core_percent(trace, window_iv),
-        regions: window_iv.map_or_else(Vec::new, |w| {
-            let mut regions = crate::regions::region_table(trace, w);
-            regions.truncate(MAX_REGIONS);
-            regions
-        }),
-        operators: window_iv.map_or_else(Vec::new, |w| {
-            let mut ops = crate::operators::operator_table(trace, w).operators;
-            ops.truncate(MAX_OPERATORS);
-            ops
-        }),
+        tensor_core_percent: None,
+        regions: Vec::new(),
+        operators: Vec::new(),
         memory,
         focus_device,
         window,

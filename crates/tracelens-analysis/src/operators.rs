@@ -15,7 +15,6 @@
 //!   that is one `aten::zeros` 145 µs before the first step, which we leave out.)
 
 use serde::Serialize;
-use std::collections::HashMap;
 use tracelens_model::{Interval, NameId, SpanId, SpanKind, TimeNs, Trace};
 
 /// One operator name's totals.
@@ -127,12 +126,7 @@ fn is_op_like(kind: SpanKind) -> bool {
 }
 
 /// Whether tb_plugin lists an op of this name (it still passes time up to its parents).
-fn is_listed(trace: &Trace, id: SpanId) -> bool {
-    let span = trace.span(id);
-    if span.kind != SpanKind::CpuOp || trace.is_step_span(id) {
-        return false;
-    }
-    let name = trace.name(id);
+fn is_listed_name(name: &str) -> bool {
     !(name.starts_with("ProfilerStep#")
         || (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
         || name.starts_with("Optimizer.")
@@ -140,144 +134,159 @@ fn is_listed(trace: &Trace, id: SpanId) -> bool {
         || name == "DistributedDataParallel.forward")
 }
 
-/// The nearest enclosing operator or user range of `id` (Python frames are looked through).
-fn op_parent(trace: &Trace, id: SpanId) -> Option<SpanId> {
-    trace
-        .ancestors(id)
-        .find(|&a| is_op_like(trace.span(a).kind))
-}
+/// "No span" in the index arrays below.
+const NONE: u32 = u32::MAX;
 
-/// Whether op `id` sits directly in an op of its own name (`aten::div` calling another
-/// `aten::div` overload): it is one call of that op, as tb_plugin counts it, so its time,
-/// its children and its launches belong to the outer one.
-fn is_merged(trace: &Trace, id: SpanId) -> bool {
-    let span = trace.span(id);
-    span.kind == SpanKind::CpuOp
-        && op_parent(trace, id).is_some_and(|p| trace.span(p).name == span.name)
-}
-
-/// The op that owns what happens directly under `id`: `id`, or the outer op it is merged
-/// into.
-fn owner(trace: &Trace, mut id: SpanId) -> SpanId {
-    for _ in 0..tracelens_model::MAX_ANCESTORS {
-        if !is_merged(trace, id) {
-            break;
-        }
-        match op_parent(trace, id) {
-            Some(p) => id = p,
-            None => break,
-        }
+/// For every span, its nearest enclosing operator or user range (Python frames are looked
+/// through), computed once: a parent sorts before its children, so one pass in index order
+/// finds each from its parent's.
+pub(crate) fn op_parents(trace: &Trace) -> Vec<u32> {
+    let mut out = vec![NONE; trace.spans.len()];
+    for i in 0..trace.spans.len() {
+        let Some(p) = trace.parent(SpanId::at(i)) else {
+            continue;
+        };
+        let pi = p.0 as usize;
+        out[i] = if is_op_like(trace.spans[pi].kind) {
+            p.0
+        } else if pi < i {
+            out[pi]
+        } else {
+            // Not expected (parents sort first); walk instead.
+            trace
+                .ancestors(p)
+                .find(|&a| is_op_like(trace.span(a).kind))
+                .map_or(NONE, |a| a.0)
+        };
     }
-    id
+    out
 }
 
-#[derive(Default, Clone, Copy)]
-struct Acc {
-    calls: u64,
-    host_total: TimeNs,
-    host_self: TimeNs,
-    device_total: TimeNs,
-    device_self: TimeNs,
-    tc_total: TimeNs,
-    tc_self: TimeNs,
-    eligible: bool,
-}
-
-/// Per-span sums before they are grouped by name.
-#[derive(Default, Clone, Copy)]
-struct PerSpan {
-    child_host: TimeNs,
-    device_total: TimeNs,
-    device_self: TimeNs,
-    tc_total: TimeNs,
-    tc_self: TimeNs,
-    eligible: bool,
+/// A per-name flag, computed once per name (names are few; spans are millions).
+fn name_flags(trace: &Trace, flag: impl Fn(&str) -> bool) -> Vec<bool> {
+    (0..trace.names.len())
+        .map(|i| flag(trace.names.get(NameId::at(i))))
+        .collect()
 }
 
 /// The operator table over `window` (the analysis window's interval; the whole trace for
 /// tb_plugin's scope).
 #[must_use]
 pub fn operator_table(trace: &Trace, window: Interval) -> OperatorTable {
-    let w = window;
-    let within = |id: SpanId| (w.start_ns..w.end_ns).contains(&trace.span(id).start_ns);
-    let mut per: HashMap<SpanId, PerSpan> = HashMap::new();
-    // Host: each op's and runtime call's time is taken from its enclosing op's self time.
+    let n = trace.spans.len();
+    let parent = op_parents(trace);
+    // Ops (operators and user ranges) get dense indices: the per-op sums below are sized by
+    // them, not by every span.
+    let mut dense = vec![NONE; n];
+    let mut ops: Vec<u32> = Vec::new();
     for (i, s) in trace.spans.iter().enumerate() {
-        let counted = is_op_like(s.kind) || matches!(s.kind, SpanKind::Runtime);
-        if !counted {
-            continue;
-        }
-        let id = SpanId::at(i);
-        if is_merged(trace, id) {
-            continue;
-        }
-        if let Some(p) = op_parent(trace, id) {
-            per.entry(owner(trace, p)).or_default().child_host += s.dur_ns;
+        if is_op_like(s.kind) {
+            dense[i] = u32::try_from(ops.len()).unwrap_or(NONE);
+            ops.push(u32::try_from(i).unwrap_or(NONE));
         }
     }
-    // Device: each GPU op's time goes to the op around its launch (self) and every op
-    // around that (total).
-    for (i, s) in trace.spans.iter().enumerate() {
-        if !matches!(
-            s.kind,
-            SpanKind::Kernel | SpanKind::Memcpy | SpanKind::Memset
-        ) {
-            continue;
-        }
-        let Some(launch) = trace.launch_of(SpanId::at(i)) else {
-            continue;
-        };
-        let tc = s.kind == SpanKind::Kernel && uses_tensor_cores(trace.names.get(s.name));
-        let tc_ns = if tc { s.dur_ns } else { 0 };
-        let mut first = true;
-        for a in trace.ancestors(launch) {
-            if !is_op_like(trace.span(a).kind) || is_merged(trace, a) {
-                continue;
-            }
-            let e = per.entry(a).or_default();
-            e.device_total += s.dur_ns;
-            e.tc_total += tc_ns;
-            if first {
-                e.device_self += s.dur_ns;
-                e.tc_self += tc_ns;
-                first = false;
-            }
-        }
-    }
-    // Eligibility spreads up: an op enclosing an eligible op is eligible.
-    let eligible_names: Vec<bool> = (0..trace.names.len())
-        .map(|n| TENSOR_CORE_OPS.contains(&trace.names.get(NameId::at(n))))
+    let m = ops.len();
+    let op_parent: Vec<u32> = ops
+        .iter()
+        .map(|&i| match parent[i as usize] {
+            NONE => NONE,
+            p => dense[p as usize],
+        })
         .collect();
-    for (i, s) in trace.spans.iter().enumerate() {
-        if s.kind != SpanKind::CpuOp || !eligible_names[s.name.0 as usize] {
-            continue;
-        }
-        let id = SpanId::at(i);
-        per.entry(id).or_default().eligible = true;
-        for a in trace.ancestors(id) {
-            if trace.span(a).kind == SpanKind::CpuOp {
-                per.entry(a).or_default().eligible = true;
-            }
+    // An op directly inside an op of its own name is merged into it; `owner` is the op that
+    // owns what happens directly under each op (itself, or the outer one it is merged into).
+    let mut merged = vec![false; m];
+    let mut owner: Vec<u32> = (0..m).map(|k| u32::try_from(k).unwrap_or(NONE)).collect();
+    for k in 0..m {
+        let s = &trace.spans[ops[k] as usize];
+        let p = op_parent[k];
+        if s.kind == SpanKind::CpuOp
+            && p != NONE
+            && (p as usize) < k
+            && trace.spans[ops[p as usize] as usize].name == s.name
+        {
+            merged[k] = true;
+            owner[k] = owner[p as usize];
         }
     }
-    let mut by_name: HashMap<NameId, Acc> = HashMap::new();
-    let mut calls = 0;
+    let tensor_core_kernel = name_flags(trace, uses_tensor_cores);
+    let mut child_host: Vec<TimeNs> = vec![0; m];
+    let mut device_self: Vec<TimeNs> = vec![0; m];
+    let mut tc_self: Vec<TimeNs> = vec![0; m];
     for (i, s) in trace.spans.iter().enumerate() {
-        let id = SpanId::at(i);
-        if s.kind != SpanKind::CpuOp || !within(id) || !is_listed(trace, id) || is_merged(trace, id)
+        match s.kind {
+            // Host: an op's or runtime call's time leaves its enclosing op's self time.
+            SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::Runtime => {
+                let p = parent[i];
+                let is_merged = dense[i] != NONE && merged[dense[i] as usize];
+                if !is_merged && p != NONE {
+                    child_host[owner[dense[p as usize] as usize] as usize] += s.dur_ns;
+                }
+            }
+            // Device: a GPU op's time is the self time of the op around its launch.
+            SpanKind::Kernel | SpanKind::Memcpy | SpanKind::Memset => {
+                let Some(launch) = trace.launch_of(SpanId::at(i)) else {
+                    continue;
+                };
+                let p = parent[launch.0 as usize];
+                if p == NONE {
+                    continue;
+                }
+                let o = owner[dense[p as usize] as usize] as usize;
+                device_self[o] += s.dur_ns;
+                if s.kind == SpanKind::Kernel && tensor_core_kernel[s.name.0 as usize] {
+                    tc_self[o] += s.dur_ns;
+                }
+            }
+            _ => {}
+        }
+    }
+    // Totals and eligibility flow up: children sort after their parents, so one pass in
+    // reverse order adds each op into the op around it (a merged op's own launches already
+    // count in its owner: only its subtree moves up).
+    let eligible_name = name_flags(trace, |name| TENSOR_CORE_OPS.contains(&name));
+    let listed_name = name_flags(trace, is_listed_name);
+    let mut device_total = device_self.clone();
+    let mut tc_total = tc_self.clone();
+    let mut eligible: Vec<bool> = ops
+        .iter()
+        .map(|&i| {
+            let s = &trace.spans[i as usize];
+            s.kind == SpanKind::CpuOp && eligible_name[s.name.0 as usize]
+        })
+        .collect();
+    for k in (0..m).rev() {
+        let p = op_parent[k];
+        if p == NONE || (p as usize) >= k {
+            continue;
+        }
+        let p = p as usize;
+        device_total[p] += device_total[k];
+        tc_total[p] += tc_total[k];
+        eligible[p] |= eligible[k];
+    }
+    let mut by_name: Vec<Acc> = vec![Acc::default(); trace.names.len()];
+    let mut calls = 0;
+    for k in 0..m {
+        let i = ops[k] as usize;
+        let s = &trace.spans[i];
+        if s.kind != SpanKind::CpuOp
+            || merged[k]
+            || !(window.start_ns <= s.start_ns && s.start_ns < window.end_ns)
+            || !listed_name[s.name.0 as usize]
+            || trace.is_step_span(SpanId::at(i))
         {
             continue;
         }
-        let p = per.get(&id).copied().unwrap_or_default();
-        let a = by_name.entry(s.name).or_default();
+        let a = &mut by_name[s.name.0 as usize];
         a.calls += 1;
         a.host_total += s.dur_ns;
-        a.host_self += (s.dur_ns - p.child_host).max(0);
-        a.device_total += p.device_total;
-        a.device_self += p.device_self;
-        a.tc_total += p.tc_total;
-        a.tc_self += p.tc_self;
-        a.eligible |= p.eligible || p.tc_total > 0;
+        a.host_self += (s.dur_ns - child_host[k]).max(0);
+        a.device_total += device_total[k];
+        a.device_self += device_self[k];
+        a.tc_total += tc_total[k];
+        a.tc_self += tc_self[k];
+        a.eligible |= eligible[k] || tc_total[k] > 0;
         calls += 1;
     }
     let percent = |part: TimeNs, of: TimeNs| {
@@ -289,8 +298,10 @@ pub fn operator_table(trace: &Trace, window: Interval) -> OperatorTable {
     };
     let mut operators: Vec<OperatorStat> = by_name
         .into_iter()
+        .enumerate()
+        .filter(|(_, a)| a.calls > 0)
         .map(|(name, a)| OperatorStat {
-            name: trace.names.get(name).to_string(),
+            name: trace.names.get(NameId::at(name)).to_string(),
             calls: a.calls,
             host_total_ns: a.host_total,
             host_self_ns: a.host_self,
@@ -308,4 +319,16 @@ pub fn operator_table(trace: &Trace, window: Interval) -> OperatorTable {
             .then_with(|| a.name.cmp(&b.name))
     });
     OperatorTable { operators, calls }
+}
+
+#[derive(Default, Clone, Copy)]
+struct Acc {
+    calls: u64,
+    host_total: TimeNs,
+    host_self: TimeNs,
+    device_total: TimeNs,
+    device_self: TimeNs,
+    tc_total: TimeNs,
+    tc_self: TimeNs,
+    eligible: bool,
 }

@@ -35,57 +35,68 @@ const AUTOMATIC_RANGES: [&str; 5] = [
     "Optimizer.zero_grad#",
 ];
 
-/// Whether a span is a region: a user range that is not a profiler step or one of
-/// PyTorch's automatic ranges.
-fn is_region(trace: &Trace, id: SpanId) -> bool {
-    let s = trace.span(id);
-    let named = || {
-        let n = trace.name(id);
-        !n.is_empty() && !AUTOMATIC_RANGES.iter().any(|a| n.starts_with(a))
-    };
-    match s.kind {
-        SpanKind::UserAnnotation => !trace.is_step_span(id) && named(),
+/// Whether a span of this kind and name is a region: a user range that is not a profiler
+/// step or one of PyTorch's automatic ranges, or an `nn.Module` frame.
+fn is_region_name(kind: SpanKind, name: &str) -> bool {
+    match kind {
+        SpanKind::UserAnnotation => {
+            !name.is_empty() && !AUTOMATIC_RANGES.iter().any(|a| name.starts_with(a))
+        }
         // `with_modules=True` writes nn.Module ranges as Python frames.
-        SpanKind::PythonFunction => trace.name(id).starts_with("nn.Module: "),
+        SpanKind::PythonFunction => name.starts_with("nn.Module: "),
         _ => false,
     }
+}
+
+/// "No span" in the index arrays below.
+const NONE: u32 = u32::MAX;
+
+/// A span index as stored in the arrays below.
+fn p_index(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(NONE)
 }
 
 /// The regions of `window`, most host time first.
 #[must_use]
 pub fn region_table(trace: &Trace, window: Interval) -> Vec<RegionStat> {
-    let within = |id: SpanId| {
-        let t = trace.span(id).start_ns;
-        window.start_ns <= t && t < window.end_ns
-    };
-    let mut by_name: HashMap<NameId, RegionStat> = HashMap::new();
-    for (i, s) in trace.spans.iter().enumerate() {
-        let id = SpanId::at(i);
-        if !is_region(trace, id) || !within(id) {
+    let n = trace.spans.len();
+    let annotation_region: Vec<bool> = (0..trace.names.len())
+        .map(|k| is_region_name(SpanKind::UserAnnotation, trace.names.get(NameId::at(k))))
+        .collect();
+    let module_region: Vec<bool> = (0..trace.names.len())
+        .map(|k| is_region_name(SpanKind::PythonFunction, trace.names.get(NameId::at(k))))
+        .collect();
+    let region: Vec<bool> = (0..n)
+        .map(|i| {
+            let s = &trace.spans[i];
+            let by_name = match s.kind {
+                SpanKind::UserAnnotation => annotation_region[s.name.0 as usize],
+                SpanKind::PythonFunction => module_region[s.name.0 as usize],
+                _ => false,
+            };
+            by_name && !trace.is_step_span(SpanId::at(i))
+        })
+        .collect();
+    // The nearest enclosing region of every span, and how deep each region sits: a parent
+    // sorts before its children, so one pass in index order.
+    let mut outer = vec![NONE; n];
+    let mut depth: HashMap<u32, u32> = HashMap::new();
+    for i in 0..n {
+        let Some(p) = trace.parent(SpanId::at(i)) else {
+            continue;
+        };
+        let pi = p.0 as usize;
+        if pi >= i {
             continue;
         }
-        let outer: Vec<SpanId> = trace
-            .ancestors(id)
-            .filter(|&a| is_region(trace, a))
-            .collect();
-        // Inside a region of its own name: already counted there.
-        if outer.iter().any(|&a| trace.span(a).name == s.name) {
-            continue;
+        outer[i] = if region[pi] { p.0 } else { outer[pi] };
+        if region[i] && outer[i] != NONE {
+            let d = depth.get(&outer[i]).copied().unwrap_or(0) + 1;
+            depth.insert(p_index(i), d);
         }
-        let depth = u32::try_from(outer.len()).unwrap_or(u32::MAX);
-        let e = by_name.entry(s.name).or_insert_with(|| RegionStat {
-            name: trace.names.get(s.name).to_string(),
-            depth,
-            calls: 0,
-            host_ns: 0,
-            gpu_ns: 0,
-        });
-        e.depth = e.depth.min(depth);
-        e.calls += 1;
-        e.host_ns += s.dur_ns;
     }
-    // GPU time goes to every region name around the launching call, once per name.
-    let mut names_seen: Vec<NameId> = Vec::new();
+    // GPU time launched directly in each region, then added up into the regions around it.
+    let mut gpu: HashMap<u32, TimeNs> = HashMap::new();
     for (i, s) in trace.spans.iter().enumerate() {
         if !matches!(
             s.kind,
@@ -96,20 +107,50 @@ pub fn region_table(trace: &Trace, window: Interval) -> Vec<RegionStat> {
         let Some(launch) = trace.launch_of(SpanId::at(i)) else {
             continue;
         };
-        names_seen.clear();
-        for a in trace.ancestors(launch) {
-            if !is_region(trace, a) || !within(a) {
-                continue;
-            }
-            let name = trace.span(a).name;
-            if names_seen.contains(&name) {
-                continue;
-            }
-            names_seen.push(name);
-            if let Some(e) = by_name.get_mut(&name) {
-                e.gpu_ns += s.dur_ns;
-            }
+        let l = launch.0 as usize;
+        let r = if region[l] { launch.0 } else { outer[l] };
+        if r != NONE {
+            *gpu.entry(r).or_default() += s.dur_ns;
         }
+    }
+    let mut instances: Vec<u32> = (0..n).filter(|&i| region[i]).map(p_index).collect();
+    instances.reverse();
+    for &i in &instances {
+        let o = outer[i as usize];
+        if o != NONE && o < i {
+            let own = gpu.get(&i).copied().unwrap_or(0);
+            *gpu.entry(o).or_default() += own;
+        }
+    }
+    // A region inside one of its own name is counted in the outer one.
+    let nested_in_own_name = |i: usize| {
+        let mut o = outer[i];
+        while o != NONE {
+            if trace.spans[o as usize].name == trace.spans[i].name {
+                return true;
+            }
+            o = outer[o as usize];
+        }
+        false
+    };
+    let mut by_name: HashMap<NameId, RegionStat> = HashMap::new();
+    for (i, s) in trace.spans.iter().enumerate() {
+        let in_window = window.start_ns <= s.start_ns && s.start_ns < window.end_ns;
+        if !(region[i] && in_window) || nested_in_own_name(i) {
+            continue;
+        }
+        let d = depth.get(&p_index(i)).copied().unwrap_or(0);
+        let e = by_name.entry(s.name).or_insert_with(|| RegionStat {
+            name: trace.names.get(s.name).to_string(),
+            depth: d,
+            calls: 0,
+            host_ns: 0,
+            gpu_ns: 0,
+        });
+        e.depth = e.depth.min(d);
+        e.calls += 1;
+        e.host_ns += s.dur_ns;
+        e.gpu_ns += gpu.get(&p_index(i)).copied().unwrap_or(0);
     }
     let mut regions: Vec<RegionStat> = by_name.into_values().collect();
     regions.sort_by(|a, b| {
