@@ -140,18 +140,12 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
                 w.covered_ns
             ));
         }
-        let p = b.percent;
-        for x in [
-            p.kernel,
-            p.memcpy,
-            p.memset,
-            p.communication,
-            p.runtime,
-            p.dataloader,
-            p.cpu_exec,
-            p.other,
-            b.gpu_utilization_percent,
-        ] {
+        for x in b
+            .percent
+            .as_array()
+            .into_iter()
+            .chain([b.gpu_utilization_percent])
+        {
             in_range(&mut e, "breakdown percent", x);
         }
     }

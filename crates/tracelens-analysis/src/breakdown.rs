@@ -82,6 +82,23 @@ pub struct CategoryPercent {
     pub other: f64,
 }
 
+impl CategoryPercent {
+    /// The eight shares in priority order (as [`CategoryTimes::as_array`]).
+    #[must_use]
+    pub fn as_array(&self) -> [f64; 8] {
+        [
+            self.kernel,
+            self.memcpy,
+            self.memset,
+            self.communication,
+            self.runtime,
+            self.dataloader,
+            self.cpu_exec,
+            self.other,
+        ]
+    }
+}
+
 /// One step's breakdown.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct StepBreakdown {

@@ -71,6 +71,14 @@ impl Metrics {
         self.map.insert(name.into(), Metric { value, unit });
     }
 
+    /// `PREFIX.ms` and `PREFIX.percent` from a time per step and its share of the step (0
+    /// when the run has none).
+    fn put_time_and_share(&mut self, prefix: &str, share: Option<(i64, f64)>) {
+        let (ns, percent) = share.unwrap_or((0, 0.0));
+        self.put(format!("{prefix}.ms"), ms(ns), Unit::Ms);
+        self.put(format!("{prefix}.percent"), percent, Unit::Percent);
+    }
+
     /// The metrics of one run.
     #[must_use]
     pub fn of(r: &Results) -> Metrics {
@@ -92,17 +100,8 @@ impl Metrics {
         m.put("step.spread_percent", spread, Unit::Percent);
         for cause in IdleCause::ALL {
             let c = r.idle_by_cause.iter().find(|c| c.cause == cause);
-            let label = cause.label();
-            m.put(
-                format!("idle.{label}.ms"),
-                c.map_or(0.0, |c| ms(c.per_step_ns)),
-                Unit::Ms,
-            );
-            m.put(
-                format!("idle.{label}.percent"),
-                c.map_or(0.0, |c| c.percent_of_step),
-                Unit::Percent,
-            );
+            let share = c.map(|c| (c.per_step_ns, c.percent_of_step));
+            m.put_time_and_share(&format!("idle.{}", cause.label()), share);
         }
         for kind in FindingKind::ALL {
             let of_kind: Vec<_> = r.findings.iter().filter(|f| f.kind == kind).collect();
@@ -139,16 +138,8 @@ impl Metrics {
         m.put("findings.count", r.findings.len() as f64, Unit::Count);
         for category in crate::results::STEP_CATEGORIES {
             let c = r.step_breakdown.iter().find(|c| c.category == category);
-            m.put(
-                format!("step.{category}.ms"),
-                c.map_or(0.0, |c| ms(c.per_step_ns)),
-                Unit::Ms,
-            );
-            m.put(
-                format!("step.{category}.percent"),
-                c.map_or(0.0, |c| c.percent_of_step),
-                Unit::Percent,
-            );
+            let share = c.map(|c| (c.per_step_ns, c.percent_of_step));
+            m.put_time_and_share(&format!("step.{category}"), share);
         }
         m.put(
             "memory.peak_gb",

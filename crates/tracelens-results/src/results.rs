@@ -278,21 +278,10 @@ impl Results {
             tensor_core_percent: d.tensor_core_percent,
             gpu_measured: d.focus_device.is_some(),
             step_breakdown: d.breakdown.as_ref().map_or_else(Vec::new, |b| {
-                let p = &b.percent;
-                let percents = [
-                    p.kernel,
-                    p.memcpy,
-                    p.memset,
-                    p.communication,
-                    p.runtime,
-                    p.dataloader,
-                    p.cpu_exec,
-                    p.other,
-                ];
                 STEP_CATEGORIES
                     .iter()
                     .zip(b.mean.as_array())
-                    .zip(percents)
+                    .zip(b.percent.as_array())
                     .map(|((category, per_step_ns), percent)| CategoryResult {
                         category: (*category).to_string(),
                         per_step_ns,
