@@ -305,3 +305,17 @@ fn no_shared_output_embeds_the_absolute_path() {
         "the JSON keeps the path given"
     );
 }
+
+#[test]
+fn the_step_chart_has_a_column_per_step_to_scale() {
+    // item_every_step: six equal steps, each one kernel-heavy column.
+    let html = render("../fixtures/scenarios/item_every_step.json", "html");
+    let chart = &html[html.find("<svg class=\"ov steps\"").expect("a step chart")..];
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    let kernels = chart.matches("<rect class=\"kernel\"").count();
+    assert_eq!(kernels, 6, "{chart}");
+    assert!(chart.contains("<title>step "), "{chart}");
+    // A single-step trace has no chart (its table says it all).
+    let one = render("../fixtures/kineto/modern_base_ns.json", "html");
+    assert!(!one.contains("<svg class=\"ov steps\""));
+}

@@ -57,6 +57,16 @@ struct Segment {
     value: String,
 }
 
+/// One rectangle of the per-step chart.
+struct StepRect {
+    class: &'static str,
+    x: String,
+    y: String,
+    w: String,
+    h: String,
+    title: String,
+}
+
 /// A stacked bar of the first screen.
 struct OverviewBar {
     title: String,
@@ -98,6 +108,7 @@ struct ReportPage {
     memory_note: String,
     tensor_core_note: String,
     region_rows: Vec<Vec<String>>,
+    step_chart: Vec<StepRect>,
     health: Vec<(&'static str, String)>,
     version: String,
 }
@@ -280,6 +291,7 @@ pub fn render_html(report: &Report) -> String {
         memory_rows: diagnosis.memory.iter().map(memory_row).collect(),
         memory_note: memory_note(diagnosis),
         region_rows: region_rows(diagnosis),
+        step_chart: step_chart(diagnosis),
         tensor_core_note: diagnosis.tensor_core_percent.map_or_else(String::new, |p| {
             format!(
                 "{} of the window's kernel time runs in tensor-core kernels (by kernel name).",
@@ -592,6 +604,85 @@ fn overview_bars(d: &Diagnosis) -> Vec<OverviewBar> {
         }
     }
     bars
+}
+
+/// Columns of the per-step chart at most: more steps are averaged in groups.
+const MAX_STEP_COLUMNS: usize = 200;
+/// Height of the per-step chart's drawing, in view units.
+const STEP_CHART_HEIGHT: f64 = 120.0;
+
+/// tb_plugin's headline: one stacked column per step (kernel, memcpy, memset,
+/// communication, runtime, DataLoader, CPU exec, other), heights to scale, so a slow or
+/// warm-up step stands out. Steps beyond [`MAX_STEP_COLUMNS`] are averaged in groups.
+fn step_chart(d: &Diagnosis) -> Vec<StepRect> {
+    let Some(b) = &d.breakdown else {
+        return Vec::new();
+    };
+    if b.steps.len() < 2 {
+        return Vec::new();
+    }
+    let per_column = b.steps.len().div_ceil(MAX_STEP_COLUMNS);
+    let columns: Vec<(String, [i64; 8])> = b
+        .steps
+        .chunks(per_column)
+        .map(|group| {
+            let mut sum = [0i64; 8];
+            for s in group {
+                for (acc, t) in sum.iter_mut().zip(s.times.as_array()) {
+                    *acc += t;
+                }
+            }
+            let n = i64::try_from(group.len()).unwrap_or(1).max(1);
+            let label = match (group.first(), group.last()) {
+                (Some(a), Some(z)) if group.len() > 1 => {
+                    format!("steps {}–{} (mean)", a.step, z.step)
+                }
+                (Some(a), _) => format!("step {}", a.step),
+                _ => String::new(),
+            };
+            (label, sum.map(|t| t / n))
+        })
+        .collect();
+    let tallest = columns
+        .iter()
+        .map(|(_, t)| t.iter().sum::<i64>())
+        .max()
+        .unwrap_or(0);
+    if tallest <= 0 {
+        return Vec::new();
+    }
+    const CATEGORIES: [(&str, &str); 8] = [
+        ("kernel", "kernel"),
+        ("memcpy", "memcpy"),
+        ("memset", "memset"),
+        ("idle-collective", "communication"),
+        ("runtime", "runtime"),
+        ("dataloader", "DataLoader"),
+        ("cpu-op", "CPU exec"),
+        ("idle-unattributed", "other"),
+    ];
+    let width = 1000.0 / columns.len() as f64;
+    let mut rects = Vec::new();
+    for (i, (label, times)) in columns.iter().enumerate() {
+        let total: i64 = times.iter().sum();
+        let mut y = STEP_CHART_HEIGHT;
+        for ((class, name), &t) in CATEGORIES.iter().zip(times) {
+            if t <= 0 {
+                continue;
+            }
+            let h = t as f64 * STEP_CHART_HEIGHT / tallest as f64;
+            y -= h;
+            rects.push(StepRect {
+                class,
+                x: format!("{:.2}", i as f64 * width),
+                y: format!("{y:.2}"),
+                w: format!("{:.2}", (width * 0.9).max(0.5)),
+                h: format!("{h:.2}"),
+                title: format!("{label}: {} of {} {name}", format_ms(t), format_ms(total)),
+            });
+        }
+    }
+    rects
 }
 
 fn idle_views(diagnosis: &Diagnosis) -> Vec<IdleView> {
