@@ -139,17 +139,25 @@ fn missing_file() {
 
 #[test]
 fn directory() {
-    // A folder is read as the ranks of one job; one without traces is refused.
+    // A folder is read as its workers' newest traces; one without traces is refused, by
+    // `analyze` and `check` alike.
     let path = std::env::temp_dir().join(format!("tracelens-emptydir-{}", std::process::id()));
     std::fs::create_dir_all(&path).unwrap();
     let message = refused(&path);
+    let check = tracelens_tests::tracelens(["check", path.to_str().unwrap()]);
     std::fs::remove_dir_all(&path).unwrap();
     assert_eq!(
         message,
         format!(
-            "tracelens: error: {}: is a directory with no trace files (.json, .json.gz, .sqlite); a folder is read as the ranks of one job",
+            "tracelens: error: {}: is a directory with no trace files (.json, .json.gz, .sqlite); a folder is read as the newest trace of each worker, several workers as the ranks of one job",
             path.display()
         )
+    );
+    assert_eq!(check.code, 2);
+    assert!(
+        check.stderr.contains("is a directory with no trace files"),
+        "{}",
+        check.stderr
     );
 }
 

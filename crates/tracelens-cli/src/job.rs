@@ -114,6 +114,9 @@ pub(crate) fn write_parquet(
     ))
 }
 
+/// Why a folder cannot be read as traces.
+pub(crate) const NO_TRACES_IN_FOLDER: &str = "is a directory with no trace files (.json, .json.gz, .sqlite); a folder is read as the newest trace of each worker, several workers as the ranks of one job";
+
 /// The trace files of a multi-rank job: the files given, or [the traces of a
 /// folder](folder_traces).
 pub(crate) fn job_files(args: &AnalyzeArgs) -> Option<Vec<PathBuf>> {

@@ -451,16 +451,9 @@ fn check_input(
     }
     let files = job::folder_traces(input);
     match files.as_slice() {
-        [] => Err(fail(
-            out.stderr,
-            input,
-            "is a directory with no trace files (.json, .json.gz, .sqlite)",
-        )),
-        [one] => {
-            let results = gate::results_of(one, out.stderr)?;
-            let metrics = tracelens_results::Metrics::of(&results);
-            Ok((results, metrics))
-        }
+        [] => Err(fail(out.stderr, input, job::NO_TRACES_IN_FOLDER)),
+        // A folder holding one trace is that trace.
+        [one] => check_input(one, out),
         _ => {
             let (job, ranks) = job::job_of(&files, None, false, input, out)?;
             let (metrics, straggler) = job::gate_metrics(&job, &ranks);
@@ -642,11 +635,7 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
 fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     if let Some(files) = job::job_files(args) {
         return match files.len() {
-            0 => Err(fail(
-                out.stderr,
-                &args.trace,
-                "is a directory with no trace files (.json, .json.gz, .sqlite); a folder is read as the ranks of one job",
-            )),
+            0 => Err(fail(out.stderr, &args.trace, job::NO_TRACES_IN_FOLDER)),
             // A folder holding one trace is that trace.
             1 if args.more.is_empty() => {
                 let mut one = args.clone();
