@@ -18,6 +18,14 @@ fn scratch(test: &str) -> PathBuf {
     dir
 }
 
+/// A fresh scratch folder holding the small trace as `t.json`.
+fn scratch_with_trace(test: &str) -> (PathBuf, PathBuf) {
+    let dir = scratch(test);
+    let trace = dir.join("t.json");
+    std::fs::write(&trace, small_trace()).unwrap();
+    (dir, trace)
+}
+
 /// `tracelens analyze PATH ARGS…`, in process.
 fn analyze(path: &Path, args: &[&str]) -> tracelens_tests::Run {
     let mut argv: Vec<std::ffi::OsString> = vec!["analyze".into(), path.into()];
@@ -472,9 +480,7 @@ fn ci_output_carries_no_workflow_command_from_the_trace() {
 
 #[test]
 fn deep_long_and_misplaced_rules_end_in_a_clear_outcome() {
-    let dir = scratch("rules");
-    let trace = dir.join("t.json");
-    std::fs::write(&trace, small_trace()).unwrap();
+    let (dir, trace) = scratch_with_trace("rules");
     let t = trace.to_str().unwrap();
     let deep = format!(
         "{}gpu.idle_percent > 5{}",
@@ -542,9 +548,7 @@ fn deep_long_and_misplaced_rules_end_in_a_clear_outcome() {
 
 #[test]
 fn concurrent_writers_each_get_a_whole_file_and_leave_no_temp_file() {
-    let dir = scratch("tempfiles");
-    let trace = dir.join("t.json");
-    std::fs::write(&trace, small_trace()).unwrap();
+    let (dir, trace) = scratch_with_trace("tempfiles");
     let out = dir.join("out.json");
     // The temporary names of an earlier version (`.NAME.tracelens-tmp-PID`, PIDs just after
     // ours), planted as symlinks to a victim: never followed (names are random now, and
@@ -734,9 +738,7 @@ fn a_huge_name_is_shortened_for_display_and_kept_in_json() {
 
 #[test]
 fn dash_means_stdout_and_newer_documents_are_refused() {
-    let dir = scratch("small-surfaces");
-    let trace = dir.join("t.json");
-    std::fs::write(&trace, small_trace()).unwrap();
+    let (dir, trace) = scratch_with_trace("small-surfaces");
     // `annotate -o -` writes the annotated trace to stdout, not to a file named `-`.
     let out = exe()
         .current_dir(&dir)

@@ -389,7 +389,7 @@ fn diagnose_core(
         .as_ref()
         .map_or_else(Vec::new, |w| crate::memory::device_memory(trace, w));
     for f in &mut findings {
-        f.fix = crate::memory::fit_batch_advice(&f.fix, &memory);
+        f.fix = crate::memory::fit_batch_advice(&f.fix, &memory, &hw);
     }
     findings.sort_by(|a, b| {
         b.estimated_win_ns

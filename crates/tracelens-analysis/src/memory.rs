@@ -7,6 +7,7 @@
 //! figure is then the growth from the first sample (memory allocated before the profiler
 //! started is not seen), and says so.
 
+use crate::environment::Hardware;
 use crate::window::AnalysisWindow;
 use serde::Serialize;
 use tracelens_model::{MemoryDevice, SpanId, SpanKind, TimeNs, Trace};
@@ -90,7 +91,7 @@ impl DeviceMemory {
 /// batch size: the peak held against the device's memory ("about ×1.8 fits"), or that the
 /// peak is near the limit; unchanged without allocator totals.
 #[must_use]
-pub fn fit_batch_advice(fix: &str, memory: &[DeviceMemory]) -> String {
+pub fn fit_batch_advice(fix: &str, memory: &[DeviceMemory], hw: &Hardware) -> String {
     if !fix.to_lowercase().contains("batch size") {
         return fix.to_string();
     }
@@ -114,8 +115,14 @@ pub fn fit_batch_advice(fix: &str, memory: &[DeviceMemory]) -> String {
             fits
         )
     } else {
+        // Half-precision activations halve their memory; bf16 only where the GPU runs it.
+        let half = if hw.has_bf16() == Some(true) {
+            "bf16"
+        } else {
+            "fp16"
+        };
         format!(
-            " Memory is tight: GPU {} peaks at {:.1} of {:.1} GB held; make room first (activation checkpointing, bf16/fp16 activations) or raise the batch size with gradient accumulation instead.",
+            " Memory is tight: GPU {} peaks at {:.1} of {:.1} GB held; make room first (activation checkpointing with torch.utils.checkpoint, {half} activations under torch.autocast) or raise the batch size with gradient accumulation instead.",
             m.device,
             gb(m.peak_held_bytes()),
             gb(cap)
@@ -277,13 +284,23 @@ mod tests {
     #[test]
     fn batch_advice_says_whether_memory_allows_it() {
         let fix = "Raise the batch size so each kernel does more work.";
+        let v100 = Hardware {
+            name: Some("Tesla V100-SXM2-16GB".into()),
+            vendor: crate::environment::Vendor::Nvidia,
+            compute: Some((7, 0)),
+        };
+        let h100 = Hardware {
+            name: Some("NVIDIA H100 80GB HBM3".into()),
+            vendor: crate::environment::Vendor::Nvidia,
+            compute: Some((9, 0)),
+        };
         let roomy = device(
             4_000_000_000,
             Some(5_000_000_000),
             Some(10_000_000_000),
             PeakBasis::AllocatorTotals,
         );
-        let out = fit_batch_advice(fix, &[roomy]);
+        let out = fit_batch_advice(fix, &[roomy], &h100);
         assert!(
             out.contains("peaks at 5.0 of 10.0 GB held") && out.contains("×2.0"),
             "{out}"
@@ -294,7 +311,14 @@ mod tests {
             Some(10_000_000_000),
             PeakBasis::AllocatorTotals,
         );
-        assert!(fit_batch_advice(fix, &[tight]).contains("Memory is tight"));
+        let on_v100 = fit_batch_advice(fix, std::slice::from_ref(&tight), &v100);
+        assert!(on_v100.contains("Memory is tight"), "{on_v100}");
+        // Advice names only the precisions the GPU has: no bf16 on a V100.
+        assert!(
+            on_v100.contains("fp16") && !on_v100.contains("bf16"),
+            "{on_v100}"
+        );
+        assert!(fit_batch_advice(fix, &[tight], &h100).contains("bf16 activations"));
         // Growth only, no capacity, or no batch advice: unchanged.
         let growth = device(
             4_000_000_000,
@@ -302,11 +326,14 @@ mod tests {
             Some(10_000_000_000),
             PeakBasis::GrowthSinceFirstSample,
         );
-        assert_eq!(fit_batch_advice(fix, &[growth]), fix);
+        assert_eq!(fit_batch_advice(fix, &[growth], &h100), fix);
         let unknown = device(4_000_000_000, None, None, PeakBasis::AllocatorTotals);
-        assert_eq!(fit_batch_advice(fix, std::slice::from_ref(&unknown)), fix);
         assert_eq!(
-            fit_batch_advice("Pin the host buffer.", &[unknown]),
+            fit_batch_advice(fix, std::slice::from_ref(&unknown), &h100),
+            fix
+        );
+        assert_eq!(
+            fit_batch_advice("Pin the host buffer.", &[unknown], &h100),
             "Pin the host buffer."
         );
     }

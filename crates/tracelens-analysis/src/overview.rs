@@ -66,7 +66,12 @@ pub fn overview_of(
     Overview {
         spans_by_kind,
         has_gpu_activity: trace.has_gpu_activity(),
-        cpu_threads: trace.lanes.len() - gpu_streams,
+        // Threads with spans: a thread seen only in allocator samples is not counted.
+        cpu_threads: trace
+            .lanes
+            .iter()
+            .filter(|l| !l.key.is_gpu() && !l.spans.is_empty())
+            .count(),
         gpu_streams,
         steps,
         devices: crate::utilization::utilization_of(trace, works, window),
