@@ -200,7 +200,7 @@ fn report_renders_offline_in_chromium_without_errors_or_requests() {
     assert!(r.dom.contains("<svg"), "the timeline is drawn");
     // The busy-GPU views: memory (this trace has the allocator's totals), regions
     // (nn.Module ranges) and operators, each a table.
-    for id in ["memory", "regions", "operators", "kernels"] {
+    for id in ["memory", "regions", "operators", "kernels", "efficiency"] {
         let at = r
             .dom
             .find(&format!("<h2 id=\"{id}\">"))
@@ -208,6 +208,10 @@ fn report_renders_offline_in_chromium_without_errors_or_requests() {
         assert!(r.dom[at..].contains("<table"), "{id}: no table");
     }
     assert!(r.dom.contains("peak allocated"), "the memory table");
+    assert!(
+        r.dom.contains("against NVIDIA H100 SXM's dense BF16 peak"),
+        "the efficiency note names the device's peak"
+    );
     assert!(r.console.is_empty(), "console: {:?}", r.console);
     assert!(
         r.page_requests.is_empty(),
@@ -278,45 +282,51 @@ fn report_renders_offline_in_chromium_without_errors_or_requests() {
     let body = html
         .find("<body")
         .and_then(|b| html[b..].find('>').map(|e| b + e + 1));
-    let (from, to) = (
-        html.find("<h2 id=\"kernels\">"),
-        html.find("<h2 id=\"health\">"),
-    );
-    let (Some(body), Some(from), Some(to)) = (body, from, to) else {
-        panic!("the report lost its kernels or health section");
-    };
-    let cut = work.join("owlv2-sections.html");
-    let end = html.rfind("</body>").unwrap_or(html.len());
-    std::fs::write(
-        &cut,
-        format!(
-            "{}<main>{}</main>{}",
-            &html[..body],
-            &html[from..to],
-            &html[end..]
-        ),
-    )
-    .unwrap();
-    for (theme, dark) in [("light", false), ("dark", true)] {
-        for width in [1400, 800] {
-            let shot = shots.join(format!("owlv2-sections-{theme}-{width}.png"));
-            let mut args = vec![
-                "--hide-scrollbars".to_string(),
-                format!("--window-size={width},2400"),
-                format!("--screenshot={}", shot.display()),
-            ];
-            if dark {
-                args.push("--force-dark-mode".into());
-                args.push("--blink-settings=preferredColorScheme=0".into());
+    // Two cuts: kernels to operators, and the efficiency section on its own.
+    for (cut_name, first, last) in [
+        ("sections", "kernels", "efficiency"),
+        ("efficiency", "efficiency", "health"),
+    ] {
+        let (from, to) = (
+            html.find(&format!("<h2 id=\"{first}\">")),
+            html.find(&format!("<h2 id=\"{last}\">")),
+        );
+        let (Some(body), Some(from), Some(to)) = (body, from, to) else {
+            panic!("the report lost its {first} or {last} section");
+        };
+        let cut = work.join(format!("owlv2-{cut_name}.html"));
+        let end = html.rfind("</body>").unwrap_or(html.len());
+        std::fs::write(
+            &cut,
+            format!(
+                "{}<main>{}</main>{}",
+                &html[..body],
+                &html[from..to],
+                &html[end..]
+            ),
+        )
+        .unwrap();
+        for (theme, dark) in [("light", false), ("dark", true)] {
+            for width in [1400, 800] {
+                let shot = shots.join(format!("owlv2-{cut_name}-{theme}-{width}.png"));
+                let mut args = vec![
+                    "--hide-scrollbars".to_string(),
+                    format!("--window-size={width},2400"),
+                    format!("--screenshot={}", shot.display()),
+                ];
+                if dark {
+                    args.push("--force-dark-mode".into());
+                    args.push("--blink-settings=preferredColorScheme=0".into());
+                }
+                let page = open(&browser, &cut, &work, &args);
+                assert!(page.console.is_empty(), "{cut_name}: {:?}", page.console);
+                let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+                assert!(
+                    size > 20_000,
+                    "screenshot {} has {size} bytes",
+                    shot.display()
+                );
             }
-            let page = open(&browser, &cut, &work, &args);
-            assert!(page.console.is_empty(), "sections: {:?}", page.console);
-            let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
-            assert!(
-                size > 20_000,
-                "screenshot {} has {size} bytes",
-                shot.display()
-            );
         }
     }
     eprintln!("report screenshots: {}", shots.display());

@@ -66,6 +66,38 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
         "dataloader.share_percent",
         d.dataloader.share_percent,
     );
+    // The efficiency view: percents in range, sums that add up, FLOPs only with a known op.
+    let eff = &d.efficiency;
+    in_range(&mut e, "efficiency.coverage_percent", eff.coverage_percent);
+    for p in eff.mfu_percent.iter().chain(
+        eff.classes
+            .iter()
+            .filter_map(|c| c.throughput.roofline_percent.as_ref())
+            .chain(
+                eff.operators
+                    .iter()
+                    .filter_map(|o| o.throughput.roofline_percent.as_ref()),
+            ),
+    ) {
+        in_range(&mut e, "efficiency percent", *p);
+    }
+    let class_flops: f64 = eff.classes.iter().map(|c| c.throughput.flops).sum();
+    if (class_flops - eff.flops).abs() > 1e-6 * eff.flops.max(1.0) {
+        e.push(format!(
+            "efficiency: classes sum to {class_flops} FLOPs, total {}",
+            eff.flops
+        ));
+    }
+    if eff.mfu_percent.is_some()
+        != (eff.device.is_some() && eff.mfu_precision.is_some() && eff.peak_tflops.is_some())
+    {
+        e.push("efficiency: an MFU without a device peak, or a peak without an MFU".into());
+    }
+    for k in &d.top_kernels {
+        if let Some(p) = k.mean_est_occupancy_percent {
+            in_range(&mut e, "kernel occupancy", p);
+        }
+    }
     let Some(w) = &d.window else {
         if !d.findings.is_empty() {
             e.push("findings without a window".into());

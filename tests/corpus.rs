@@ -1024,6 +1024,34 @@ fn tb_plugin_kernel_view_oracle() {
         // A V100 FP32 run: no tensor-core kernel (tb_plugin's overview says 0 %).
         assert!(!got.tensor_cores, "{name}");
     }
+    // Line 4: the kernel table with launch figures (calls, mean blocks per SM and mean
+    // estimated occupancy, both weighted by duration; tb_plugin rounds to 2 decimals).
+    let table: serde_json::Value = serde_json::from_str(text.lines().nth(3).unwrap()).unwrap();
+    let rows = table["data"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), ours.len(), "kernel table rows");
+    for row in rows {
+        let name = row[0].as_str().unwrap();
+        let got = ours.iter().find(|k| k.name == name).unwrap();
+        assert_eq!(got.count, row[2].as_u64().unwrap(), "{name}: calls");
+        let near = |got: Option<f64>, want: f64, what: &str| {
+            let got = got.unwrap_or_else(|| panic!("{name}: no {what}"));
+            assert!(
+                (got - want).abs() <= (want * 0.01).max(0.01),
+                "{name}: {what} {got} vs {want}"
+            );
+        };
+        near(
+            got.mean_blocks_per_sm,
+            row[7].as_f64().unwrap(),
+            "blocks per SM",
+        );
+        near(
+            got.mean_est_occupancy_percent,
+            row[8].as_f64().unwrap(),
+            "occupancy",
+        );
+        assert!(got.launch.is_some(), "{name}: launch configuration");
+    }
 }
 
 #[test]
@@ -1088,4 +1116,68 @@ fn memory_peaks_are_the_traces_own_totals() {
         );
         assert!(m.allocations > 0 && m.peak_op.is_some(), "{rel}");
     }
+}
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+// FLOP counts of whole shapes are integers well under 2^53: exact in f64.
+#[allow(clippy::float_cmp)]
+fn flops_and_mfu_by_hand_and_why_they_are_missing() {
+    use tracelens_analysis::efficiency::EfficiencyGap;
+    use tracelens_analysis::flops::{OpClass, Precision};
+    let Some(root) = corpus_dir("flops_and_mfu_by_hand_and_why_they_are_missing") else {
+        return;
+    };
+    // BERT-small on an H100 in bf16: the attention output projection is
+    // linear([1, 141, 512], [512, 512]) = 2·141·512·512 = 73,924,608 FLOPs a call.
+    let d = diagnose_corpus(
+        &root,
+        "other/TraceLens/h100/gaunernst_bert-small-uncased__1016001.json.gz",
+    );
+    let e = &d.efficiency;
+    assert_eq!(e.device.as_deref(), Some("NVIDIA H100 SXM"));
+    assert_eq!(e.mfu_precision, Some(Precision::Bf16));
+    let proj = e
+        .operators
+        .iter()
+        .find(|o| o.name == "aten::linear" && o.input_dims == "[1, 141, 512], [512, 512], [512]")
+        .expect("the 512×512 projection");
+    assert_eq!(proj.precision, Precision::Bf16);
+    assert_eq!(
+        proj.throughput.flops / proj.throughput.calls as f64,
+        73_924_608.0
+    );
+    let tflops = proj.throughput.flops / proj.throughput.gpu_ns as f64 / 1e3;
+    assert!((proj.throughput.tflops_per_s - tflops).abs() < 1e-9);
+    // MFU = FLOPs ÷ (window × 989.5 TFLOP/s), recomputed here.
+    let window_ns = d.window.as_ref().unwrap().interval.dur_ns() as f64;
+    let mfu = e.flops / (window_ns * 1e-9 * 989.5e12) * 100.0;
+    assert!(
+        (e.mfu_percent.unwrap() - mfu).abs() < 1e-9,
+        "{:?} vs {mfu}",
+        e.mfu_percent
+    );
+    assert!(e.classes.iter().any(|c| c.class == OpClass::Attention));
+    assert!(e.coverage_percent > 90.0, "{}", e.coverage_percent);
+    // The same model on an MI300X: the same FLOPs, against AMD's peak.
+    let amd = diagnose_corpus(
+        &root,
+        "other/TraceLens/mi300/gaunernst_bert-small-uncased__1016001.json.gz",
+    );
+    assert_eq!(
+        amd.efficiency.device.as_deref(),
+        Some("AMD Instinct MI300X")
+    );
+    assert_eq!(amd.efficiency.flops, e.flops);
+    // An Nsight Systems export records no shapes: no figure, and the view says why.
+    let export = tracelens_nsys::import_file(
+        &root.join("nsys/public/GindaChen__nsys-ai/tests/fixtures/h100_2gpu_1s.sqlite"),
+    )
+    .unwrap();
+    let nsys = tracelens_analysis::analyze(&export).diagnosis;
+    assert!(nsys.efficiency.gaps.contains(&EfficiencyGap::NoShapes));
+    assert!(nsys.efficiency.mfu_percent.is_none() && nsys.efficiency.flops == 0.0);
 }

@@ -166,6 +166,9 @@ pub struct Diagnosis {
     /// GPU memory per device over the window (empty without `profile_memory=True`).
     #[serde(default)]
     pub memory: Vec<crate::memory::DeviceMemory>,
+    /// FLOPs, achieved TFLOP/s and TB/s, roofline bounds and MFU (needs recorded shapes).
+    #[serde(default)]
+    pub efficiency: crate::efficiency::Efficiency,
     /// The device the verdict describes (the most busy time in the window), if any.
     pub focus_device: Option<i64>,
 }
@@ -263,13 +266,16 @@ struct BusyViews {
     operators: Vec<crate::operators::OperatorStat>,
     regions: Vec<crate::regions::RegionStat>,
     tensor_core_percent: Option<f64>,
+    efficiency: crate::efficiency::Counts,
 }
 
 fn busy_views(trace: &Trace, window_iv: Option<tracelens_model::Interval>) -> BusyViews {
     let Some(w) = window_iv else {
         return BusyViews::default();
     };
-    let mut operators = crate::operators::operator_table(trace, w).operators;
+    let tree = crate::operators::OpTree::build(trace);
+    let efficiency = crate::efficiency::measure(trace, &tree, w);
+    let mut operators = crate::operators::operator_table_of(trace, &tree, w).operators;
     operators.truncate(MAX_OPERATORS);
     let mut regions = crate::regions::region_table(trace, w);
     regions.truncate(MAX_REGIONS);
@@ -277,6 +283,7 @@ fn busy_views(trace: &Trace, window_iv: Option<tracelens_model::Interval>) -> Bu
         operators,
         regions,
         tensor_core_percent: crate::kernels::tensor_core_percent(trace, window_iv),
+        efficiency,
     }
 }
 
@@ -298,6 +305,16 @@ fn diagnose_with(
         diagnosis.operators = views.operators;
         diagnosis.regions = views.regions;
         diagnosis.tensor_core_percent = views.tensor_core_percent;
+        let (window_ns, steps) = diagnosis
+            .window
+            .as_ref()
+            .map_or((0, 1), |w| (w.interval.dur_ns(), w.step_count()));
+        diagnosis.efficiency = views.efficiency.against(
+            trace,
+            crate::peaks::device_peak(&diagnosis.hardware),
+            window_ns,
+            steps,
+        );
         (diagnosis, device_idle)
     })
 }
@@ -444,6 +461,7 @@ fn diagnose_core(
         regions: Vec::new(),
         operators: Vec::new(),
         memory,
+        efficiency: crate::efficiency::Efficiency::default(),
         focus_device,
         window,
     };

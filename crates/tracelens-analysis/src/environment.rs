@@ -209,6 +209,10 @@ pub struct Hardware {
     pub vendor: Vendor,
     /// NVIDIA compute capability, or AMD gfx major and minor.
     pub compute: Option<(i64, i64)>,
+    /// Multiprocessors (SMs / CUs), when the trace gives them.
+    pub num_sms: Option<i64>,
+    /// Device memory in bytes, when the trace gives it.
+    pub memory_bytes: Option<u64>,
 }
 
 impl Hardware {
@@ -300,6 +304,8 @@ pub fn hardware(trace: &Trace, device: Option<i64>) -> Hardware {
         name,
         vendor,
         compute: p.compute_major.zip(p.compute_minor),
+        num_sms: p.num_sms,
+        memory_bytes: p.total_global_mem_bytes,
     }
 }
 

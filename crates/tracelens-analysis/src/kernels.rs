@@ -32,6 +32,30 @@ pub struct KernelStat {
     pub tensor_cores: bool,
     /// Share of all kernel time, in percent.
     pub share_percent: f64,
+    /// The launch configuration of its longest call, when the trace records launches.
+    #[serde(default)]
+    pub launch: Option<LaunchConfig>,
+    /// Blocks per multiprocessor, mean over calls weighted by duration (tb_plugin's "Mean
+    /// Blocks Per SM"; below 1 leaves multiprocessors idle), when the SM count is known.
+    #[serde(default)]
+    pub mean_blocks_per_sm: Option<f64>,
+    /// CUPTI's estimated achieved occupancy in percent, mean weighted by duration (Kineto
+    /// traces of CUDA only).
+    #[serde(default)]
+    pub mean_est_occupancy_percent: Option<f64>,
+}
+
+/// A kernel's launch configuration, as output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct LaunchConfig {
+    /// Blocks per dimension.
+    pub grid: [u32; 3],
+    /// Threads per block per dimension.
+    pub block: [u32; 3],
+    /// Registers per thread.
+    pub registers_per_thread: u32,
+    /// Shared memory per block in bytes.
+    pub shared_memory_bytes: u32,
 }
 
 /// What a kernel does, from its name.
@@ -211,8 +235,35 @@ pub fn tensor_core_percent(trace: &Trace, window: Option<Interval>) -> Option<f6
 /// The `limit` kernels with the most time inside `window`.
 #[must_use]
 pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec<KernelStat> {
-    // (launches, total, shortest, longest) per name.
-    let mut by_name: FxHashMap<NameId, (u64, TimeNs, TimeNs, TimeNs)> = FxHashMap::default();
+    #[derive(Clone, Copy)]
+    struct Acc {
+        count: u64,
+        total: TimeNs,
+        min: TimeNs,
+        max: TimeNs,
+        longest_detail: u32,
+        blocks_weighted: f64,
+        blocks_ns: TimeNs,
+        occupancy_weighted: f64,
+        occupancy_ns: TimeNs,
+    }
+    // SMs of each lane's device, for blocks per SM.
+    let sms_of_lane: Vec<Option<f64>> = trace
+        .lanes
+        .iter()
+        .map(|l| match l.key {
+            tracelens_model::LaneKey::Gpu { device, .. } => trace
+                .metadata
+                .device_properties
+                .iter()
+                .find(|p| p.id == device)
+                .and_then(|p| p.num_sms)
+                .filter(|&n| n > 0)
+                .map(|n| n as f64),
+            tracelens_model::LaneKey::Cpu { .. } => None,
+        })
+        .collect();
+    let mut by_name: FxHashMap<NameId, Acc> = FxHashMap::default();
     let mut all: TimeNs = 0;
     for s in &trace.spans {
         if s.kind != SpanKind::Kernel {
@@ -222,27 +273,65 @@ pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec
             continue;
         };
         let d = iv.dur_ns();
-        let e = by_name.entry(s.name).or_insert((0, 0, TimeNs::MAX, 0));
-        e.0 += 1;
-        e.1 += d;
-        e.2 = e.2.min(d);
-        e.3 = e.3.max(d);
+        let e = by_name.entry(s.name).or_insert(Acc {
+            count: 0,
+            total: 0,
+            min: TimeNs::MAX,
+            max: -1,
+            longest_detail: tracelens_model::NO_DETAIL,
+            blocks_weighted: 0.0,
+            blocks_ns: 0,
+            occupancy_weighted: 0.0,
+            occupancy_ns: 0,
+        });
+        e.count += 1;
+        e.total += d;
+        e.min = e.min.min(d);
+        if d > e.max {
+            e.max = d;
+            e.longest_detail = s.detail;
+        }
+        if s.detail != tracelens_model::NO_DETAIL {
+            if let Some(launch) = trace.kernel_launches.get(s.detail as usize) {
+                if let Some(sms) = sms_of_lane.get(s.lane.0 as usize).copied().flatten() {
+                    e.blocks_weighted += d as f64 * launch.blocks() as f64 / sms;
+                    e.blocks_ns += d;
+                }
+                if let Some(occ) = launch.est_occupancy_percent {
+                    e.occupancy_weighted += d as f64 * f64::from(occ);
+                    e.occupancy_ns += d;
+                }
+            }
+        }
         all += d;
     }
+    let weighted = |sum: f64, ns: TimeNs| (ns > 0).then(|| sum / ns as f64);
     let mut stats: Vec<KernelStat> = by_name
         .into_iter()
-        .map(|(n, (count, total_ns, min_ns, max_ns))| {
+        .map(|(n, a)| {
             let name = trace.names.get(n);
             KernelStat {
                 name: name.to_string(),
                 class: kernel_class(name),
-                count,
-                total_ns,
-                mean_ns: total_ns / crate::num::count_i64(count.max(1)),
-                min_ns,
-                max_ns,
+                count: a.count,
+                total_ns: a.total,
+                mean_ns: a.total / crate::num::count_i64(a.count.max(1)),
+                min_ns: a.min,
+                max_ns: a.max.max(0),
                 tensor_cores: crate::operators::uses_tensor_cores(name),
-                share_percent: crate::dataloader::percent(total_ns, all),
+                share_percent: crate::dataloader::percent(a.total, all),
+                launch: trace
+                    .kernel_launches
+                    .get(a.longest_detail as usize)
+                    .map(|l| LaunchConfig {
+                        grid: l.grid,
+                        block: l.block,
+                        registers_per_thread: l.registers_per_thread,
+                        shared_memory_bytes: l.shared_memory_bytes,
+                    }),
+                mean_blocks_per_sm: weighted(a.blocks_weighted, a.blocks_ns),
+                mean_est_occupancy_percent: weighted(a.occupancy_weighted, a.occupancy_ns)
+                    .map(|p| p.clamp(0.0, 100.0)),
             }
         })
         .collect();
@@ -264,6 +353,7 @@ mod tests {
             name: Some(name.into()),
             vendor,
             compute: Some(compute),
+            ..Hardware::default()
         }
     }
 

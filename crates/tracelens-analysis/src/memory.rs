@@ -288,11 +288,13 @@ mod tests {
             name: Some("Tesla V100-SXM2-16GB".into()),
             vendor: crate::environment::Vendor::Nvidia,
             compute: Some((7, 0)),
+            ..Hardware::default()
         };
         let h100 = Hardware {
             name: Some("NVIDIA H100 80GB HBM3".into()),
             vendor: crate::environment::Vendor::Nvidia,
             compute: Some((9, 0)),
+            ..Hardware::default()
         };
         let roomy = device(
             4_000_000_000,

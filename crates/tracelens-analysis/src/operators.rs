@@ -169,124 +169,181 @@ fn name_flags(trace: &Trace, flag: impl Fn(&str) -> bool) -> Vec<bool> {
         .collect()
 }
 
+/// Every operator and user range of the trace with its host and device times, computed once
+/// and shared by the operator table, the by-shape table and the efficiency view. Indexed
+/// densely (`k`), in span order, so a parent comes before its children.
+pub(crate) struct OpTree {
+    /// Span index of each op.
+    pub ops: Vec<u32>,
+    /// Dense index of the op around each op ([`NONE`] at the top).
+    pub parent: Vec<u32>,
+    /// Whether the op is merged into an enclosing op of its own name.
+    pub merged: Vec<bool>,
+    /// Host time of child ops and runtime calls directly under the op.
+    pub child_host: Vec<TimeNs>,
+    /// GPU time launched by the op's own runtime calls.
+    pub device_self: Vec<TimeNs>,
+    /// GPU time launched under the op or any op inside it.
+    pub device_total: Vec<TimeNs>,
+    /// Tensor-core kernel time of `device_self`.
+    pub tc_self: Vec<TimeNs>,
+    /// Tensor-core kernel time of `device_total`.
+    pub tc_total: Vec<TimeNs>,
+    /// Whether the op or one inside it is a tensor-core-eligible op.
+    pub eligible: Vec<bool>,
+}
+
+/// "No op" in [`OpTree::parent`].
+pub(crate) const NO_OP: u32 = NONE;
+
+impl OpTree {
+    /// Builds the tree: one pass for direct times, one reverse pass for totals.
+    pub fn build(trace: &Trace) -> OpTree {
+        let n = trace.spans.len();
+        let parent = op_parents(trace);
+        // Ops (operators and user ranges) get dense indices: the per-op sums below are sized
+        // by them, not by every span.
+        let mut dense = vec![NONE; n];
+        let mut ops: Vec<u32> = Vec::new();
+        for (i, s) in trace.spans.iter().enumerate() {
+            if is_op_like(s.kind) {
+                dense[i] = u32::try_from(ops.len()).unwrap_or(NONE);
+                ops.push(u32::try_from(i).unwrap_or(NONE));
+            }
+        }
+        let m = ops.len();
+        let op_parent: Vec<u32> = ops
+            .iter()
+            .map(|&i| match parent[i as usize] {
+                NONE => NONE,
+                p => dense[p as usize],
+            })
+            .collect();
+        // An op directly inside an op of its own name is merged into it; `owner` is the op
+        // that owns what happens directly under each op (itself, or the outer one).
+        let mut merged = vec![false; m];
+        let mut owner: Vec<u32> = (0..m).map(|k| u32::try_from(k).unwrap_or(NONE)).collect();
+        for k in 0..m {
+            let s = &trace.spans[ops[k] as usize];
+            let p = op_parent[k];
+            if s.kind == SpanKind::CpuOp
+                && p != NONE
+                && (p as usize) < k
+                && trace.spans[ops[p as usize] as usize].name == s.name
+            {
+                merged[k] = true;
+                owner[k] = owner[p as usize];
+            }
+        }
+        let tensor_core_kernel = name_flags(trace, uses_tensor_cores);
+        let mut child_host: Vec<TimeNs> = vec![0; m];
+        let mut device_self: Vec<TimeNs> = vec![0; m];
+        let mut tc_self: Vec<TimeNs> = vec![0; m];
+        for (i, s) in trace.spans.iter().enumerate() {
+            match s.kind {
+                // Host: an op's or runtime call's time leaves its enclosing op's self time.
+                SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::Runtime => {
+                    let p = parent[i];
+                    let is_merged = dense[i] != NONE && merged[dense[i] as usize];
+                    if !is_merged && p != NONE {
+                        child_host[owner[dense[p as usize] as usize] as usize] += s.dur_ns;
+                    }
+                }
+                // Device: a GPU op's time is the self time of the op around its launch.
+                SpanKind::Kernel | SpanKind::Memcpy | SpanKind::Memset => {
+                    let Some(launch) = trace.launch_of(SpanId::at(i)) else {
+                        continue;
+                    };
+                    let p = parent[launch.0 as usize];
+                    if p == NONE {
+                        continue;
+                    }
+                    let o = owner[dense[p as usize] as usize] as usize;
+                    device_self[o] += s.dur_ns;
+                    if s.kind == SpanKind::Kernel && tensor_core_kernel[s.name.0 as usize] {
+                        tc_self[o] += s.dur_ns;
+                    }
+                }
+                _ => {}
+            }
+        }
+        // Totals and eligibility flow up: children sort after their parents, so one pass in
+        // reverse order adds each op into the op around it (a merged op's own launches
+        // already count in its owner: only its subtree moves up).
+        let eligible_name = name_flags(trace, |name| TENSOR_CORE_OPS.contains(&name));
+        let mut device_total = device_self.clone();
+        let mut tc_total = tc_self.clone();
+        let mut eligible: Vec<bool> = ops
+            .iter()
+            .map(|&i| {
+                let s = &trace.spans[i as usize];
+                s.kind == SpanKind::CpuOp && eligible_name[s.name.0 as usize]
+            })
+            .collect();
+        for k in (0..m).rev() {
+            let p = op_parent[k];
+            if p == NONE || (p as usize) >= k {
+                continue;
+            }
+            let p = p as usize;
+            device_total[p] += device_total[k];
+            tc_total[p] += tc_total[k];
+            eligible[p] |= eligible[k];
+        }
+        OpTree {
+            ops,
+            parent: op_parent,
+            merged,
+            child_host,
+            device_self,
+            device_total,
+            tc_self,
+            tc_total,
+            eligible,
+        }
+    }
+
+    /// The listed ops that start inside `window` (tb_plugin's rows), by dense index.
+    pub fn listed_in<'a>(
+        &'a self,
+        trace: &'a Trace,
+        window: Interval,
+    ) -> impl Iterator<Item = usize> + 'a {
+        let listed_name = name_flags(trace, is_listed_name);
+        (0..self.ops.len()).filter(move |&k| {
+            let i = self.ops[k] as usize;
+            let s = &trace.spans[i];
+            s.kind == SpanKind::CpuOp
+                && !self.merged[k]
+                && window.start_ns <= s.start_ns
+                && s.start_ns < window.end_ns
+                && listed_name[s.name.0 as usize]
+                && !trace.is_step_span(SpanId::at(i))
+        })
+    }
+}
+
 /// The operator table over `window` (the analysis window's interval; the whole trace for
 /// tb_plugin's scope).
 #[must_use]
 pub fn operator_table(trace: &Trace, window: Interval) -> OperatorTable {
-    let n = trace.spans.len();
-    let parent = op_parents(trace);
-    // Ops (operators and user ranges) get dense indices: the per-op sums below are sized by
-    // them, not by every span.
-    let mut dense = vec![NONE; n];
-    let mut ops: Vec<u32> = Vec::new();
-    for (i, s) in trace.spans.iter().enumerate() {
-        if is_op_like(s.kind) {
-            dense[i] = u32::try_from(ops.len()).unwrap_or(NONE);
-            ops.push(u32::try_from(i).unwrap_or(NONE));
-        }
-    }
-    let m = ops.len();
-    let op_parent: Vec<u32> = ops
-        .iter()
-        .map(|&i| match parent[i as usize] {
-            NONE => NONE,
-            p => dense[p as usize],
-        })
-        .collect();
-    // An op directly inside an op of its own name is merged into it; `owner` is the op that
-    // owns what happens directly under each op (itself, or the outer one it is merged into).
-    let mut merged = vec![false; m];
-    let mut owner: Vec<u32> = (0..m).map(|k| u32::try_from(k).unwrap_or(NONE)).collect();
-    for k in 0..m {
-        let s = &trace.spans[ops[k] as usize];
-        let p = op_parent[k];
-        if s.kind == SpanKind::CpuOp
-            && p != NONE
-            && (p as usize) < k
-            && trace.spans[ops[p as usize] as usize].name == s.name
-        {
-            merged[k] = true;
-            owner[k] = owner[p as usize];
-        }
-    }
-    let tensor_core_kernel = name_flags(trace, uses_tensor_cores);
-    let mut child_host: Vec<TimeNs> = vec![0; m];
-    let mut device_self: Vec<TimeNs> = vec![0; m];
-    let mut tc_self: Vec<TimeNs> = vec![0; m];
-    for (i, s) in trace.spans.iter().enumerate() {
-        match s.kind {
-            // Host: an op's or runtime call's time leaves its enclosing op's self time.
-            SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::Runtime => {
-                let p = parent[i];
-                let is_merged = dense[i] != NONE && merged[dense[i] as usize];
-                if !is_merged && p != NONE {
-                    child_host[owner[dense[p as usize] as usize] as usize] += s.dur_ns;
-                }
-            }
-            // Device: a GPU op's time is the self time of the op around its launch.
-            SpanKind::Kernel | SpanKind::Memcpy | SpanKind::Memset => {
-                let Some(launch) = trace.launch_of(SpanId::at(i)) else {
-                    continue;
-                };
-                let p = parent[launch.0 as usize];
-                if p == NONE {
-                    continue;
-                }
-                let o = owner[dense[p as usize] as usize] as usize;
-                device_self[o] += s.dur_ns;
-                if s.kind == SpanKind::Kernel && tensor_core_kernel[s.name.0 as usize] {
-                    tc_self[o] += s.dur_ns;
-                }
-            }
-            _ => {}
-        }
-    }
-    // Totals and eligibility flow up: children sort after their parents, so one pass in
-    // reverse order adds each op into the op around it (a merged op's own launches already
-    // count in its owner: only its subtree moves up).
-    let eligible_name = name_flags(trace, |name| TENSOR_CORE_OPS.contains(&name));
-    let listed_name = name_flags(trace, is_listed_name);
-    let mut device_total = device_self.clone();
-    let mut tc_total = tc_self.clone();
-    let mut eligible: Vec<bool> = ops
-        .iter()
-        .map(|&i| {
-            let s = &trace.spans[i as usize];
-            s.kind == SpanKind::CpuOp && eligible_name[s.name.0 as usize]
-        })
-        .collect();
-    for k in (0..m).rev() {
-        let p = op_parent[k];
-        if p == NONE || (p as usize) >= k {
-            continue;
-        }
-        let p = p as usize;
-        device_total[p] += device_total[k];
-        tc_total[p] += tc_total[k];
-        eligible[p] |= eligible[k];
-    }
+    operator_table_of(trace, &OpTree::build(trace), window)
+}
+
+pub(crate) fn operator_table_of(trace: &Trace, tree: &OpTree, window: Interval) -> OperatorTable {
     let mut by_name: Vec<Acc> = vec![Acc::default(); trace.names.len()];
     let mut calls = 0;
-    for k in 0..m {
-        let i = ops[k] as usize;
-        let s = &trace.spans[i];
-        if s.kind != SpanKind::CpuOp
-            || merged[k]
-            || !(window.start_ns <= s.start_ns && s.start_ns < window.end_ns)
-            || !listed_name[s.name.0 as usize]
-            || trace.is_step_span(SpanId::at(i))
-        {
-            continue;
-        }
+    for k in tree.listed_in(trace, window) {
+        let s = &trace.spans[tree.ops[k] as usize];
         let a = &mut by_name[s.name.0 as usize];
         a.calls += 1;
         a.host_total += s.dur_ns;
-        a.host_self += (s.dur_ns - child_host[k]).max(0);
-        a.device_total += device_total[k];
-        a.device_self += device_self[k];
-        a.tc_total += tc_total[k];
-        a.tc_self += tc_self[k];
-        a.eligible |= eligible[k] || tc_total[k] > 0;
+        a.host_self += (s.dur_ns - tree.child_host[k]).max(0);
+        a.device_total += tree.device_total[k];
+        a.device_self += tree.device_self[k];
+        a.tc_total += tree.tc_total[k];
+        a.tc_self += tree.tc_self[k];
+        a.eligible |= tree.eligible[k] || tree.tc_total[k] > 0;
         calls += 1;
     }
     let percent = |part: TimeNs, of: TimeNs| {

@@ -4,8 +4,9 @@ use crate::json::{decode_str, has_fraction, micros_to_ns, text_of, to_i64, to_u6
 use crate::scan::{value_extent, Extent};
 use std::collections::BTreeMap;
 use tracelens_model::{
-    profiler_step_number, CopyDirection, CopyInfo, FlowInput, Ident, LaneKey, MemoryDevice,
-    MemoryKind, MemorySample, SpanInput, SpanKind, TraceBuilder, NO_DETAIL,
+    inputs::parse_int_list, profiler_step_number, CopyDirection, CopyInfo, FlowInput, Ident,
+    KernelLaunch, LaneKey, MemoryDevice, MemoryKind, MemorySample, SpanInput, SpanKind,
+    TraceBuilder, NO_DETAIL,
 };
 
 /// Counts gathered while reading events; they describe the file, not the timeline.
@@ -146,6 +147,14 @@ struct Args<'a> {
     dst_kind: Option<&'a [u8]>,
     call_stack: Option<&'a [u8]>,
     name: Option<&'a [u8]>,
+    input_dims: Option<&'a [u8]>,
+    input_types: Option<&'a [u8]>,
+    concrete_inputs: Option<&'a [u8]>,
+    grid: Option<&'a [u8]>,
+    block: Option<&'a [u8]>,
+    registers: Option<&'a [u8]>,
+    shared_memory: Option<&'a [u8]>,
+    occupancy: Option<&'a [u8]>,
 }
 
 fn read_args(raw: &[u8]) -> Args<'_> {
@@ -166,11 +175,45 @@ fn read_args(raw: &[u8]) -> Args<'_> {
             b"dst kind" => &mut a.dst_kind,
             b"Call stack" => &mut a.call_stack,
             b"name" => &mut a.name,
+            b"Input Dims" => &mut a.input_dims,
+            b"Input type" => &mut a.input_types,
+            b"Concrete Inputs" => &mut a.concrete_inputs,
+            b"grid" => &mut a.grid,
+            b"block" => &mut a.block,
+            b"registers per thread" => &mut a.registers,
+            b"shared memory" => &mut a.shared_memory,
+            b"est. achieved occupancy %" => &mut a.occupancy,
             _ => continue,
         };
         *slot = Some(v);
     }
     a
+}
+
+/// A kernel's launch configuration from its `grid`, `block`, `registers per thread`, `shared
+/// memory` and `est. achieved occupancy %` arguments; `None` without grid and block.
+fn kernel_launch(args: &Args) -> Option<KernelLaunch> {
+    let dims = |v: Option<&[u8]>| -> Option<[u32; 3]> {
+        let list = parse_int_list(std::str::from_utf8(v?).ok()?)?;
+        let mut out = [1u32; 3];
+        for (o, d) in out.iter_mut().zip(list) {
+            *o = u32::try_from(d).ok()?;
+        }
+        Some(out)
+    };
+    let small = |v: Option<&[u8]>| v.and_then(to_u64).and_then(|x| u32::try_from(x).ok());
+    Some(KernelLaunch {
+        grid: dims(args.grid)?,
+        block: dims(args.block)?,
+        registers_per_thread: small(args.registers).unwrap_or(0),
+        shared_memory_bytes: small(args.shared_memory).unwrap_or(0),
+        est_occupancy_percent: args
+            .occupancy
+            .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse::<f64>().ok())
+            .filter(|x| (0.0..=100.0).contains(x))
+            // The nearest whole percent, without a float-to-int cast.
+            .and_then(|x| (0u8..=100).find(|&v| f64::from(v) + 0.5 > x)),
+    })
 }
 
 /// The span kind of a `ph: X` category (case-insensitive, old and new names), and whether
@@ -495,11 +538,23 @@ impl EventReader {
                 })
             }
             SpanKind::CpuOp | SpanKind::UserAnnotation => {
-                match args.call_stack.and_then(decode_str) {
-                    Some(stack) if !stack.is_empty() => self.builder.add_call_stack(&stack),
-                    _ => NO_DETAIL,
+                let stack = args.call_stack.and_then(decode_str);
+                // Shapes, dtypes and concrete values are kept as the JSON text of their lists.
+                fn list(v: Option<&[u8]>) -> Option<&str> {
+                    v.filter(|v| v.first() == Some(&b'['))
+                        .and_then(|v| std::str::from_utf8(v).ok())
                 }
+                self.builder.add_op_detail(
+                    stack.as_deref().filter(|s| !s.is_empty()),
+                    list(args.input_dims),
+                    list(args.input_types),
+                    list(args.concrete_inputs),
+                )
             }
+            SpanKind::Kernel => match kernel_launch(args) {
+                Some(launch) => self.builder.add_kernel_launch(launch),
+                None => NO_DETAIL,
+            },
             _ => NO_DETAIL,
         }
     }

@@ -3,6 +3,7 @@
 use crate::collect::{collect_devices, collect_steps};
 use crate::copy::CopyInfo;
 use crate::diagnostics::{Warning, WarningKind};
+use crate::inputs::{KernelLaunch, OpDetail};
 use crate::lane::{Ident, Lane, LaneId, LaneKey};
 use crate::link::{check_external_ids, link_launches, nest};
 use crate::metadata::Metadata;
@@ -70,7 +71,10 @@ pub struct TraceBuilder {
     lane_index: FxHashMap<LaneKey, LaneId>,
     spans: Vec<Span>,
     copies: Vec<CopyInfo>,
-    call_stacks: Vec<NameId>,
+    op_details: Vec<OpDetail>,
+    op_detail_index: FxHashMap<OpDetail, u32>,
+    kernel_launches: Vec<KernelLaunch>,
+    kernel_launch_index: FxHashMap<KernelLaunch, u32>,
     flows: Vec<FlowInput>,
     awaiting_flow: Vec<(u32, Ident, Ident)>,
     thread_names: FxHashMap<(Ident, Ident), NameId>,
@@ -118,15 +122,35 @@ impl TraceBuilder {
         let lanes: Vec<LaneId> = other.lane_keys.iter().map(|&k| self.lane(key(k))).collect();
         let span_base = table_index(self.spans.len());
         let copy_base = table_index(self.copies.len());
-        let stack_base = table_index(self.call_stacks.len());
+        // Deduplicated tables are re-entered in order, so indices come out as one pass gives.
+        let remap = |n: Option<NameId>| n.map(|n| names[n.0 as usize]);
+        let op_map: Vec<u32> = other
+            .op_details
+            .iter()
+            .map(|d| {
+                self.store_op_detail(OpDetail {
+                    call_stack: remap(d.call_stack),
+                    input_dims: remap(d.input_dims),
+                    input_types: remap(d.input_types),
+                    concrete_inputs: remap(d.concrete_inputs),
+                })
+            })
+            .collect();
+        let launch_map: Vec<u32> = other
+            .kernel_launches
+            .iter()
+            .map(|&k| self.add_kernel_launch(k))
+            .collect();
         self.spans.extend(other.spans.into_iter().map(|mut s| {
             s.name = names[s.name.0 as usize];
             s.lane = lanes[s.lane.0 as usize];
             if s.detail != NO_DETAIL {
-                // CPU ops index call stacks; copies and copy API calls index copy details.
-                s.detail += match s.kind {
-                    SpanKind::CpuOp | SpanKind::UserAnnotation => stack_base,
-                    _ => copy_base,
+                // CPU ops index op details, kernels launch configurations; copies and copy
+                // API calls index copy details.
+                s.detail = match s.kind {
+                    SpanKind::CpuOp | SpanKind::UserAnnotation => op_map[s.detail as usize],
+                    SpanKind::Kernel => launch_map[s.detail as usize],
+                    _ => s.detail + copy_base,
                 };
             }
             s
@@ -136,8 +160,6 @@ impl TraceBuilder {
             m.lane = lanes[m.lane.0 as usize];
             m
         }));
-        self.call_stacks
-            .extend(other.call_stacks.iter().map(|n| names[n.0 as usize]));
         self.flows
             .extend(other.flows.into_iter().map(|f| FlowInput {
                 pid: ident(f.pid),
@@ -215,9 +237,51 @@ impl TraceBuilder {
 
     /// Stores a `Call stack` string and returns the index for [`SpanInput::detail`].
     pub fn add_call_stack(&mut self, stack: &str) -> u32 {
-        let id = self.intern_capped(stack, MAX_CALL_STACK_BYTES);
-        self.call_stacks.push(id);
-        table_index(self.call_stacks.len() - 1)
+        self.add_op_detail(Some(stack), None, None, None)
+    }
+
+    /// Stores a CPU op's call stack and recorded inputs (the texts of `Call stack`, `Input
+    /// Dims`, `Input type`, `Concrete Inputs`) and returns the index for
+    /// [`SpanInput::detail`], or [`NO_DETAIL`] when all are absent.
+    pub fn add_op_detail(
+        &mut self,
+        call_stack: Option<&str>,
+        input_dims: Option<&str>,
+        input_types: Option<&str>,
+        concrete_inputs: Option<&str>,
+    ) -> u32 {
+        let detail = OpDetail {
+            call_stack: call_stack.map(|s| self.intern_capped(s, MAX_CALL_STACK_BYTES)),
+            input_dims: input_dims.map(|s| self.intern_capped(s, MAX_CALL_STACK_BYTES)),
+            input_types: input_types.map(|s| self.intern_capped(s, MAX_CALL_STACK_BYTES)),
+            concrete_inputs: concrete_inputs.map(|s| self.intern_capped(s, MAX_CALL_STACK_BYTES)),
+        };
+        if detail.is_empty() {
+            return NO_DETAIL;
+        }
+        self.store_op_detail(detail)
+    }
+
+    fn store_op_detail(&mut self, detail: OpDetail) -> u32 {
+        if let Some(&i) = self.op_detail_index.get(&detail) {
+            return i;
+        }
+        let i = table_index(self.op_details.len());
+        self.op_details.push(detail);
+        self.op_detail_index.insert(detail, i);
+        i
+    }
+
+    /// Stores a kernel's launch configuration and returns the index for
+    /// [`SpanInput::detail`] (one entry per distinct configuration).
+    pub fn add_kernel_launch(&mut self, launch: KernelLaunch) -> u32 {
+        if let Some(&i) = self.kernel_launch_index.get(&launch) {
+            return i;
+        }
+        let i = table_index(self.kernel_launches.len());
+        self.kernel_launches.push(launch);
+        self.kernel_launch_index.insert(launch, i);
+        i
     }
 
     /// Marks `name` as the name of profiler step `number` (PyTorch's `ProfilerStep#N`): the
@@ -435,7 +499,8 @@ impl TraceBuilder {
         trace.spans = spans;
         trace.names = std::mem::take(&mut self.names);
         trace.copies = std::mem::take(&mut self.copies);
-        trace.call_stacks = std::mem::take(&mut self.call_stacks);
+        trace.op_details = std::mem::take(&mut self.op_details);
+        trace.kernel_launches = std::mem::take(&mut self.kernel_launches);
         trace.links.links_from_flows = self.metadata_links_from_flows;
     }
 

@@ -8,7 +8,8 @@
 //!   per thread (`parent`), GPU ops joined to their launch call by correlation id
 //!   (one launch → many ops for CUDA/HIP graphs), profiler steps and devices collected.
 //! - [`Span`]s carry a [`SpanKind`], an interned name, a lane and side-table details
-//!   ([`CopyInfo`] for copies, `Call stack` strings for 2021-era ops).
+//!   ([`CopyInfo`] for copies, [`OpDetail`] call stacks and input shapes for CPU ops,
+//!   [`KernelLaunch`] configurations for kernels).
 //! - [`Metadata`] keeps device properties, versions and distributed info; free-form entries
 //!   are flattened and secret-looking values redacted.
 //!
@@ -30,6 +31,7 @@ mod collect;
 mod copy;
 mod diagnostics;
 mod import;
+pub mod inputs;
 mod lane;
 mod link;
 pub mod memory;
@@ -50,6 +52,7 @@ pub use collect::profiler_step_number;
 pub use copy::{CopyDirection, CopyInfo, MemoryKind};
 pub use diagnostics::{Warning, WarningKind};
 pub use import::{ImportFailure, Importer, InflateBound, Input};
+pub use inputs::{KernelLaunch, OpDetail};
 pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
 pub use memory::{MemoryDevice, MemorySample};
 pub use metadata::{

@@ -2,6 +2,7 @@
 
 use crate::copy::CopyInfo;
 use crate::diagnostics::Warning;
+use crate::inputs::{KernelLaunch, OpDetail};
 use crate::lane::{Lane, LaneId, LaneKey};
 use crate::metadata::Metadata;
 use crate::names::{NameId, StringTable};
@@ -84,8 +85,11 @@ pub struct Trace {
     pub spans: Vec<Span>,
     /// Copy details, addressed by [`Span::detail`] of memcpy/memset/runtime copy spans.
     pub copies: Vec<CopyInfo>,
-    /// Call-stack strings, addressed by [`Span::detail`] of CPU ops.
-    pub call_stacks: Vec<NameId>,
+    /// Call stacks and recorded inputs, addressed by [`Span::detail`] of CPU ops and user
+    /// ranges (deduplicated).
+    pub op_details: Vec<OpDetail>,
+    /// Launch configurations, addressed by [`Span::detail`] of kernels (deduplicated).
+    pub kernel_launches: Vec<KernelLaunch>,
     /// Profiler steps by number.
     pub steps: Vec<Step>,
     /// GPU devices with activity, by index.
@@ -265,12 +269,29 @@ impl Trace {
     /// The raw 2021-style `Call stack` of a CPU op.
     #[must_use]
     pub fn call_stack(&self, id: SpanId) -> Option<&str> {
+        self.op_detail(id)?.call_stack.map(|n| self.names.get(n))
+    }
+
+    /// The call stack and recorded inputs of a CPU op or user range, when any were recorded.
+    #[must_use]
+    pub fn op_detail(&self, id: SpanId) -> Option<&OpDetail> {
         let s = self.span(id);
         match s.kind {
-            SpanKind::CpuOp | SpanKind::UserAnnotation if s.detail != NO_DETAIL => self
-                .call_stacks
-                .get(s.detail as usize)
-                .map(|&n| self.names.get(n)),
+            SpanKind::CpuOp | SpanKind::UserAnnotation if s.detail != NO_DETAIL => {
+                self.op_details.get(s.detail as usize)
+            }
+            _ => None,
+        }
+    }
+
+    /// The launch configuration of a kernel, when the trace recorded it.
+    #[must_use]
+    pub fn kernel_launch(&self, id: SpanId) -> Option<&KernelLaunch> {
+        let s = self.span(id);
+        match s.kind {
+            SpanKind::Kernel if s.detail != NO_DETAIL => {
+                self.kernel_launches.get(s.detail as usize)
+            }
             _ => None,
         }
     }

@@ -104,6 +104,9 @@ struct ReportPage {
     copy_rows: Vec<Vec<String>>,
     kernel_rows: Vec<Vec<String>>,
     operator_rows: Vec<Vec<String>>,
+    efficiency_note: String,
+    efficiency_class_rows: Vec<Vec<String>>,
+    efficiency_op_rows: Vec<Vec<String>>,
     memory_rows: Vec<Vec<String>>,
     memory_note: String,
     tensor_core_note: String,
@@ -284,8 +287,37 @@ pub fn render_html(report: &Report) -> String {
                     format_ms(k.min_ns),
                     format_ms(k.max_ns),
                     pct(k.share_percent),
+                    k.mean_blocks_per_sm
+                        .map_or("–".into(), |b| format!("{b:.2}")),
+                    k.mean_est_occupancy_percent.map_or("–".into(), pct),
+                    k.launch.as_ref().map_or("–".into(), launch_text),
                     if k.tensor_cores { "yes" } else { "no" }.into(),
                 ]
+            })
+            .collect(),
+        efficiency_note: efficiency_note(diagnosis),
+        efficiency_class_rows: diagnosis
+            .efficiency
+            .classes
+            .iter()
+            .map(|c| {
+                let mut row = vec![c.class.label().to_string(), c.precision.label().to_string()];
+                row.extend(throughput_cells(&c.throughput));
+                row
+            })
+            .collect(),
+        efficiency_op_rows: diagnosis
+            .efficiency
+            .operators
+            .iter()
+            .map(|o| {
+                let mut row = vec![
+                    shorten(&o.name, NAME_CHARS),
+                    shorten(&o.input_dims, NAME_CHARS),
+                    o.precision.label().to_string(),
+                ];
+                row.extend(throughput_cells(&o.throughput));
+                row
             })
             .collect(),
         memory_rows: diagnosis.memory.iter().map(memory_row).collect(),
@@ -328,6 +360,8 @@ pub fn render_html(report: &Report) -> String {
         &mut page.copy_rows,
         &mut page.kernel_rows,
         &mut page.operator_rows,
+        &mut page.efficiency_class_rows,
+        &mut page.efficiency_op_rows,
         &mut page.memory_rows,
         &mut page.region_rows,
     ] {
@@ -336,6 +370,53 @@ pub fn render_html(report: &Report) -> String {
         }
     }
     page.render().expect("the report template renders")
+}
+
+/// `grid 564×1×1, block 128×1×1, 32 regs, 0 B smem`.
+fn launch_text(l: &tracelens_analysis::kernels::LaunchConfig) -> String {
+    let dims = |d: [u32; 3]| format!("{}×{}×{}", d[0], d[1], d[2]);
+    format!(
+        "{} × {}, {} regs, {} B shared",
+        dims(l.grid),
+        dims(l.block),
+        l.registers_per_thread,
+        l.shared_memory_bytes
+    )
+}
+
+/// Calls, GPU time, FLOPs per call, TFLOP/s, TB/s, FLOP/byte, bound and roofline share.
+fn throughput_cells(t: &tracelens_analysis::efficiency::Throughput) -> Vec<String> {
+    use tracelens_analysis::efficiency::Bound;
+    vec![
+        t.calls.to_string(),
+        format_ms(t.gpu_ns),
+        crate::format_flops(t.flops / t.calls.max(1) as f64),
+        format!("{:.2}", t.tflops_per_s),
+        format!("{:.3}", t.tb_per_s),
+        format!("{:.1}", t.intensity),
+        match t.bound {
+            Some(Bound::Compute) => "compute".into(),
+            Some(Bound::Memory) => "memory".into(),
+            None => "–".into(),
+        },
+        t.roofline_percent.map_or("–".into(), pct),
+    ]
+}
+
+/// What the efficiency figures are, or why there are none.
+fn efficiency_note(d: &tracelens_analysis::Diagnosis) -> String {
+    if d.window.is_none() {
+        return String::new();
+    }
+    let mut note = crate::efficiency_line(d);
+    if let Some(c) = note.get(..1) {
+        note = c.to_uppercase() + &note[1..];
+    }
+    note.push('.');
+    if !d.efficiency.classes.is_empty() {
+        note.push_str(" FLOPs from the recorded shapes (2 per multiply-add), bytes the least each op must read and write; an op counts once, at the outermost op the FLOP model knows; time is the GPU time it launched. Bound: compute when FLOPs per byte reach the device's ridge point (peak FLOP/s ÷ bandwidth), else memory; roofline: achieved in percent of what the roofline allows at that intensity.");
+    }
+    note
 }
 
 /// One device's memory: peaks, capacity, headroom, allocator calls, the op at the peak.

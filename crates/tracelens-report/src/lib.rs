@@ -52,8 +52,6 @@ pub fn source_id_in(html_head: &str) -> Option<String> {
         .then(|| id.to_string())
 }
 
-/// `text` with a no-break space between each number and its unit (`97.9 %`, `12.3 ms`), so
-/// neither a narrow page nor the terminal's wrapping splits a figure.
 /// Bytes as `1.23 GB` (10^9), `45.6 MB` under a gigabyte.
 fn format_gb(bytes: i64) -> String {
     if bytes.abs() >= 1_000_000_000 {
@@ -87,6 +85,58 @@ fn memory_line(m: &tracelens_analysis::memory::DeviceMemory) -> String {
         line.push_str(&format!(", at {op}"));
     }
     line
+}
+
+/// FLOPs with an SI prefix: `8.20 GFLOP`, `1.31 PFLOP`.
+fn format_flops(flops: f64) -> String {
+    let (v, unit) = match flops.abs() {
+        f if f >= 1e15 => (flops / 1e15, "PFLOP"),
+        f if f >= 1e12 => (flops / 1e12, "TFLOP"),
+        f if f >= 1e9 => (flops / 1e9, "GFLOP"),
+        _ => (flops / 1e6, "MFLOP"),
+    };
+    format!("{v:.2} {unit}")
+}
+
+/// The efficiency view in a line: MFU against the device's peak, or why a figure is missing.
+fn efficiency_line(d: &Diagnosis) -> String {
+    use tracelens_analysis::efficiency::EfficiencyGap;
+    let e = &d.efficiency;
+    if e.gaps.contains(&EfficiencyGap::NoShapes) {
+        return "no op input shapes in the window, so no FLOPs or MFU (PyTorch: record with torch.profiler.profile(record_shapes=True); Nsight Systems exports record none)".into();
+    }
+    if e.gaps.contains(&EfficiencyGap::NoKnownOps) {
+        return "shapes are recorded, but no op the FLOP model knows (GEMM, convolution with its stride, attention, normalization, softmax, elementwise) launched GPU work in the window".into();
+    }
+    let per = if d.has_steps() {
+        "per step"
+    } else {
+        "in the window"
+    };
+    let flops = format!(
+        "{} {per}, counted ops cover {:.1} % of the GPU time",
+        format_flops(e.flops_per_step),
+        e.coverage_percent
+    );
+    match (&e.device, e.mfu_percent, e.mfu_precision, e.peak_tflops) {
+        (Some(dev), Some(mfu), Some(p), Some(peak)) => format!(
+            "MFU {}{mfu:.1} % ({flops}; against {dev}'s dense {} peak of {peak} TFLOP/s)",
+            // Ops without a FLOP model add nothing: with most GPU time uncounted the figure
+            // is only a floor.
+            if e.coverage_percent < 50.0 {
+                "at least "
+            } else {
+                ""
+            },
+            p.label()
+        ),
+        (Some(dev), _, Some(p), _) => format!("{flops}; {dev} has no {} peak", p.label()),
+        (Some(_), _, None, _) => format!("{flops}; no matrix op counted, so no MFU"),
+        (None, ..) => format!(
+            "{flops}; MFU needs the device's peak, and {} is not in the peak table",
+            d.hardware.name.as_deref().unwrap_or("this device")
+        ),
+    }
 }
 
 /// The outermost regions as one line (`## forward ## 31 %, ## backward ## 31 %`) when they
@@ -125,6 +175,8 @@ fn plural(n: usize, word: &str) -> String {
     }
 }
 
+/// `text` with a no-break space between each number and its unit (`97.9 %`, `12.3 ms`), so
+/// neither a narrow page nor the terminal's wrapping splits a figure.
 fn keep_units(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut prev_digit = false;

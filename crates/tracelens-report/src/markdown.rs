@@ -81,6 +81,13 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
     for m in &diagnosis.memory {
         let _ = writeln!(out, "| GPU memory | {} |", esc(&crate::memory_line(m)));
     }
+    if diagnosis.window.is_some() {
+        let _ = writeln!(
+            out,
+            "| Efficiency | {} |",
+            esc(&crate::efficiency_line(diagnosis))
+        );
+    }
     let _ = writeln!(
         out,
         "| Trace | {} ({}) |",

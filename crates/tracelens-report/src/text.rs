@@ -378,6 +378,9 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
             );
             fact(out, "top op", &line);
         }
+        if d.window.is_some() {
+            fact(out, "efficiency", &clean(&crate::efficiency_line(d)));
+        }
     }
     if let Some(dist) = &report.metadata.distributed {
         let rank = dist.rank.map_or("?".into(), |r| r.to_string());

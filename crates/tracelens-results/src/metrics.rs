@@ -61,7 +61,61 @@ const NO_CAPACITY: &str = "the trace does not record the device's memory (device
 /// Why GPU figures are missing from a run without GPU activity.
 const NO_GPU: &str = "the trace records no GPU activity (a CPU-only run): gate it on step.* metrics such as step.data_loader.percent or step.time_ms";
 
-/// All finding kinds, for names that exist in every run.
+/// Why MFU is missing, by gap.
+fn no_mfu(gap: tracelens_analysis::efficiency::EfficiencyGap) -> &'static str {
+    use tracelens_analysis::efficiency::EfficiencyGap;
+    match gap {
+        EfficiencyGap::NoShapes => "the trace has no op input shapes: record with torch.profiler.profile(record_shapes=True)",
+        EfficiencyGap::NoKnownOps => "no op the FLOP model knows launched GPU work in the window",
+        EfficiencyGap::UnknownDevice => "the device is not in the peak table, so its peak FLOP/s is unknown",
+    }
+}
+
+/// Why a named operator's or region's figure is missing.
+const NO_SUCH_OP: &str = "no operator of that name among the window's 50 with the most device time";
+const NO_SUCH_REGION: &str = "no user range of that name in the window";
+
+/// The metric of operator `name`'s GPU time per step: `op."aten::mm".gpu_ms`.
+#[must_use]
+pub fn operator_metric(name: &str) -> String {
+    format!("op.\"{name}\".gpu_ms")
+}
+
+/// The metric of region `name`'s host time per step: `region."## forward ##".ms`.
+#[must_use]
+pub fn region_metric(name: &str) -> String {
+    format!("region.\"{name}\".ms")
+}
+
+/// Whether `name` is an operator or region metric (names the trace gives), and which.
+fn named_metric(name: &str) -> Option<&'static str> {
+    let quoted = |rest: &str, suffix: &str| {
+        rest.strip_prefix('"')
+            .and_then(|r| r.strip_suffix(suffix))
+            .and_then(|r| r.strip_suffix('"'))
+            .is_some_and(|inner| !inner.is_empty() && !inner.contains('"'))
+    };
+    if name
+        .strip_prefix("op.")
+        .is_some_and(|r| quoted(r, ".gpu_ms"))
+    {
+        Some(NO_SUCH_OP)
+    } else if name
+        .strip_prefix("region.")
+        .is_some_and(|r| quoted(r, ".ms"))
+    {
+        Some(NO_SUCH_REGION)
+    } else {
+        None
+    }
+}
+
+/// Whether a rule may name `name`: a fixed metric, or an operator or region metric.
+#[must_use]
+pub fn is_metric_name(name: &str, fixed: &[String]) -> bool {
+    named_metric(name).is_some() || fixed.iter().any(|n| n == name)
+}
+
 fn ms(ns: i64) -> f64 {
     ns as f64 / 1e6
 }
@@ -156,6 +210,26 @@ impl Metrics {
             r.tensor_core_percent.unwrap_or(0.0),
             Unit::Percent,
         );
+        m.put(
+            "gpu.mfu_percent",
+            r.mfu_percent.unwrap_or(0.0),
+            Unit::Percent,
+        );
+        if r.mfu_percent.is_none() {
+            m.not_measured.insert(
+                "gpu.mfu_percent".into(),
+                no_mfu(
+                    r.mfu_gap
+                        .unwrap_or(tracelens_analysis::efficiency::EfficiencyGap::NoKnownOps),
+                ),
+            );
+        }
+        for o in r.operator_gpu.iter().filter(|o| !o.name.contains('"')) {
+            m.put(operator_metric(&o.name), ms(o.per_step_ns), Unit::Ms);
+        }
+        for g in r.region_time.iter().filter(|g| !g.name.contains('"')) {
+            m.put(region_metric(&g.name), ms(g.per_step_ns), Unit::Ms);
+        }
         if r.tensor_core_percent.is_none() {
             m.not_measured
                 .insert("kernel.tensor_core_percent".into(), NO_KERNELS);
@@ -197,7 +271,12 @@ impl Metrics {
     /// Why the run cannot give `name`'s figure, when it cannot.
     #[must_use]
     pub fn not_measured(&self, name: &str) -> Option<&'static str> {
-        self.not_measured.get(name).copied()
+        if let Some(why) = self.not_measured.get(name) {
+            return Some(why);
+        }
+        // An operator or region the run does not have: refused, so a misspelt name cannot
+        // pass a gate silently.
+        named_metric(name).filter(|_| !self.map.contains_key(name))
     }
 
     /// Adds the `diff.*` metrics.
@@ -270,6 +349,9 @@ impl Metrics {
     /// The unit of a metric name (counts for unknown names).
     #[must_use]
     pub fn unit_of(name: &str) -> Unit {
+        if named_metric(name).is_some() {
+            return Unit::Ms;
+        }
         let mut m = Metrics::of(&Results::empty());
         m.add_diff(&Diff::default());
         m.put_job(0.0, 0.0, 0.0, 0.0);
@@ -406,5 +488,43 @@ mod tests {
                 "{label} not in docs/json-output.md"
             );
         }
+    }
+
+    #[test]
+    fn operator_and_region_metrics_read_the_run_and_refuse_unknown_names() {
+        let mut r = Results::empty();
+        r.operator_gpu.push(crate::results::NamedTime {
+            name: "aten::mm".into(),
+            per_step_ns: 7_000_000,
+        });
+        r.region_time.push(crate::results::NamedTime {
+            name: "## forward ##".into(),
+            per_step_ns: 2_500_000,
+        });
+        let m = Metrics::of(&r);
+        let rule = crate::rules::parse_rule(r#"op."aten::mm".gpu_ms > 5ms"#).unwrap();
+        assert!(rule.fires(&m));
+        let rule = crate::rules::parse_rule(r###"region."## forward ##".ms > 5ms"###).unwrap();
+        assert!(!rule.fires(&m));
+        assert_eq!(m.not_measured(r#"op."aten::mm".gpu_ms"#), None);
+        // A name the run lacks is refused, not read as zero.
+        let missing = r#"op."aten::mmm".gpu_ms"#;
+        assert!(crate::rules::parse_rule(&format!("{missing} > 1ms")).is_ok());
+        assert_eq!(m.not_measured(missing), Some(NO_SUCH_OP));
+        // A percent cannot compare with a time metric; quotes must close.
+        assert!(crate::rules::parse_rule(r#"op."aten::mm".gpu_ms > 5%"#).is_err());
+        assert!(crate::rules::parse_rule(r#"op."aten::mm.gpu_ms > 5ms"#).is_err());
+        // MFU says why it is missing.
+        let mut r = Results::empty();
+        r.mfu_gap = Some(tracelens_analysis::efficiency::EfficiencyGap::NoShapes);
+        assert!(Metrics::of(&r)
+            .not_measured("gpu.mfu_percent")
+            .unwrap()
+            .contains("record_shapes"));
+        r.mfu_percent = Some(41.0);
+        r.mfu_gap = None;
+        let m = Metrics::of(&r);
+        assert!((m.get("gpu.mfu_percent").unwrap().value - 41.0).abs() < 1e-12);
+        assert!(m.not_measured("gpu.mfu_percent").is_none());
     }
 }

@@ -60,6 +60,15 @@ pub struct KernelResult {
     pub per_step_ns: TimeNs,
 }
 
+/// Time of one named operator or region, per step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NamedTime {
+    /// Operator or region name.
+    pub name: String,
+    /// Time per step (or in the window).
+    pub per_step_ns: TimeNs,
+}
+
 /// The results of one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Results {
@@ -112,6 +121,20 @@ pub struct Results {
     /// Share of kernel time in tensor-core kernels, in percent (none without kernels).
     #[serde(default)]
     pub tensor_core_percent: Option<f64>,
+    /// Model FLOPs utilization of the window, in percent (none without shapes or a known
+    /// device; `mfu_gap` says why).
+    #[serde(default)]
+    pub mfu_percent: Option<f64>,
+    /// Why there is no MFU, when there is none.
+    #[serde(default)]
+    pub mfu_gap: Option<tracelens_analysis::efficiency::EfficiencyGap>,
+    /// GPU time each listed operator launched (device total), per step: the operators of
+    /// the diagnosis (most device self time first, at most 50).
+    #[serde(default)]
+    pub operator_gpu: Vec<NamedTime>,
+    /// Host time of each listed region, per step.
+    #[serde(default)]
+    pub region_time: Vec<NamedTime>,
 }
 
 /// The device with the largest absolute memory peak, if the trace has allocator totals.
@@ -276,6 +299,35 @@ impl Results {
             memory_peak_bytes: absolute_memory(d).map(|m| m.peak_held_bytes()),
             memory_capacity_bytes: absolute_memory(d).and_then(|m| m.capacity_bytes),
             tensor_core_percent: d.tensor_core_percent,
+            mfu_percent: d.efficiency.mfu_percent,
+            mfu_gap: if d.efficiency.mfu_percent.is_some() {
+                None
+            } else {
+                use tracelens_analysis::efficiency::EfficiencyGap;
+                Some(
+                    d.efficiency
+                        .gaps
+                        .first()
+                        .copied()
+                        .unwrap_or(EfficiencyGap::NoKnownOps),
+                )
+            },
+            operator_gpu: d
+                .operators
+                .iter()
+                .map(|o| NamedTime {
+                    name: o.name.clone(),
+                    per_step_ns: per(o.device_total_ns),
+                })
+                .collect(),
+            region_time: d
+                .regions
+                .iter()
+                .map(|r| NamedTime {
+                    name: r.name.clone(),
+                    per_step_ns: per(r.host_ns),
+                })
+                .collect(),
             gpu_measured: d.focus_device.is_some(),
             step_breakdown: d.breakdown.as_ref().map_or_else(Vec::new, |b| {
                 STEP_CATEGORIES
@@ -316,6 +368,10 @@ impl Results {
             memory_peak_bytes: None,
             memory_capacity_bytes: None,
             tensor_core_percent: None,
+            mfu_percent: None,
+            mfu_gap: None,
+            operator_gpu: Vec::new(),
+            region_time: Vec::new(),
         }
     }
 

@@ -165,9 +165,20 @@ fn metric_name(i: &str) -> Res<'_, &str> {
             take_while(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
         ))(i)
     };
+    // A segment the trace names (an operator, a region) is quoted: `op."aten::mm".gpu_ms`.
+    let quoted = |i| {
+        recognize(nom::sequence::delimited(
+            char('"'),
+            take_while1(|c: char| c != '"' && !c.is_control()),
+            char('"'),
+        ))(i)
+    };
     expect(
         "a metric name (like gpu.idle_percent)",
-        recognize(pair(word, nom::multi::many0(pair(char('.'), word)))),
+        recognize(pair(
+            word,
+            nom::multi::many0(pair(char('.'), alt((word, quoted)))),
+        )),
     )(i)
 }
 
@@ -390,7 +401,7 @@ impl Rule {
                 unit,
                 ..
             } => {
-                if !names.iter().any(|n| n == metric) {
+                if !crate::metrics::is_metric_name(metric, names) {
                     let nearest = names.iter().min_by_key(|n| distance(n, metric));
                     let hint = nearest
                         .map(|n| format!("; did you mean '{n}'?"))

@@ -7,8 +7,8 @@ use rusqlite::Row;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use tracelens_model::{
-    CopyDirection, CopyInfo, Detail, FrameworkRange, Ident, LaneKey, MemoryKind, NameId,
-    SourceInfo, SpanInput, SpanKind, Trace, TraceBuilder, WarningKind, NO_DETAIL,
+    CopyDirection, CopyInfo, Detail, FrameworkRange, Ident, KernelLaunch, LaneKey, MemoryKind,
+    NameId, SourceInfo, SpanInput, SpanKind, Trace, TraceBuilder, WarningKind, NO_DETAIL,
 };
 
 /// Tables whose rows are counted but not modelled.
@@ -375,6 +375,7 @@ struct KernelRow {
     correlation: i64,
     global_pid: i64,
     name: i64,
+    launch: Option<KernelLaunch>,
 }
 
 /// Reads the kernel table (the largest GPU table) on its own connection, so that SQLite
@@ -385,13 +386,26 @@ fn read_kernel_rows(db: &Db) -> rusqlite::Result<Vec<KernelRow>> {
         return Ok(Vec::new());
     }
     let sql = format!(
-        "SELECT start, end, {}, {}, {}, {}, coalesce({}, {}) FROM {t}",
+        "SELECT start, end, {}, {}, {}, {}, coalesce({}, {}), {} FROM {t}",
         db.col(t, "deviceId"),
         db.col(t, "streamId"),
         db.col(t, "correlationId"),
         db.col(t, "globalPid"),
         db.col(t, "demangledName"),
-        db.col(t, "shortName")
+        db.col(t, "shortName"),
+        [
+            "gridX",
+            "gridY",
+            "gridZ",
+            "blockX",
+            "blockY",
+            "blockZ",
+            "registersPerThread",
+            "staticSharedMemory",
+            "dynamicSharedMemory",
+        ]
+        .map(|c| db.col(t, c))
+        .join(", ")
     );
     let mut rows = Vec::with_capacity(usize::try_from(db.count(t)).unwrap_or(0));
     let mut stmt = db.conn.prepare(&sql)?;
@@ -408,9 +422,24 @@ fn read_kernel_rows(db: &Db) -> rusqlite::Result<Vec<KernelRow>> {
             correlation: int(r, 4).unwrap_or(-1),
             global_pid: int(r, 5).unwrap_or(0),
             name: int(r, 6).unwrap_or(-1),
+            launch: launch_of(r, 7),
         });
     }
     Ok(rows)
+}
+
+/// A kernel's launch configuration from the nine columns at `first` (grid, block, registers,
+/// static and dynamic shared memory); `None` when the export lacks the grid or block.
+fn launch_of(r: &Row, first: usize) -> Option<KernelLaunch> {
+    let small = |i: usize| int(r, first + i).and_then(|v| u32::try_from(v).ok());
+    let dims = |at: usize| Some([small(at)?, small(at + 1)?, small(at + 2)?]);
+    Some(KernelLaunch {
+        grid: dims(0)?,
+        block: dims(3)?,
+        registers_per_thread: small(6).unwrap_or(0),
+        shared_memory_bytes: small(7).unwrap_or(0).saturating_add(small(8).unwrap_or(0)),
+        est_occupancy_percent: None,
+    })
 }
 
 /// Adds the kernels read by [`read_kernel_rows`].
@@ -425,6 +454,7 @@ fn add_kernels(imp: &mut Importer, rows: Vec<KernelRow>) {
             stream: k.stream,
         });
         let pid = pid_of(k.global_pid);
+        let detail = k.launch.map_or(NO_DETAIL, |l| imp.b.add_kernel_launch(l));
         imp.b.add_span(SpanInput {
             kind: SpanKind::Kernel,
             lane,
@@ -433,7 +463,7 @@ fn add_kernels(imp: &mut Importer, rows: Vec<KernelRow>) {
             name,
             correlation: (k.correlation >= 0).then(|| correlation_key(pid, k.correlation)),
             external_id: None,
-            detail: NO_DETAIL,
+            detail,
         });
     }
 }

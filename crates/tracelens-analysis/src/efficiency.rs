@@ -1,0 +1,374 @@
+//! The efficiency view: FLOPs and bytes of the ops that dominate training and inference,
+//! achieved TFLOP/s and TB/s per op and per op class, the roofline bound each hits against the
+//! device's peaks, and the model FLOPs utilization (MFU) of the window.
+//!
+//! - An op call counts once, at the **outermost** op the cost model knows ([`crate::flops`]):
+//!   `aten::linear` counts, the `aten::addmm` inside it does not; an op the model does not
+//!   know passes the question to the ops inside it.
+//! - Its time is its **device total** (the GPU time launched under it, as in the operator
+//!   view); ops that launched no GPU work (CPU tensors) do not count.
+//! - FP32 matrix ops whose kernels ran mostly on tensor cores count as TF32.
+//! - **MFU** = the window's counted FLOPs ÷ (window length × the device's dense peak for the
+//!   precision that carries most matrix FLOPs). Ops without a cost model add nothing, so it
+//!   is a lower bound; `coverage_percent` says how much GPU time the counted ops cover.
+//! - **Bound**: compute-bound when the op's arithmetic intensity (FLOPs per byte) is at least
+//!   the device's ridge point (peak FLOP/s ÷ bandwidth), else memory-bound;
+//!   `roofline_percent` is achieved ÷ the roofline's attainable FLOP/s at that intensity.
+
+use crate::flops::{op_cost, OpClass, OpCost, OpInputs, Precision};
+use crate::operators::OpTree;
+use crate::peaks::DevicePeak;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use tracelens_model::inputs::{parse_dims, parse_strings};
+use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace, NO_DETAIL};
+
+/// Most rows of the per-operator table.
+pub const MAX_EFFICIENCY_OPS: usize = 20;
+
+/// Which limit an op runs against.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// Arithmetic intensity at or above the ridge point: limited by FLOP/s.
+    Compute,
+    /// Below the ridge point: limited by memory bandwidth.
+    Memory,
+}
+
+/// Achieved throughput of a group of op calls.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Throughput {
+    /// Calls.
+    pub calls: u64,
+    /// FLOPs of those calls.
+    pub flops: f64,
+    /// Least bytes they move.
+    pub bytes: f64,
+    /// GPU time they launched.
+    pub gpu_ns: TimeNs,
+    /// Achieved TFLOP/s (FLOPs ÷ GPU time).
+    pub tflops_per_s: f64,
+    /// Achieved TB/s (bytes ÷ GPU time).
+    pub tb_per_s: f64,
+    /// FLOPs per byte.
+    pub intensity: f64,
+    /// The roofline limit at that intensity, when the device's peaks are known.
+    pub bound: Option<Bound>,
+    /// Achieved in percent of the roofline's attainable FLOP/s at that intensity.
+    pub roofline_percent: Option<f64>,
+}
+
+impl Throughput {
+    fn add(&mut self, cost: &OpCost, gpu_ns: TimeNs) {
+        self.calls += 1;
+        self.flops += cost.flops;
+        self.bytes += cost.bytes;
+        self.gpu_ns += gpu_ns;
+    }
+
+    /// Fills the rates and the roofline from the sums.
+    fn rate(&mut self, precision: Precision, peak: Option<&DevicePeak>) {
+        if self.gpu_ns > 0 {
+            // FLOPs per ns are GFLOP/s; ÷1000 is TFLOP/s (bytes likewise).
+            self.tflops_per_s = self.flops / self.gpu_ns as f64 / 1e3;
+            self.tb_per_s = self.bytes / self.gpu_ns as f64 / 1e3;
+        }
+        if self.bytes > 0.0 {
+            self.intensity = self.flops / self.bytes;
+        }
+        let Some(peak) = peak else {
+            return;
+        };
+        let flops_peak = peak.tflops(precision).unwrap_or(peak.fp32);
+        let ridge = flops_peak / peak.memory_tb_per_s;
+        let (bound, attainable) = if self.intensity >= ridge {
+            (Bound::Compute, flops_peak)
+        } else {
+            (Bound::Memory, self.intensity * peak.memory_tb_per_s)
+        };
+        self.bound = Some(bound);
+        if attainable > 0.0 && self.gpu_ns > 0 {
+            self.roofline_percent =
+                Some((self.tflops_per_s * 100.0 / attainable).clamp(0.0, 100.0));
+        }
+    }
+}
+
+/// One op class at one precision.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct ClassEfficiency {
+    /// The class.
+    pub class: OpClass,
+    /// The precision.
+    pub precision: Precision,
+    /// What its calls achieved.
+    #[serde(flatten)]
+    pub throughput: Throughput,
+}
+
+/// One operator with one set of input shapes.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct OpEfficiency {
+    /// Operator name.
+    pub name: String,
+    /// `Input Dims` as recorded.
+    pub input_dims: String,
+    /// Its class.
+    pub class: OpClass,
+    /// Its precision.
+    pub precision: Precision,
+    /// What its calls achieved.
+    #[serde(flatten)]
+    pub throughput: Throughput,
+}
+
+/// Why a figure of the view is missing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EfficiencyGap {
+    /// No op in the window has `Input Dims` (recorded without `record_shapes=True`, or an
+    /// Nsight Systems export).
+    NoShapes,
+    /// Shapes are there, but no op the cost model knows launched GPU work.
+    NoKnownOps,
+    /// The device is not in the peak table (achieved rates are still given).
+    UnknownDevice,
+}
+
+/// The efficiency view of the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Efficiency {
+    /// The peak-table entry used (`NVIDIA H100 SXM`), when the device is known.
+    pub device: Option<String>,
+    /// Its dense peak TFLOP/s for [`Efficiency::mfu_precision`].
+    pub peak_tflops: Option<f64>,
+    /// Its memory bandwidth in TB/s.
+    pub peak_tb_per_s: Option<f64>,
+    /// FLOPs counted over the window.
+    pub flops: f64,
+    /// FLOPs per profiled step (the window's when it has no steps).
+    pub flops_per_step: f64,
+    /// GPU time of the counted ops.
+    pub counted_gpu_ns: TimeNs,
+    /// Counted GPU time in percent of all GPU work launched in the window.
+    pub coverage_percent: f64,
+    /// Model FLOPs utilization of the window, in percent.
+    pub mfu_percent: Option<f64>,
+    /// The precision whose peak MFU is measured against.
+    pub mfu_precision: Option<Precision>,
+    /// Per class and precision, most GPU time first.
+    pub classes: Vec<ClassEfficiency>,
+    /// Per operator and shape, most GPU time first, at most [`MAX_EFFICIENCY_OPS`].
+    pub operators: Vec<OpEfficiency>,
+    /// What is missing, if anything.
+    pub gaps: Vec<EfficiencyGap>,
+}
+
+/// What [`measure`] counts: device-independent, so it runs beside the rest of the analysis
+/// before the focus device is known.
+#[derive(Default)]
+pub(crate) struct Counts {
+    ops_with_shapes: u64,
+    gpu_work_ns: TimeNs,
+    classes: FxHashMap<(OpClass, Precision), Throughput>,
+    ops: FxHashMap<(NameId, u32), (OpClass, Precision, Throughput)>,
+}
+
+/// Counts the FLOPs, bytes and GPU time of the window's op calls.
+pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts {
+    let mut counts = Counts::default();
+    let m = tree.ops.len();
+    // Whether an op, or one around it, already counted.
+    let mut covered = vec![false; m];
+    let mut cache: FxHashMap<(NameId, u32), Option<OpCost>> = FxHashMap::default();
+    for k in 0..m {
+        let p = tree.parent[k];
+        if p != crate::operators::NO_OP && (p as usize) < k && covered[p as usize] {
+            covered[k] = true;
+            continue;
+        }
+        let span = &trace.spans[tree.ops[k] as usize];
+        if span.kind != SpanKind::CpuOp
+            || span.detail == NO_DETAIL
+            || !(window.start_ns <= span.start_ns && span.start_ns < window.end_ns)
+        {
+            continue;
+        }
+        let detail = &trace.op_details[span.detail as usize];
+        if detail.input_dims.is_none() {
+            continue;
+        }
+        if !tree.merged[k] {
+            counts.ops_with_shapes += 1;
+        }
+        let gpu_ns = tree.device_total[k];
+        if gpu_ns <= 0 || tree.merged[k] {
+            continue;
+        }
+        let cost = *cache
+            .entry((span.name, span.detail))
+            .or_insert_with(|| cost_of(trace, span.name, detail));
+        let Some(cost) = cost else {
+            continue;
+        };
+        covered[k] = true;
+        let mut precision = cost.precision;
+        if precision == Precision::Fp32 && cost.class.is_matrix() && tree.tc_total[k] * 2 > gpu_ns {
+            precision = Precision::Tf32;
+        }
+        counts
+            .classes
+            .entry((cost.class, precision))
+            .or_default()
+            .add(&cost, gpu_ns);
+        counts
+            .ops
+            .entry((span.name, span.detail))
+            .or_insert_with(|| (cost.class, precision, Throughput::default()))
+            .2
+            .add(&cost, gpu_ns);
+    }
+    counts.gpu_work_ns = trace
+        .spans
+        .iter()
+        .filter(|s| {
+            s.kind.is_gpu_work() && window.start_ns <= s.start_ns && s.start_ns < window.end_ns
+        })
+        .map(|s| s.dur_ns)
+        .sum();
+    counts
+}
+
+/// Shapes as one compact line: `[1, 141, 512], [512, 512], [512]` (scalars left out).
+fn shapes_text(dims: &[Vec<i64>]) -> String {
+    dims.iter()
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            let inner: Vec<String> = d.iter().map(i64::to_string).collect();
+            format!("[{}]", inner.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn cost_of(trace: &Trace, name: NameId, detail: &tracelens_model::OpDetail) -> Option<OpCost> {
+    let text = |n: Option<NameId>| n.map(|n| trace.names.get(n));
+    let dims = parse_dims(text(detail.input_dims)?)?;
+    let types = text(detail.input_types)
+        .and_then(parse_strings)
+        .unwrap_or_default();
+    let concrete = text(detail.concrete_inputs)
+        .and_then(parse_strings)
+        .unwrap_or_default();
+    op_cost(
+        trace.names.get(name),
+        &OpInputs {
+            dims: &dims,
+            types: &types,
+            concrete: &concrete,
+        },
+    )
+}
+
+impl Counts {
+    /// The view against `peak`, over a window of `window_ns` holding `steps` steps.
+    pub(crate) fn against(
+        self,
+        trace: &Trace,
+        peak: Option<DevicePeak>,
+        window_ns: TimeNs,
+        steps: usize,
+    ) -> Efficiency {
+        let mut gaps = Vec::new();
+        if self.ops_with_shapes == 0 {
+            gaps.push(EfficiencyGap::NoShapes);
+        } else if self.classes.is_empty() {
+            gaps.push(EfficiencyGap::NoKnownOps);
+        }
+        if peak.is_none() {
+            gaps.push(EfficiencyGap::UnknownDevice);
+        }
+        let mut classes: Vec<ClassEfficiency> = self
+            .classes
+            .into_iter()
+            .map(|((class, precision), mut throughput)| {
+                throughput.rate(precision, peak.as_ref());
+                ClassEfficiency {
+                    class,
+                    precision,
+                    throughput,
+                }
+            })
+            .collect();
+        classes.sort_by(|a, b| {
+            b.throughput
+                .gpu_ns
+                .cmp(&a.throughput.gpu_ns)
+                .then((a.class, a.precision).cmp(&(b.class, b.precision)))
+        });
+        let flops: f64 = classes.iter().map(|c| c.throughput.flops).sum();
+        let counted_gpu_ns: TimeNs = classes.iter().map(|c| c.throughput.gpu_ns).sum();
+        // The precision that carries most matrix FLOPs sets the peak MFU is measured against.
+        let mut by_precision: Vec<(Precision, f64)> = Vec::new();
+        for c in classes.iter().filter(|c| c.class.is_matrix()) {
+            match by_precision.iter_mut().find(|(p, _)| *p == c.precision) {
+                Some((_, f)) => *f += c.throughput.flops,
+                None => by_precision.push((c.precision, c.throughput.flops)),
+            }
+        }
+        let mfu_precision = by_precision
+            .iter()
+            .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+            .map(|&(p, _)| p);
+        let mfu_percent = match (peak, mfu_precision) {
+            (Some(peak), Some(p)) if window_ns > 0 => peak
+                .tflops(p)
+                .map(|t| (flops / (window_ns as f64 * t * 1e3) * 100.0).clamp(0.0, 100.0)),
+            _ => None,
+        };
+        let mut operators: Vec<OpEfficiency> = self
+            .ops
+            .into_iter()
+            .map(|((name, detail), (class, precision, mut throughput))| {
+                throughput.rate(precision, peak.as_ref());
+                OpEfficiency {
+                    name: trace.names.get(name).to_string(),
+                    input_dims: trace.op_details[detail as usize]
+                        .input_dims
+                        .and_then(|n| parse_dims(trace.names.get(n)))
+                        .map(|d| shapes_text(&d))
+                        .unwrap_or_default(),
+                    class,
+                    precision,
+                    throughput,
+                }
+            })
+            .collect();
+        operators.sort_by(|a, b| {
+            b.throughput
+                .gpu_ns
+                .cmp(&a.throughput.gpu_ns)
+                .then_with(|| (&a.name, &a.input_dims).cmp(&(&b.name, &b.input_dims)))
+        });
+        operators.truncate(MAX_EFFICIENCY_OPS);
+        Efficiency {
+            device: peak.map(|p| p.device.to_string()),
+            peak_tflops: peak.zip(mfu_precision).and_then(|(p, m)| p.tflops(m)),
+            peak_tb_per_s: peak.map(|p| p.memory_tb_per_s),
+            flops,
+            flops_per_step: flops / steps.max(1) as f64,
+            counted_gpu_ns,
+            coverage_percent: if self.gpu_work_ns > 0 {
+                (counted_gpu_ns as f64 * 100.0 / self.gpu_work_ns as f64).clamp(0.0, 100.0)
+            } else {
+                0.0
+            },
+            mfu_percent,
+            mfu_precision,
+            classes,
+            operators,
+            gaps,
+        }
+    }
+}
