@@ -1172,6 +1172,33 @@ fn flops_and_mfu_by_hand_and_why_they_are_missing() {
         Some("AMD Instinct MI300X")
     );
     assert_eq!(amd.efficiency.flops, e.flops);
+    // ResNet-50 training at batch 32 on a V100, recorded by PyTorch 1.8 (no stride in the
+    // forward convolutions: their output comes from the backward of the same shapes).
+    // torchvision lists 4.09 G multiply-adds per 224² image forward; training is forward
+    // plus two backward passes: 3 × 2 × 4.09e9 × 32 = 785.3 GFLOP per step.
+    let resnet = diagnose_corpus(
+        &root,
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
+    );
+    let steps = resnet.window.as_ref().unwrap().step_count() as f64;
+    let matrix: f64 = resnet
+        .efficiency
+        .classes
+        .iter()
+        .filter(|c| c.class.is_matrix())
+        .map(|c| c.throughput.flops)
+        .sum::<f64>()
+        / steps;
+    let textbook = 3.0 * 2.0 * 4.09e9 * 32.0;
+    assert!(
+        (matrix - textbook).abs() < 0.01 * textbook,
+        "{matrix} vs {textbook} FLOP per step"
+    );
+    assert_eq!(
+        resnet.efficiency.device.as_deref(),
+        Some("NVIDIA V100 SXM2")
+    );
+    assert_eq!(resnet.efficiency.mfu_precision, Some(Precision::Fp32));
     // An Nsight Systems export records no shapes: no figure, and the view says why.
     let export = tracelens_nsys::import_file(
         &root.join("nsys/public/GindaChen__nsys-ai/tests/fixtures/h100_2gpu_1s.sqlite"),

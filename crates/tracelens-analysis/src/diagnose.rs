@@ -156,6 +156,10 @@ pub struct Diagnosis {
     /// at most [`MAX_OPERATORS`].
     #[serde(default)]
     pub operators: Vec<crate::operators::OperatorStat>,
+    /// The same per operator and input shapes (calls recorded with `record_shapes=True`),
+    /// most device self time first, at most [`MAX_OPERATORS`].
+    #[serde(default)]
+    pub operators_by_shape: Vec<crate::operators::OperatorShapeStat>,
     /// Time by user range over the window, most host time first, at most [`MAX_REGIONS`].
     #[serde(default)]
     pub regions: Vec<crate::regions::RegionStat>,
@@ -264,6 +268,7 @@ pub fn analyze(trace: &Trace) -> Analysis {
 #[derive(Default)]
 struct BusyViews {
     operators: Vec<crate::operators::OperatorStat>,
+    operators_by_shape: Vec<crate::operators::OperatorShapeStat>,
     regions: Vec<crate::regions::RegionStat>,
     tensor_core_percent: Option<f64>,
     efficiency: crate::efficiency::Counts,
@@ -275,12 +280,15 @@ fn busy_views(trace: &Trace, window_iv: Option<tracelens_model::Interval>) -> Bu
     };
     let tree = crate::operators::OpTree::build(trace);
     let efficiency = crate::efficiency::measure(trace, &tree, w);
-    let mut operators = crate::operators::operator_table_of(trace, &tree, w).operators;
+    let table = crate::operators::operator_table_of(trace, &tree, w);
+    let (mut operators, mut operators_by_shape) = (table.operators, table.by_shape);
     operators.truncate(MAX_OPERATORS);
+    operators_by_shape.truncate(MAX_OPERATORS);
     let mut regions = crate::regions::region_table(trace, w);
     regions.truncate(MAX_REGIONS);
     BusyViews {
         operators,
+        operators_by_shape,
         regions,
         tensor_core_percent: crate::kernels::tensor_core_percent(trace, window_iv),
         efficiency,
@@ -303,6 +311,7 @@ fn diagnose_with(
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         diagnosis.operators = views.operators;
+        diagnosis.operators_by_shape = views.operators_by_shape;
         diagnosis.regions = views.regions;
         diagnosis.tensor_core_percent = views.tensor_core_percent;
         let (window_ns, steps) = diagnosis
@@ -460,6 +469,7 @@ fn diagnose_core(
         tensor_core_percent: None,
         regions: Vec::new(),
         operators: Vec::new(),
+        operators_by_shape: Vec::new(),
         memory,
         efficiency: crate::efficiency::Efficiency::default(),
         focus_device,

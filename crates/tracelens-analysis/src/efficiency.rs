@@ -8,6 +8,9 @@
 //! - Its time is its **device total** (the GPU time launched under it, as in the operator
 //!   view); ops that launched no GPU work (CPU tensors) do not count.
 //! - FP32 matrix ops whose kernels ran mostly on tensor cores count as TF32.
+//! - A forward convolution recorded without its stride (PyTorch 1.x records no `Concrete
+//!   Inputs`) takes its output size and dtype from the backward of the same input and weight
+//!   shapes, when the trace has one and all such backwards agree.
 //! - **MFU** = the window's counted FLOPs ÷ (window length × the device's dense peak for the
 //!   precision that carries most matrix FLOPs). Ops without a cost model add nothing, so it
 //!   is a lower bound; `coverage_percent` says how much GPU time the counted ops cover.
@@ -15,12 +18,14 @@
 //!   the device's ridge point (peak FLOP/s ÷ bandwidth), else memory-bound;
 //!   `roofline_percent` is achieved ÷ the roofline's attainable FLOP/s at that intensity.
 
-use crate::flops::{op_cost, OpClass, OpCost, OpInputs, Precision};
+use crate::flops::{
+    conv_pair, op_cost, ConvPair, ConvShapes, OpClass, OpCost, OpInputs, Precision,
+};
 use crate::operators::OpTree;
 use crate::peaks::DevicePeak;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use tracelens_model::inputs::{parse_dims, parse_strings};
+use tracelens_model::inputs::{format_dims, parse_dims, parse_strings};
 use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace, NO_DETAIL};
 
 /// Most rows of the per-operator table.
@@ -182,6 +187,7 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
     // Whether an op, or one around it, already counted.
     let mut covered = vec![false; m];
     let mut cache: FxHashMap<(NameId, u32), Option<OpCost>> = FxHashMap::default();
+    let pairs = conv_pairs(trace, tree);
     for k in 0..m {
         let p = tree.parent[k];
         if p != crate::operators::NO_OP && (p as usize) < k && covered[p as usize] {
@@ -208,7 +214,7 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
         }
         let cost = *cache
             .entry((span.name, span.detail))
-            .or_insert_with(|| cost_of(trace, span.name, detail));
+            .or_insert_with(|| cost_of(trace, span.name, detail, &pairs));
         let Some(cost) = cost else {
             continue;
         };
@@ -240,35 +246,94 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
     counts
 }
 
-/// Shapes as one compact line: `[1, 141, 512], [512, 512], [512]` (scalars left out).
-fn shapes_text(dims: &[Vec<i64>]) -> String {
-    dims.iter()
-        .filter(|d| !d.is_empty())
-        .map(|d| {
-            let inner: Vec<String> = d.iter().map(i64::to_string).collect();
-            format!("[{}]", inner.join(", "))
+/// Forward (input, weight) shapes → what their convolution backward records; a key whose
+/// backwards disagree is dropped (`None`).
+type ConvPairs = FxHashMap<ConvShapes, Option<ConvPair>>;
+
+/// The convolution backwards of the trace, for forwards recorded without their stride.
+fn conv_pairs(trace: &Trace, tree: &OpTree) -> ConvPairs {
+    let is_backward: Vec<bool> = (0..trace.names.len())
+        .map(|i| {
+            trace
+                .names
+                .get(NameId::at(i))
+                .ends_with("convolution_backward")
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    let mut pairs = ConvPairs::default();
+    let mut seen: FxHashMap<u32, ()> = FxHashMap::default();
+    for &i in &tree.ops {
+        let span = &trace.spans[i as usize];
+        if !is_backward[span.name.0 as usize]
+            || span.detail == NO_DETAIL
+            || seen.insert(span.detail, ()).is_some()
+        {
+            continue;
+        }
+        let detail = &trace.op_details[span.detail as usize];
+        let Some(parsed) = Parsed::of(trace, detail) else {
+            continue;
+        };
+        if let Some((key, pair)) = conv_pair(trace.names.get(span.name), &parsed.inputs(None)) {
+            pairs
+                .entry(key)
+                .and_modify(|p| {
+                    if p.as_ref() != Some(&pair) {
+                        *p = None;
+                    }
+                })
+                .or_insert(Some(pair));
+        }
+    }
+    pairs
 }
 
-fn cost_of(trace: &Trace, name: NameId, detail: &tracelens_model::OpDetail) -> Option<OpCost> {
-    let text = |n: Option<NameId>| n.map(|n| trace.names.get(n));
-    let dims = parse_dims(text(detail.input_dims)?)?;
-    let types = text(detail.input_types)
-        .and_then(parse_strings)
-        .unwrap_or_default();
-    let concrete = text(detail.concrete_inputs)
-        .and_then(parse_strings)
-        .unwrap_or_default();
-    op_cost(
-        trace.names.get(name),
-        &OpInputs {
-            dims: &dims,
-            types: &types,
-            concrete: &concrete,
-        },
-    )
+/// An op detail's texts, parsed.
+struct Parsed {
+    dims: Vec<Vec<i64>>,
+    types: Vec<String>,
+    concrete: Vec<String>,
+}
+
+impl Parsed {
+    fn of(trace: &Trace, detail: &tracelens_model::OpDetail) -> Option<Parsed> {
+        let text = |n: Option<NameId>| n.map(|n| trace.names.get(n));
+        Some(Parsed {
+            dims: parse_dims(text(detail.input_dims)?)?,
+            types: text(detail.input_types)
+                .and_then(parse_strings)
+                .unwrap_or_default(),
+            concrete: text(detail.concrete_inputs)
+                .and_then(parse_strings)
+                .unwrap_or_default(),
+        })
+    }
+
+    fn inputs<'a>(&'a self, paired: Option<&'a ConvPair>) -> OpInputs<'a> {
+        OpInputs {
+            dims: &self.dims,
+            types: &self.types,
+            concrete: &self.concrete,
+            paired,
+        }
+    }
+}
+
+fn cost_of(
+    trace: &Trace,
+    name: NameId,
+    detail: &tracelens_model::OpDetail,
+    pairs: &ConvPairs,
+) -> Option<OpCost> {
+    let parsed = Parsed::of(trace, detail)?;
+    // A forward convolution's (input, weight) shapes find what its backward recorded.
+    let paired = match (parsed.dims.first(), parsed.dims.get(1)) {
+        (Some(x), Some(w)) if x.len() >= 3 && !pairs.is_empty() => {
+            pairs.get(&(x.clone(), w.clone())).and_then(Option::as_ref)
+        }
+        _ => None,
+    };
+    op_cost(trace.names.get(name), &parsed.inputs(paired))
 }
 
 impl Counts {
@@ -337,7 +402,7 @@ impl Counts {
                     input_dims: trace.op_details[detail as usize]
                         .input_dims
                         .and_then(|n| parse_dims(trace.names.get(n)))
-                        .map(|d| shapes_text(&d))
+                        .map(|d| format_dims(&d))
                         .unwrap_or_default(),
                     class,
                     precision,

@@ -143,6 +143,7 @@ pub struct OpCost {
 }
 
 /// An op's recorded inputs, parsed.
+#[derive(Clone, Copy)]
 pub struct OpInputs<'a> {
     /// One shape per input (`[]` for scalars).
     pub dims: &'a [Vec<i64>],
@@ -150,6 +151,48 @@ pub struct OpInputs<'a> {
     pub types: &'a [String],
     /// Concrete values per input (empty when not recorded).
     pub concrete: &'a [String],
+    /// For a forward convolution recorded without its stride (PyTorch 1.x): what the
+    /// backward of the same input and weight shapes says about its output.
+    pub paired: Option<&'a ConvPair>,
+}
+
+/// What a convolution's backward records about its forward: the output shape (its
+/// `grad_output`) and the dtype, keyed by the forward's input and weight shapes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConvPair {
+    /// `[N, C_out, *spatial]`.
+    pub output: Vec<i64>,
+    /// Precision of the gradients.
+    pub precision: Precision,
+    /// Element size in bytes.
+    pub elem: u32,
+}
+
+/// A forward convolution's (input, weight) shapes.
+pub type ConvShapes = (Vec<i64>, Vec<i64>);
+
+/// The forward (input, weight) shapes and the [`ConvPair`] a convolution backward records:
+/// `convolution_backward(grad_output, input, weight, …)` (PyTorch 1.11+) or
+/// `cudnn_convolution_backward(input, grad_output, weight, …)` (older; MIOpen alike).
+#[must_use]
+pub fn conv_pair(name: &str, inputs: &OpInputs) -> Option<(ConvShapes, ConvPair)> {
+    let (g, x) = match name.strip_prefix("aten::")? {
+        "convolution_backward" => (0, 1),
+        "cudnn_convolution_backward" | "miopen_convolution_backward" => (1, 0),
+        _ => return None,
+    };
+    let (precision, elem) = inputs.types.iter().find_map(|t| dtype(t))?;
+    let (g, x, w) = (inputs.shape(g)?, inputs.shape(x)?, inputs.shape(2)?);
+    (g.len() >= 3 && x.len() == g.len() && w.len() == g.len()).then(|| {
+        (
+            (x.to_vec(), w.to_vec()),
+            ConvPair {
+                output: g.to_vec(),
+                precision,
+                elem,
+            },
+        )
+    })
 }
 
 impl OpInputs<'_> {
@@ -189,8 +232,13 @@ fn numel(shape: &[i64]) -> f64 {
 #[must_use]
 pub fn op_cost(name: &str, inputs: &OpInputs) -> Option<OpCost> {
     let op = name.strip_prefix("aten::")?;
-    // The first floating tensor input gives the precision and element size.
-    let (precision, elem) = inputs.types.iter().find_map(|t| dtype(t))?;
+    // The first floating tensor input gives the precision and element size (for a forward
+    // convolution recorded without dtypes, its backward's).
+    let (precision, elem) = inputs
+        .types
+        .iter()
+        .find_map(|t| dtype(t))
+        .or_else(|| inputs.paired.map(|p| (p.precision, p.elem)))?;
     let elem = f64::from(elem);
     let (class, flops, elems) = match op {
         "mm" | "_scaled_mm" => gemm(inputs.shape(0)?, inputs.shape(1)?, None)?,
@@ -205,7 +253,12 @@ pub fn op_cost(name: &str, inputs: &OpInputs) -> Option<OpCost> {
         "convolution" | "_convolution" => conv_forward(inputs, 3, 4, 5, Some(6))?,
         "cudnn_convolution" | "miopen_convolution" => conv_forward(inputs, 3, 2, 4, None)?,
         "conv_transpose1d" | "conv_transpose2d" | "conv_transpose3d" => conv_transposed(inputs)?,
-        "convolution_backward" => conv_backward(inputs)?,
+        "convolution_backward" => conv_backward(inputs, 0, 1, 10)?,
+        // (input, grad_output, weight, padding, stride, dilation, groups, benchmark,
+        // deterministic, allow_tf32, output_mask)
+        "cudnn_convolution_backward" | "miopen_convolution_backward" => {
+            conv_backward(inputs, 1, 0, 10)?
+        }
         "scaled_dot_product_attention" => attention(inputs, inputs.flag(5), 1.0)?,
         "_scaled_dot_product_flash_attention" => attention(inputs, inputs.flag(4), 1.0)?,
         "_scaled_dot_product_efficient_attention" | "_scaled_dot_product_cudnn_attention" => {
@@ -218,6 +271,7 @@ pub fn op_cost(name: &str, inputs: &OpInputs) -> Option<OpCost> {
                 dims: inputs.dims.get(1..)?,
                 types: inputs.types.get(1..).unwrap_or(&[]),
                 concrete: &[],
+                paired: None,
             };
             let (c, f, e) = attention(&fwd, inputs.flag(11), 2.5)?;
             (c, f, e + inputs.numel(0) * 2.0)
@@ -384,7 +438,14 @@ fn conv_forward(
         return None;
     }
     let spatial = x.len() - 2;
-    let stride = int_list(inputs, stride_at, spatial)?;
+    let Some(stride) = int_list(inputs, stride_at, spatial) else {
+        // No stride recorded: the backward of the same shapes gives the output.
+        let out = inputs.paired.map(|p| &p.output)?;
+        if out.len() != x.len() || out[0] != x[0] || out[1] != w[0] {
+            return None;
+        }
+        return Some(conv_of(x, w, &out[2..]));
+    };
     let dilation = int_list(inputs, dilation_at, spatial).unwrap_or_else(|| vec![1; spatial]);
     let padding = match inputs.concrete(padding_at)? {
         "same" => None,
@@ -409,11 +470,16 @@ fn conv_forward(
         }
         out.push(o);
     }
+    Some(conv_of(x, w, &out))
+}
+
+/// A forward convolution of input `x` and weight `w` with output spatial size `out`.
+fn conv_of(x: &[i64], w: &[i64], out: &[i64]) -> (OpClass, f64, f64) {
     let batch = x[0] as f64;
     let cout = w[0] as f64;
-    let out_elems = batch * cout * numel(&out);
-    let flops = 2.0 * batch * numel(&out) * numel(w);
-    Some((OpClass::Convolution, flops, numel(x) + numel(w) + out_elems))
+    let out_elems = batch * cout * numel(out);
+    let flops = 2.0 * batch * numel(out) * numel(w);
+    (OpClass::Convolution, flops, numel(x) + numel(w) + out_elems)
 }
 
 /// A transposed convolution: every input element meets the whole per-group filter.
@@ -427,19 +493,31 @@ fn conv_transposed(inputs: &OpInputs) -> Option<(OpClass, f64, f64)> {
     Some((OpClass::Convolution, flops, 2.0 * numel(x) + numel(w)))
 }
 
-/// `convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
-/// transposed, output_padding, groups, output_mask)`.
-fn conv_backward(inputs: &OpInputs) -> Option<(OpClass, f64, f64)> {
-    let g = inputs.shape(0)?;
-    let x = inputs.shape(1)?;
+/// A convolution backward with grad_output, input and weight at `g_at`, `x_at` and 2, and
+/// its output mask at `mask_at` (`convolution_backward(grad_output, input, weight,
+/// bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask)`;
+/// without a recorded mask both gradients are assumed).
+fn conv_backward(
+    inputs: &OpInputs,
+    g_at: usize,
+    x_at: usize,
+    mask_at: usize,
+) -> Option<(OpClass, f64, f64)> {
+    let g = inputs.shape(g_at)?;
+    let x = inputs.shape(x_at)?;
     let w = inputs.shape(2)?;
     if g.len() < 3 || x.len() != g.len() || w.len() != g.len() {
         return None;
     }
-    let spatial = if inputs.flag(7) { &x[2..] } else { &g[2..] };
+    // Only `convolution_backward` records `transposed` (input 7).
+    let spatial = if g_at == 0 && inputs.flag(7) {
+        &x[2..]
+    } else {
+        &g[2..]
+    };
     let forward = 2.0 * g[0] as f64 * numel(spatial) * numel(w);
     // The output mask says which gradients were asked for (input, weight, bias).
-    let mask = inputs.concrete(10).map_or(vec![true, true], |m| {
+    let mask = inputs.concrete(mask_at).map_or(vec![true, true], |m| {
         m.trim_matches(|c| c == '[' || c == ']')
             .split(',')
             .map(|v| v.trim() == "True")
@@ -493,6 +571,7 @@ mod tests {
                 dims: &dims,
                 types: &types,
                 concrete: &concrete,
+                paired: None,
             },
         )
     }
@@ -582,6 +661,47 @@ mod tests {
         )
         .unwrap();
         assert_eq!(b.flops, c.flops);
+    }
+
+    #[test]
+    fn pytorch_1_convolutions_take_their_output_from_the_backward() {
+        // PyTorch 1.8 (the tb_plugin ResNet-50 sample): the forward has shapes but neither
+        // stride nor dtypes; its backward has grad_output and dtypes.
+        let s = |v: &[&str]| v.iter().map(|x| (*x).to_string()).collect::<Vec<_>>();
+        let bwd_dims = vec![
+            vec![32, 3, 224, 224],
+            vec![32, 64, 112, 112],
+            vec![64, 3, 7, 7],
+        ];
+        let bwd_types = s(&["float", "float", "float", "GenericList"]);
+        let bwd = OpInputs {
+            dims: &bwd_dims,
+            types: &bwd_types,
+            concrete: &[],
+            paired: None,
+        };
+        let (key, pair) = conv_pair("aten::cudnn_convolution_backward", &bwd).unwrap();
+        assert_eq!(key, (vec![32, 3, 224, 224], vec![64, 3, 7, 7]));
+        let fwd_dims = vec![vec![32, 3, 224, 224], vec![64, 3, 7, 7], vec![], vec![]];
+        let fwd = OpInputs {
+            dims: &fwd_dims,
+            types: &[],
+            concrete: &[],
+            paired: Some(&pair),
+        };
+        let c = op_cost("aten::conv2d", &fwd).unwrap();
+        assert_eq!(c.flops, 2.0 * 32.0 * 112.0 * 112.0 * 64.0 * 3.0 * 49.0);
+        assert_eq!(c.precision, Precision::Fp32);
+        // The backward: both gradients when no output mask is recorded.
+        let b = op_cost("aten::cudnn_convolution_backward", &bwd).unwrap();
+        assert_eq!(b.flops, 2.0 * c.flops);
+        // A pair for other shapes is not used.
+        let other = vec![vec![32, 3, 224, 224], vec![128, 3, 7, 7]];
+        let fwd = OpInputs {
+            dims: &other,
+            ..fwd
+        };
+        assert!(op_cost("aten::conv2d", &fwd).is_none());
     }
 
     #[test]

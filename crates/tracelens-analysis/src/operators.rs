@@ -15,6 +15,7 @@
 //!   that is one `aten::zeros` 145 µs before the first step, which we leave out.)
 
 use serde::Serialize;
+use tracelens_model::inputs::{format_dims, parse_dims};
 use tracelens_model::{Interval, NameId, SpanId, SpanKind, TimeNs, Trace};
 
 /// One operator name's totals.
@@ -39,13 +40,54 @@ pub struct OperatorStat {
     pub tensor_core_self_percent: f64,
     /// Device-total time on tensor-core kernels, in percent of device total.
     pub tensor_core_total_percent: f64,
+    /// Where its calls come from: the innermost Python frame outside libraries, most calls
+    /// first (at most [`MAX_CALL_SITES`], from up to [`CALL_SITE_SAMPLE`] calls); empty
+    /// without Python frames or call stacks.
+    #[serde(default)]
+    pub call_sites: Vec<CallSite>,
 }
+
+/// One call site of an operator.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CallSite {
+    /// `file.py:87 train_step`.
+    pub site: String,
+    /// Sampled calls from there.
+    pub calls: u64,
+}
+
+/// One operator name with one set of input shapes (tb_plugin's "group by input shape").
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct OperatorShapeStat {
+    /// The operator's name.
+    pub name: String,
+    /// Its input shapes (`[32, 3, 224, 224], [64, 3, 7, 7]`; scalars left out).
+    pub input_dims: String,
+    /// Calls with these shapes.
+    pub calls: u64,
+    /// Host time of those calls.
+    pub host_total_ns: TimeNs,
+    /// Host self time.
+    pub host_self_ns: TimeNs,
+    /// GPU time launched by them and the ops inside them.
+    pub device_total_ns: TimeNs,
+    /// GPU time launched by their own runtime calls.
+    pub device_self_ns: TimeNs,
+}
+
+/// Most call sites kept per operator.
+pub const MAX_CALL_SITES: usize = 3;
+/// Calls per operator name whose Python frames are read for call sites.
+pub const CALL_SITE_SAMPLE: usize = 256;
 
 /// The operator table, largest device self time first (then host self).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct OperatorTable {
     /// The operators, every name once.
     pub operators: Vec<OperatorStat>,
+    /// Per operator and input shapes, most device self time first (only calls recorded
+    /// with shapes, `record_shapes=True`).
+    pub by_shape: Vec<OperatorShapeStat>,
     /// Operators seen in the window (calls summed over names).
     pub calls: u64,
 }
@@ -332,18 +374,25 @@ pub fn operator_table(trace: &Trace, window: Interval) -> OperatorTable {
 
 pub(crate) fn operator_table_of(trace: &Trace, tree: &OpTree, window: Interval) -> OperatorTable {
     let mut by_name: Vec<Acc> = vec![Acc::default(); trace.names.len()];
+    let mut by_dims: rustc_hash::FxHashMap<(NameId, NameId), Acc> = Default::default();
+    let mut samples: rustc_hash::FxHashMap<NameId, Vec<u32>> = Default::default();
     let mut calls = 0;
     for k in tree.listed_in(trace, window) {
         let s = &trace.spans[tree.ops[k] as usize];
-        let a = &mut by_name[s.name.0 as usize];
-        a.calls += 1;
-        a.host_total += s.dur_ns;
-        a.host_self += (s.dur_ns - tree.child_host[k]).max(0);
-        a.device_total += tree.device_total[k];
-        a.device_self += tree.device_self[k];
-        a.tc_total += tree.tc_total[k];
-        a.tc_self += tree.tc_self[k];
-        a.eligible |= tree.eligible[k] || tree.tc_total[k] > 0;
+        let sample = samples.entry(s.name).or_default();
+        if sample.len() < CALL_SITE_SAMPLE {
+            sample.push(tree.ops[k]);
+        }
+        if let Some(dims) = trace
+            .op_detail(SpanId(tree.ops[k]))
+            .and_then(|d| d.input_dims)
+        {
+            by_dims
+                .entry((s.name, dims))
+                .or_default()
+                .add(s.dur_ns, tree, k);
+        }
+        by_name[s.name.0 as usize].add(s.dur_ns, tree, k);
         calls += 1;
     }
     let percent = |part: TimeNs, of: TimeNs| {
@@ -367,6 +416,7 @@ pub(crate) fn operator_table_of(trace: &Trace, tree: &OpTree, window: Interval) 
             tensor_core_eligible: a.eligible,
             tensor_core_self_percent: percent(a.tc_self, a.device_self),
             tensor_core_total_percent: percent(a.tc_total, a.device_total),
+            call_sites: call_sites(trace, samples.get(&NameId::at(name))),
         })
         .collect();
     operators.sort_by(|a, b| {
@@ -375,7 +425,66 @@ pub(crate) fn operator_table_of(trace: &Trace, tree: &OpTree, window: Interval) 
             .then(b.host_self_ns.cmp(&a.host_self_ns))
             .then_with(|| a.name.cmp(&b.name))
     });
-    OperatorTable { operators, calls }
+    let mut by_shape: Vec<OperatorShapeStat> = by_dims
+        .into_iter()
+        .map(|((name, dims), a)| OperatorShapeStat {
+            name: trace.names.get(name).to_string(),
+            input_dims: parse_dims(trace.names.get(dims))
+                .map_or_else(|| trace.names.get(dims).to_string(), |d| format_dims(&d)),
+            calls: a.calls,
+            host_total_ns: a.host_total,
+            host_self_ns: a.host_self,
+            device_total_ns: a.device_total,
+            device_self_ns: a.device_self,
+        })
+        .collect();
+    by_shape.sort_by(|a, b| {
+        b.device_self_ns
+            .cmp(&a.device_self_ns)
+            .then(b.host_self_ns.cmp(&a.host_self_ns))
+            .then_with(|| (&a.name, &a.input_dims).cmp(&(&b.name, &b.input_dims)))
+    });
+    OperatorTable {
+        operators,
+        by_shape,
+        calls,
+    }
+}
+
+/// The most frequent user call sites among `sample` (op spans): the innermost Python frame
+/// outside libraries around each.
+fn call_sites(trace: &Trace, sample: Option<&Vec<u32>>) -> Vec<CallSite> {
+    let mut counts: Vec<(String, u64)> = Vec::new();
+    for &op in sample.map_or(&[][..], |v| &v[..]) {
+        let Some(f) = trace.python_frame_where(SpanId(op), |f| !f.is_library()) else {
+            continue;
+        };
+        let site = format!("{}:{} {}", f.file, f.line, f.function);
+        match counts.iter_mut().find(|(s, _)| *s == site) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((site, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    counts.truncate(MAX_CALL_SITES);
+    counts
+        .into_iter()
+        .map(|(site, calls)| CallSite { site, calls })
+        .collect()
+}
+
+impl Acc {
+    /// Adds call `k` of the tree (host duration `dur_ns`).
+    fn add(&mut self, dur_ns: TimeNs, tree: &OpTree, k: usize) {
+        self.calls += 1;
+        self.host_total += dur_ns;
+        self.host_self += (dur_ns - tree.child_host[k]).max(0);
+        self.device_total += tree.device_total[k];
+        self.device_self += tree.device_self[k];
+        self.tc_total += tree.tc_total[k];
+        self.tc_self += tree.tc_self[k];
+        self.eligible |= tree.eligible[k] || tree.tc_total[k] > 0;
+    }
 }
 
 #[derive(Default, Clone, Copy)]

@@ -548,7 +548,11 @@ impl EventReader {
                     stack.as_deref().filter(|s| !s.is_empty()),
                     list(args.input_dims),
                     list(args.input_types),
-                    list(args.concrete_inputs),
+                    // Most ops pass only tensors: `["", "", ""]` says nothing.
+                    list(args.concrete_inputs).filter(|c| {
+                        c.bytes()
+                            .any(|b| !matches!(b, b'[' | b']' | b'"' | b',' | b' '))
+                    }),
                 )
             }
             SpanKind::Kernel => match kernel_launch(args) {

@@ -118,6 +118,19 @@ fn flush(number: &mut String, current: &mut Vec<i64>, depth: usize, taken: bool)
     Some(())
 }
 
+/// Shapes as one compact line: `[1, 141, 512], [512, 512], [512]` (scalars, `[]`, left out).
+#[must_use]
+pub fn format_dims(dims: &[Vec<i64>]) -> String {
+    dims.iter()
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            let inner: Vec<String> = d.iter().map(i64::to_string).collect();
+            format!("[{}]", inner.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Parses a JSON list of strings (`Input type`, `Concrete Inputs`): `["float", "", "Scalar"]`.
 /// Escapes are kept as written; `None` on text that is not such a list.
 #[must_use]

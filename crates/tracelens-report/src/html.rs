@@ -104,6 +104,7 @@ struct ReportPage {
     copy_rows: Vec<Vec<String>>,
     kernel_rows: Vec<Vec<String>>,
     operator_rows: Vec<Vec<String>>,
+    operator_shape_rows: Vec<Vec<String>>,
     efficiency_note: String,
     efficiency_class_rows: Vec<Vec<String>>,
     efficiency_op_rows: Vec<Vec<String>>,
@@ -347,6 +348,25 @@ pub fn render_html(report: &Report) -> String {
                     } else {
                         "–".into()
                     },
+                    o.call_sites
+                        .first()
+                        .map_or("–".into(), |c| shorten(&c.site, NAME_CHARS)),
+                ]
+            })
+            .collect(),
+        operator_shape_rows: diagnosis
+            .operators_by_shape
+            .iter()
+            .take(MAX_OPERATOR_ROWS)
+            .map(|o| {
+                vec![
+                    shorten(&o.name, NAME_CHARS),
+                    shorten(&o.input_dims, NAME_CHARS),
+                    o.calls.to_string(),
+                    format_ms(o.device_self_ns),
+                    format_ms(o.device_total_ns),
+                    format_ms(o.host_self_ns),
+                    format_ms(o.host_total_ns),
                 ]
             })
             .collect(),
@@ -360,6 +380,7 @@ pub fn render_html(report: &Report) -> String {
         &mut page.copy_rows,
         &mut page.kernel_rows,
         &mut page.operator_rows,
+        &mut page.operator_shape_rows,
         &mut page.efficiency_class_rows,
         &mut page.efficiency_op_rows,
         &mut page.memory_rows,
