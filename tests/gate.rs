@@ -535,3 +535,59 @@ fn memory_metrics_gate_and_say_when_not_recorded() {
     assert!(r.stderr.contains("profile_memory=True"), "{}", r.stderr);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn efficiency_and_named_metrics_gate_and_say_when_not_measured() {
+    let Some(root) = corpus_dir("efficiency_and_named_metrics_gate_and_say_when_not_measured")
+    else {
+        return;
+    };
+    let bert = root.join("other/TraceLens/h100/gaunernst_bert-small-uncased__1016001.json.gz");
+    // BERT-small at batch 1 on an H100: MFU 0.2 %.
+    let r = run(&["check", p(&bert), "--rule", "gpu.mfu_percent < 1"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("gpu.mfu_percent = 0.2 %"), "{}", r.stdout);
+    let r = run(&["check", p(&bert), "--rule", "gpu.mfu_percent < 0.1"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // An operator and a region by name.
+    let r = run(&[
+        "check",
+        p(&bert),
+        "--rule",
+        r#"op."aten::linear".gpu_ms > 0.1ms"#,
+    ]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    let r = run(&[
+        "check",
+        p(&bert),
+        "--rule",
+        r#"op."aten::linear".gpu_ms > 100ms"#,
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // A name the run lacks is refused with the reason, never read as 0.
+    let r = run(&[
+        "check",
+        p(&bert),
+        "--rule",
+        r#"op."aten::lineer".gpu_ms > 1ms"#,
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(
+        r.stderr.contains("no operator of that name"),
+        "{}",
+        r.stderr
+    );
+    // A trace recorded without shapes: MFU is not measured, and the error says how to get it.
+    let r = run(&[
+        "check",
+        p(&scenario("item_every_step")),
+        "--rule",
+        "gpu.mfu_percent < 30",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("record_shapes=True"), "{}", r.stderr);
+}

@@ -41,6 +41,17 @@ pub enum Bound {
     Memory,
 }
 
+impl Bound {
+    /// Label in output.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Bound::Compute => "compute",
+            Bound::Memory => "memory",
+        }
+    }
+}
+
 /// Achieved throughput of a group of op calls.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Throughput {
@@ -156,7 +167,8 @@ pub struct Efficiency {
     pub flops_per_step: f64,
     /// GPU time of the counted ops.
     pub counted_gpu_ns: TimeNs,
-    /// Counted GPU time in percent of all GPU work launched in the window.
+    /// Counted GPU time in percent of the window's GPU work other than communication
+    /// kernels (which have no FLOPs).
     pub coverage_percent: f64,
     /// Model FLOPs utilization of the window, in percent.
     pub mfu_percent: Option<f64>,
@@ -235,11 +247,21 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
             .2
             .add(&cost, gpu_ns);
     }
+    // Communication kernels carry no FLOPs: coverage is of the rest.
+    let communication: Vec<bool> = (0..trace.names.len())
+        .map(|i| {
+            crate::kernels::kernel_class(trace.names.get(NameId::at(i)))
+                == crate::kernels::KernelClass::Communication
+        })
+        .collect();
     counts.gpu_work_ns = trace
         .spans
         .iter()
         .filter(|s| {
-            s.kind.is_gpu_work() && window.start_ns <= s.start_ns && s.start_ns < window.end_ns
+            s.kind.is_gpu_work()
+                && window.start_ns <= s.start_ns
+                && s.start_ns < window.end_ns
+                && !(s.kind == SpanKind::Kernel && communication[s.name.0 as usize])
         })
         .map(|s| s.dur_ns)
         .sum();

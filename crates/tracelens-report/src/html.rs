@@ -415,11 +415,7 @@ fn throughput_cells(t: &tracelens_analysis::efficiency::Throughput) -> Vec<Strin
         format!("{:.2}", t.tflops_per_s),
         format!("{:.3}", t.tb_per_s),
         format!("{:.1}", t.intensity),
-        match t.bound {
-            Some(Bound::Compute) => "compute".into(),
-            Some(Bound::Memory) => "memory".into(),
-            None => "–".into(),
-        },
+        t.bound.map_or("–", Bound::label).to_string(),
         t.roofline_percent.map_or("–".into(), pct),
     ]
 }

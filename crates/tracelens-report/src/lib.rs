@@ -114,7 +114,7 @@ fn efficiency_line(d: &Diagnosis) -> String {
         "in the window"
     };
     let flops = format!(
-        "{} {per}, counted ops cover {:.1} % of the GPU time",
+        "{} {per}, counted ops cover {:.1} % of the GPU time outside communication",
         format_flops(e.flops_per_step),
         e.coverage_percent
     );

@@ -111,6 +111,29 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
             );
         }
     }
+    let classes = &diagnosis.efficiency.classes;
+    if md_operators > 0 && !classes.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n### Efficiency by op class\n\n| class | precision | GPU time | TFLOP/s | TB/s | bound | of roofline |\n|---|---|---:|---:|---:|---|---:|"
+        );
+        for c in classes.iter().take(md_operators.min(3)) {
+            let t = &c.throughput;
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {:.2} | {:.3} | {} | {} |",
+                c.class.label(),
+                c.precision.label(),
+                format_ms(t.gpu_ns),
+                t.tflops_per_s,
+                t.tb_per_s,
+                t.bound
+                    .map_or("–", tracelens_analysis::efficiency::Bound::label),
+                t.roofline_percent
+                    .map_or_else(|| "–".to_string(), |p| format!("{p:.1} %"))
+            );
+        }
+    }
     if diagnosis.findings.is_empty() {
         let _ = writeln!(out, "\nNo findings above the reporting thresholds.");
         return out;
