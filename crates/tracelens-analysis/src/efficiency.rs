@@ -25,8 +25,8 @@ use crate::operators::OpTree;
 use crate::peaks::DevicePeak;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use tracelens_model::inputs::{format_dims, parse_dims, parse_strings};
-use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace, NO_DETAIL};
+use tracelens_model::inputs::{dims_text, parse_dims, parse_strings};
+use tracelens_model::{Interval, NameId, SpanId, SpanKind, TimeNs, Trace, NO_DETAIL};
 
 /// Most rows of the per-operator table.
 pub const MAX_EFFICIENCY_OPS: usize = 20;
@@ -208,15 +208,16 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
         }
         let span = &trace.spans[tree.ops[k] as usize];
         if span.kind != SpanKind::CpuOp
-            || span.detail == NO_DETAIL
             || !(window.start_ns <= span.start_ns && span.start_ns < window.end_ns)
         {
             continue;
         }
-        let detail = &trace.op_details[span.detail as usize];
-        if detail.input_dims.is_none() {
+        let Some(detail) = trace
+            .op_detail(SpanId(tree.ops[k]))
+            .filter(|d| d.input_dims.is_some())
+        else {
             continue;
-        }
+        };
         if !tree.merged[k] {
             counts.ops_with_shapes += 1;
         }
@@ -292,8 +293,10 @@ fn conv_pairs(trace: &Trace, tree: &OpTree) -> ConvPairs {
         {
             continue;
         }
-        let detail = &trace.op_details[span.detail as usize];
-        let Some(parsed) = Parsed::of(trace, detail) else {
+        let Some(parsed) = trace
+            .op_detail(SpanId(i))
+            .and_then(|d| Parsed::of(trace, d))
+        else {
             continue;
         };
         if let Some((key, pair)) = conv_pair(trace.names.get(span.name), &parsed.inputs(None)) {
@@ -421,10 +424,11 @@ impl Counts {
                 throughput.rate(precision, peak.as_ref());
                 OpEfficiency {
                     name: trace.names.get(name).to_string(),
-                    input_dims: trace.op_details[detail as usize]
-                        .input_dims
-                        .and_then(|n| parse_dims(trace.names.get(n)))
-                        .map(|d| format_dims(&d))
+                    input_dims: trace
+                        .op_details
+                        .get(detail as usize)
+                        .and_then(|d| d.input_dims)
+                        .map(|n| dims_text(trace.names.get(n)))
                         .unwrap_or_default(),
                     class,
                     precision,

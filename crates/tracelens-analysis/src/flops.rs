@@ -315,6 +315,11 @@ pub fn op_cost(name: &str, inputs: &OpInputs) -> Option<OpCost> {
         }
         _ => return None,
     };
+    // Shapes from a crafted trace can multiply past any real op (a zettaFLOP call): no cost
+    // rather than an infinite or absurd rate.
+    if !(flops.is_finite() && elems.is_finite()) || flops > MAX_OP_FLOPS || elems > MAX_OP_FLOPS {
+        return None;
+    }
     (flops > 0.0 || class == OpClass::Elementwise).then_some(OpCost {
         class,
         flops,
@@ -322,6 +327,9 @@ pub fn op_cost(name: &str, inputs: &OpInputs) -> Option<OpCost> {
         precision,
     })
 }
+
+/// Most FLOPs (and elements) one op call may have: 10^21, beyond any real kernel.
+pub const MAX_OP_FLOPS: f64 = 1e21;
 
 const ELEMENTWISE: &[&str] = &[
     "add",
@@ -753,6 +761,10 @@ mod tests {
         .unwrap();
         assert_eq!(add.bytes, 2.0 * 3.0 * 141.0 * 512.0);
         assert!(cost("aten::to", &[&[4]], &["float"], &[]).is_none());
+        // Crafted shapes: no absurd or infinite cost.
+        let huge: &[i64] = &[i64::MAX, i64::MAX, i64::MAX];
+        assert!(cost("aten::bmm", &[huge, huge], &["float"; 2], &[]).is_none());
+        assert!(cost("aten::add", &[huge, huge], &["float"; 2], &[]).is_none());
         assert!(cost("aten::add", &[&[4]], &["long int"], &[]).is_none());
     }
 }

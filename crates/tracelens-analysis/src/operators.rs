@@ -15,7 +15,7 @@
 //!   that is one `aten::zeros` 145 µs before the first step, which we leave out.)
 
 use serde::Serialize;
-use tracelens_model::inputs::{format_dims, parse_dims};
+use tracelens_model::inputs::dims_text;
 use tracelens_model::{Interval, NameId, SpanId, SpanKind, TimeNs, Trace};
 
 /// One operator name's totals.
@@ -429,8 +429,7 @@ pub(crate) fn operator_table_of(trace: &Trace, tree: &OpTree, window: Interval) 
         .into_iter()
         .map(|((name, dims), a)| OperatorShapeStat {
             name: trace.names.get(name).to_string(),
-            input_dims: parse_dims(trace.names.get(dims))
-                .map_or_else(|| trace.names.get(dims).to_string(), |d| format_dims(&d)),
+            input_dims: dims_text(trace.names.get(dims)),
             calls: a.calls,
             host_total_ns: a.host_total,
             host_self_ns: a.host_self,

@@ -48,15 +48,19 @@ impl KernelLaunch {
     /// Threads in the whole grid.
     #[must_use]
     pub fn threads(&self) -> u64 {
-        let blocks: u64 = self.grid.iter().map(|&g| u64::from(g)).product();
-        let per_block: u64 = self.block.iter().map(|&b| u64::from(b)).product();
-        blocks * per_block
+        let per_block = self
+            .block
+            .iter()
+            .fold(1u64, |a, &b| a.saturating_mul(u64::from(b)));
+        self.blocks().saturating_mul(per_block)
     }
 
-    /// Blocks in the grid.
+    /// Blocks in the grid (saturating: a crafted trace may claim any grid).
     #[must_use]
     pub fn blocks(&self) -> u64 {
-        self.grid.iter().map(|&g| u64::from(g)).product()
+        self.grid
+            .iter()
+            .fold(1u64, |a, &g| a.saturating_mul(u64::from(g)))
     }
 }
 
@@ -129,6 +133,13 @@ pub fn format_dims(dims: &[Vec<i64>]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// Recorded `Input Dims` text as [`format_dims`] writes it (the text itself when it does not
+/// parse), so the same shapes read alike however the file spaced them.
+#[must_use]
+pub fn dims_text(raw: &str) -> String {
+    parse_dims(raw).map_or_else(|| raw.to_string(), |d| format_dims(&d))
 }
 
 /// Parses a JSON list of strings (`Input type`, `Concrete Inputs`): `["float", "", "Scalar"]`.
@@ -221,5 +232,11 @@ mod tests {
         };
         assert_eq!(k.threads(), 564 * 128);
         assert_eq!(k.blocks(), 564);
+        let crafted = KernelLaunch {
+            grid: [u32::MAX; 3],
+            block: [u32::MAX; 3],
+            ..KernelLaunch::default()
+        };
+        assert_eq!(crafted.threads(), u64::MAX);
     }
 }
