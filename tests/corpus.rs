@@ -1199,12 +1199,16 @@ fn flops_and_mfu_by_hand_and_why_they_are_missing() {
         Some("NVIDIA V100 SXM2")
     );
     assert_eq!(resnet.efficiency.mfu_precision, Some(Precision::Fp32));
-    // An Nsight Systems export records no shapes: no figure, and the view says why.
+    // An Nsight Systems export carries no operator shapes or dtypes: no figure, and the view
+    // says why.
     let export = tracelens_nsys::import_file(
         &root.join("nsys/public/GindaChen__nsys-ai/tests/fixtures/h100_2gpu_1s.sqlite"),
     )
     .unwrap();
     let nsys = tracelens_analysis::analyze(&export).diagnosis;
-    assert!(nsys.efficiency.gaps.contains(&EfficiencyGap::NoShapes));
+    assert!(nsys
+        .efficiency
+        .gaps
+        .contains(&EfficiencyGap::FormatWithoutShapes));
     assert!(nsys.efficiency.mfu_percent.is_none() && nsys.efficiency.flops == 0.0);
 }

@@ -143,8 +143,14 @@ pub struct OpEfficiency {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EfficiencyGap {
-    /// No op in the window has `Input Dims` (recorded without `record_shapes=True`, or an
-    /// Nsight Systems export).
+    /// The format carries no operator shapes and dtypes (an Nsight Systems export; NVTX
+    /// ranges from `emit_nvtx` have shapes at most, never dtypes).
+    FormatWithoutShapes,
+    /// The window has no framework operators at all (an Nsight Systems export, a trace of a
+    /// non-PyTorch program): FLOPs need operator events with shapes.
+    NoOperators,
+    /// Operators are recorded, none with `Input Dims` (recorded without
+    /// `record_shapes=True`).
     NoShapes,
     /// Shapes are there, but no op the cost model knows launched GPU work.
     NoKnownOps,
@@ -186,6 +192,8 @@ pub struct Efficiency {
 /// before the focus device is known.
 #[derive(Default)]
 pub(crate) struct Counts {
+    format_has_shapes: bool,
+    ops_in_window: u64,
     ops_with_shapes: u64,
     gpu_work_ns: TimeNs,
     classes: FxHashMap<(OpClass, Precision), Throughput>,
@@ -194,7 +202,10 @@ pub(crate) struct Counts {
 
 /// Counts the FLOPs, bytes and GPU time of the window's op calls.
 pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts {
-    let mut counts = Counts::default();
+    let mut counts = Counts {
+        format_has_shapes: trace.source.records_op_inputs,
+        ..Counts::default()
+    };
     let m = tree.ops.len();
     // Whether an op, or one around it, already counted.
     let mut covered = vec![false; m];
@@ -212,6 +223,7 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
         {
             continue;
         }
+        counts.ops_in_window += 1;
         let Some(detail) = trace
             .op_detail(SpanId(tree.ops[k]))
             .filter(|d| d.input_dims.is_some())
@@ -284,12 +296,13 @@ fn conv_pairs(trace: &Trace, tree: &OpTree) -> ConvPairs {
         })
         .collect();
     let mut pairs = ConvPairs::default();
-    let mut seen: FxHashMap<u32, ()> = FxHashMap::default();
+    // Each distinct detail (name and shapes) is read once.
+    let mut seen: rustc_hash::FxHashSet<(NameId, u32)> = rustc_hash::FxHashSet::default();
     for &i in &tree.ops {
         let span = &trace.spans[i as usize];
         if !is_backward[span.name.0 as usize]
             || span.detail == NO_DETAIL
-            || seen.insert(span.detail, ()).is_some()
+            || !seen.insert((span.name, span.detail))
         {
             continue;
         }
@@ -371,7 +384,11 @@ impl Counts {
         steps: usize,
     ) -> Efficiency {
         let mut gaps = Vec::new();
-        if self.ops_with_shapes == 0 {
+        if !self.format_has_shapes {
+            gaps.push(EfficiencyGap::FormatWithoutShapes);
+        } else if self.ops_in_window == 0 {
+            gaps.push(EfficiencyGap::NoOperators);
+        } else if self.ops_with_shapes == 0 {
             gaps.push(EfficiencyGap::NoShapes);
         } else if self.classes.is_empty() {
             gaps.push(EfficiencyGap::NoKnownOps);

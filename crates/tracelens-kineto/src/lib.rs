@@ -283,6 +283,7 @@ pub fn import_reader_with_threads<R: Read>(
             format!("{note}; re-serialized (no metadata events)")
         },
         framework: torch_range(generation),
+        records_op_inputs: true,
         file_bytes,
         decoded_bytes: input.bytes_read(),
         records_read: stats.events,

@@ -88,6 +88,11 @@ pub struct SourceInfo {
     /// What only this format has (Kineto: `container`, `events_by_phase`; Nsight Systems:
     /// `rows_by_table`).
     pub details: BTreeMap<String, Detail>,
+    /// Whether the format can carry operator input shapes and dtypes (Kineto's `Input Dims`
+    /// and `Input type`; Nsight Systems exports cannot): analyses that need them say why
+    /// they are missing.
+    #[serde(default)]
+    pub records_op_inputs: bool,
     /// Device records of accelerators the model does not analyse (MTIA, NPU, …), per
     /// accelerator: the importer names them, so a trace of one is not "no GPU activity".
     #[serde(default)]

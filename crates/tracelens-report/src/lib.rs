@@ -102,8 +102,14 @@ fn format_flops(flops: f64) -> String {
 fn efficiency_line(d: &Diagnosis) -> String {
     use tracelens_analysis::efficiency::EfficiencyGap;
     let e = &d.efficiency;
+    if e.gaps.contains(&EfficiencyGap::FormatWithoutShapes) {
+        return "this format carries no operator shapes and dtypes (Nsight Systems; emit_nvtx ranges have shapes at most), so no FLOPs or MFU: record the step with torch.profiler.profile(record_shapes=True) for them".into();
+    }
+    if e.gaps.contains(&EfficiencyGap::NoOperators) {
+        return "no framework operators in the window, so no FLOPs or MFU (they come from PyTorch profiler operators recorded with record_shapes=True)".into();
+    }
     if e.gaps.contains(&EfficiencyGap::NoShapes) {
-        return "no op input shapes in the window, so no FLOPs or MFU (PyTorch: record with torch.profiler.profile(record_shapes=True); Nsight Systems exports record none)".into();
+        return "operators are recorded without input shapes, so no FLOPs or MFU: record with torch.profiler.profile(record_shapes=True)".into();
     }
     if e.gaps.contains(&EfficiencyGap::NoKnownOps) {
         return "shapes are recorded, but no op the FLOP model knows (GEMM, convolution with its stride, attention, normalization, softmax, elementwise) launched GPU work in the window".into();

@@ -65,6 +65,8 @@ const NO_GPU: &str = "the trace records no GPU activity (a CPU-only run): gate i
 fn no_mfu(gap: tracelens_analysis::efficiency::EfficiencyGap) -> &'static str {
     use tracelens_analysis::efficiency::EfficiencyGap;
     match gap {
+        EfficiencyGap::FormatWithoutShapes => "the trace's format carries no operator shapes and dtypes (Nsight Systems): record with torch.profiler.profile(record_shapes=True)",
+        EfficiencyGap::NoOperators => "the trace has no framework operators: FLOPs need PyTorch profiler operators recorded with record_shapes=True",
         EfficiencyGap::NoShapes => "the trace has no op input shapes: record with torch.profiler.profile(record_shapes=True)",
         EfficiencyGap::NoKnownOps => "no op the FLOP model knows launched GPU work in the window",
         EfficiencyGap::UnknownDevice => "the device is not in the peak table, so its peak FLOP/s is unknown",

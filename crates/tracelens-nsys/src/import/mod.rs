@@ -257,6 +257,9 @@ fn import_with(
             }
         ),
         framework: FrameworkRange::default(),
+        // NVTX ranges of operators carry shapes at most (`emit_nvtx(record_shapes=True)`),
+        // never dtypes.
+        records_op_inputs: false,
         file_bytes,
         decoded_bytes: file_bytes,
         records_read: read,
