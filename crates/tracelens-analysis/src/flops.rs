@@ -251,7 +251,10 @@ pub fn op_cost(name: &str, inputs: &OpInputs) -> Option<OpCost> {
         "addmv" | "addmv_" => gemm(inputs.shape(1)?, inputs.shape(2)?, inputs.shape(0))?,
         "conv1d" | "conv2d" | "conv3d" => conv_forward(inputs, 3, 4, 5, None)?,
         "convolution" | "_convolution" => conv_forward(inputs, 3, 4, 5, Some(6))?,
-        "cudnn_convolution" | "miopen_convolution" => conv_forward(inputs, 3, 2, 4, None)?,
+        // cudnn_convolution(self, weight, padding, stride, dilation, groups, …)
+        "cudnn_convolution" => conv_forward(inputs, 3, 2, 4, None)?,
+        // miopen_convolution(self, weight, bias, padding, stride, dilation, groups, …)
+        "miopen_convolution" => conv_forward(inputs, 4, 3, 5, None)?,
         "conv_transpose1d" | "conv_transpose2d" | "conv_transpose3d" => conv_transposed(inputs)?,
         "convolution_backward" => conv_backward(inputs, 0, 1, 10)?,
         // (input, grad_output, weight, padding, stride, dilation, groups, benchmark,
@@ -646,6 +649,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.flops, 2.0 * 32.0 * 112.0 * 112.0 * 64.0 * 3.0 * 49.0);
+        // MIOpen's forward has a bias before the padding: stride is input 4.
+        let m = cost(
+            "aten::miopen_convolution",
+            &[&[32, 3, 224, 224], &[64, 3, 7, 7], &[64]],
+            &["float"; 3],
+            &["", "", "", "[3, 3]", "[2, 2]", "[1, 1]", "1"],
+        )
+        .unwrap();
+        assert_eq!(m.flops, c.flops);
         // Without Concrete Inputs (PyTorch 1.x) the output size is unknown: no figure.
         assert!(cost("aten::conv2d", &dims, &["float"; 7], &[]).is_none());
         // The backward asks for both gradients: twice the forward, from grad_output's size.

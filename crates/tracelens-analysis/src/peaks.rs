@@ -138,6 +138,11 @@ use table::*;
 pub fn device_peak(hw: &Hardware) -> Option<DevicePeak> {
     let name = hw.name.as_deref()?.to_ascii_lowercase();
     let has = |s: &str| name.contains(s);
+    // Short model names match whole words only: `T4` is not `T400`, `A10` not `A100`.
+    let word = |w: &str| {
+        name.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|t| t == w)
+    };
     let big_memory = hw.memory_bytes.is_some_and(|b| b > 48 << 30);
     Some(match () {
         () if has("b200") => B200,
@@ -148,12 +153,12 @@ pub fn device_peak(hw: &Hardware) -> Option<DevicePeak> {
         () if has("a100") && (has("80gb") || big_memory) && has("pcie") => A100_80_PCIE,
         () if has("a100") && (has("80gb") || big_memory) => A100_80_SXM,
         () if has("a100") => A100_40,
-        () if has("a30") => A30,
-        () if has("a10") && !has("a100") && !has("a10g") => A10,
+        () if word("a30") => A30,
+        () if word("a10") => A10,
         () if has("l40s") => L40S,
         () if has("l40") => L40,
-        () if has(" l4") => L4,
-        () if has(" t4") => T4,
+        () if word("l4") => L4,
+        () if word("t4") => T4,
         () if has("v100s") => V100S,
         () if has("v100") && has("pcie") => V100_PCIE,
         () if has("v100") => V100_SXM2,
@@ -247,7 +252,13 @@ mod tests {
                 "{name}"
             );
         }
-        for unknown in ["AMD Radeon Graphics", "NVIDIA A10G", "", "SYNTHETIC GPU"] {
+        for unknown in [
+            "AMD Radeon Graphics",
+            "NVIDIA A10G",
+            "",
+            "SYNTHETIC GPU",
+            "NVIDIA T400 4GB",
+        ] {
             assert!(device_peak(&hw(unknown, None, 8)).is_none(), "{unknown}");
         }
     }
