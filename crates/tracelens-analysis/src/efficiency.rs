@@ -21,7 +21,7 @@
 use crate::flops::{
     conv_pair, op_cost, ConvPair, ConvShapes, OpClass, OpCost, OpInputs, Precision,
 };
-use crate::operators::OpTree;
+use crate::operators::{name_flags, OpTree};
 use crate::peaks::DevicePeak;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -261,12 +261,9 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
             .add(&cost, gpu_ns);
     }
     // Communication kernels carry no FLOPs: coverage is of the rest.
-    let communication: Vec<bool> = (0..trace.names.len())
-        .map(|i| {
-            crate::kernels::kernel_class(trace.names.get(NameId::at(i)))
-                == crate::kernels::KernelClass::Communication
-        })
-        .collect();
+    let communication = name_flags(trace, |name| {
+        crate::kernels::kernel_class(name) == crate::kernels::KernelClass::Communication
+    });
     counts.gpu_work_ns = trace
         .spans
         .iter()
@@ -287,14 +284,7 @@ type ConvPairs = FxHashMap<ConvShapes, Option<ConvPair>>;
 
 /// The convolution backwards of the trace, for forwards recorded without their stride.
 fn conv_pairs(trace: &Trace, tree: &OpTree) -> ConvPairs {
-    let is_backward: Vec<bool> = (0..trace.names.len())
-        .map(|i| {
-            trace
-                .names
-                .get(NameId::at(i))
-                .ends_with("convolution_backward")
-        })
-        .collect();
+    let is_backward = name_flags(trace, |name| name.ends_with("convolution_backward"));
     let mut pairs = ConvPairs::default();
     // Each distinct detail (name and shapes) is read once.
     let mut seen: rustc_hash::FxHashSet<(NameId, u32)> = rustc_hash::FxHashSet::default();
@@ -467,11 +457,7 @@ impl Counts {
             flops,
             flops_per_step: flops / steps.max(1) as f64,
             counted_gpu_ns,
-            coverage_percent: if self.gpu_work_ns > 0 {
-                (counted_gpu_ns as f64 * 100.0 / self.gpu_work_ns as f64).clamp(0.0, 100.0)
-            } else {
-                0.0
-            },
+            coverage_percent: crate::dataloader::percent(counted_gpu_ns, self.gpu_work_ns),
             mfu_percent,
             mfu_precision,
             classes,

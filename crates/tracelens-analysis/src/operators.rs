@@ -205,7 +205,7 @@ pub(crate) fn op_parents(trace: &Trace) -> Vec<u32> {
 }
 
 /// A per-name flag, computed once per name (names are few; spans are millions).
-fn name_flags(trace: &Trace, flag: impl Fn(&str) -> bool) -> Vec<bool> {
+pub(crate) fn name_flags(trace: &Trace, flag: impl Fn(&str) -> bool) -> Vec<bool> {
     (0..trace.names.len())
         .map(|i| flag(trace.names.get(NameId::at(i))))
         .collect()
@@ -395,13 +395,7 @@ pub(crate) fn operator_table_of(trace: &Trace, tree: &OpTree, window: Interval) 
         by_name[s.name.0 as usize].add(s.dur_ns, tree, k);
         calls += 1;
     }
-    let percent = |part: TimeNs, of: TimeNs| {
-        if of > 0 {
-            (part as f64 * 100.0 / of as f64).clamp(0.0, 100.0)
-        } else {
-            0.0
-        }
-    };
+    let percent = crate::dataloader::percent;
     let mut operators: Vec<OperatorStat> = by_name
         .into_iter()
         .enumerate()

@@ -4,9 +4,8 @@ use crate::json::{decode_str, has_fraction, micros_to_ns, text_of, to_i64, to_u6
 use crate::scan::{value_extent, Extent};
 use std::collections::BTreeMap;
 use tracelens_model::{
-    inputs::parse_int_list, profiler_step_number, CopyDirection, CopyInfo, FlowInput, Ident,
-    KernelLaunch, LaneKey, MemoryDevice, MemoryKind, MemorySample, SpanInput, SpanKind,
-    TraceBuilder, NO_DETAIL,
+    profiler_step_number, CopyDirection, CopyInfo, FlowInput, Ident, KernelLaunch, LaneKey,
+    MemoryDevice, MemoryKind, MemorySample, SpanInput, SpanKind, TraceBuilder, NO_DETAIL,
 };
 
 /// Counts gathered while reading events; they describe the file, not the timeline.
@@ -193,11 +192,12 @@ fn read_args(raw: &[u8]) -> Args<'_> {
 /// A kernel's launch configuration from its `grid`, `block`, `registers per thread`, `shared
 /// memory` and `est. achieved occupancy %` arguments; `None` without grid and block.
 fn kernel_launch(args: &Args) -> Option<KernelLaunch> {
+    // `[564, 1, 1]`, read in place: this runs once per kernel event.
     let dims = |v: Option<&[u8]>| -> Option<[u32; 3]> {
-        let list = parse_int_list(std::str::from_utf8(v?).ok()?)?;
+        let body = v?.strip_prefix(b"[")?.strip_suffix(b"]")?;
         let mut out = [1u32; 3];
-        for (o, d) in out.iter_mut().zip(list) {
-            *o = u32::try_from(d).ok()?;
+        for (o, d) in out.iter_mut().zip(body.split(|&b| b == b',')) {
+            *o = std::str::from_utf8(d).ok()?.trim().parse().ok()?;
         }
         Some(out)
     };
