@@ -17,6 +17,96 @@ fn in_range(errors: &mut Vec<String>, what: &str, p: f64) {
     }
 }
 
+/// The critical path tiles its step, its shares add up to 100, and each prediction lies
+/// between the step less the finding's upper bound and the step (all fixes at most any one).
+fn critical_path_errors(d: &tracelens_analysis::Diagnosis, e: &mut Vec<String>) {
+    let cp = &d.critical_path;
+    for (name, shares) in [
+        ("breakdown", &cp.breakdown),
+        ("step_breakdown", &cp.step_breakdown),
+    ] {
+        for s in shares.iter() {
+            in_range(e, "critical_path percent", s.percent);
+            if s.ns < 0 {
+                e.push(format!("critical_path.{name}: {:?} negative", s.kind));
+            }
+        }
+        let sum: f64 = shares.iter().map(|s| s.percent).sum();
+        if !shares.is_empty() && (sum - 100.0).abs() > 0.01 {
+            e.push(format!("critical_path.{name} sums to {sum} %"));
+        }
+    }
+    if let (Some(iv), 0) = (cp.interval, cp.segments_omitted) {
+        let mut at = iv.start_ns;
+        for s in &cp.segments {
+            if s.start_ns != at || s.end_ns <= s.start_ns {
+                e.push(format!(
+                    "critical path: segment at {} does not follow {at}",
+                    s.start_ns
+                ));
+                break;
+            }
+            at = s.end_ns;
+        }
+        if at != iv.end_ns {
+            e.push(format!(
+                "critical path ends at {at}, its step at {}",
+                iv.end_ns
+            ));
+        }
+        let step_sum: i64 = cp.step_breakdown.iter().map(|s| s.ns).sum();
+        if step_sum != iv.dur_ns() {
+            e.push(format!(
+                "critical path: {step_sum} ns of a {} ns step",
+                iv.dur_ns()
+            ));
+        }
+    }
+    let step = d
+        .window
+        .as_ref()
+        .map_or(0, tracelens_analysis::AnalysisWindow::step_ns);
+    let mut best = step;
+    for f in &d.findings {
+        let Some(p) = f.predicted_step_ns else {
+            if f.prediction.is_empty() {
+                e.push(format!(
+                    "{}: neither a prediction nor why not",
+                    f.kind.label()
+                ));
+            }
+            continue;
+        };
+        best = best.min(p);
+        if p > step || p < step - f.estimated_win_per_step_ns {
+            e.push(format!(
+                "{}: predicted step {p} outside [{} − {}, {step}]",
+                f.kind.label(),
+                step,
+                f.estimated_win_per_step_ns
+            ));
+        }
+    }
+    // Ranked by expected gain: the predicted saving, else the upper bound.
+    for w in d.findings.windows(2) {
+        if w[0].expected_gain_ns(step) < w[1].expected_gain_ns(step) {
+            e.push(format!(
+                "{} ranked above {} with a smaller expected gain",
+                w[0].kind.label(),
+                w[1].kind.label()
+            ));
+        }
+    }
+    if let Some(all) = &cp.all_fixes {
+        if all.predicted_step_ns > best || all.measured_step_ns != step {
+            e.push(format!(
+                "all fixes predict {} of {}, above the best single fix {best}",
+                all.predicted_step_ns, all.measured_step_ns
+            ));
+        }
+    }
+}
+
 /// Every consistency problem of one trace's overview and diagnosis (empty when all hold).
 #[must_use]
 pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
@@ -93,6 +183,7 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
     {
         e.push("efficiency: an MFU without a device peak, or a peak without an MFU".into());
     }
+    critical_path_errors(d, &mut e);
     for k in &d.top_kernels {
         if let Some(p) = k.mean_est_occupancy_percent {
             in_range(&mut e, "kernel occupancy", p);

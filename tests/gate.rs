@@ -591,3 +591,67 @@ fn efficiency_and_named_metrics_gate_and_say_when_not_measured() {
     assert_eq!(r.code, 2, "{}", r.stdout);
     assert!(r.stderr.contains("record_shapes=True"), "{}", r.stderr);
 }
+
+#[test]
+fn predicted_steps_and_the_critical_path_gate() {
+    // num_workers=0 on the simulator: 32.902 ms steps, 24.234 ms of them DataLoader waits; the
+    // replay predicts 8.668 ms without them.
+    let loader = scenario("dataloader_single_process");
+    let r = run(&[
+        "check",
+        p(&loader),
+        "--rule",
+        "finding.data_loader_stall.predicted_step_ms > 10ms",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let r = run(&[
+        "check",
+        p(&loader),
+        "--rule",
+        "finding.data_loader_stall.predicted_step_ms < 10ms",
+    ]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("finding.data_loader_stall.predicted_step_ms = 8.668 ms"),
+        "{}",
+        r.stdout
+    );
+    // The DataLoader is 73.7 % of the critical path; its fixed twin has none.
+    let rule = "critical_path.data_loader.percent > 50";
+    let r = run(&["check", p(&loader), "--rule", rule]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("critical_path.data_loader.percent = 73.7 %"),
+        "{}",
+        r.stdout
+    );
+    let twin = scenario("dataloader_multi_process_fast");
+    let r = run(&["check", p(&twin), "--rule", rule]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // A kind the run did not find predicts the step unchanged; a finding the replay cannot
+    // model is not measured, with the reason.
+    let r = run(&[
+        "check",
+        p(&twin),
+        "--rule",
+        "finding.data_loader_stall.predicted_step_ms > 8ms",
+    ]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("finding.data_loader_stall.predicted_step_ms = 8.670 ms"),
+        "{}",
+        r.stdout
+    );
+    let slow = scenario("slow_python_between_kernels");
+    let r = run(&[
+        "check",
+        p(&slow),
+        "--rule",
+        "finding.host_compute.predicted_step_ms > 1ms",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("no prediction"), "{}", r.stderr);
+}

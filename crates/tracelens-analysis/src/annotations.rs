@@ -1,6 +1,7 @@
-//! GPU idle ready to be written back into a trace as tracks (`tracelens annotate`): each
-//! device's idle segments by cause, and for sync drains the thread and time of the blocking
-//! call that caused them, so the writer needs nothing but this data.
+//! GPU idle and the critical path ready to be written back into a trace as tracks (`tracelens
+//! annotate`): each device's idle segments by cause, and for sync drains the thread and time
+//! of the blocking call that caused them; the critical path's segments with the thread each
+//! host segment runs on; so the writer needs nothing but this data.
 
 use crate::idle::{DeviceIdle, IdleCause};
 use tracelens_model::{Ident, Interval, LaneKey, TimeNs, Trace};
@@ -45,13 +46,49 @@ pub struct IdleTrack {
     pub marks: Vec<IdleMark>,
 }
 
+/// One segment of the critical path, for a track of its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CriticalMark {
+    /// What it is.
+    pub kind: crate::critical::CriticalKind,
+    /// The op, call or kernel.
+    pub name: String,
+    /// When.
+    pub interval: Interval,
+    /// The CPU thread it runs on (process id, thread id), for host segments.
+    pub thread: Option<(TraceId, TraceId)>,
+}
+
+fn trace_id(trace: &Trace, i: Ident) -> TraceId {
+    match i {
+        Ident::Num(n) => TraceId::Num(n),
+        Ident::Text(t) => TraceId::Text(trace.names.get(t).to_string()),
+    }
+}
+
+/// The critical path of the representative step, segment by segment.
+#[must_use]
+pub fn critical_marks(trace: &Trace, path: &crate::critical::CriticalPath) -> Vec<CriticalMark> {
+    path.segments
+        .iter()
+        .map(|s| CriticalMark {
+            kind: s.kind,
+            name: s.name.clone(),
+            interval: Interval::new(s.start_ns, s.end_ns),
+            thread: s
+                .lane
+                .and_then(|l| match trace.lanes.get(l.0 as usize)?.key {
+                    LaneKey::Cpu { pid, tid } => Some((trace_id(trace, pid), trace_id(trace, tid))),
+                    LaneKey::Gpu { .. } => None,
+                }),
+        })
+        .collect()
+}
+
 /// The idle tracks of every device of an analysis.
 #[must_use]
 pub fn idle_tracks(trace: &Trace, device_idle: &[DeviceIdle]) -> Vec<IdleTrack> {
-    let id = |i: Ident| match i {
-        Ident::Num(n) => TraceId::Num(n),
-        Ident::Text(t) => TraceId::Text(trace.names.get(t).to_string()),
-    };
+    let id = |i: Ident| trace_id(trace, i);
     device_idle
         .iter()
         .map(|d| IdleTrack {

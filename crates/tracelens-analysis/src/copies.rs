@@ -57,6 +57,9 @@ pub struct CopyReport {
     /// Pageable copies (both directions) not counted by a reported sync finding: the ones the
     /// pageable-copy finding counts.
     pub pageable_unclaimed: CopyStats,
+    /// The API calls that launched those copies.
+    #[serde(skip)]
+    pub pageable_unclaimed_calls: Vec<SpanId>,
     /// Per device and direction: totals, the part no pageable-copy or sync finding counts, and
     /// the ops that issue the copies.
     #[serde(default)]
@@ -213,6 +216,9 @@ pub fn copy_report(
                         | (CopyDirection::DtoH, _, MemoryKind::Pageable)
                 );
                 if pageable && !claimed.contains(&id) {
+                    if let Some(call) = trace.launch_of(id) {
+                        report.pageable_unclaimed_calls.push(call);
+                    }
                     report
                         .pageable_unclaimed
                         .add(info.bytes, iv.dur_ns(), exposed, host_ns);

@@ -173,6 +173,10 @@ pub struct Diagnosis {
     /// FLOPs, achieved TFLOP/s and TB/s, roofline bounds and MFU (needs recorded shapes).
     #[serde(default)]
     pub efficiency: crate::efficiency::Efficiency,
+    /// The critical path of the steps on the focus device, and the step time all fixes
+    /// together would give.
+    #[serde(default)]
+    pub critical_path: crate::critical::CriticalPath,
     /// The device the verdict describes (the most busy time in the window), if any.
     pub focus_device: Option<i64>,
 }
@@ -417,9 +421,29 @@ fn diagnose_core(
     for f in &mut findings {
         f.fix = crate::memory::fit_batch_advice(&f.fix, &memory, &hw);
     }
+    let critical_path = match (&window, focus) {
+        (Some(win), Some(i)) => crate::critical::critical_path(
+            trace,
+            win,
+            &threads,
+            device_idle[i].device,
+            &works[i].ops,
+            &mut findings,
+        ),
+        _ => crate::critical::CriticalPath::default(),
+    };
+    for f in &mut findings {
+        if f.predicted_step_ns.is_none() {
+            f.prediction = crate::critical::no_prediction(f.kind).to_string();
+        }
+    }
+    // Ranked by the step time each fix is expected to save: the replay's prediction where
+    // there is one, else the upper bound.
+    let step_ns = window.as_ref().map_or(0, AnalysisWindow::step_ns);
     findings.sort_by(|a, b| {
-        b.estimated_win_ns
-            .cmp(&a.estimated_win_ns)
+        b.expected_gain_ns(step_ns)
+            .cmp(&a.expected_gain_ns(step_ns))
+            .then(b.estimated_win_ns.cmp(&a.estimated_win_ns))
             .then(a.kind.cmp(&b.kind))
             .then(a.title.cmp(&b.title))
     });
@@ -472,6 +496,7 @@ fn diagnose_core(
         operators_by_shape: Vec::new(),
         memory,
         efficiency: crate::efficiency::Efficiency::default(),
+        critical_path,
         focus_device,
         window,
     };

@@ -217,4 +217,27 @@ pub struct Finding {
     pub snippet: String,
     /// How sure.
     pub confidence: Confidence,
+    /// The step time predicted by replaying the trace with the fix made (the window without
+    /// steps), when the fix is one the replay can model.
+    #[serde(default)]
+    pub predicted_step_ns: Option<TimeNs>,
+    /// What the prediction assumes, or why there is none.
+    #[serde(default)]
+    pub prediction: String,
+    /// The change the fix makes, for the replay (not serialized: it names spans of one
+    /// import).
+    #[serde(skip)]
+    pub what_if: Option<crate::critical::WhatIf>,
+}
+
+impl Finding {
+    /// Step time the fix saves by the best estimate: the predicted saving when the replay
+    /// predicts one, else the upper bound per step.
+    #[must_use]
+    pub fn expected_gain_ns(&self, measured_step_ns: TimeNs) -> TimeNs {
+        self.predicted_step_ns
+            .map_or(self.estimated_win_per_step_ns, |p| {
+                (measured_step_ns - p).max(0)
+            })
+    }
 }

@@ -14,6 +14,8 @@
 //! - [`regions`]: host and GPU time by user range (`record_function`, NVTX, `nn.Module`).
 //! - [`host_work`]: the sub-causes of host-compute idle (optimizer, dispatch, warm-up, …).
 //! - [`credit`]: each idle nanosecond credited to at most one finding.
+//! - [`critical`]: the critical path of each step, and the step time each fix would give,
+//!   predicted by replaying the step's dependency graph.
 //! - [`detectors`]: one [`detectors::Detector`] per problem, producing [`finding::Finding`]s
 //!   fitted to the [`environment`]; [`diagnose()`] runs them all and ranks the findings by
 //!   estimated win.
@@ -30,6 +32,7 @@ pub mod breakdown;
 pub mod collectives;
 pub mod copies;
 pub mod credit;
+pub mod critical;
 pub mod dataloader;
 pub mod detectors;
 pub mod diagnose;

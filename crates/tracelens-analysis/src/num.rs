@@ -30,3 +30,10 @@ pub fn scale_ns(ns: TimeNs, numerator: TimeNs, denominator: TimeNs) -> TimeNs {
     let scaled = i128::from(ns) * i128::from(numerator) / i128::from(denominator);
     TimeNs::try_from(scaled).unwrap_or(if scaled < 0 { TimeNs::MIN } else { TimeNs::MAX })
 }
+
+/// An index into a table of the model (which holds fewer than 2^32 rows, as the model's own
+/// ids do) as a `u32`.
+#[must_use]
+pub fn count_u32(i: usize) -> u32 {
+    tracelens_model::table_index(i)
+}

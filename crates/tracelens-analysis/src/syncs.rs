@@ -115,6 +115,9 @@ pub struct SyncSite {
     /// Up to five example calls.
     #[serde(skip)]
     pub examples: Vec<SpanId>,
+    /// Every blocking API call of the site.
+    #[serde(skip)]
+    pub calls: Vec<SpanId>,
     /// Time ranges of up to five example calls.
     pub example_ranges: Vec<Interval>,
 }
@@ -271,12 +274,14 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
                 copy_bytes: 0,
                 copy_ids: Vec::new(),
                 examples: Vec::new(),
+                calls: Vec::new(),
                 example_ranges: Vec::new(),
             });
             sites.len() - 1
         });
         let s = &mut sites[i];
         s.api_calls += 1;
+        s.calls.push(c.span);
         // Blocking calls under one tensor op (a pageable copy and its stream sync under
         // aten::copy_) are one sync of the user's code; explicit syncs count one by one.
         let op_sync = matches!(

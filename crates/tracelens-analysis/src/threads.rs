@@ -187,6 +187,17 @@ impl ThreadIndex {
         &self.facts[lane.0 as usize]
     }
 
+    /// The parts of `window` inside DataLoader ranges of any thread, in order.
+    #[must_use]
+    pub fn data_loading_within(&self, window: Interval) -> Vec<Interval> {
+        union(
+            self.facts
+                .iter()
+                .flat_map(|f| f.data_loading_within(window))
+                .collect(),
+        )
+    }
+
     /// Every host-blocking call of the trace, lane by lane.
     pub fn blocking_calls(&self) -> impl Iterator<Item = (SpanId, BlockingKind)> + '_ {
         self.facts

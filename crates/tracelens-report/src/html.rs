@@ -32,6 +32,8 @@ struct FindingView {
     severity: &'static str,
     title: String,
     win: String,
+    /// The predicted step and what it assumes, or why there is none.
+    prediction: String,
     call_site: Option<String>,
     fix: String,
     advice: String,
@@ -105,6 +107,7 @@ struct ReportPage {
     kernel_rows: Vec<Vec<String>>,
     operator_rows: Vec<Vec<String>>,
     operator_shape_rows: Vec<Vec<String>>,
+    critical: crate::critical::CriticalView,
     efficiency_note: String,
     efficiency_class_rows: Vec<Vec<String>>,
     efficiency_op_rows: Vec<Vec<String>>,
@@ -189,6 +192,22 @@ pub fn render_html(report: &Report) -> String {
                         f.estimated_win_percent,
                         f.win_basis
                     ),
+                }),
+                prediction: crate::keep_units(&match crate::prediction_phrase(f, diagnosis) {
+                    Some(p) => {
+                        let mut p = p;
+                        if let Some(c) = p.get(..1) {
+                            p = c.to_uppercase() + &p[1..];
+                        }
+                        format!("{p}: {}.", f.prediction)
+                    }
+                    None => {
+                        let mut p = f.prediction.clone();
+                        if let Some(c) = p.get(..1) {
+                            p = c.to_uppercase() + &p[1..];
+                        }
+                        p
+                    }
                 }),
                 call_site: f.call_site.clone(),
                 fix: f.fix.clone(),
@@ -296,6 +315,7 @@ pub fn render_html(report: &Report) -> String {
                 ]
             })
             .collect(),
+        critical: crate::critical::view(diagnosis, origin),
         efficiency_note: efficiency_note(diagnosis),
         efficiency_class_rows: diagnosis
             .efficiency

@@ -7,6 +7,7 @@
 //! - [`render_json`]: the versioned, stable-order JSON document ([`SCHEMA_VERSION`]).
 #![deny(missing_docs)]
 
+mod critical;
 mod diff;
 pub mod escape;
 mod html;
@@ -239,6 +240,32 @@ fn window_line_short(w: &AnalysisWindow) -> String {
             format_ms(w.step.max_ns),
         ),
         _ => window_line(w),
+    }
+}
+
+/// A finding's predicted step in a phrase: "predicted step 118.124 ms (now 148.736 ms)", or
+/// `None` without a prediction.
+fn prediction_phrase(f: &Finding, d: &Diagnosis) -> Option<String> {
+    let p = f.predicted_step_ns?;
+    let what = if d.has_steps() {
+        "step"
+    } else {
+        "profiled time"
+    };
+    let now = d.window.as_ref().map_or(0, AnalysisWindow::step_ns);
+    Some(format!(
+        "predicted {what} {} (now {})",
+        format_ms(p),
+        format_ms(now)
+    ))
+}
+
+/// A finding's win and, when the replay predicts one, its step after the fix, in one line.
+fn win_and_prediction(f: &Finding, d: &Diagnosis) -> String {
+    let win = win_line(f, per(d));
+    match prediction_phrase(f, d) {
+        Some(p) => format!("{win}; {p}"),
+        None => win,
     }
 }
 

@@ -88,6 +88,13 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
             esc(&crate::efficiency_line(diagnosis))
         );
     }
+    if !diagnosis.critical_path.breakdown.is_empty() {
+        let mut line = crate::critical::breakdown_line(&diagnosis.critical_path, 4);
+        if let Some(all) = crate::critical::all_fixes_line(diagnosis) {
+            line = format!("{line}; {all}");
+        }
+        let _ = writeln!(out, "| Critical path | {} |", esc(&line));
+    }
     let _ = writeln!(
         out,
         "| Trace | {} ({}) |",
@@ -138,11 +145,16 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
         let _ = writeln!(out, "\nNo findings above the reporting thresholds.");
         return out;
     }
-    let _ = writeln!(out, "\n### Findings (estimated wins are upper bounds)\n");
     let _ = writeln!(
         out,
-        "| # | severity | finding | win {} | call site |\n|---|---|---|---|---|",
-        crate::per(diagnosis)
+        "\n### Findings (largest expected gain first; wins are upper bounds)\n"
+    );
+    let _ =
+        writeln!(
+        out,
+        "| # | severity | finding | win {} | predicted {} | call site |\n|---|---|---|---|---|---|",
+        crate::per(diagnosis),
+        if diagnosis.has_steps() { "step" } else { "time" }
     );
     for (i, f) in diagnosis.findings.iter().take(MD_FINDINGS).enumerate() {
         let win = match f.win_kind {
@@ -170,11 +182,13 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
             .unwrap_or_else(|| "–".into());
         let _ = writeln!(
             out,
-            "| {} | {:?} | {} | {} | {} |",
+            "| {} | {:?} | {} | {} | {} | {} |",
             i + 1,
             f.severity,
             esc(&shorten(&f.title, 200)),
             win,
+            f.predicted_step_ns
+                .map_or_else(|| "–".to_string(), format_ms),
             site
         );
     }

@@ -1,19 +1,23 @@
 //! The findings as Chrome-trace events, for `tracelens annotate`: a "tracelens" process with
 //! one track of GPU idle per device (each segment named and coloured by its cause), one track
 //! of findings (a slice per evidence range, with title, win, fix and call site in `args`),
-//! and flow arrows from each blocking sync to the idle it caused. Every event has category
+//! flow arrows from each blocking sync to the idle it caused, and a track of the representative
+//! step's critical path (a slice per segment) with flow arrows from the thread each host
+//! segment runs on into it, so the path reads as a chain of arrows. Every event has category
 //! `tracelens`, which the importer skips, so an annotated trace analyses like the original.
 //!
 //! Times are written back in the trace's own unit (µs, three decimals = the ns we read).
 
 use serde_json::{json, Value};
-use tracelens_analysis::annotations::{IdleTrack, TraceId};
+use tracelens_analysis::annotations::{CriticalMark, IdleTrack, TraceId};
 use tracelens_analysis::Diagnosis;
 
 /// Our process id: far from real pids, so Perfetto shows it as its own process.
 pub const ANNOTATION_PID: i64 = 2_000_000_000;
 /// Track (tid) of the findings.
 const FINDINGS_TID: i64 = 1;
+/// Track of the critical path.
+const CRITICAL_TID: i64 = 2;
 /// Tracks of GPU idle: this plus the device index.
 const IDLE_TID_BASE: i64 = 100;
 
@@ -53,7 +57,11 @@ fn meta(name: &str, tid: Option<i64>, args: Value) -> String {
 
 /// The annotation events of a diagnosis and its idle tracks, each a JSON object in one string.
 #[must_use]
-pub fn annotation_events(d: &Diagnosis, tracks: &[IdleTrack]) -> Vec<String> {
+pub fn annotation_events(
+    d: &Diagnosis,
+    tracks: &[IdleTrack],
+    critical: &[CriticalMark],
+) -> Vec<String> {
     let mut out = vec![
         meta("process_name", None, json!({"name": "tracelens analysis"})),
         meta("process_sort_index", None, json!({"sort_index": -1})),
@@ -72,7 +80,8 @@ pub fn annotation_events(d: &Diagnosis, tracks: &[IdleTrack]) -> Vec<String> {
                 "args": {
                     "title": f.title,
                     "severity": format!("{:?}", f.severity),
-                    "win": crate::win_line(f, per),
+                            "win": crate::win_line(f, per),
+                    "predicted": crate::prediction_phrase(f, d),
                     "fix": f.fix,
                     "call_site": f.call_site,
                 }
@@ -81,6 +90,60 @@ pub fn annotation_events(d: &Diagnosis, tracks: &[IdleTrack]) -> Vec<String> {
         }
     }
     let mut flow_id: u64 = 1;
+    if !critical.is_empty() {
+        let title = match d.critical_path.step {
+            Some(n) => format!("critical path (step {n})"),
+            None => "critical path".to_string(),
+        };
+        out.push(meta(
+            "thread_name",
+            Some(CRITICAL_TID),
+            json!({ "name": title }),
+        ));
+        let mut prev: Option<&CriticalMark> = None;
+        for m in critical {
+            let name = if m.name.is_empty() {
+                m.kind.describe().to_string()
+            } else {
+                tracelens_model::shorten(&m.name, 100)
+            };
+            let event = json!({
+                "ph": "X", "cat": "tracelens", "pid": ANNOTATION_PID, "tid": CRITICAL_TID,
+                "name": name,
+                "args": {"kind": m.kind.label(), "meaning": m.kind.describe(), "name": m.name}
+            });
+            out.push(timed(event, m.interval.start_ns, Some(m.interval.dur_ns())));
+            // An arrow from the thread a host segment runs on to its slice on the path, and
+            // from the previous slice where the path moves between host and GPU.
+            if let Some((pid, tid)) = &m.thread {
+                let from = json!({
+                    "ph": "s", "cat": "tracelens", "id": flow_id, "name": "critical path",
+                    "pid": ident(pid), "tid": ident(tid)
+                });
+                out.push(timed(from, m.interval.start_ns, None));
+                let to = json!({
+                    "ph": "f", "bp": "e", "cat": "tracelens", "id": flow_id, "name": "critical path",
+                    "pid": ANNOTATION_PID, "tid": CRITICAL_TID
+                });
+                out.push(timed(to, m.interval.start_ns, None));
+                flow_id += 1;
+            }
+            if let Some(p) = prev.filter(|p| p.kind.on_gpu() != m.kind.on_gpu()) {
+                let from = json!({
+                    "ph": "s", "cat": "tracelens", "id": flow_id, "name": "critical path",
+                    "pid": ANNOTATION_PID, "tid": CRITICAL_TID
+                });
+                out.push(timed(from, p.interval.start_ns, None));
+                let to = json!({
+                    "ph": "f", "bp": "e", "cat": "tracelens", "id": flow_id, "name": "critical path",
+                    "pid": ANNOTATION_PID, "tid": CRITICAL_TID
+                });
+                out.push(timed(to, m.interval.start_ns, None));
+                flow_id += 1;
+            }
+            prev = Some(m);
+        }
+    }
     for idle in tracks {
         let tid = IDLE_TID_BASE + idle.device;
         out.push(meta(

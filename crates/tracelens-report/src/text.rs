@@ -221,7 +221,7 @@ fn render_findings(
     let mut section = String::from("\n");
     section.push_str(&wrap(
         &format!(
-            "Findings (largest first; wins are upper bounds, GPU-idle wins total {} of {} idle):",
+            "Findings (largest expected gain first; wins are upper bounds, GPU-idle wins total {} of {} idle):",
             format_ms(d.wins.gpu_idle_wins_ns),
             format_ms(d.wins.idle_ns)
         ),
@@ -229,7 +229,6 @@ fn render_findings(
         "",
         0,
     ));
-    let per = crate::per(d);
     let mut shown = 0;
     for (i, f) in d.findings.iter().take(TEXT_FINDINGS).enumerate() {
         let badge = format!("[{:?}]", f.severity);
@@ -241,7 +240,7 @@ fn render_findings(
         // Wrap on the plain badge, then paint it: colour codes have no width.
         let head = format!("  {}. {badge} ", i + 1);
         let mut block = wrap(&clean(&f.title), width, &head, 5).replacen(&badge, &painted, 1);
-        block.push_str(&wrap(&crate::win_line(f, per), width, "     ", 5));
+        block.push_str(&wrap(&crate::win_and_prediction(f, d), width, "     ", 5));
         block.push_str(&wrap(&clean(&f.fix), width, "     fix: ", 10));
         if let Some(site) = &f.call_site {
             block.push_str(&wrap(&clean(site), width, "     at:  ", 10));
@@ -354,6 +353,17 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
             "of the mean step"
         };
         fact(out, "breakdown", &format!("{} ({of})", parts.join(", ")));
+    }
+    if !d.critical_path.breakdown.is_empty() {
+        let mut line = format!(
+            "{} (the chain of work that sets each step's end)",
+            crate::critical::breakdown_line(&d.critical_path, 4)
+        );
+        if let Some(all) = crate::critical::all_fixes_line(d) {
+            let all = all.split(':').next().unwrap_or_default();
+            line = format!("{line}; {all}");
+        }
+        fact(out, "critical", &clean(&line));
     }
     if let Some(m) = d.memory.first() {
         fact(out, "memory", &clean(&crate::memory_line(m)));

@@ -190,6 +190,27 @@ impl Metrics {
                 sum(&|f| f.win_percent).min(100.0),
                 Unit::Percent,
             );
+            // The step with this kind's fixes made: the step less the predicted savings (the
+            // step itself when the kind was not found).
+            let predicted = format!("finding.{label}.predicted_step_ms");
+            let saved: i64 = of_kind
+                .iter()
+                .filter_map(|f| f.predicted_step_ns)
+                .map(|p| (r.step_ns - p).max(0))
+                .sum();
+            m.put(&predicted, ms((r.step_ns - saved).max(0)), Unit::Ms);
+            if of_kind.iter().any(|f| f.predicted_step_ns.is_none()) {
+                m.not_measured
+                    .insert(predicted, tracelens_analysis::critical::no_prediction(kind));
+            }
+        }
+        for kind in tracelens_analysis::critical::CriticalKind::ALL {
+            let share = r
+                .critical_path
+                .iter()
+                .find(|s| s.kind == kind)
+                .map(|s| (s.ns, s.percent));
+            m.put_time_and_share(&format!("critical_path.{}", kind.label()), share);
         }
         m.put("findings.count", r.findings.len() as f64, Unit::Count);
         for category in crate::results::STEP_CATEGORIES {
@@ -258,6 +279,8 @@ impl Metrics {
                 .filter(|n| {
                     n.starts_with("gpu.")
                         || n.starts_with("idle.")
+                        || n.starts_with("critical_path.")
+                        || n.ends_with(".predicted_step_ms")
                         || n.ends_with(".win_ms")
                         || n.ends_with(".win_percent")
                 })
@@ -405,7 +428,13 @@ mod tests {
             let pattern = n
                 .split('.')
                 .map(|part| {
-                    if IdleCause::ALL.iter().any(|c| c.label() == part)
+                    if n.starts_with("critical_path.")
+                        && tracelens_analysis::critical::CriticalKind::ALL
+                            .iter()
+                            .any(|k| k.label() == part)
+                    {
+                        "<segment>"
+                    } else if IdleCause::ALL.iter().any(|c| c.label() == part)
                         || FindingKind::ALL.iter().any(|k| k.label() == part)
                     {
                         "<…>"

@@ -36,6 +36,13 @@ pub struct FindingResult {
     pub call_site: Option<String>,
     /// The fix.
     pub fix: String,
+    /// The step time predicted with the fix made (the window without steps), when the replay
+    /// predicts one.
+    #[serde(default)]
+    pub predicted_step_ns: Option<TimeNs>,
+    /// What the prediction assumes, or why there is none.
+    #[serde(default)]
+    pub prediction: String,
 }
 
 /// Idle time of one cause on the focus device.
@@ -135,6 +142,9 @@ pub struct Results {
     /// Host time of each listed region, per step.
     #[serde(default)]
     pub region_time: Vec<NamedTime>,
+    /// The critical path of every step by kind, per step (empty without GPU work).
+    #[serde(default)]
+    pub critical_path: Vec<tracelens_analysis::critical::CriticalShare>,
 }
 
 /// The device with the largest absolute memory peak, if the trace has allocator totals.
@@ -256,6 +266,8 @@ impl Results {
                     count_per_step: count as f64 / steps.max(1) as f64,
                     call_site: f.call_site.clone(),
                     fix: f.fix.clone(),
+                    predicted_step_ns: f.predicted_step_ns,
+                    prediction: f.prediction.clone(),
                 }
             })
             .collect();
@@ -328,6 +340,7 @@ impl Results {
                     per_step_ns: per(r.host_ns),
                 })
                 .collect(),
+            critical_path: d.critical_path.breakdown.clone(),
             gpu_measured: d.focus_device.is_some(),
             step_breakdown: d.breakdown.as_ref().map_or_else(Vec::new, |b| {
                 STEP_CATEGORIES
@@ -372,6 +385,7 @@ impl Results {
             mfu_gap: None,
             operator_gpu: Vec::new(),
             region_time: Vec::new(),
+            critical_path: Vec::new(),
         }
     }
 

@@ -104,6 +104,7 @@ impl Detector for ImplicitSyncs {
             } else {
                 Confidence::Low
             };
+            f.what_if = Some(crate::critical::WhatIf::AsyncCalls(site.calls.clone()));
             out.push(f);
         }
         out

@@ -3,6 +3,7 @@
 //! version and what the step already uses.
 
 use super::{plural, Context, Detector, MIN_FINDING_PERCENT};
+use crate::critical::WhatIf;
 use crate::environment::{Framework, CUDA_GRAPHS, TORCH_COMPILE};
 use crate::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
 use tracelens_model::format_ms;
@@ -47,6 +48,15 @@ impl Detector for LaunchBound {
             EvidenceValue::Number(depth),
         );
         f.evidence.time_ranges = l.stretches.iter().map(|s| s.interval).collect();
+        if let Some(idle) = cx.idle {
+            let stretches = l
+                .stretch_intervals
+                .iter()
+                .find(|(d, _)| *d == idle.device)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default();
+            f.what_if = Some(WhatIf::GraphLaunches(stretches));
+        }
         (f.fix, f.snippet) = launch_overhead_fix(cx.framework);
         f.advice = "The CPU cannot issue kernels as fast as the GPU runs them: each kernel is shorter than its launch call, so the GPU idles between them. Fewer, larger launches (CUDA graphs, fusion, bigger batches) remove the gaps.".into();
         f.confidence = if cx.reliable() {

@@ -119,6 +119,9 @@ impl Context<'_> {
             advice: String::new(),
             snippet: String::new(),
             confidence: Confidence::Medium,
+            predicted_step_ns: None,
+            prediction: String::new(),
+            what_if: None,
         }
     }
 }

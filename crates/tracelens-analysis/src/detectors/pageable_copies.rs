@@ -24,6 +24,9 @@ impl Detector for PageableCopies {
         }
         let win = cx.win(p.exposed_ns);
         let mut f = cx.finding(FindingKind::PageableCopies, WinKind::ExposedCopy, &win);
+        f.what_if = Some(crate::critical::WhatIf::PinnedCopies(
+            cx.copies.pageable_unclaimed_calls.clone(),
+        ));
         f.title = format!(
             "{} {} pageable host memory ({:.1} MB, {} of GPU copy time not overlapped with compute, host blocked {})",
             plural(p.count, "copy").replace("copys", "copies"),

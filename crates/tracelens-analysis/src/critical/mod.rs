@@ -1,0 +1,506 @@
+//! The critical path of each step and the step time each fix would give, predicted by replay.
+//!
+//! Each step becomes a dependency graph ([`graph`]): the host items of every CPU thread (API
+//! calls, DataLoader waits), the focus device's GPU ops, launch edges, stream order and the
+//! GPU work each host-blocking call waited for, with the latencies recorded on them. The
+//! critical path ([`walk`]) follows, back from the step's end, the edge that bound each start;
+//! its segments tile the step, so the breakdown by kind sums to 100 %. A finding's change
+//! ([`WhatIf`]) is replayed over the same graphs ([`replay`]) to predict the step time after
+//! the fix, beside the finding's upper bound.
+
+mod graph;
+mod replay;
+#[cfg(test)]
+mod tests;
+mod walk;
+
+use crate::finding::{Finding, FindingKind};
+use crate::threads::ThreadIndex;
+use crate::utilization::GpuOp;
+use crate::window::AnalysisWindow;
+use replay::{Change, Replay};
+use serde::Serialize;
+use tracelens_model::{Interval, SpanId, TimeNs, Trace};
+
+/// Segments of the representative step kept in the output.
+pub const MAX_SEGMENTS: usize = 1000;
+
+/// What a critical-path segment is.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum CriticalKind {
+    /// A compute kernel.
+    Kernel,
+    /// A collective kernel (NCCL/RCCL).
+    Communication,
+    /// A GPU copy.
+    Memcpy,
+    /// A GPU fill.
+    Memset,
+    /// From a launch call's start to its GPU op's start: the call and the launch latency.
+    Launch,
+    /// An API call on the host (not a launch the GPU waited for).
+    Runtime,
+    /// A host-blocking call returning after the GPU work it waited for ended.
+    Sync,
+    /// The host waiting for the DataLoader.
+    DataLoader,
+    /// Host time between API calls: CPU ops, Python, the framework.
+    HostWork,
+    /// Between two ops of one stream.
+    GpuQueue,
+    /// A GPU op waiting past its launch and its stream (another stream, an event, a
+    /// collective).
+    GpuWait,
+    /// Time no recorded work explains (after the step's last op, or a walk cut short).
+    Untraced,
+}
+
+impl CriticalKind {
+    /// Every kind, in report order.
+    pub const ALL: [CriticalKind; 12] = [
+        CriticalKind::Kernel,
+        CriticalKind::Communication,
+        CriticalKind::Memcpy,
+        CriticalKind::Memset,
+        CriticalKind::Launch,
+        CriticalKind::Runtime,
+        CriticalKind::Sync,
+        CriticalKind::DataLoader,
+        CriticalKind::HostWork,
+        CriticalKind::GpuQueue,
+        CriticalKind::GpuWait,
+        CriticalKind::Untraced,
+    ];
+
+    /// Snake-case label (JSON, rule metrics).
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            CriticalKind::Kernel => "kernel",
+            CriticalKind::Communication => "communication",
+            CriticalKind::Memcpy => "memcpy",
+            CriticalKind::Memset => "memset",
+            CriticalKind::Launch => "launch",
+            CriticalKind::Runtime => "runtime",
+            CriticalKind::Sync => "sync",
+            CriticalKind::DataLoader => "data_loader",
+            CriticalKind::HostWork => "host_work",
+            CriticalKind::GpuQueue => "gpu_queue",
+            CriticalKind::GpuWait => "gpu_wait",
+            CriticalKind::Untraced => "untraced",
+        }
+    }
+
+    /// What it is, in words.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            CriticalKind::Kernel => "compute kernels",
+            CriticalKind::Communication => "collective kernels",
+            CriticalKind::Memcpy => "GPU copies",
+            CriticalKind::Memset => "GPU fills",
+            CriticalKind::Launch => "launch calls and launch latency",
+            CriticalKind::Runtime => "other API calls on the host",
+            CriticalKind::Sync => "host-blocking calls returning",
+            CriticalKind::DataLoader => "waiting for the DataLoader",
+            CriticalKind::HostWork => "host work between API calls (CPU ops, Python)",
+            CriticalKind::GpuQueue => "gaps between ops of a stream",
+            CriticalKind::GpuWait => "GPU waiting on another stream or event",
+            CriticalKind::Untraced => "no recorded work",
+        }
+    }
+
+    /// Whether the segment is time on the GPU.
+    #[must_use]
+    pub fn on_gpu(self) -> bool {
+        matches!(
+            self,
+            CriticalKind::Kernel
+                | CriticalKind::Communication
+                | CriticalKind::Memcpy
+                | CriticalKind::Memset
+                | CriticalKind::GpuQueue
+                | CriticalKind::GpuWait
+        )
+    }
+}
+
+/// One segment of the critical path.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct CriticalSegment {
+    /// Start, trace clock.
+    pub start_ns: TimeNs,
+    /// End, trace clock.
+    pub end_ns: TimeNs,
+    /// What it is.
+    pub kind: CriticalKind,
+    /// The op, call or kernel (empty for host work, gaps and waits).
+    pub name: String,
+    /// Consecutive segments of the same kind and name merged into this one.
+    pub count: u32,
+    /// The thread or stream it runs on (not serialized: it means something inside one
+    /// import only).
+    #[serde(skip)]
+    pub lane: Option<tracelens_model::LaneId>,
+}
+
+/// Time of one kind on the critical path.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct CriticalShare {
+    /// The kind.
+    pub kind: CriticalKind,
+    /// Its time, per step.
+    pub ns: TimeNs,
+    /// Its share of the path, in percent (the shares sum to 100).
+    pub percent: f64,
+}
+
+/// The change a finding's fix makes, as the replay applies it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WhatIf {
+    /// The DataLoader waits take no time (enough workers to hide loading).
+    NoDataLoaderWait,
+    /// These host-blocking calls no longer wait for the GPU.
+    AsyncCalls(Vec<SpanId>),
+    /// These copy calls become pinned and non-blocking (copy time unchanged).
+    PinnedCopies(Vec<SpanId>),
+    /// The launch-bound stretches (GPU time) replay as CUDA graphs: their launches and the
+    /// host work between them take no time, and their ops run back to back.
+    GraphLaunches(Vec<Interval>),
+    /// Collectives fully overlapped with compute.
+    OverlapCommunication,
+}
+
+impl WhatIf {
+    /// What the prediction assumes, in words.
+    #[must_use]
+    pub fn assumption(&self) -> &'static str {
+        match self {
+            WhatIf::NoDataLoaderWait => "assumes the DataLoader waits vanish (enough workers to prefetch every batch) and the host work after them is unchanged",
+            WhatIf::AsyncCalls(_) => "assumes these calls no longer wait for the GPU and the host work after them is unchanged",
+            WhatIf::PinnedCopies(_) => "assumes the copy calls return at once (pinned memory, non_blocking=True) and each copy takes as long on the GPU",
+            WhatIf::GraphLaunches(_) => "assumes each launch-bound stretch is captured once and replayed as a CUDA graph: its launches and the host work between them vanish and its kernels run back to back",
+            WhatIf::OverlapCommunication => "assumes every collective runs fully hidden under compute",
+        }
+    }
+}
+
+/// Why a finding of `kind` has no predicted step time.
+#[must_use]
+pub fn no_prediction(kind: FindingKind) -> &'static str {
+    match kind {
+        FindingKind::HostCompute | FindingKind::CpuOversubscription => {
+            "no prediction: the fix changes CPU work, whose new duration the trace cannot show"
+        }
+        FindingKind::CrossStreamWait | FindingKind::CollectiveWait | FindingKind::GpuWait => {
+            "no prediction: what the GPU waits for is not recorded well enough to remove it"
+        }
+        FindingKind::CopyTime => "no prediction: fewer or smaller copies depend on the program",
+        FindingKind::DataLoaderStall
+        | FindingKind::ImplicitSync
+        | FindingKind::PageableCopies
+        | FindingKind::LaunchBound
+        | FindingKind::ExposedCommunication => {
+            "no prediction: the trace has no step graph on the focus device"
+        }
+    }
+}
+
+/// A predicted step time.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct StepPrediction {
+    /// The findings whose fixes are applied (one, or all with a prediction).
+    pub findings: Vec<FindingKind>,
+    /// The measured step (the window's mean step; the window without steps).
+    pub measured_step_ns: TimeNs,
+    /// The predicted step.
+    pub predicted_step_ns: TimeNs,
+    /// What the prediction assumes.
+    pub assumption: String,
+}
+
+/// The critical path and the predictions of a trace.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct CriticalPath {
+    /// The step walked for `segments` (the median-length one), `None` without steps.
+    pub step: Option<i64>,
+    /// Its time, trace clock.
+    pub interval: Option<Interval>,
+    /// Its segments in time order (at most [`MAX_SEGMENTS`]; they tile `interval` when none
+    /// is omitted).
+    pub segments: Vec<CriticalSegment>,
+    /// Segments left out past [`MAX_SEGMENTS`].
+    pub segments_omitted: usize,
+    /// The representative step's path by kind, largest first.
+    pub step_breakdown: Vec<CriticalShare>,
+    /// Every step's path by kind, per step, largest first (the rule metrics read it).
+    pub breakdown: Vec<CriticalShare>,
+    /// All fixes with a prediction applied together (none when fewer than two).
+    pub all_fixes: Option<StepPrediction>,
+}
+
+/// Shares of `totals` (per step: divided by `steps`), largest first.
+fn shares(totals: &[TimeNs; 12], steps: i64) -> Vec<CriticalShare> {
+    let sum: TimeNs = totals.iter().sum();
+    let mut v: Vec<CriticalShare> = CriticalKind::ALL
+        .iter()
+        .zip(totals)
+        .filter(|(_, &ns)| ns > 0)
+        .map(|(&kind, &ns)| CriticalShare {
+            kind,
+            ns: ns / steps.max(1),
+            percent: crate::dataloader::percent(ns, sum),
+        })
+        .collect();
+    v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.kind.cmp(&b.kind)));
+    v
+}
+
+fn kind_index(kind: CriticalKind) -> usize {
+    CriticalKind::ALL
+        .iter()
+        .position(|&k| k == kind)
+        .unwrap_or(CriticalKind::ALL.len() - 1)
+}
+
+/// The host ranges a CUDA graph would replace: the hull of the launch calls of the ops that
+/// start in each stretch.
+fn stretch_host_ranges(trace: &Trace, ops: &[GpuOp], stretches: &[Interval]) -> Vec<Interval> {
+    stretches
+        .iter()
+        .filter_map(|s| {
+            let from = ops.partition_point(|&(_, iv, _)| iv.start_ns < s.start_ns);
+            ops[from..]
+                .iter()
+                .take_while(|&&(_, iv, _)| iv.start_ns < s.end_ns)
+                .filter_map(|&(_, _, id)| trace.launch_of(id))
+                .map(|l| trace.span(l).interval())
+                .reduce(|a, b| a.hull(b))
+        })
+        .collect()
+}
+
+/// The replay change of one finding.
+fn change_of(
+    trace: &Trace,
+    window: &AnalysisWindow,
+    threads: &ThreadIndex,
+    ops: &[GpuOp],
+    what: &WhatIf,
+) -> Change {
+    let mut c = Change::default();
+    match what {
+        WhatIf::NoDataLoaderWait => c.collapse(threads.data_loading_within(window.interval)),
+        WhatIf::AsyncCalls(ids) | WhatIf::PinnedCopies(ids) => {
+            c.make_async(ids.iter().map(|id| id.0));
+        }
+        WhatIf::GraphLaunches(stretches) => {
+            c.free_ops(stretches.iter().copied());
+            c.collapse(stretch_host_ranges(trace, ops, stretches));
+        }
+        WhatIf::OverlapCommunication => c.hide_communication(),
+    }
+    c
+}
+
+/// One step to walk and replay.
+struct StepRange {
+    number: Option<i64>,
+    interval: Interval,
+    host_start_ns: TimeNs,
+    host_end_ns: TimeNs,
+    next_host_ns: TimeNs,
+}
+
+fn step_ranges(trace: &Trace, window: &AnalysisWindow) -> Vec<StepRange> {
+    if !window.has_steps() {
+        let w = window.interval;
+        return vec![StepRange {
+            number: None,
+            interval: w,
+            host_start_ns: w.start_ns,
+            host_end_ns: w.start_ns,
+            next_host_ns: w.end_ns,
+        }];
+    }
+    let host: rustc_hash::FxHashMap<i64, Interval> = trace
+        .steps
+        .iter()
+        .filter_map(|s| s.cpu.map(|c| (s.number, c)))
+        .collect();
+    let mut out: Vec<StepRange> = window
+        .steps
+        .iter()
+        .map(|s| {
+            let h = host.get(&s.number).copied().unwrap_or(s.interval);
+            StepRange {
+                number: Some(s.number),
+                interval: s.interval,
+                host_start_ns: h.start_ns,
+                host_end_ns: h.end_ns,
+                next_host_ns: window.interval.end_ns,
+            }
+        })
+        .collect();
+    for k in 1..out.len() {
+        out[k - 1].next_host_ns = out[k].host_start_ns.max(out[k - 1].host_start_ns);
+    }
+    out
+}
+
+/// The critical path of every step of the window on the focus device, and the predicted step
+/// time of each finding with a [`WhatIf`] (written into the finding) and of all of them
+/// together. `ops`: the focus device's GPU work sorted by start.
+///
+/// A prediction never saves more than the findings' upper bounds (the replay can find a few
+/// microseconds more at step edges) nor adds time.
+pub fn critical_path(
+    trace: &Trace,
+    window: &AnalysisWindow,
+    threads: &ThreadIndex,
+    focus_device: i64,
+    ops: &[GpuOp],
+    findings: &mut [Finding],
+) -> CriticalPath {
+    let ranges = step_ranges(trace, window);
+    let has_steps = window.has_steps();
+    // One change per finding with a what-if, then all of them together.
+    let mut changes: Vec<(Vec<usize>, Change)> = findings
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let what = f.what_if.as_ref()?;
+            let c = change_of(trace, window, threads, ops, what);
+            (!c.is_empty()).then_some((vec![i], c))
+        })
+        .collect();
+    if changes.len() > 1 {
+        let mut all = Change::default();
+        let mut who = Vec::new();
+        for (i, c) in &changes {
+            all.merge(c);
+            who.extend(i.iter().copied());
+        }
+        changes.push((who, all));
+    }
+    let mut replays: Vec<Replay> = changes
+        .iter()
+        .map(|(_, c)| Replay::new(c, trace.lanes.len()))
+        .collect();
+    let representative = {
+        let mut order: Vec<usize> = (0..ranges.len()).collect();
+        order.sort_by_key(|&k| (ranges[k].interval.dur_ns(), ranges[k].number));
+        order[order.len() / 2]
+    };
+    let first_host = ranges
+        .first()
+        .map_or(window.interval.start_ns, |r| r.host_start_ns);
+    let mut builder = graph::GraphBuilder::new(
+        trace,
+        threads,
+        focus_device,
+        ops,
+        first_host.min(window.interval.start_ns),
+        window.interval,
+    );
+    let mut totals = [0; 12];
+    let mut step_totals = [0; 12];
+    let mut segments: Vec<CriticalSegment> = Vec::new();
+    let mut segments_omitted = 0;
+    for (k, r) in ranges.iter().enumerate() {
+        let g = builder.step(r.host_start_ns, r.host_end_ns, r.next_host_ns, r.interval);
+        let rep = k == representative;
+        let mut raw = Vec::new();
+        walk::walk(
+            trace,
+            &g,
+            r.interval.start_ns,
+            r.interval.end_ns,
+            |iv: Interval, kind, span, lane| {
+                totals[kind_index(kind)] += iv.dur_ns();
+                if rep {
+                    step_totals[kind_index(kind)] += iv.dur_ns();
+                    raw.push((iv, kind, span, lane));
+                }
+            },
+        );
+        if rep {
+            raw.reverse();
+            for (iv, kind, span, lane) in raw {
+                let name = span.map_or("", |s| trace.name(s));
+                if let Some(last) = segments.last_mut() {
+                    if last.kind == kind
+                        && last.name == name
+                        && last.lane == lane
+                        && last.end_ns == iv.start_ns
+                    {
+                        last.end_ns = iv.end_ns;
+                        last.count += 1;
+                        continue;
+                    }
+                }
+                if segments.len() == MAX_SEGMENTS {
+                    segments_omitted += 1;
+                    continue;
+                }
+                segments.push(CriticalSegment {
+                    start_ns: iv.start_ns,
+                    end_ns: iv.end_ns,
+                    kind,
+                    name: name.to_string(),
+                    count: 1,
+                    lane,
+                });
+            }
+        }
+        for replay in &mut replays {
+            replay.step(&g, has_steps);
+        }
+    }
+    let measured = window.step_ns();
+    let mut all_fixes = None;
+    for ((who, _), replay) in changes.iter().zip(&replays) {
+        let predicted_total: TimeNs = ranges
+            .iter()
+            .zip(&replay.step_deltas_ns)
+            .map(|(r, d)| (r.interval.dur_ns() + d).max(0))
+            .sum();
+        // Never past the upper bounds: the wins stay what they say they are.
+        let bound: TimeNs = who
+            .iter()
+            .map(|&i| findings[i].estimated_win_per_step_ns)
+            .sum();
+        let predicted = (predicted_total / crate::num::count_i64(ranges.len()))
+            .max(measured - bound)
+            .min(measured);
+        if let [i] = who[..] {
+            let f = &mut findings[i];
+            f.predicted_step_ns = Some(predicted);
+            f.prediction = f
+                .what_if
+                .as_ref()
+                .map(|w| w.assumption().to_string())
+                .unwrap_or_default();
+        } else {
+            all_fixes = Some(StepPrediction {
+                findings: who.iter().map(|&i| findings[i].kind).collect(),
+                measured_step_ns: measured,
+                predicted_step_ns: predicted,
+                assumption: "assumes every fix with a prediction is made and each holds as stated on its finding".into(),
+            });
+        }
+    }
+    let rep = &ranges[representative];
+    CriticalPath {
+        step: rep.number,
+        interval: Some(rep.interval),
+        segments,
+        segments_omitted,
+        step_breakdown: shares(&step_totals, 1),
+        breakdown: shares(&totals, crate::num::count_i64(ranges.len())),
+        all_fixes,
+    }
+}

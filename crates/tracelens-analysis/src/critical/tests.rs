@@ -1,0 +1,151 @@
+//! The replay and the walk on hand-made step graphs, where every time can be worked out by
+//! hand.
+
+use super::graph::{GpuNode, HostItem, HostKind, StepGraph, NONE};
+use super::replay::{Change, Replay};
+use super::walk::walk;
+use super::CriticalKind;
+use crate::api::BlockingKind;
+use tracelens_model::{Interval, LaneId, SpanId, SpanKind, TimeNs, Trace};
+
+const HOST: LaneId = LaneId(0);
+const STREAM: LaneId = LaneId(1);
+
+fn item(start_ns: TimeNs, end_ns: TimeNs, kind: HostKind, span: u32) -> HostItem {
+    HostItem {
+        start_ns,
+        end_ns,
+        kind,
+        span,
+        lane: HOST,
+        awaited: NONE,
+    }
+}
+
+fn op(start_ns: TimeNs, end_ns: TimeNs, launch: u32) -> GpuNode {
+    GpuNode {
+        start_ns,
+        end_ns,
+        span: SpanId(launch.wrapping_add(100)),
+        kind: SpanKind::Kernel,
+        communication: false,
+        lane: STREAM,
+        launch,
+        stream_prev: NONE,
+        prev_end_ns: None,
+        launch_ns: 0,
+        queue_ns: 0,
+        wait_ns: 0,
+        after: NONE,
+    }
+}
+
+/// Replayed step duration minus recorded, for one change.
+fn delta(g: &StepGraph, change: &Change) -> TimeNs {
+    let mut r = Replay::new(change, 2);
+    r.step(g, true);
+    r.step_deltas_ns[0]
+}
+
+/// A DataLoader wait of 100, then a launch whose kernel the host waits for with a sync, then
+/// 5 of host work to the end of the step at 225.
+fn loader_then_kernel() -> StepGraph {
+    StepGraph::from_parts(
+        vec![
+            item(0, 100, HostKind::DataLoader, NONE),
+            item(100, 110, HostKind::Call, 1),
+            item(120, 220, HostKind::Blocking(BlockingKind::DeviceSync), 2),
+        ],
+        vec![op(115, 215, 1)],
+        0,
+        225,
+        2,
+    )
+}
+
+#[test]
+fn a_replay_without_a_change_gives_back_the_recorded_step() {
+    let g = loader_then_kernel();
+    assert_eq!(delta(&g, &Change::default()), 0);
+    // A GPU-bound graph too: the kernel queues behind one launched before the step.
+    let g = queued_behind_earlier_work();
+    assert_eq!(delta(&g, &Change::default()), 0);
+}
+
+#[test]
+fn removing_the_dataloader_wait_moves_everything_after_it() {
+    let g = loader_then_kernel();
+    let mut c = Change::default();
+    c.collapse([Interval::new(0, 100)]);
+    // Launch at 0, kernel 15–115, the sync returns 5 after it (120), host end 125.
+    assert_eq!(delta(&g, &c), -100);
+}
+
+/// A kernel launched at 100 queues behind 0–150 of earlier work (no launch in the step) and
+/// runs 150–450; the sync at 460 finds it done and returns at 465; the step ends at 470.
+fn queued_behind_earlier_work() -> StepGraph {
+    let mut earlier = op(0, 150, NONE);
+    earlier.span = SpanId(99);
+    StepGraph::from_parts(
+        vec![
+            item(0, 100, HostKind::DataLoader, NONE),
+            item(100, 110, HostKind::Call, 1),
+            item(460, 465, HostKind::Blocking(BlockingKind::DeviceSync), 2),
+        ],
+        vec![earlier, op(150, 450, 1)],
+        0,
+        470,
+        2,
+    )
+}
+
+#[test]
+fn a_gpu_bound_step_gains_only_what_the_gpu_did_not_need() {
+    let g = queued_behind_earlier_work();
+    // The sync waited for the kernel (launched before it, ended before it returned).
+    assert_eq!(g.host[2].awaited, 1);
+    let mut c = Change::default();
+    c.collapse([Interval::new(0, 100)]);
+    // The host reaches the sync at 360, now waits for the kernel (450) and returns at 455;
+    // the 5 of host work after it end the step at 460: 10 saved, not 100.
+    assert_eq!(delta(&g, &c), -10);
+}
+
+#[test]
+fn an_async_sync_no_longer_waits() {
+    let g = loader_then_kernel();
+    let mut c = Change::default();
+    c.make_async([2]);
+    // The sync returns 5 after it starts (125); the kernel still ends at 215 and sets the
+    // step's end.
+    assert_eq!(delta(&g, &c), 215 - 225);
+}
+
+#[test]
+fn the_critical_path_tiles_the_step_and_follows_the_binding_edges() {
+    let g = loader_then_kernel();
+    let trace = Trace::default();
+    let mut segs: Vec<(Interval, CriticalKind)> = Vec::new();
+    walk(&trace, &g, 0, 225, |iv, kind, _, _| segs.push((iv, kind)));
+    segs.reverse();
+    let kinds: Vec<CriticalKind> = segs.iter().map(|s| s.1).collect();
+    assert_eq!(
+        kinds,
+        [
+            CriticalKind::DataLoader,
+            CriticalKind::Launch,
+            CriticalKind::Kernel,
+            CriticalKind::Sync,
+            CriticalKind::HostWork,
+        ]
+    );
+    assert_eq!(segs[0].0, Interval::new(0, 100));
+    assert_eq!(segs[2].0, Interval::new(115, 215));
+    for w in segs.windows(2) {
+        assert_eq!(
+            w[0].0.end_ns, w[1].0.start_ns,
+            "segments must tile the step"
+        );
+    }
+    assert_eq!(segs.last().unwrap().0.end_ns, 225);
+}
