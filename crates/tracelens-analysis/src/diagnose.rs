@@ -311,9 +311,7 @@ fn diagnose_with(
     std::thread::scope(|scope| {
         let views = scope.spawn(|| busy_views(trace, window_iv));
         let (mut diagnosis, device_idle) = diagnose_core(trace, works, window, detectors);
-        let views = views
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        let views = joined(views);
         diagnosis.operators = views.operators;
         diagnosis.operators_by_shape = views.operators_by_shape;
         diagnosis.regions = views.regions;
@@ -330,6 +328,13 @@ fn diagnose_with(
         );
         (diagnosis, device_idle)
     })
+}
+
+/// A scoped thread's result; its panic goes on in the caller.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
 fn diagnose_core(
@@ -421,17 +426,31 @@ fn diagnose_core(
     for f in &mut findings {
         f.fix = crate::memory::fit_batch_advice(&f.fix, &memory, &hw);
     }
-    let critical_path = match (&window, focus) {
-        (Some(win), Some(i)) => crate::critical::critical_path(
-            trace,
-            win,
-            &threads,
-            device_idle[i].device,
-            &works[i].ops,
-            &mut findings,
-        ),
-        _ => crate::critical::CriticalPath::default(),
-    };
+    // The critical path and the predictions on two more threads, beside the summaries, the
+    // breakdown and the kernel table (they share nothing but the trace).
+    let focus_ops = focus.map_or(&[][..], |i| &works[i].ops[..]);
+    let (mut critical_path, all_fixes, idle, breakdown, top_kernels) =
+        std::thread::scope(|scope| {
+            let findings = &mut findings;
+            let (window, threads) = (window.as_ref(), &threads);
+            let path = scope.spawn(move || match window {
+                Some(win) if focus.is_some() => {
+                    crate::critical::critical_path(trace, win, threads, focus_ops)
+                }
+                _ => crate::critical::CriticalPath::default(),
+            });
+            let predicted = scope.spawn(move || match window {
+                Some(win) if focus.is_some() => {
+                    crate::critical::predict(trace, win, threads, focus_ops, findings)
+                }
+                _ => None,
+            });
+            let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
+            let breakdown = window.map(|w| breakdown(trace, w));
+            let top = top_kernels(trace, window_iv, 20);
+            (joined(path), joined(predicted), idle, breakdown, top)
+        });
+    critical_path.all_fixes = all_fixes;
     for f in &mut findings {
         if f.predicted_step_ns.is_none() {
             f.prediction = crate::critical::no_prediction(f.kind).to_string();
@@ -465,7 +484,6 @@ fn diagnose_core(
             .map(|f| f.estimated_win_ns)
             .sum(),
     };
-    let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
     let syncs = SyncSummary {
         calls: calls.len() as u64,
         blocked_ns: calls.iter().map(|c| c.blocked_ns).sum(),
@@ -475,7 +493,6 @@ fn diagnose_core(
             .count(),
         sites: sites.into_iter().take(50).collect(),
     };
-    let breakdown = window.as_ref().map(|w| breakdown(trace, w));
     let focus_device = focus.map(|i| device_idle[i].device);
     let diagnosis = Diagnosis {
         verdict,
@@ -489,7 +506,7 @@ fn diagnose_core(
         dataloader,
         launch,
         breakdown,
-        top_kernels: top_kernels(trace, window_iv, 20),
+        top_kernels,
         tensor_core_percent: None,
         regions: Vec::new(),
         operators: Vec::new(),

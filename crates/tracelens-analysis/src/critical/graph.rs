@@ -76,6 +76,8 @@ pub(crate) struct GpuNode {
 pub(crate) struct StepGraph {
     /// Host items, sorted by start (then end).
     pub(crate) host: Vec<HostItem>,
+    /// Host item indices sorted by end (then index).
+    pub(crate) host_by_end: Vec<u32>,
     /// GPU ops, sorted by start (then end).
     pub(crate) gpu: Vec<GpuNode>,
     /// The step's host range start (`ProfilerStep#N`; the window start without steps).
@@ -90,7 +92,6 @@ pub(crate) struct GraphBuilder<'t> {
     threads: &'t ThreadIndex,
     /// Blocking calls, sorted by span id.
     blocking: Vec<(u32, BlockingKind)>,
-    focus_lane: Vec<bool>,
     /// CPU threads that take part: they launch work on the focus device, block on the GPU or
     /// wait for the DataLoader (a thread polling `cudaEventQuery` does none of these).
     host_lane: Vec<bool>,
@@ -98,9 +99,8 @@ pub(crate) struct GraphBuilder<'t> {
     ops: &'t [crate::utilization::GpuOp],
     /// End of the last op seen on each lane.
     lane_end: Vec<Option<TimeNs>>,
-    /// Host calls before this time launched ops that count by their own start.
-    first_host_ns: TimeNs,
-    window: Interval,
+    /// Whether a kernel name is a collective's, per name.
+    communication: rustc_hash::FxHashMap<tracelens_model::NameId, bool>,
 }
 
 /// Host items in time order and the item that owns each API call.
@@ -114,19 +114,11 @@ impl<'t> GraphBuilder<'t> {
     pub(crate) fn new(
         trace: &'t Trace,
         threads: &'t ThreadIndex,
-        focus_device: i64,
         ops: &'t [crate::utilization::GpuOp],
-        first_host_ns: TimeNs,
-        window: Interval,
     ) -> Self {
         let mut blocking: Vec<(u32, BlockingKind)> =
             threads.blocking_calls().map(|(id, k)| (id.0, k)).collect();
         blocking.sort_unstable_by_key(|&(id, _)| id);
-        let focus_lane = trace
-            .lanes
-            .iter()
-            .map(|l| l.key.is_gpu() && l.key.device() == Some(focus_device))
-            .collect();
         let mut host_lane: Vec<bool> = (0..trace.lanes.len())
             .map(|i| !threads.lane(LaneId::at(i)).data_loading.is_empty())
             .collect();
@@ -142,12 +134,10 @@ impl<'t> GraphBuilder<'t> {
             trace,
             threads,
             blocking,
-            focus_lane,
             host_lane,
             ops,
             lane_end: vec![None; trace.lanes.len()],
-            first_host_ns,
-            window,
+            communication: rustc_hash::FxHashMap::default(),
         }
     }
 
@@ -252,8 +242,8 @@ impl<'t> GraphBuilder<'t> {
     }
 
     /// The graph of the step whose host range starts at `host_start_ns` and ends at
-    /// `host_end_ns`, owning host items that start before `next_host_ns` and, among GPU ops
-    /// launched from before the window, those that start inside `interval`.
+    /// `host_end_ns`: the host items that start before `next_host_ns`, and the GPU ops that
+    /// start inside `interval` (an op launched outside those items has no launch edge).
     pub(crate) fn step(
         &mut self,
         host_start_ns: TimeNs,
@@ -263,17 +253,34 @@ impl<'t> GraphBuilder<'t> {
     ) -> StepGraph {
         let trace = self.trace;
         let HostItems { items, owner } = self.host_items(host_start_ns, next_host_ns);
+        // The step's ops: those that start inside it, already in start order; each keeps
+        // its launch when the call is one of the step's host items.
+        let from = self
+            .ops
+            .partition_point(|&(_, iv, _)| iv.start_ns < interval.start_ns);
         let mut gpu: Vec<GpuNode> = Vec::new();
-        let mut push = |id: SpanId, launch: u32| {
-            let s = trace.span(id);
+        for &(kind, iv, id) in &self.ops[from..] {
+            if iv.start_ns >= interval.end_ns {
+                break;
+            }
+            let launch = trace.launch_of(id).map_or(NONE, |call| {
+                owner
+                    .binary_search_by_key(&call.0, |&(s, _)| s)
+                    .map_or(NONE, |i| owner[i].1)
+            });
+            let name = trace.span(id).name;
+            let communication = kind == SpanKind::Kernel
+                && *self
+                    .communication
+                    .entry(name)
+                    .or_insert_with(|| crate::idle::is_communication_kernel(trace.names.get(name)));
             gpu.push(GpuNode {
-                start_ns: s.start_ns,
-                end_ns: s.end_ns(),
+                start_ns: iv.start_ns,
+                end_ns: iv.end_ns,
                 span: id,
-                kind: s.kind,
-                communication: s.kind == SpanKind::Kernel
-                    && crate::idle::is_communication_kernel(trace.names.get(s.name)),
-                lane: s.lane,
+                kind,
+                communication,
+                lane: trace.span(id).lane,
                 launch,
                 stream_prev: NONE,
                 prev_end_ns: None,
@@ -282,43 +289,26 @@ impl<'t> GraphBuilder<'t> {
                 wait_ns: 0,
                 after: NONE,
             });
-        };
-        for &(span, item) in &owner {
-            for &op in trace.launched_by(SpanId(span)) {
-                let s = trace.span(op);
-                if s.kind.is_gpu_work() && self.focus_lane[s.lane.0 as usize] {
-                    push(op, item);
-                }
-            }
         }
-        // Ops whose launch is not in any step's host range count by their own start.
-        let from = self
-            .ops
-            .partition_point(|&(_, iv, _)| iv.start_ns < interval.start_ns);
-        for &(_, iv, id) in &self.ops[from..] {
-            if iv.start_ns >= interval.end_ns {
-                break;
-            }
-            let outside = trace.launch_of(id).is_none_or(|l| {
-                let at = trace.span(l).start_ns;
-                at < self.first_host_ns || at >= self.window.end_ns
-            });
-            if outside {
-                push(id, NONE);
-            }
-        }
-        gpu.sort_unstable_by_key(|g| (g.start_ns, g.end_ns, g.span));
         let mut nodes = gpu;
         link_nodes(&mut nodes, &items, &mut self.lane_end);
         let mut host = items;
         await_nodes(&mut host, &nodes);
         StepGraph {
+            host_by_end: by_end(&host),
             host,
             gpu: nodes,
             host_start_ns,
             host_end_ns,
         }
     }
+}
+
+/// Host item indices sorted by end.
+fn by_end(host: &[HostItem]) -> Vec<u32> {
+    let mut v: Vec<u32> = (0..crate::num::count_u32(host.len())).collect();
+    v.sort_unstable_by_key(|&i| (host[i as usize].end_ns, i));
+    v
 }
 
 /// The median of `v` (0 when empty).
@@ -332,12 +322,16 @@ fn median(v: &mut [TimeNs]) -> TimeNs {
 
 /// Sets each op's stream predecessor and the latencies of its edges.
 fn link_nodes(nodes: &mut [GpuNode], host: &[HostItem], lane_end: &mut [Option<TimeNs>]) {
-    let mut lane_last: rustc_hash::FxHashMap<LaneId, u32> = rustc_hash::FxHashMap::default();
+    let mut lane_last: Vec<u32> = vec![NONE; lane_end.len()];
     // Per op: launch start → op start, and the previous op's end on its stream.
     let mut edges: Vec<(Option<TimeNs>, Option<TimeNs>)> = Vec::with_capacity(nodes.len());
     for i in 0..nodes.len() {
         let lane = nodes[i].lane;
-        let prev = lane_last.insert(lane, crate::num::count_u32(i));
+        let prev = Some(std::mem::replace(
+            &mut lane_last[lane.0 as usize],
+            crate::num::count_u32(i),
+        ))
+        .filter(|&p| p != NONE);
         let prev_end = match prev {
             Some(p) => Some(nodes[p as usize].end_ns),
             None => lane_end[lane.0 as usize],
@@ -484,6 +478,7 @@ impl StepGraph {
         let mut host = host;
         await_nodes(&mut host, &gpu);
         StepGraph {
+            host_by_end: by_end(&host),
             host,
             gpu,
             host_start_ns,

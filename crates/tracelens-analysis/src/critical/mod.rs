@@ -59,7 +59,7 @@ pub enum CriticalKind {
 }
 
 impl CriticalKind {
-    /// Every kind, in report order.
+    /// Every kind, in report order (the declaration order: `kind as usize` indexes it).
     pub const ALL: [CriticalKind; 12] = [
         CriticalKind::Kernel,
         CriticalKind::Communication,
@@ -259,11 +259,9 @@ fn shares(totals: &[TimeNs; 12], steps: i64) -> Vec<CriticalShare> {
     v
 }
 
+/// The position of `kind` in [`CriticalKind::ALL`] (its declaration order).
 fn kind_index(kind: CriticalKind) -> usize {
-    CriticalKind::ALL
-        .iter()
-        .position(|&k| k == kind)
-        .unwrap_or(CriticalKind::ALL.len() - 1)
+    kind as usize
 }
 
 /// The host ranges a CUDA graph would replace: the hull of the launch calls of the ops that
@@ -351,61 +349,26 @@ fn step_ranges(trace: &Trace, window: &AnalysisWindow) -> Vec<StepRange> {
     out
 }
 
-/// The critical path of every step of the window on the focus device, and the predicted step
-/// time of each finding with a [`WhatIf`] (written into the finding) and of all of them
-/// together. `ops`: the focus device's GPU work sorted by start.
-///
-/// A prediction never saves more than the findings' upper bounds (the replay can find a few
-/// microseconds more at step edges) nor adds time.
+/// The step that stands for the window: the median-length one (the timeline's).
+fn representative(ranges: &[StepRange]) -> usize {
+    let mut order: Vec<usize> = (0..ranges.len()).collect();
+    order.sort_by_key(|&k| (ranges[k].interval.dur_ns(), ranges[k].number));
+    order[order.len() / 2]
+}
+
+/// The critical path of every step of the window on the focus device: the representative
+/// step's segments and the breakdown by kind of it and of all steps. `ops`: the focus
+/// device's GPU work sorted by start. [`predict`] adds `all_fixes`.
+#[must_use]
 pub fn critical_path(
     trace: &Trace,
     window: &AnalysisWindow,
     threads: &ThreadIndex,
-    focus_device: i64,
     ops: &[GpuOp],
-    findings: &mut [Finding],
 ) -> CriticalPath {
     let ranges = step_ranges(trace, window);
-    let has_steps = window.has_steps();
-    // One change per finding with a what-if, then all of them together.
-    let mut changes: Vec<(Vec<usize>, Change)> = findings
-        .iter()
-        .enumerate()
-        .filter_map(|(i, f)| {
-            let what = f.what_if.as_ref()?;
-            let c = change_of(trace, window, threads, ops, what);
-            (!c.is_empty()).then_some((vec![i], c))
-        })
-        .collect();
-    if changes.len() > 1 {
-        let mut all = Change::default();
-        let mut who = Vec::new();
-        for (i, c) in &changes {
-            all.merge(c);
-            who.extend(i.iter().copied());
-        }
-        changes.push((who, all));
-    }
-    let mut replays: Vec<Replay> = changes
-        .iter()
-        .map(|(_, c)| Replay::new(c, trace.lanes.len()))
-        .collect();
-    let representative = {
-        let mut order: Vec<usize> = (0..ranges.len()).collect();
-        order.sort_by_key(|&k| (ranges[k].interval.dur_ns(), ranges[k].number));
-        order[order.len() / 2]
-    };
-    let first_host = ranges
-        .first()
-        .map_or(window.interval.start_ns, |r| r.host_start_ns);
-    let mut builder = graph::GraphBuilder::new(
-        trace,
-        threads,
-        focus_device,
-        ops,
-        first_host.min(window.interval.start_ns),
-        window.interval,
-    );
+    let representative = representative(&ranges);
+    let mut builder = graph::GraphBuilder::new(trace, threads, ops);
     let mut totals = [0; 12];
     let mut step_totals = [0; 12];
     let mut segments: Vec<CriticalSegment> = Vec::new();
@@ -427,35 +390,93 @@ pub fn critical_path(
                 }
             },
         );
-        if rep {
-            raw.reverse();
-            for (iv, kind, span, lane) in raw {
-                let name = span.map_or("", |s| trace.name(s));
-                if let Some(last) = segments.last_mut() {
-                    if last.kind == kind
-                        && last.name == name
-                        && last.lane == lane
-                        && last.end_ns == iv.start_ns
-                    {
-                        last.end_ns = iv.end_ns;
-                        last.count += 1;
-                        continue;
-                    }
-                }
-                if segments.len() == MAX_SEGMENTS {
-                    segments_omitted += 1;
+        if !rep {
+            continue;
+        }
+        raw.reverse();
+        for (iv, kind, span, lane) in raw {
+            let name = span.map_or("", |s| trace.name(s));
+            if let Some(last) = segments.last_mut() {
+                if last.kind == kind
+                    && last.name == name
+                    && last.lane == lane
+                    && last.end_ns == iv.start_ns
+                {
+                    last.end_ns = iv.end_ns;
+                    last.count += 1;
                     continue;
                 }
-                segments.push(CriticalSegment {
-                    start_ns: iv.start_ns,
-                    end_ns: iv.end_ns,
-                    kind,
-                    name: name.to_string(),
-                    count: 1,
-                    lane,
-                });
             }
+            if segments.len() == MAX_SEGMENTS {
+                segments_omitted += 1;
+                continue;
+            }
+            segments.push(CriticalSegment {
+                start_ns: iv.start_ns,
+                end_ns: iv.end_ns,
+                kind,
+                name: name.to_string(),
+                count: 1,
+                lane,
+            });
         }
+    }
+    let rep = &ranges[representative];
+    CriticalPath {
+        step: rep.number,
+        interval: Some(rep.interval),
+        segments,
+        segments_omitted,
+        step_breakdown: shares(&step_totals, 1),
+        breakdown: shares(&totals, crate::num::count_i64(ranges.len())),
+        all_fixes: None,
+    }
+}
+
+/// The predicted step time of each finding with a [`WhatIf`] (written into the finding), and
+/// of all of them together when there are several: each change replayed over every step's
+/// graph. `ops`: the focus device's GPU work sorted by start.
+///
+/// A prediction never saves more than the findings' upper bounds (the replay can find a few
+/// microseconds more at step edges) nor adds time.
+pub fn predict(
+    trace: &Trace,
+    window: &AnalysisWindow,
+    threads: &ThreadIndex,
+    ops: &[GpuOp],
+    findings: &mut [Finding],
+) -> Option<StepPrediction> {
+    // One change per finding with a what-if, then all of them together.
+    let mut changes: Vec<(Vec<usize>, Change)> = findings
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let what = f.what_if.as_ref()?;
+            let c = change_of(trace, window, threads, ops, what);
+            (!c.is_empty()).then_some((vec![i], c))
+        })
+        .collect();
+    if changes.is_empty() {
+        return None;
+    }
+    if changes.len() > 1 {
+        let mut all = Change::default();
+        let mut who = Vec::new();
+        for (i, c) in &changes {
+            all.merge(c);
+            who.extend(i.iter().copied());
+        }
+        changes.push((who, all));
+    }
+    let ranges = step_ranges(trace, window);
+    let has_steps = window.has_steps();
+    let mut replays: Vec<Replay> = changes
+        .iter()
+        .map(|(_, c)| Replay::new(c, trace.lanes.len()))
+        .collect();
+    let mut builder = graph::GraphBuilder::new(trace, threads, ops);
+    for r in &ranges {
+        let g = builder.step(r.host_start_ns, r.host_end_ns, r.next_host_ns, r.interval);
         for replay in &mut replays {
             replay.step(&g, has_steps);
         }
@@ -493,14 +514,5 @@ pub fn critical_path(
             });
         }
     }
-    let rep = &ranges[representative];
-    CriticalPath {
-        step: rep.number,
-        interval: Some(rep.interval),
-        segments,
-        segments_omitted,
-        step_breakdown: shares(&step_totals, 1),
-        breakdown: shares(&totals, crate::num::count_i64(ranges.len())),
-        all_fixes,
-    }
+    all_fixes
 }

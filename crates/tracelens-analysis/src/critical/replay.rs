@@ -137,8 +137,7 @@ impl<'c> Replay<'c> {
         let mut host_start = vec![UNSET; g.host.len()];
         let mut gpu_end = vec![UNSET; g.gpu.len()];
         let mut gpu_start = vec![UNSET; g.gpu.len()];
-        let mut by_end: Vec<u32> = (0..crate::num::count_u32(g.host.len())).collect();
-        by_end.sort_unstable_by_key(|&i| (g.host[i as usize].end_ns, i));
+        let by_end = &g.host_by_end;
         let new_host_start = self.host(g.host_start_ns);
         let mut new_host_end = None;
         let (mut hs, mut he, mut gs) = (0usize, 0usize, 0usize);

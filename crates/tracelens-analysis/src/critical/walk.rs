@@ -50,24 +50,48 @@ impl ThreadItems {
     }
 }
 
-/// When `lane` runs a CPU op just before `t`: the start of the outermost one (profiler
-/// steps aside), else `None` (the thread is idle or in Python between ops).
-fn busy_since(trace: &Trace, lane: LaneId, t: TimeNs) -> Option<TimeNs> {
-    let range = trace.lanes.get(lane.0 as usize)?.spans.clone();
-    let spans = &trace.spans[range.start as usize..range.end as usize];
-    let p = spans.partition_point(|s| s.start_ns < t);
-    if p == 0 {
-        return None;
+/// The spans of CPU lanes around one step, to ask what a thread runs at a time.
+struct LaneSpans<'t> {
+    trace: &'t Trace,
+    /// Per lane: the index range (in the lane's spans) of those starting in the step.
+    step: FxHashMap<LaneId, (usize, usize)>,
+    from: TimeNs,
+    until: TimeNs,
+}
+
+impl LaneSpans<'_> {
+    /// When `lane` runs a CPU op just before `t`: the start of the outermost one (profiler
+    /// steps aside), else `None` (the thread is idle or in Python between ops).
+    fn busy_since(&mut self, lane: LaneId, t: TimeNs) -> Option<TimeNs> {
+        let trace = self.trace;
+        let range = trace.lanes.get(lane.0 as usize)?.spans.clone();
+        let spans = &trace.spans[range.start as usize..range.end as usize];
+        let (from, until) = (self.from, self.until);
+        let &mut (lo, hi) = self.step.entry(lane).or_insert_with(|| {
+            (
+                spans.partition_point(|s| s.start_ns < from),
+                spans.partition_point(|s| s.start_ns < until),
+            )
+        });
+        // Inside the step, search its spans only; before it, all of them.
+        let p = if t > from && t <= until {
+            lo + spans[lo..hi].partition_point(|s| s.start_ns < t)
+        } else {
+            spans.partition_point(|s| s.start_ns < t)
+        };
+        if p == 0 {
+            return None;
+        }
+        let last = SpanId(range.start + crate::num::count_u32(p - 1));
+        std::iter::once(last)
+            .chain(trace.ancestors(last))
+            .filter(|&id| {
+                let s = trace.span(id);
+                s.kind == SpanKind::CpuOp && s.end_ns() >= t && !trace.is_step_span(id)
+            })
+            .last()
+            .map(|id| trace.span(id).start_ns)
     }
-    let last = SpanId(range.start + crate::num::count_u32(p - 1));
-    std::iter::once(last)
-        .chain(trace.ancestors(last))
-        .filter(|&id| {
-            let s = trace.span(id);
-            s.kind == SpanKind::CpuOp && s.end_ns() >= t && !trace.is_step_span(id)
-        })
-        .last()
-        .map(|id| trace.span(id).start_ns)
 }
 
 /// Walks the critical path of `g` back from `until` to `from`, calling `emit` for each
@@ -101,6 +125,12 @@ pub(crate) fn walk(
         .into_iter()
         .map(|(l, v)| (l, ThreadItems::from(g, v)))
         .collect();
+    let mut lanes = LaneSpans {
+        trace,
+        step: FxHashMap::default(),
+        from,
+        until,
+    };
     let host_last = g.host.iter().map(|h| h.end_ns).max().unwrap_or(TimeNs::MIN);
     let gpu_last = (0..g.gpu.len()).max_by_key(|&j| (g.gpu[j].end_ns, g.gpu[j].start_ns));
     let mut t = until;
@@ -127,7 +157,7 @@ pub(crate) fn walk(
                 if item.is_none_or(|(_, h)| h.end_ns < t) {
                     // A gap on the thread: its own CPU op, else a wait for another thread.
                     let after = item.map_or(from, |(_, h)| h.end_ns);
-                    match lane.and_then(|l| busy_since(trace, l, t)) {
+                    match lane.and_then(|l| lanes.busy_since(l, t)) {
                         Some(b) => {
                             let to = b.max(after);
                             seg(to, t, CriticalKind::HostWork, None, lane);
