@@ -234,7 +234,9 @@ impl<'t> GraphBuilder<'t> {
         for o in &mut owner {
             o.1 = rank[o.1 as usize];
         }
-        owner.sort_unstable();
+        // Pushed lane by lane in span order, and lanes hold consecutive span ranges: already
+        // sorted by span id.
+        debug_assert!(owner.windows(2).all(|w| w[0].0 < w[1].0));
         HostItems {
             items: sorted,
             owner,
@@ -426,23 +428,23 @@ fn await_nodes(host: &mut [HostItem], nodes: &[GpuNode]) {
     if nodes.is_empty() {
         return;
     }
-    // Ops by launching item, in item order.
-    let mut by_launch: Vec<u32> = (0..crate::num::count_u32(nodes.len()))
-        .filter(|&j| nodes[j as usize].launch != NONE)
-        .collect();
-    by_launch.sort_unstable_by_key(|&j| (nodes[j as usize].launch, j));
-    let mut by_end: Vec<u32> = (0..crate::num::count_u32(nodes.len())).collect();
-    by_end.sort_unstable_by_key(|&i| (nodes[i as usize].end_ns, i));
-    let mut latest: Option<u32> = None;
-    let mut k = 0;
-    for (i, h) in host.iter_mut().enumerate() {
-        let i = crate::num::count_u32(i);
-        while k < by_launch.len() && nodes[by_launch[k] as usize].launch <= i {
-            let j = by_launch[k];
-            if latest.is_none_or(|l| nodes[j as usize].end_ns > nodes[l as usize].end_ns) {
-                latest = Some(j);
+    let ends_later = |a: u32, b: u32| nodes[a as usize].end_ns > nodes[b as usize].end_ns;
+    // The op that ends last among those each item launched.
+    let mut launched_last: Vec<u32> = vec![NONE; host.len()];
+    for (j, n) in nodes.iter().enumerate() {
+        if n.launch != NONE {
+            let j = crate::num::count_u32(j);
+            let slot = &mut launched_last[n.launch as usize];
+            if *slot == NONE || ends_later(j, *slot) {
+                *slot = j;
             }
-            k += 1;
+        }
+    }
+    let mut by_end: Option<Vec<u32>> = None;
+    let mut latest: Option<u32> = None;
+    for (h, &l) in host.iter_mut().zip(&launched_last) {
+        if l != NONE && latest.is_none_or(|x| ends_later(l, x)) {
+            latest = Some(l);
         }
         if !matches!(h.kind, HostKind::Blocking(_)) {
             continue;
@@ -451,6 +453,11 @@ fn await_nodes(host: &mut [HostItem], nodes: &[GpuNode]) {
             h.awaited = j;
             continue;
         }
+        let by_end = by_end.get_or_insert_with(|| {
+            let mut v: Vec<u32> = (0..crate::num::count_u32(nodes.len())).collect();
+            v.sort_unstable_by_key(|&i| (nodes[i as usize].end_ns, i));
+            v
+        });
         let e = by_end.partition_point(|&i| nodes[i as usize].end_ns <= h.end_ns);
         if e == 0 {
             continue;
