@@ -114,6 +114,22 @@ fn annotated_fixture_round_trips_with_findings_idle_and_flows() {
         .contains(".item()"));
     assert!(finding["args"]["fix"].is_string() && finding["args"]["win"].is_string());
     assert!(events.iter().any(|e| e["name"] == "idle: sync drain"));
+    // The critical path: slices back to back on its own track, arrows where it changes
+    // between host and GPU and where it enters a thread.
+    let path: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["cat"] == "tracelens" && e["tid"] == 2 && e["ph"] == "X")
+        .collect();
+    assert!(path.len() > 3, "{} critical-path slices", path.len());
+    let us = |v: &serde_json::Value| v.as_f64().unwrap();
+    for w in path.windows(2) {
+        let end = us(&w[0]["ts"]) + us(&w[0]["dur"]);
+        assert!((end - us(&w[1]["ts"])).abs() < 1e-3, "{} then {}", w[0], w[1]);
+    }
+    assert!(path.iter().any(|e| e["args"]["kind"] == "kernel"));
+    assert!(events
+        .iter()
+        .any(|e| e["cat"] == "tracelens" && e["name"] == "critical path" && e["ph"] == "s"));
 }
 
 #[test]

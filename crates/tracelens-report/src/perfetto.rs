@@ -2,8 +2,9 @@
 //! one track of GPU idle per device (each segment named and coloured by its cause), one track
 //! of findings (a slice per evidence range, with title, win, fix and call site in `args`),
 //! flow arrows from each blocking sync to the idle it caused, and a track of the representative
-//! step's critical path (a slice per segment) with flow arrows from the thread each host
-//! segment runs on into it, so the path reads as a chain of arrows. Every event has category
+//! step's critical path (a slice per segment) with flow arrows where it enters a thread (from
+//! that thread) and where it moves between host and GPU, so the path reads as a chain of
+//! arrows. Every event has category
 //! `tracelens`, which the importer skips, so an annotated trace analyses like the original.
 //!
 //! Times are written back in the trace's own unit (µs, three decimals = the ns we read).
@@ -113,9 +114,13 @@ pub fn annotation_events(
                 "args": {"kind": m.kind.label(), "meaning": m.kind.describe(), "name": m.name}
             });
             out.push(timed(event, m.interval.start_ns, Some(m.interval.dur_ns())));
-            // An arrow from the thread a host segment runs on to its slice on the path, and
-            // from the previous slice where the path moves between host and GPU.
-            if let Some((pid, tid)) = &m.thread {
+            // Where the path enters a thread, an arrow from that thread to its slice on the
+            // path; where it moves between host and GPU, one from the previous slice.
+            let entered = m
+                .thread
+                .as_ref()
+                .filter(|&t| prev.and_then(|p| p.thread.as_ref()) != Some(t));
+            if let Some((pid, tid)) = entered {
                 let from = json!({
                     "ph": "s", "cat": "tracelens", "id": flow_id, "name": "critical path",
                     "pid": ident(pid), "tid": ident(tid)
