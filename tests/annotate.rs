@@ -124,7 +124,12 @@ fn annotated_fixture_round_trips_with_findings_idle_and_flows() {
     let us = |v: &serde_json::Value| v.as_f64().unwrap();
     for w in path.windows(2) {
         let end = us(&w[0]["ts"]) + us(&w[0]["dur"]);
-        assert!((end - us(&w[1]["ts"])).abs() < 1e-3, "{} then {}", w[0], w[1]);
+        assert!(
+            (end - us(&w[1]["ts"])).abs() < 1e-3,
+            "{} then {}",
+            w[0],
+            w[1]
+        );
     }
     assert!(path.iter().any(|e| e["args"]["kind"] == "kernel"));
     assert!(events

@@ -655,3 +655,24 @@ fn predicted_steps_and_the_critical_path_gate() {
     assert_eq!(r.code, 2, "{}", r.stdout);
     assert!(r.stderr.contains("no prediction"), "{}", r.stderr);
 }
+
+#[test]
+fn a_diff_checks_the_earlier_runs_prediction_against_the_later_run() {
+    let r = run(&[
+        "diff",
+        p(&scenario("dataloader_single_process")),
+        p(&scenario("dataloader_multi_process_fast")),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.contains("predicted step, data loader stall fixed"))
+        .unwrap_or_else(|| panic!("no prediction row:\n{}", r.stdout));
+    // Predicted 8.668 ms, measured 8.670 ms.
+    assert!(
+        row.contains("8.668 ms") && row.contains("8.670 ms"),
+        "{row}"
+    );
+    assert!(row.contains("prediction ±0.0 %"), "{row}");
+}

@@ -60,6 +60,24 @@ fn summary_rows(d: &Diff) -> Vec<[String; 4]> {
             signed_ms(c.before_ns, c.after_ns),
         ]);
     }
+    // A fix the earlier run predicted, checked against the later run's measured step.
+    for f in &d.resolved {
+        let Some(p) = f.predicted_step_ns.filter(|_| d.after_step_ns > 0) else {
+            continue;
+        };
+        rows.push([
+            format!("predicted step, {} fixed", f.kind.label().replace('_', " ")),
+            format_ms(p),
+            format_ms(d.after_step_ns),
+            format!(
+                "prediction {} %",
+                format_signed(
+                    (p - d.after_step_ns) as f64 * 100.0 / d.after_step_ns as f64,
+                    1
+                )
+            ),
+        ]);
+    }
     rows
 }
 
