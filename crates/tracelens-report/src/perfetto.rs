@@ -56,6 +56,22 @@ fn meta(name: &str, tid: Option<i64>, args: Value) -> String {
     e.to_string()
 }
 
+/// One end of an arrow: process id, thread id, time.
+type FlowEnd = (Value, Value, i64);
+
+/// An arrow named `name` from the slice at `from` to the one at `to`, with the next flow id.
+fn flow(out: &mut Vec<String>, id: &mut u64, name: &str, from: FlowEnd, to: FlowEnd) {
+    let start = json!({
+        "ph": "s", "cat": "tracelens", "id": *id, "name": name, "pid": from.0, "tid": from.1
+    });
+    out.push(timed(start, from.2, None));
+    let end = json!({
+        "ph": "f", "bp": "e", "cat": "tracelens", "id": *id, "name": name, "pid": to.0, "tid": to.1
+    });
+    out.push(timed(end, to.2, None));
+    *id += 1;
+}
+
 /// The annotation events of a diagnosis and its idle tracks, each a JSON object in one string.
 #[must_use]
 pub fn annotation_events(
@@ -120,31 +136,22 @@ pub fn annotation_events(
                 .thread
                 .as_ref()
                 .filter(|&t| prev.and_then(|p| p.thread.as_ref()) != Some(t));
+            let to = (
+                json!(ANNOTATION_PID),
+                json!(CRITICAL_TID),
+                m.interval.start_ns,
+            );
             if let Some((pid, tid)) = entered {
-                let from = json!({
-                    "ph": "s", "cat": "tracelens", "id": flow_id, "name": "critical path",
-                    "pid": ident(pid), "tid": ident(tid)
-                });
-                out.push(timed(from, m.interval.start_ns, None));
-                let to = json!({
-                    "ph": "f", "bp": "e", "cat": "tracelens", "id": flow_id, "name": "critical path",
-                    "pid": ANNOTATION_PID, "tid": CRITICAL_TID
-                });
-                out.push(timed(to, m.interval.start_ns, None));
-                flow_id += 1;
+                let from = (ident(pid), ident(tid), m.interval.start_ns);
+                flow(&mut out, &mut flow_id, "critical path", from, to.clone());
             }
             if let Some(p) = prev.filter(|p| p.kind.on_gpu() != m.kind.on_gpu()) {
-                let from = json!({
-                    "ph": "s", "cat": "tracelens", "id": flow_id, "name": "critical path",
-                    "pid": ANNOTATION_PID, "tid": CRITICAL_TID
-                });
-                out.push(timed(from, p.interval.start_ns, None));
-                let to = json!({
-                    "ph": "f", "bp": "e", "cat": "tracelens", "id": flow_id, "name": "critical path",
-                    "pid": ANNOTATION_PID, "tid": CRITICAL_TID
-                });
-                out.push(timed(to, m.interval.start_ns, None));
-                flow_id += 1;
+                let from = (
+                    json!(ANNOTATION_PID),
+                    json!(CRITICAL_TID),
+                    p.interval.start_ns,
+                );
+                flow(&mut out, &mut flow_id, "critical path", from, to);
             }
             prev = Some(m);
         }
@@ -169,17 +176,13 @@ pub fn annotation_events(
             ));
             // An arrow from the blocking call to the idle it caused.
             let Some(sync) = &seg.sync else { continue };
-            let from = json!({
-                "ph": "s", "cat": "tracelens", "id": flow_id, "name": "blocking sync → GPU idle",
-                "pid": ident(&sync.pid), "tid": ident(&sync.tid)
-            });
-            out.push(timed(from, sync.start_ns, None));
-            let to = json!({
-                "ph": "f", "bp": "e", "cat": "tracelens", "id": flow_id, "name": "blocking sync → GPU idle",
-                "pid": ANNOTATION_PID, "tid": tid
-            });
-            out.push(timed(to, seg.interval.start_ns, None));
-            flow_id += 1;
+            flow(
+                &mut out,
+                &mut flow_id,
+                "blocking sync → GPU idle",
+                (ident(&sync.pid), ident(&sync.tid), sync.start_ns),
+                (json!(ANNOTATION_PID), json!(tid), seg.interval.start_ns),
+            );
         }
     }
     out

@@ -71,6 +71,33 @@ pub(crate) struct GpuNode {
     pub(crate) after: u32,
 }
 
+impl GpuNode {
+    /// An op with its launch, before it is linked to its stream and waits.
+    pub(crate) fn new(
+        span: SpanId,
+        kind: SpanKind,
+        interval: Interval,
+        lane: LaneId,
+        launch: u32,
+    ) -> Self {
+        GpuNode {
+            start_ns: interval.start_ns,
+            end_ns: interval.end_ns,
+            span,
+            kind,
+            communication: false,
+            lane,
+            launch,
+            stream_prev: NONE,
+            prev_end_ns: None,
+            launch_ns: 0,
+            queue_ns: 0,
+            wait_ns: 0,
+            after: NONE,
+        }
+    }
+}
+
 /// One step's graph.
 #[derive(Debug, Default)]
 pub(crate) struct StepGraph {
@@ -277,19 +304,8 @@ impl<'t> GraphBuilder<'t> {
                     .entry(name)
                     .or_insert_with(|| crate::idle::is_communication_kernel(trace.names.get(name)));
             gpu.push(GpuNode {
-                start_ns: iv.start_ns,
-                end_ns: iv.end_ns,
-                span: id,
-                kind,
                 communication,
-                lane: trace.span(id).lane,
-                launch,
-                stream_prev: NONE,
-                prev_end_ns: None,
-                launch_ns: 0,
-                queue_ns: 0,
-                wait_ns: 0,
-                after: NONE,
+                ..GpuNode::new(id, kind, iv, trace.span(id).lane, launch)
             });
         }
         let mut nodes = gpu;

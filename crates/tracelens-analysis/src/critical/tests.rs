@@ -23,21 +23,13 @@ fn item(start_ns: TimeNs, end_ns: TimeNs, kind: HostKind, span: u32) -> HostItem
 }
 
 fn op(start_ns: TimeNs, end_ns: TimeNs, launch: u32) -> GpuNode {
-    GpuNode {
-        start_ns,
-        end_ns,
-        span: SpanId(launch.wrapping_add(100)),
-        kind: SpanKind::Kernel,
-        communication: false,
-        lane: STREAM,
+    GpuNode::new(
+        SpanId(launch.wrapping_add(100)),
+        SpanKind::Kernel,
+        Interval::new(start_ns, end_ns),
+        STREAM,
         launch,
-        stream_prev: NONE,
-        prev_end_ns: None,
-        launch_ns: 0,
-        queue_ns: 0,
-        wait_ns: 0,
-        after: NONE,
-    }
+    )
 }
 
 /// Replayed step duration minus recorded, for one change.
