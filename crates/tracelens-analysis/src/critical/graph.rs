@@ -126,6 +126,8 @@ pub(crate) struct GraphBuilder<'t> {
     ops: &'t [crate::utilization::GpuOp],
     /// End of the last op seen on each lane.
     lane_end: Vec<Option<TimeNs>>,
+    /// No step built yet.
+    first: bool,
     /// Whether a kernel name is a collective's, per name.
     communication: rustc_hash::FxHashMap<tracelens_model::NameId, bool>,
 }
@@ -165,6 +167,7 @@ impl<'t> GraphBuilder<'t> {
             ops,
             lane_end: vec![None; trace.lanes.len()],
             communication: rustc_hash::FxHashMap::default(),
+            first: true,
         }
     }
 
@@ -175,8 +178,8 @@ impl<'t> GraphBuilder<'t> {
             .map(|i| self.blocking[i].1)
     }
 
-    /// The host items that start in `[from_ns, until_ns)`.
-    fn host_items(&self, from_ns: TimeNs, until_ns: TimeNs) -> HostItems {
+    /// The host items that start in `[from_ns, until_ns)` and end after `min_end_ns`.
+    fn host_items(&self, from_ns: TimeNs, until_ns: TimeNs, min_end_ns: TimeNs) -> HostItems {
         let trace = self.trace;
         // Provisional ids (push order) until the items are sorted.
         let mut items: Vec<HostItem> = Vec::new();
@@ -232,6 +235,9 @@ impl<'t> GraphBuilder<'t> {
                         continue;
                     }
                 }
+                if s.end_ns() <= min_end_ns {
+                    continue;
+                }
                 let kind = self
                     .blocking_kind(id)
                     .map_or(HostKind::Call, HostKind::Blocking);
@@ -281,7 +287,14 @@ impl<'t> GraphBuilder<'t> {
         interval: Interval,
     ) -> StepGraph {
         let trace = self.trace;
-        let HostItems { items, owner } = self.host_items(host_start_ns, next_host_ns);
+        // The first step also takes the calls that started before it and end inside it (a
+        // long launch the window opens in).
+        let (from, min_end) = if std::mem::take(&mut self.first) {
+            (TimeNs::MIN, interval.start_ns)
+        } else {
+            (host_start_ns, TimeNs::MIN)
+        };
+        let HostItems { items, owner } = self.host_items(from, next_host_ns, min_end);
         // The step's ops: those that start inside it, already in start order; each keeps
         // its launch when the call is one of the step's host items.
         let from = self
