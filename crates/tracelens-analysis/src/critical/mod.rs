@@ -204,7 +204,7 @@ pub fn no_prediction(kind: FindingKind) -> &'static str {
         | FindingKind::PageableCopies
         | FindingKind::LaunchBound
         | FindingKind::ExposedCommunication => {
-            "no prediction: the trace has no step graph on the focus device"
+            "no prediction: the change touches nothing the replay sees on the focus device"
         }
     }
 }
