@@ -55,7 +55,15 @@ fn share_of(v: &[CriticalShare], kind: CriticalKind) -> Option<&CriticalShare> {
     v.iter().find(|s| s.kind == kind)
 }
 
-/// The all-fixes prediction in one sentence, if there is one.
+/// What the all-fixes prediction assumes (empty without one).
+pub(crate) fn all_fixes_assumption(d: &Diagnosis) -> &str {
+    d.critical_path
+        .all_fixes
+        .as_ref()
+        .map_or("", |p| p.assumption.as_str())
+}
+
+/// The all-fixes prediction in a phrase, if there is one.
 pub(crate) fn all_fixes_line(d: &Diagnosis) -> Option<String> {
     let p = d.critical_path.all_fixes.as_ref()?;
     let what = if d.has_steps() {
@@ -64,11 +72,10 @@ pub(crate) fn all_fixes_line(d: &Diagnosis) -> Option<String> {
         "profiled time"
     };
     Some(format!(
-        "with all {} predicted fixes together the {what} would be {} (now {}): {}",
+        "with all {} predicted fixes together the {what} would be {} (now {})",
         p.findings.len(),
         format_ms(p.predicted_step_ns),
         format_ms(p.measured_step_ns),
-        p.assumption
     ))
 }
 
@@ -167,15 +174,7 @@ pub(crate) fn view(d: &Diagnosis, time_origin_ns: i64) -> CriticalView {
         bar,
         rows,
         all_fixes: all_fixes_line(d).map_or_else(String::new, |l| {
-            let mut c = l.chars();
-            c.next()
-                .map(|f| {
-                    f.to_uppercase()
-                        .chain(c)
-                        .chain(std::iter::once('.'))
-                        .collect()
-                })
-                .unwrap_or_default()
+            format!("{}: {}.", crate::capitalized(&l), all_fixes_assumption(d))
         }),
         longest,
     }

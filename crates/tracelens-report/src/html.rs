@@ -194,20 +194,8 @@ pub fn render_html(report: &Report) -> String {
                     ),
                 }),
                 prediction: crate::keep_units(&match crate::prediction_phrase(f, diagnosis) {
-                    Some(p) => {
-                        let mut p = p;
-                        if let Some(c) = p.get(..1) {
-                            p = c.to_uppercase() + &p[1..];
-                        }
-                        format!("{p}: {}.", f.prediction)
-                    }
-                    None => {
-                        let mut p = f.prediction.clone();
-                        if let Some(c) = p.get(..1) {
-                            p = c.to_uppercase() + &p[1..];
-                        }
-                        p
-                    }
+                    Some(p) => format!("{}: {}.", crate::capitalized(&p), f.prediction),
+                    None => crate::capitalized(&f.prediction),
                 }),
                 call_site: f.call_site.clone(),
                 fix: f.fix.clone(),
@@ -445,10 +433,7 @@ fn efficiency_note(d: &tracelens_analysis::Diagnosis) -> String {
     if d.window.is_none() {
         return String::new();
     }
-    let mut note = crate::efficiency_line(d);
-    if let Some(c) = note.get(..1) {
-        note = c.to_uppercase() + &note[1..];
-    }
+    let mut note = crate::capitalized(&crate::efficiency_line(d));
     note.push('.');
     if !d.efficiency.classes.is_empty() {
         note.push_str(" FLOPs from the recorded shapes (2 per multiply-add), bytes the least each op must read and write; an op counts once, at the outermost op the FLOP model knows; time is the GPU time it launched. Bound: compute when FLOPs per byte reach the device's ridge point (peak FLOP/s ÷ bandwidth), else memory; roofline: achieved in percent of what the roofline allows at that intensity.");

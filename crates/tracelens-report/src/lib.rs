@@ -243,6 +243,15 @@ fn window_line_short(w: &AnalysisWindow) -> String {
     }
 }
 
+/// `text` with its first letter in capitals (a phrase made into a sentence).
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 /// A finding's predicted step in a phrase: "predicted step 118.124 ms (now 148.736 ms)", or
 /// `None` without a prediction.
 fn prediction_phrase(f: &Finding, d: &Diagnosis) -> Option<String> {

@@ -91,7 +91,10 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
     if !diagnosis.critical_path.breakdown.is_empty() {
         let mut line = crate::critical::breakdown_line(&diagnosis.critical_path, 4);
         if let Some(all) = crate::critical::all_fixes_line(diagnosis) {
-            line = format!("{line}; {all}");
+            line = format!(
+                "{line}; {all}: {}",
+                crate::critical::all_fixes_assumption(diagnosis)
+            );
         }
         let _ = writeln!(out, "| Critical path | {} |", esc(&line));
     }

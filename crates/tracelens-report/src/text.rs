@@ -360,7 +360,6 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
             crate::critical::breakdown_line(&d.critical_path, 4)
         );
         if let Some(all) = crate::critical::all_fixes_line(d) {
-            let all = all.split(':').next().unwrap_or_default();
             line = format!("{line}; {all}");
         }
         fact(out, "critical", &clean(&line));

@@ -243,7 +243,7 @@ pub struct CriticalPath {
 }
 
 /// Shares of `totals` (per step: divided by `steps`), largest first.
-fn shares(totals: &[TimeNs; 12], steps: i64) -> Vec<CriticalShare> {
+fn shares(totals: &[TimeNs; CriticalKind::ALL.len()], steps: i64) -> Vec<CriticalShare> {
     let sum: TimeNs = totals.iter().sum();
     let mut v: Vec<CriticalShare> = CriticalKind::ALL
         .iter()
@@ -369,8 +369,8 @@ pub fn critical_path(
     let ranges = step_ranges(trace, window);
     let representative = representative(&ranges);
     let mut builder = graph::GraphBuilder::new(trace, threads, ops);
-    let mut totals = [0; 12];
-    let mut step_totals = [0; 12];
+    let mut totals = [0; CriticalKind::ALL.len()];
+    let mut step_totals = [0; CriticalKind::ALL.len()];
     let mut segments: Vec<CriticalSegment> = Vec::new();
     let mut segments_omitted = 0;
     for (k, r) in ranges.iter().enumerate() {
