@@ -177,6 +177,9 @@ pub struct Diagnosis {
     /// together would give.
     #[serde(default)]
     pub critical_path: crate::critical::CriticalPath,
+    /// The focus device's communication: hidden and exposed collective time, and per
+    /// operation bytes and bus bandwidth (none without collectives).
+    pub communication: Option<crate::communication::Communication>,
     /// The device the verdict describes (the most busy time in the window), if any.
     pub focus_device: Option<i64>,
 }
@@ -403,9 +406,13 @@ fn diagnose_core(
         hardware: &hw,
         framework: &fw,
     });
+    let communication = window.as_ref().zip(focus).and_then(|(win, i)| {
+        crate::communication::communication(trace, win, device_idle[i].device, &hw)
+    });
     let mut findings: Vec<Finding> = match &window {
         Some(win) => {
             let cx = Context {
+                communication: communication.as_ref(),
                 trace,
                 window: win,
                 idle: focus_idle,
@@ -514,6 +521,7 @@ fn diagnose_core(
         memory,
         efficiency: crate::efficiency::Efficiency::default(),
         critical_path,
+        communication,
         focus_device,
         window,
     };

@@ -30,6 +30,7 @@ pub mod annotations;
 pub mod api;
 pub mod breakdown;
 pub mod collectives;
+pub mod communication;
 pub mod copies;
 pub mod credit;
 pub mod critical;

@@ -187,6 +187,47 @@ pub fn device_peak(hw: &Hardware) -> Option<DevicePeak> {
     })
 }
 
+/// A GPU's link to its peers inside one node: the interconnect and its peak, per direction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkPeak {
+    /// The interconnect (`NVLink 3 (12 links)`, `PCIe 4.0 x16`).
+    pub link: &'static str,
+    /// Peak bandwidth per direction, GB/s (10^9 bytes per second), from the datasheet.
+    pub gb_per_s: f64,
+}
+
+/// The peer interconnect of `hw` inside one node, per the vendors' datasheets: NVLink per
+/// GPU for SXM/OAM parts (V100 SXM2 150 GB/s, A100 SXM 300, H100/H200 SXM 450, B200 900 GB/s
+/// per direction), AMD Infinity Fabric for MI300X (7 links × 64 = 448 GB/s), and the PCIe
+/// slot for PCIe cards (Gen3 16, Gen4 32, Gen5 64 GB/s at x16). A job that spans nodes is
+/// bounded by its network instead, which no trace records; NCCL's bus bandwidth reaches
+/// about 80 % of these figures at best (nccl-tests on DGX systems).
+#[must_use]
+pub fn link_peak(hw: &Hardware) -> Option<LinkPeak> {
+    let name = hw.name.as_deref()?.to_ascii_lowercase();
+    let has = |s: &str| name.contains(s);
+    let word = |w: &str| {
+        name.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|t| t == w)
+    };
+    let pcie = has("pcie");
+    let (link, gb_per_s) = match () {
+        () if has("b200") => ("NVLink 5 (18 links)", 900.0),
+        () if has("h100") && has("nvl") => ("NVLink 4 bridge", 300.0),
+        () if (has("h100") && (pcie || hw.num_sms == Some(114))) => ("PCIe 5.0 x16", 64.0),
+        () if has("h100") || has("h200") || has("h800") => ("NVLink 4 (18 links)", 450.0),
+        () if has("a100") && pcie => ("PCIe 4.0 x16", 32.0),
+        () if has("a100") => ("NVLink 3 (12 links)", 300.0),
+        () if has("v100") && pcie => ("PCIe 3.0 x16", 16.0),
+        () if has("v100") => ("NVLink 2 (6 links)", 150.0),
+        () if has("mi300x") || has("mi325x") => ("Infinity Fabric (7 links)", 448.0),
+        () if has("l40") || word("l4") || word("a10") => ("PCIe 4.0 x16", 32.0),
+        () if word("t4") => ("PCIe 3.0 x16", 16.0),
+        () => return None,
+    };
+    Some(LinkPeak { link, gb_per_s })
+}
+
 #[cfg(test)]
 // FLOP counts of whole shapes are integers well under 2^53: exact in f64.
 #[allow(clippy::float_cmp)]

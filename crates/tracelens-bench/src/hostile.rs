@@ -179,10 +179,9 @@ fn steps_rank(dir: &std::path::Path, steps: i64) -> io::Result<()> {
         file: "rank0.json".into(),
         rank_in_trace: Some(0),
         world_size: Some(1),
-        results: tracelens_results::Results::empty(),
-        collectives: Vec::new(),
         // One repeated row: dictionary encoding keeps the file small.
         steps: (0..steps).map(|_| (0, 1_000)).collect(),
+        ..tracelens_results::RankSummary::default()
     };
     tracelens_parquet::write_rank(dir, &summary).map_err(io::Error::other)
 }
@@ -194,9 +193,8 @@ fn two_ranks(dir: &std::path::Path, steps: i64) -> io::Result<()> {
             file: format!("rank{r}.json"),
             rank_in_trace: Some(r),
             world_size: Some(2),
-            results: tracelens_results::Results::empty(),
-            collectives: Vec::new(),
             steps: (0..steps).map(|i| (i, 1_000 + i % 97 + r)).collect(),
+            ..tracelens_results::RankSummary::default()
         };
         tracelens_parquet::write_rank(&dir.join(format!("rank{r}")), &summary)
             .map_err(io::Error::other)?;

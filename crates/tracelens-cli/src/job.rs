@@ -6,34 +6,61 @@ use crate::{fail, gate, input, output, terminal_width, AnalyzeArgs, Format, Merg
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-/// Renders a job in `format` to `-o` or stdout (shared by multi-file analyze and merge).
+/// Where a job's page goes when no `-o` is given: beside the summary, like a single trace's
+/// report (`None` for `merge`, which prints only).
+pub(crate) struct DefaultPage<'a> {
+    /// The folder or capture the job came from (names the page).
+    pub(crate) input: &'a Path,
+}
+
+/// Renders a job in `format` to `-o` or stdout (shared by multi-file analyze and merge); the
+/// plain command also writes the HTML job page beside the summary when `page` says where from.
 pub(crate) fn write_job(
     job: &tracelens_results::Job,
     format: Option<Format>,
     output: Option<&PathBuf>,
+    page: Option<DefaultPage>,
     out: &mut Sink,
 ) -> Result<(), Stop> {
     let target = output.filter(|p| p.as_os_str() != "-");
     let width = terminal_width(std::io::stdout().is_terminal());
+    let plain = output.is_none() && format.is_none_or(|f| f == Format::Text);
     let format =
         format.unwrap_or_else(|| target.map_or(Format::Text, |p| Format::from_extension(p)));
+    let source = page
+        .as_ref()
+        .map_or_else(String::new, |p| p.input.display().to_string());
     let text = match format {
         Format::Text => tracelens_report::render_job_text(job, width),
         Format::Md => tracelens_report::render_job_markdown(job),
         Format::Json => tracelens_report::render_job_json(job),
-        Format::Html => tracelens_report::render_job_html(job),
+        Format::Html => tracelens_report::render_job_html(job, &source),
         Format::Parquet => {
             let why = "--format parquet writes one rank; give one trace (the map step)";
             return Err(fail(out.stderr, Path::new("-"), why));
         }
     };
-    match target {
-        Some(path) => {
+    match (target, page) {
+        (Some(path), _) => {
             out.print(&tracelens_report::render_job_text(job, width))?;
             out.write_file(path, &text)?;
             out.announce("wrote ", path)
         }
-        None => out.print(&text),
+        (None, Some(page)) if plain => {
+            out.print(&text)?;
+            let (path, note) = output::report_path_for(page.input);
+            out.check_not_input(&path)?;
+            out.write_file(&path, &tracelens_report::render_job_html(job, &source))?;
+            out.announce("report: ", &path)?;
+            if let Some(note) = note {
+                out.print(&format!(
+                    "        ({})\n",
+                    tracelens_report::escape::terminal_text(&note)
+                ))?;
+            }
+            Ok(())
+        }
+        (None, _) => out.print(&text),
     }
 }
 
@@ -60,12 +87,13 @@ pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), Stop> {
             Err((d, why)) => return Err(fail(out.stderr, &d, why)),
         }
     }
-    let job = tracelens_results::analyze_job(&all)
+    let job = tracelens_results::analyze_job(&all, args.as_job)
         .map_err(|why| fail(out.stderr, Path::new("merge"), why))?;
     write_job(
         &job,
         args.format.map(Format::from),
         args.output.as_ref(),
+        None,
         out,
     )
 }
@@ -87,6 +115,21 @@ pub(crate) fn rank_summary(trace: &tracelens_model::Trace) -> tracelens_results:
         tracelens_analysis::collectives::collectives_on(trace, analysis.diagnosis.focus_device);
     let report = tracelens_results::Report::new(trace, analysis);
     tracelens_results::RankSummary::of(&report, collectives)
+}
+
+/// The ranks one trace holds: itself, or one per process of a capture of several rank
+/// processes (an Nsight Systems export of `torchrun` on one node), in process order.
+pub(crate) fn rank_summaries(
+    trace: &tracelens_model::Trace,
+) -> Vec<tracelens_results::RankSummary> {
+    let processes = trace.rank_processes();
+    if processes.is_empty() {
+        return vec![rank_summary(trace)];
+    }
+    processes
+        .iter()
+        .map(|p| rank_summary(&trace.only_process(p)))
+        .collect()
 }
 
 /// `--format parquet -o DIR`: one rank's tables.
@@ -198,6 +241,7 @@ pub(crate) fn job_of(
     files: &[PathBuf],
     jobs: Option<usize>,
     redact_path: bool,
+    as_job: bool,
     label: &Path,
     out: &mut Sink,
 ) -> Result<(tracelens_results::Job, Vec<tracelens_results::RankSummary>), Stop> {
@@ -215,8 +259,8 @@ pub(crate) fn job_of(
                 format!("cannot start worker threads: {e}"),
             )
         })?;
-    let summaries: Vec<Result<tracelens_results::RankSummary, (PathBuf, String)>> =
-        pool.install(|| {
+    let summaries: Vec<Result<Vec<tracelens_results::RankSummary>, (PathBuf, String)>> = pool
+        .install(|| {
             files
                 .par_iter()
                 .with_max_len(1)
@@ -225,18 +269,19 @@ pub(crate) fn job_of(
                     if redact_path {
                         trace.source.path = output::file_name_of(&trace.source.path);
                     }
-                    Ok(rank_summary(&trace))
+                    Ok(rank_summaries(&trace))
                 })
                 .collect()
         });
     let mut ranks = Vec::with_capacity(summaries.len());
     for s in summaries {
         match s {
-            Ok(r) => ranks.push(r),
+            Ok(r) => ranks.extend(r),
             Err((f, why)) => return Err(fail(out.stderr, &f, why)),
         }
     }
-    let job = tracelens_results::analyze_job(&ranks).map_err(|why| fail(out.stderr, label, why))?;
+    let job = tracelens_results::analyze_job(&ranks, as_job)
+        .map_err(|why| fail(out.stderr, label, why))?;
     Ok((job, ranks))
 }
 
@@ -294,12 +339,57 @@ pub(crate) fn analyze_job(
         }
     }
     let rules = gate::parse_all(&args.fail_on, out.stderr)?;
-    let (job, ranks) = job_of(&files, args.jobs, args.redact_path, &args.trace, out)?;
-    write_job(&job, args.format, target.as_ref(), out)?;
+    // Errors name the folder, or the traces given (the message names the file at fault).
+    let label = if args.trace.is_dir() {
+        args.trace.clone()
+    } else {
+        PathBuf::from(format!("{} traces", files.len()))
+    };
+    let (job, ranks) = job_of(
+        &files,
+        args.jobs,
+        args.redact_path,
+        args.as_job,
+        &label,
+        out,
+    )?;
+    finish_job(args, &job, &ranks, &rules, out)
+}
+
+/// `analyze` of one capture that holds several rank processes: their job.
+pub(crate) fn analyze_capture(
+    args: &AnalyzeArgs,
+    trace: &tracelens_model::Trace,
+    out: &mut Sink,
+) -> Result<(), Stop> {
+    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
+    let ranks = rank_summaries(trace);
+    let job = tracelens_results::analyze_job(&ranks, args.as_job)
+        .map_err(|why| fail(out.stderr, &args.trace, why))?;
+    finish_job(args, &job, &ranks, &rules, out)
+}
+
+/// Writes a job's outputs and applies the rules.
+fn finish_job(
+    args: &AnalyzeArgs,
+    job: &tracelens_results::Job,
+    ranks: &[tracelens_results::RankSummary],
+    rules: &[(String, tracelens_results::Rule)],
+    out: &mut Sink,
+) -> Result<(), Stop> {
+    let target = args.output.clone().filter(|p| p.as_os_str() != "-");
+    let page = (!args.no_report).then_some(DefaultPage { input: &args.trace });
+    write_job(
+        job,
+        args.format,
+        target.as_ref().or(args.output.as_ref()),
+        page,
+        out,
+    )?;
     if !rules.is_empty() {
-        let (metrics, _) = gate_metrics(&job, &ranks);
+        let (metrics, _) = gate_metrics(job, ranks);
         out.flush()?;
-        gate::fail_on(&rules, &metrics, out.stderr)?;
+        gate::fail_on(rules, &metrics, out.stderr)?;
     }
     Ok(())
 }

@@ -97,6 +97,10 @@ struct MergeArgs {
     /// Write to FILE instead of stdout.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Take the ranks as one job even when nothing in them says so (no distributedInfo, and
+    /// no kernel or step count in common).
+    #[arg(long)]
+    as_job: bool,
 }
 
 /// Examples under `tracelens check --help`.
@@ -280,6 +284,10 @@ struct AnalyzeArgs {
     /// results shared outside the machine. The other outputs name the file only anyway.
     #[arg(long)]
     redact_path: bool,
+    /// With several traces: take them as the ranks of one job even when nothing in them says
+    /// so (no distributedInfo, and no kernel or step count in common).
+    #[arg(long)]
+    as_job: bool,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -455,7 +463,7 @@ fn check_input(
         // A folder holding one trace is that trace.
         [one] => check_input(one, out),
         _ => {
-            let (job, ranks) = job::job_of(&files, None, false, input, out)?;
+            let (job, ranks) = job::job_of(&files, None, false, false, input, out)?;
             let (metrics, straggler) = job::gate_metrics(&job, &ranks);
             let results = straggler
                 .cloned()
@@ -682,6 +690,10 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
         trace.source.path = output::file_name_of(&trace.source.path);
     }
     let loaded = started.elapsed();
+    // One capture of several rank processes (Nsight Systems of `torchrun`): their job.
+    if args.format != Some(Format::Parquet) && !trace.rank_processes().is_empty() {
+        return job::analyze_capture(args, &trace, out);
+    }
     let spans = trace.spans.len();
     let analysis = tracelens_analysis::analyze(&trace);
     let collectives = (args.format == Some(Format::Parquet)).then(|| {

@@ -4,8 +4,9 @@ use crate::json::{decode_str, has_fraction, micros_to_ns, text_of, to_i64, to_u6
 use crate::scan::{value_extent, Extent};
 use std::collections::BTreeMap;
 use tracelens_model::{
-    profiler_step_number, CopyDirection, CopyInfo, FlowInput, Ident, KernelLaunch, LaneKey,
-    MemoryDevice, MemoryKind, MemorySample, SpanInput, SpanKind, TraceBuilder, NO_DETAIL,
+    profiler_step_number, CollectiveArgs, CollectiveKey, CopyDirection, CopyInfo, FlowInput, Ident,
+    KernelLaunch, LaneKey, MemoryDevice, MemoryKind, MemorySample, SpanInput, SpanKind,
+    TraceBuilder, NO_DETAIL,
 };
 
 /// Counts gathered while reading events; they describe the file, not the timeline.
@@ -154,6 +155,67 @@ struct Args<'a> {
     registers: Option<&'a [u8]>,
     shared_memory: Option<&'a [u8]>,
     occupancy: Option<&'a [u8]>,
+    collective: CollectiveFields<'a>,
+}
+
+/// The NCCL arguments of a collective kernel or `record_param_comms` op, raw.
+#[derive(Default)]
+struct CollectiveFields<'a> {
+    op: Option<&'a [u8]>,
+    group: Option<&'a [u8]>,
+    group_desc: Option<&'a [u8]>,
+    group_ranks: Option<&'a [u8]>,
+    seq: Option<&'a [u8]>,
+    in_elems: Option<&'a [u8]>,
+    out_elems: Option<&'a [u8]>,
+    dtype: Option<&'a [u8]>,
+    group_size: Option<&'a [u8]>,
+}
+
+/// The longest collective argument text kept (a group of thousands of ranks lists them all).
+const MAX_COLLECTIVE_TEXT: usize = 256;
+
+impl CollectiveFields<'_> {
+    fn is_empty(&self) -> bool {
+        [
+            self.op,
+            self.group,
+            self.group_desc,
+            self.group_ranks,
+            self.seq,
+            self.in_elems,
+            self.out_elems,
+            self.dtype,
+            self.group_size,
+        ]
+        .iter()
+        .all(Option::is_none)
+    }
+
+    fn args(&self) -> CollectiveArgs {
+        let text = |v: Option<&[u8]>| -> Option<Box<str>> {
+            let t = text_of(v?);
+            let t = t.trim();
+            (!t.is_empty()).then(|| {
+                let mut cut = t.len().min(MAX_COLLECTIVE_TEXT);
+                while !t.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                t[..cut].into()
+            })
+        };
+        CollectiveArgs {
+            op: text(self.op),
+            group: text(self.group),
+            group_desc: text(self.group_desc),
+            group_ranks: text(self.group_ranks),
+            seq: self.seq.and_then(to_i64),
+            in_elems: self.in_elems.and_then(to_u64),
+            out_elems: self.out_elems.and_then(to_u64),
+            dtype: text(self.dtype),
+            group_size: self.group_size.and_then(to_i64),
+        }
+    }
 }
 
 fn read_args(raw: &[u8]) -> Args<'_> {
@@ -182,6 +244,15 @@ fn read_args(raw: &[u8]) -> Args<'_> {
             b"registers per thread" => &mut a.registers,
             b"shared memory" => &mut a.shared_memory,
             b"est. achieved occupancy %" => &mut a.occupancy,
+            b"Collective name" => &mut a.collective.op,
+            b"Process Group Name" | b"Process Group ID" | b"pg_id" => &mut a.collective.group,
+            b"Process Group Description" => &mut a.collective.group_desc,
+            b"Process Group Ranks" => &mut a.collective.group_ranks,
+            b"Seq" | b"seq" | b"Sequence number" => &mut a.collective.seq,
+            b"In msg nelems" => &mut a.collective.in_elems,
+            b"Out msg nelems" => &mut a.collective.out_elems,
+            b"dtype" => &mut a.collective.dtype,
+            b"Group size" => &mut a.collective.group_size,
             _ => continue,
         };
         *slot = Some(v);
@@ -471,6 +542,22 @@ impl EventReader {
         };
         let wants_link =
             kind.is_api_call() || (kind.is_gpu() && kind != SpanKind::GpuUserAnnotation);
+        if !args.collective.is_empty() {
+            let key = match kind {
+                SpanKind::Kernel => input
+                    .correlation
+                    .map(CollectiveKey::Kernel)
+                    .or(input.external_id.map(CollectiveKey::Op)),
+                SpanKind::CpuOp | SpanKind::UserAnnotation => {
+                    input.external_id.map(CollectiveKey::Op)
+                }
+                _ => None,
+            };
+            if let Some(key) = key {
+                self.builder
+                    .add_collective_args(key, args.collective.args());
+            }
+        }
         let kept = if input.correlation.is_none() && wants_link {
             self.builder.add_span_linked_by_flow(input, pid, tid)
         } else {

@@ -1,6 +1,7 @@
 //! Building a [`Trace`]: importers append spans in file order; `finish` sorts, nests and links.
 
 use crate::collect::{collect_devices, collect_steps};
+use crate::collective::{CollectiveArgs, CollectiveKey, MAX_COLLECTIVE_RECORDS};
 use crate::copy::CopyInfo;
 use crate::diagnostics::{Warning, WarningKind};
 use crate::inputs::{KernelLaunch, OpDetail};
@@ -9,7 +10,7 @@ use crate::link::{check_external_ids, link_launches, nest};
 use crate::metadata::Metadata;
 use crate::names::{table_index, NameId, StringTable};
 use crate::source::SourceInfo;
-use crate::span::{Span, SpanKind, NO_CORRELATION, NO_DETAIL, NO_EXTERNAL_ID};
+use crate::span::{Span, SpanId, SpanKind, NO_CORRELATION, NO_DETAIL, NO_EXTERNAL_ID};
 use crate::time::{TimeNs, NS_PER_S, NS_PER_US};
 use crate::trace::Trace;
 use rustc_hash::FxHashMap;
@@ -88,6 +89,8 @@ pub struct TraceBuilder {
     metadata_links_from_flows: u64,
     warnings: Vec<Warning>,
     memory: Vec<crate::memory::MemorySample>,
+    collective_args: Vec<(CollectiveKey, CollectiveArgs)>,
+    collective_args_dropped: u64,
     /// Trace metadata; importers fill it directly.
     pub metadata: Metadata,
 }
@@ -156,6 +159,10 @@ impl TraceBuilder {
             s
         }));
         self.copies.extend(other.copies);
+        for (key, args) in other.collective_args {
+            self.add_collective_args(key, args);
+        }
+        self.collective_args_dropped += other.collective_args_dropped;
         self.memory.extend(other.memory.into_iter().map(|mut m| {
             m.lane = lanes[m.lane.0 as usize];
             m
@@ -284,6 +291,19 @@ impl TraceBuilder {
         i
     }
 
+    /// Files a collective's recorded arguments under the key that finds its kernel
+    /// ([`CollectiveKey`]); empty ones are not kept, and at most [`MAX_COLLECTIVE_RECORDS`].
+    pub fn add_collective_args(&mut self, key: CollectiveKey, args: CollectiveArgs) {
+        if args.is_empty() {
+            return;
+        }
+        if self.collective_args.len() >= MAX_COLLECTIVE_RECORDS {
+            self.collective_args_dropped += 1;
+            return;
+        }
+        self.collective_args.push((key, args));
+    }
+
     /// Marks `name` as the name of profiler step `number` (PyTorch's `ProfilerStep#N`): the
     /// CPU and GPU ranges of that name become the trace's steps. Importers recognise steps in
     /// their format; the model never matches names.
@@ -391,6 +411,7 @@ impl TraceBuilder {
         self.sort_into(&mut trace);
         nest(&mut trace);
         link_launches(&mut trace);
+        self.attach_collective_args(&mut trace);
         check_external_ids(&mut trace);
         trace.step_names = std::mem::take(&mut self.step_names);
         trace.steps = collect_steps(&trace);
@@ -399,6 +420,50 @@ impl TraceBuilder {
         self.add_count_warnings(&mut trace);
         trace.redact();
         trace
+    }
+
+    /// Gives each collective kernel its recorded arguments: its own (by correlation id), else
+    /// those of the CPU op that shares its External id (`record_param_comms`).
+    fn attach_collective_args(&mut self, trace: &mut Trace) {
+        if self.collective_args.is_empty() {
+            return;
+        }
+        let mut by_key: FxHashMap<CollectiveKey, usize> = FxHashMap::default();
+        for (i, (key, _)) in self.collective_args.iter().enumerate() {
+            by_key.entry(*key).or_insert(i);
+        }
+        let mut attached = Vec::new();
+        for (i, s) in trace.spans.iter().enumerate() {
+            if s.kind != SpanKind::Kernel {
+                continue;
+            }
+            let own = s
+                .correlation()
+                .and_then(|c| by_key.get(&CollectiveKey::Kernel(c)));
+            let op = || {
+                s.external_id()
+                    .and_then(|e| by_key.get(&CollectiveKey::Op(e)))
+            };
+            if let Some(&at) = own.or_else(op) {
+                attached.push((SpanId::at(i), at));
+            }
+        }
+        let mut args = std::mem::take(&mut self.collective_args);
+        trace.collective_args = attached
+            .into_iter()
+            .map(|(id, at)| (id, std::mem::take(&mut args[at].1)))
+            .filter(|(_, a)| !a.is_empty())
+            .collect();
+        if self.collective_args_dropped > 0 {
+            self.warn(
+                WarningKind::LimitReached,
+                format!(
+                    "{} collective argument records beyond the first {MAX_COLLECTIVE_RECORDS} were not kept",
+                    self.collective_args_dropped
+                ),
+                self.collective_args_dropped,
+            );
+        }
     }
 
     fn link_by_flows(&mut self) {

@@ -28,6 +28,7 @@
 
 mod builder;
 mod collect;
+mod collective;
 mod copy;
 mod diagnostics;
 mod import;
@@ -41,6 +42,7 @@ mod python;
 pub mod redact;
 mod source;
 mod span;
+mod split;
 mod time;
 mod trace;
 
@@ -49,6 +51,7 @@ pub use builder::{
     NESTING_TOLERANCE_NS,
 };
 pub use collect::profiler_step_number;
+pub use collective::{CollectiveArgs, CollectiveKey, MAX_COLLECTIVE_RECORDS};
 pub use copy::{CopyDirection, CopyInfo, MemoryKind};
 pub use diagnostics::{Warning, WarningKind};
 pub use import::{ImportFailure, Importer, InflateBound, Input};
@@ -62,5 +65,6 @@ pub use names::{table_index, NameId, StringTable};
 pub use python::{parse_call_stack, PyFrame};
 pub use source::{Detail, FrameworkRange, SourceInfo, Version};
 pub use span::{Span, SpanId, SpanKind, NO_DETAIL};
+pub use split::RankProcess;
 pub use time::{format_ms, format_signed, Interval, TimeNs, NS_PER_MS, NS_PER_S, NS_PER_US};
 pub use trace::{Device, LinkStats, Step, Trace, MAX_ANCESTORS};

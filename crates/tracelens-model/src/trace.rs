@@ -102,6 +102,8 @@ pub struct Trace {
     pub links: LinkStats,
     /// Allocator samples, in time order (empty unless recorded with `profile_memory=True`).
     pub memory: Vec<crate::memory::MemorySample>,
+    /// The recorded arguments of collective kernels, by kernel ([`Trace::collective_args`]).
+    pub(crate) collective_args: Vec<(SpanId, crate::collective::CollectiveArgs)>,
     /// Names the importer marked as profiler steps, with their numbers.
     pub(crate) step_names: rustc_hash::FxHashMap<NameId, i64>,
     pub(crate) parent: Vec<u32>,
@@ -137,6 +139,29 @@ impl Trace {
                         .push(format!("device {} name", d.index));
                 }
             }
+        }
+        let mut args_redacted = 0;
+        for (_, args) in &mut self.collective_args {
+            for text in [
+                &mut args.op,
+                &mut args.group,
+                &mut args.group_desc,
+                &mut args.group_ranks,
+                &mut args.dtype,
+            ]
+            .into_iter()
+            .flatten()
+            {
+                if let Cow::Owned(r) = redact_text(text) {
+                    *text = r.into_boxed_str();
+                    args_redacted += 1;
+                }
+            }
+        }
+        if args_redacted > 0 {
+            self.metadata
+                .redacted
+                .push(format!("{args_redacted} collective arguments"));
         }
         for w in &mut self.warnings {
             if let Cow::Owned(r) = redact_text(&w.message) {
@@ -282,6 +307,17 @@ impl Trace {
             }
             _ => None,
         }
+    }
+
+    /// The process group, sequence number and message sizes of a collective kernel, when the
+    /// trace recorded them (on the kernel or on the `record_param_comms` op that launched it).
+    #[must_use]
+    pub fn collective_args(&self, id: SpanId) -> Option<&crate::collective::CollectiveArgs> {
+        let at = self
+            .collective_args
+            .binary_search_by_key(&id, |(span, _)| *span)
+            .ok()?;
+        Some(&self.collective_args[at].1)
     }
 
     /// The launch configuration of a kernel, when the trace recorded it.

@@ -6,9 +6,9 @@
 //!
 //! | table | one row per | columns |
 //! |---|---|---|
-//! | `rank.parquet` | rank | rank, world_size, file, step_count, step_ns, step_stddev_ns, gpu_busy_percent, gpu_idle_per_step_ns, verdict, results_json |
+//! | `rank.parquet` | rank | schema_version, rank, world_size, backend, file, window_start_ns, window_end_ns, step_count, step_ns, step_stddev_ns, gpu_busy_percent, gpu_idle_per_step_ns, verdict, results_json |
 //! | `steps.parquet` | profiled step | rank, step, dur_ns |
-//! | `collectives.parquet` | collective kernel | rank, idx, name, start_ns, dur_ns |
+//! | `collectives.parquet` | collective kernel | rank, idx, name, op, process_group, seq, bytes, group_size, algorithm, start_ns, dur_ns |
 //! | `findings.parquet` | finding | rank, key, kind, title, win_per_step_ns, win_percent, count, call_site |
 //! | `idle.parquet` | idle cause | rank, cause, per_step_ns, percent_of_step |
 //!
@@ -23,7 +23,7 @@ use parquet::record::{Row, RowAccessor};
 use parquet::schema::parser::parse_message_type;
 use std::path::Path;
 use std::sync::Arc;
-use tracelens_results::job::Collective;
+use tracelens_results::job::{Collective, CollectiveOp};
 use tracelens_results::{RankSummary, Results};
 
 /// One column of a table.
@@ -75,6 +75,11 @@ fn write_table(path: &Path, name: &str, columns: Vec<(&str, Column)>) -> Result<
     Ok(())
 }
 
+/// The layout of the tables: 2 added the collectives' identity and sizes (`op`,
+/// `process_group`, `seq`, `bytes`, `group_size`, `algorithm`) and the rank's `backend` and
+/// window; version 1 folders have no `schema_version` column and are refused.
+pub const TABLES_VERSION: i64 = 2;
+
 /// The rank number written into every table: the trace's, or -1.
 fn rank_of(r: &RankSummary) -> i64 {
     r.rank_in_trace.unwrap_or(-1)
@@ -90,9 +95,22 @@ pub fn write_rank(dir: &Path, r: &RankSummary) -> Result<(), String> {
         &dir.join("rank.parquet"),
         "rank",
         vec![
+            ("schema_version", Column::I64(vec![TABLES_VERSION])),
             ("rank", Column::I64(vec![rank])),
             ("world_size", Column::I64(vec![r.world_size.unwrap_or(-1)])),
+            (
+                "backend",
+                Column::Text(vec![r.backend.clone().unwrap_or_default()]),
+            ),
             ("file", Column::Text(vec![r.file.clone()])),
+            (
+                "window_start_ns",
+                Column::I64(vec![r.window.map_or(-1, |w| w.0)]),
+            ),
+            (
+                "window_end_ns",
+                Column::I64(vec![r.window.map_or(-1, |w| w.1)]),
+            ),
             ("step_count", Column::I64(vec![signed(res.step_count)])),
             ("step_ns", Column::I64(vec![res.step_ns])),
             ("step_stddev_ns", Column::I64(vec![res.step_stddev_ns])),
@@ -125,6 +143,55 @@ pub fn write_rank(dir: &Path, r: &RankSummary) -> Result<(), String> {
             (
                 "name",
                 Column::Text(r.collectives.iter().map(|c| c.name.clone()).collect()),
+            ),
+            (
+                "op",
+                Column::Text(
+                    r.collectives
+                        .iter()
+                        .map(|c| c.op.label().to_string())
+                        .collect(),
+                ),
+            ),
+            (
+                "process_group",
+                Column::Text(
+                    r.collectives
+                        .iter()
+                        .map(|c| c.group.clone().unwrap_or_default())
+                        .collect(),
+                ),
+            ),
+            (
+                "seq",
+                Column::I64(r.collectives.iter().map(|c| c.seq.unwrap_or(-1)).collect()),
+            ),
+            (
+                "bytes",
+                Column::I64(
+                    r.collectives
+                        .iter()
+                        .map(|c| c.bytes.map_or(-1, signed))
+                        .collect(),
+                ),
+            ),
+            (
+                "group_size",
+                Column::I64(
+                    r.collectives
+                        .iter()
+                        .map(|c| c.group_size.unwrap_or(-1))
+                        .collect(),
+                ),
+            ),
+            (
+                "algorithm",
+                Column::Text(
+                    r.collectives
+                        .iter()
+                        .map(|c| c.algorithm.clone().unwrap_or_default())
+                        .collect(),
+                ),
             ),
             (
                 "start_ns",
@@ -318,25 +385,52 @@ fn text(row: &Row, i: usize) -> Result<String, parquet::errors::ParquetError> {
 pub fn read_rank(dir: &Path) -> Result<RankSummary, String> {
     use parquet::basic::Type::{BYTE_ARRAY, INT64};
     let rank_path = dir.join("rank.parquet");
+    // A folder of the first layout has no schema_version column: say so, not "no column".
+    let version = each_row(&rank_path, &[("schema_version", INT64)], 1, |r, c| {
+        r.get_long(c[0])
+    })
+    .map_err(|e| {
+        if e.ends_with("no column 'schema_version'") {
+            format!(
+                "{}: written by an older tracelens (tables version 1): re-run `tracelens analyze TRACE --format parquet -o DIR` with this one",
+                rank_path.display()
+            )
+        } else {
+            e
+        }
+    })?;
+    match version.first() {
+        Some(&TABLES_VERSION) => {}
+        Some(v) => {
+            return Err(format!(
+                "{}: tables version {v}, this tracelens reads version {TABLES_VERSION}",
+                rank_path.display()
+            ))
+        }
+        None => return Err(format!("{}: no row", rank_path.display())),
+    }
     let ranks = each_row(
         &rank_path,
         &[
             ("rank", INT64),
             ("world_size", INT64),
+            ("backend", BYTE_ARRAY),
             ("file", BYTE_ARRAY),
+            ("window_start_ns", INT64),
+            ("window_end_ns", INT64),
             ("results_json", BYTE_ARRAY),
         ],
         1,
         |r, c| {
             Ok((
-                r.get_long(c[0])?,
-                r.get_long(c[1])?,
-                text(r, c[2])?,
+                (r.get_long(c[0])?, r.get_long(c[1])?, text(r, c[2])?),
                 text(r, c[3])?,
+                (r.get_long(c[4])?, r.get_long(c[5])?),
+                text(r, c[6])?,
             ))
         },
     )?;
-    let (rank, world, file, results_json) = ranks
+    let ((rank, world, backend), file, window, results_json) = ranks
         .into_iter()
         .next()
         .ok_or_else(|| format!("{}: no row", rank_path.display()))?;
@@ -348,15 +442,36 @@ pub fn read_rank(dir: &Path) -> Result<RankSummary, String> {
         MAX_STEP_ROWS,
         |r, c| Ok((r.get_long(c[0])?, r.get_long(c[1])?)),
     )?;
+    let some_text = |t: String| (!t.is_empty()).then_some(t);
     let collectives = each_row(
         &dir.join("collectives.parquet"),
-        &[("name", BYTE_ARRAY), ("start_ns", INT64), ("dur_ns", INT64)],
+        &[
+            ("name", BYTE_ARRAY),
+            ("op", BYTE_ARRAY),
+            ("process_group", BYTE_ARRAY),
+            ("seq", INT64),
+            ("bytes", INT64),
+            ("group_size", INT64),
+            ("algorithm", BYTE_ARRAY),
+            ("start_ns", INT64),
+            ("dur_ns", INT64),
+        ],
         MAX_COLLECTIVE_ROWS,
         |r, c| {
+            let op = text(r, c[1])?;
             Ok(Collective {
                 name: text(r, c[0])?,
-                start_ns: r.get_long(c[1])?,
-                dur_ns: r.get_long(c[2])?,
+                op: CollectiveOp::ALL
+                    .into_iter()
+                    .find(|o| o.label() == op)
+                    .unwrap_or_default(),
+                group: some_text(text(r, c[2])?),
+                seq: Some(r.get_long(c[3])?).filter(|&s| s >= 0),
+                bytes: u64::try_from(r.get_long(c[4])?).ok(),
+                group_size: Some(r.get_long(c[5])?).filter(|&n| n > 0),
+                algorithm: some_text(text(r, c[6])?),
+                start_ns: r.get_long(c[7])?,
+                dur_ns: r.get_long(c[8])?,
             })
         },
     )?;
@@ -364,6 +479,8 @@ pub fn read_rank(dir: &Path) -> Result<RankSummary, String> {
         file,
         rank_in_trace: (rank >= 0).then_some(rank),
         world_size: (world >= 0).then_some(world),
+        backend: some_text(backend),
+        window: (window.0 >= 0 && window.1 >= window.0).then_some(window),
         results,
         collectives,
         steps,
@@ -387,10 +504,17 @@ mod tests {
                 results: Results::empty(),
                 collectives: vec![Collective {
                     name: "ncclKernel_AllReduce".into(),
+                    op: CollectiveOp::AllReduce,
+                    group: Some("0".into()),
+                    seq: Some(3),
+                    bytes: Some(4096),
+                    group_size: Some(2),
                     start_ns: 10,
                     dur_ns: 5,
+                    ..Collective::default()
                 }],
                 steps: vec![(0, 100), (1, 110)],
+                ..RankSummary::default()
             },
         )
         .unwrap();
@@ -403,6 +527,17 @@ mod tests {
         let r = read_rank(&dir).unwrap();
         assert_eq!(r.steps, vec![(0, 100), (1, 110)]);
         assert_eq!(r.collectives.len(), 1);
+        let c = &r.collectives[0];
+        assert_eq!(
+            (c.op, c.group.as_deref(), c.seq, c.bytes, c.group_size),
+            (
+                CollectiveOp::AllReduce,
+                Some("0"),
+                Some(3),
+                Some(4096),
+                Some(2)
+            )
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -413,11 +548,24 @@ mod tests {
         write_table(
             &dir.join("rank.parquet"),
             "rank",
-            vec![("rank", Column::I64(vec![0])), ("x", Column::I64(vec![0]))],
+            vec![
+                ("schema_version", Column::I64(vec![TABLES_VERSION])),
+                ("rank", Column::I64(vec![0])),
+                ("x", Column::I64(vec![0])),
+            ],
         )
         .unwrap();
         let e = read_rank(&dir).unwrap_err();
         assert!(e.contains("no column 'world_size'"), "{e}");
+        // The first layout (no schema_version): refused with what to do.
+        write_table(
+            &dir.join("rank.parquet"),
+            "rank",
+            vec![("rank", Column::I64(vec![0])), ("x", Column::I64(vec![0]))],
+        )
+        .unwrap();
+        let e = read_rank(&dir).unwrap_err();
+        assert!(e.contains("older tracelens (tables version 1)"), "{e}");
         // A column of the wrong type.
         let dir = rank_dir("hostile-type");
         write_table(

@@ -108,6 +108,8 @@ struct ReportPage {
     operator_rows: Vec<Vec<String>>,
     operator_shape_rows: Vec<Vec<String>>,
     critical: crate::critical::CriticalView,
+    communication_line: String,
+    communication_rows: Vec<Vec<String>>,
     efficiency_note: String,
     efficiency_class_rows: Vec<Vec<String>>,
     efficiency_op_rows: Vec<Vec<String>>,
@@ -304,6 +306,10 @@ pub fn render_html(report: &Report) -> String {
             })
             .collect(),
         critical: crate::critical::view(diagnosis, origin),
+        communication_line: crate::communication::line(diagnosis)
+            .map(|l| crate::capitalized(&l))
+            .unwrap_or_default(),
+        communication_rows: crate::communication::rows(diagnosis),
         efficiency_note: efficiency_note(diagnosis),
         efficiency_class_rows: diagnosis
             .efficiency

@@ -1,15 +1,18 @@
-//! A multi-rank job: the verdict naming the straggler, the rank table and a rank × step heat
-//! map, in terminal text, Markdown, JSON and one self-contained HTML page. Layout only: the
-//! job is `tracelens_results::analyze_job`.
+//! A multi-rank job: the verdict naming the bottleneck, the rank table, the collective
+//! operations with their bus bandwidth, per-rank stacked step bars and a rank × step heat map,
+//! in terminal text (80 columns), Markdown, JSON and one self-contained HTML page. Layout only:
+//! the job is `tracelens_results::analyze_job`.
 
 use crate::escape::{markdown_text as esc, terminal_output, terminal_text};
 use askama::Template;
 use std::fmt::Write;
-use tracelens_model::{format_ms, shorten};
-use tracelens_results::Job;
+use tracelens_model::format_ms;
+use tracelens_results::job::OperationRow;
+use tracelens_results::{matching_words, Job};
 
-/// The table's cells of one rank: rank, step, busy, collectives, wait, last arrivals, cause.
-fn cells(job: &Job) -> Vec<[String; 7]> {
+/// The table's cells of one rank: rank, step, busy, collectives, exposed, overlap, wait, last
+/// arrivals, top idle cause.
+fn cells(job: &Job) -> Vec<[String; 9]> {
     job.ranks
         .iter()
         .map(|r| {
@@ -17,11 +20,9 @@ fn cells(job: &Job) -> Vec<[String; 7]> {
                 r.rank.to_string(),
                 format_ms(r.step_ns),
                 format!("{:.1} %", r.gpu_busy_percent),
-                format!(
-                    "{} ({:.0} %)",
-                    format_ms(r.collective_ns),
-                    r.collective_percent
-                ),
+                format_ms(r.collective_ns),
+                format_ms(r.exposed_ns),
+                format!("{:.0} %", r.overlap_percent),
                 format_ms(r.wait_ns),
                 r.last_arrivals.to_string(),
                 r.top_cause
@@ -33,50 +34,115 @@ fn cells(job: &Job) -> Vec<[String; 7]> {
         .collect()
 }
 
-const HEAD: [&str; 7] = [
+const HEAD: [&str; 9] = [
     "rank",
     "step",
     "GPU busy",
     "collectives / step",
+    "exposed / step",
+    "overlap",
     "wait / step",
     "last at",
     "top idle cause / step",
 ];
 
-/// The job for the terminal.
+/// The cells of one operation: op, calls, transfer per call, bus bandwidth, % of peak,
+/// algorithms.
+fn operation_cells(o: &OperationRow) -> [String; 6] {
+    [
+        o.op.label().replace('_', "-"),
+        o.calls.to_string(),
+        format_ms(o.transfer_ns),
+        o.busbw_gb_per_s
+            .map_or_else(|| "–".into(), |b| format!("{b:.1} GB/s")),
+        o.busbw_percent_of_peak
+            .map_or_else(|| "–".into(), |p| format!("{p:.0} %")),
+        if o.algorithms.is_empty() {
+            "–".into()
+        } else {
+            o.algorithms.join(", ")
+        },
+    ]
+}
+
+const OPERATION_HEAD: [&str; 6] = [
+    "operation",
+    "calls",
+    "transfer / call",
+    "bus bandwidth",
+    "of peak",
+    "algorithm",
+];
+
+/// The clock line: the skew the matched calls show.
+fn clock_words(job: &Job) -> Option<String> {
+    let c = job.clock.as_ref()?;
+    Some(format!(
+        "clocks aligned on {} matched collectives: skew {} across ranks (arrivals compared on the aligned clock)",
+        c.calls_used,
+        format_ms(c.skew_ns)
+    ))
+}
+
+/// The job for the terminal: at most 80 columns (the verdict wraps at `width`).
 #[must_use]
 pub fn render_job_text(job: &Job, width: usize) -> String {
     let mut out = String::new();
     out.push_str(&crate::wrap(&terminal_text(&job.verdict), width, "", 0));
     let _ = writeln!(
         out,
-        "\n{:>4}  {:>11}  {:>8}  {:>20}  {:>11}  {:>7}  top idle cause/step",
-        "rank", "step", "busy", "collectives/step", "wait/step", "last at"
+        "\n{:>4}  {:>11}  {:>6}  {:>11}  {:>11}  {:>7}  {:>11}  {:>4}",
+        "rank", "step", "busy", "comm/step", "exposed", "overlap", "wait/step", "last"
     );
     for c in cells(job) {
         let _ = writeln!(
             out,
-            "{:>4}  {:>11}  {:>8}  {:>20}  {:>11}  {:>7}  {}",
+            "{:>4}  {:>11}  {:>6}  {:>11}  {:>11}  {:>7}  {:>11}  {:>4}",
             c[0],
             c[1],
-            c[2],
+            c[2].trim_end_matches(" %").to_string() + "%",
             c[3],
             c[4],
-            c[5],
-            shorten(&c[6], 60)
+            c[5].replace(' ', ""),
+            c[6],
+            c[7]
         );
     }
-    let _ = write!(
-        out,
-        "\nranks numbered by {}; {} collectives matched by order{}\n",
-        job.rank_source,
-        job.collectives_matched,
-        if job.collective_counts_differ {
-            " (ranks have different counts: the first ones compared)"
-        } else {
-            ""
+    if !job.operations.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n{:<15} {:>6}  {:>15}  {:>13}  {:>7}  algorithm",
+            "operation", "calls", "transfer/call", "bus bandwidth", "of peak"
+        );
+        for o in &job.operations {
+            let c = operation_cells(o);
+            let _ = writeln!(
+                out,
+                "{:<15} {:>6}  {:>15}  {:>13}  {:>7}  {}",
+                c[0],
+                c[1],
+                c[2],
+                c[3],
+                c[4],
+                tracelens_model::shorten(&c[5], 14)
+            );
         }
-    );
+    }
+    let mut notes = vec![
+        format!("ranks numbered by {}", job.rank_source),
+        matching_words(job),
+    ];
+    notes.extend(clock_words(job));
+    if let Some(link) = &job.link {
+        notes.push(format!("bandwidth compared with {link} (one node)"));
+    }
+    if job.forced {
+        notes.push("taken as one job by --as-job: the traces do not show it".into());
+    }
+    out.push('\n');
+    for n in notes {
+        out.push_str(&crate::wrap(&terminal_text(&n), width.min(80), "", 0));
+    }
     terminal_output(out, false)
 }
 
@@ -87,17 +153,28 @@ pub fn render_job_markdown(job: &Job) -> String {
     let _ = writeln!(out, "## tracelens: {} ranks\n", job.ranks.len());
     let _ = writeln!(out, "**{}**\n", esc(&job.verdict));
     let _ = writeln!(out, "| {} |", HEAD.join(" | "));
-    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---|");
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for c in cells(job) {
         let c: Vec<String> = c.iter().map(|x| esc(x)).collect();
         let _ = writeln!(out, "| {} |", c.join(" | "));
     }
+    if !job.operations.is_empty() {
+        let _ = writeln!(out, "\n| {} |", OPERATION_HEAD.join(" | "));
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|---|");
+        for o in &job.operations {
+            let c: Vec<String> = operation_cells(o).iter().map(|x| esc(x)).collect();
+            let _ = writeln!(out, "| {} |", c.join(" | "));
+        }
+    }
     let _ = writeln!(
         out,
-        "\nRanks numbered by {}; {} collectives matched.",
+        "\nRanks numbered by {}; {}.",
         esc(&job.rank_source),
-        job.collectives_matched
+        esc(&matching_words(job))
     );
+    if let Some(c) = clock_words(job) {
+        let _ = writeln!(out, "{}.", esc(&crate::capitalized(&c)));
+    }
     out
 }
 
@@ -124,19 +201,121 @@ struct HeatCell {
     y: usize,
     shade: String,
     title: String,
+    straggler: bool,
+}
+
+/// One part of a rank's stacked step bar.
+struct BarPart {
+    x: f64,
+    width: f64,
+    class: &'static str,
+    title: String,
+}
+
+/// One rank's stacked step bar.
+struct Bar {
+    y: usize,
+    label: String,
+    parts: Vec<BarPart>,
 }
 
 #[derive(Template)]
 #[template(path = "job.html")]
 struct JobPage<'a> {
     job: &'a Job,
-    head: [&'static str; 7],
-    rows: Vec<(bool, [String; 7])>,
+    source_id: String,
+    head: [&'static str; 9],
+    rows: Vec<(bool, [String; 9])>,
+    straggler_note: Option<String>,
+    operation_head: [&'static str; 6],
+    operations: Vec<[String; 6]>,
+    notes: Vec<String>,
+    bars: Vec<Bar>,
+    bars_height: usize,
     heat: Vec<HeatCell>,
     heat_width: usize,
     heat_height: usize,
     labels: Vec<(usize, String)>,
     version: &'static str,
+}
+
+/// Width of the longest bar, pixels.
+const BAR_WIDTH: f64 = 640.0;
+
+/// Each rank's step as stacked parts: compute (hidden communication within it), exposed
+/// communication, DataLoader idle, other idle; scaled to the longest step.
+#[allow(clippy::cast_precision_loss)]
+fn bars(job: &Job) -> Vec<Bar> {
+    let longest = job
+        .ranks
+        .iter()
+        .map(|r| r.step_ns)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    job.ranks
+        .iter()
+        .enumerate()
+        .map(|(y, r)| {
+            let b = &r.breakdown;
+            let mut parts = Vec::new();
+            let mut x = 90.0;
+            let mut push = |ns: i64, class: &'static str, title: String| {
+                if ns > 0 {
+                    let width = ns as f64 * BAR_WIDTH / longest;
+                    parts.push(BarPart {
+                        x,
+                        width,
+                        class,
+                        title,
+                    });
+                    x += width;
+                }
+            };
+            push(
+                b.compute_ns,
+                "compute",
+                format!(
+                    "GPU busy {} per step (communication hidden under it: {})",
+                    format_ms(b.compute_ns),
+                    format_ms(b.comm_hidden_ns)
+                ),
+            );
+            push(
+                b.comm_exposed_ns,
+                "exposed",
+                format!(
+                    "communication alone {} per step",
+                    format_ms(b.comm_exposed_ns)
+                ),
+            );
+            push(
+                b.idle_data_loader_ns,
+                "loader",
+                format!(
+                    "idle waiting for the DataLoader {} per step",
+                    format_ms(b.idle_data_loader_ns)
+                ),
+            );
+            for (cause, ns) in &b.idle_other {
+                push(
+                    *ns,
+                    "idle",
+                    format!("idle {cause}: {} per step", format_ms(*ns)),
+                );
+            }
+            let straggler = job.straggler.as_ref().is_some_and(|s| s.rank == r.rank);
+            Bar {
+                y: y * 22,
+                label: if straggler {
+                    format!("rank {} (late)", r.rank)
+                } else {
+                    format!("rank {}", r.rank)
+                },
+                parts,
+            }
+        })
+        .collect()
 }
 
 /// Size of one heat-map cell.
@@ -146,7 +325,7 @@ pub const MAX_HEAT_COLUMNS: usize = 200;
 
 /// The job as one self-contained HTML page.
 #[must_use]
-pub fn render_job_html(job: &Job) -> String {
+pub fn render_job_html(job: &Job, source: &str) -> String {
     let steps: Vec<i64> = {
         let mut s: Vec<i64> = job
             .ranks
@@ -207,11 +386,34 @@ pub fn render_job_html(job: &Job) -> String {
                 // Light (fast) to dark orange (slow): one hue, readable without colour vision.
                 shade: format!("hsl(28, 90%, {:.0}%)", 88.0 - 50.0 * t),
                 title: format!("rank {}, {which}: {}", r.rank, format_ms(ns)),
+                straggler: job.straggler.as_ref().is_some_and(|s| s.rank == r.rank),
             });
         }
     }
+    let bars = bars(job);
+    let mut notes = vec![
+        format!("Ranks numbered by {}.", job.rank_source),
+        format!("{}.", crate::capitalized(&matching_words(job))),
+    ];
+    notes.extend(clock_words(job).map(|c| format!("{}.", crate::capitalized(&c))));
+    if let Some(link) = &job.link {
+        notes.push(format!("Bus bandwidth (nccl-tests definition) compared with {link}, the peer link inside one node; a job across nodes is bounded by its network instead."));
+    }
+    if job.forced {
+        notes.push("Taken as one job by --as-job: the traces do not show it themselves.".into());
+    }
     JobPage {
         job,
+        source_id: crate::source_id(source),
+        straggler_note: job
+            .straggler
+            .as_ref()
+            .map(|s| crate::capitalized(&s.explanation)),
+        operation_head: OPERATION_HEAD,
+        operations: job.operations.iter().map(operation_cells).collect(),
+        notes,
+        bars_height: bars.len() * 22,
+        bars,
         head: HEAD,
         rows: cells(job)
             .into_iter()
@@ -224,7 +426,15 @@ pub fn render_job_html(job: &Job) -> String {
             .ranks
             .iter()
             .enumerate()
-            .map(|(y, r)| (y * CELL + 13, format!("rank {}", r.rank)))
+            .map(|(y, r)| {
+                let late = job.straggler.as_ref().is_some_and(|s| s.rank == r.rank);
+                let label = if late {
+                    format!("rank {} ▶", r.rank)
+                } else {
+                    format!("rank {}", r.rank)
+                };
+                (y * CELL + 13, label)
+            })
             .collect(),
         heat,
         version: env!("CARGO_PKG_VERSION"),
@@ -236,7 +446,7 @@ pub fn render_job_html(job: &Job) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracelens_results::{analyze_job, RankSummary, Results};
+    use tracelens_results::{analyze_job, RankSummary};
 
     #[test]
     fn the_heat_map_bins_many_steps() {
@@ -244,12 +454,11 @@ mod tests {
             file: format!("rank{r}.json"),
             rank_in_trace: Some(r),
             world_size: Some(2),
-            results: Results::empty(),
-            collectives: Vec::new(),
             steps: (0..50_000).map(|s| (s, 1_000 + s % 7 + r)).collect(),
+            ..RankSummary::default()
         };
-        let job = analyze_job(&[rank(0), rank(1)]).unwrap();
-        let html = render_job_html(&job);
+        let job = analyze_job(&[rank(0), rank(1)], true).unwrap();
+        let html = render_job_html(&job, "job");
         let cells = html.matches("hsl(28, 90%").count();
         assert!(cells <= 2 * MAX_HEAT_COLUMNS, "{cells} cells");
         assert!(cells >= 2 * MAX_HEAT_COLUMNS - 2, "{cells} cells");
@@ -259,7 +468,10 @@ mod tests {
             steps: vec![(0, 1_000), (1, 2_000)],
             ..rank(r)
         };
-        let job = analyze_job(&[few(0), few(1)]).unwrap();
-        assert_eq!(render_job_html(&job).matches("hsl(28, 90%").count(), 4);
+        let job = analyze_job(&[few(0), few(1)], true).unwrap();
+        assert_eq!(
+            render_job_html(&job, "job").matches("hsl(28, 90%").count(),
+            4
+        );
     }
 }

@@ -7,6 +7,7 @@
 //! - [`render_json`]: the versioned, stable-order JSON document ([`SCHEMA_VERSION`]).
 #![deny(missing_docs)]
 
+mod communication;
 mod critical;
 mod diff;
 pub mod escape;
@@ -244,7 +245,7 @@ fn window_line_short(w: &AnalysisWindow) -> String {
 }
 
 /// `text` with its first letter in capitals (a phrase made into a sentence).
-fn capitalized(text: &str) -> String {
+pub(crate) fn capitalized(text: &str) -> String {
     let mut chars = text.chars();
     chars
         .next()

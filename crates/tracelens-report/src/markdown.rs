@@ -88,6 +88,9 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
             esc(&crate::efficiency_line(diagnosis))
         );
     }
+    if let Some(line) = crate::communication::line(diagnosis) {
+        let _ = writeln!(out, "| Communication | {} |", esc(&line));
+    }
     if !diagnosis.critical_path.breakdown.is_empty() {
         let mut line = crate::critical::breakdown_line(&diagnosis.critical_path, 4);
         if let Some(all) = crate::critical::all_fixes_line(diagnosis) {

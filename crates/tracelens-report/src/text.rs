@@ -364,6 +364,9 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
         }
         fact(out, "critical", &clean(&line));
     }
+    if let Some(line) = crate::communication::line(d) {
+        fact(out, "comm", &clean(&line));
+    }
     if let Some(m) = d.memory.first() {
         fact(out, "memory", &clean(&crate::memory_line(m)));
     }

@@ -14,7 +14,7 @@ pub mod results;
 pub mod rules;
 
 pub use diff::{diff, Diff};
-pub use job::{analyze_job, Job, RankSummary};
+pub use job::{analyze_job, matching_words, Bottleneck, Job, RankSummary};
 pub use metrics::{Metric, Metrics, Unit};
 pub use report::{Report, ReportError, Tool, SCHEMA_VERSION};
 pub use results::{CategoryResult, FindingResult, Results, STEP_CATEGORIES};

@@ -212,6 +212,36 @@ impl Metrics {
                 .map(|s| (s.ns, s.percent));
             m.put_time_and_share(&format!("critical_path.{}", kind.label()), share);
         }
+        let comm = r.communication.as_ref();
+        m.put(
+            "comm.exposed_percent",
+            comm.map_or(0.0, |c| c.exposed_percent),
+            Unit::Percent,
+        );
+        m.put(
+            "comm.overlap_percent",
+            comm.map_or(0.0, |c| c.overlap_percent),
+            Unit::Percent,
+        );
+        m.put(
+            "comm.busbw_gbps",
+            comm.and_then(|c| c.busbw_gb_per_s).unwrap_or(0.0),
+            Unit::Count,
+        );
+        if comm.is_none() {
+            m.not_measured
+                .insert("comm.overlap_percent".into(), NO_COLLECTIVES);
+        }
+        if comm.and_then(|c| c.busbw_gb_per_s).is_none() {
+            m.not_measured.insert(
+                "comm.busbw_gbps".into(),
+                if comm.is_none() {
+                    NO_COLLECTIVES
+                } else {
+                    NO_SIZES
+                },
+            );
+        }
         m.put("findings.count", r.findings.len() as f64, Unit::Count);
         for category in crate::results::STEP_CATEGORIES {
             let c = r.step_breakdown.iter().find(|c| c.category == category);
@@ -279,6 +309,7 @@ impl Metrics {
                 .filter(|n| {
                     n.starts_with("gpu.")
                         || n.starts_with("idle.")
+                        || n.starts_with("comm.")
                         || n.starts_with("critical_path.")
                         || n.ends_with(".predicted_step_ms")
                         || n.ends_with(".win_ms")
@@ -341,23 +372,29 @@ impl Metrics {
             .straggler
             .as_ref()
             .map_or(0.0, |s| s.last_at as f64 * 100.0 / s.of.max(1) as f64);
-        self.put_job(
-            job.ranks.len() as f64,
-            job.step_time_spread_percent,
-            ms(max_wait),
-            last,
-        );
+        self.put_job(&JobFigures {
+            count: job.ranks.len() as f64,
+            spread: job.step_time_spread_percent,
+            max_wait_ms: ms(max_wait),
+            straggler_last: last,
+            clock_skew_ms: job.clock.as_ref().map_or(0.0, |c| ms(c.skew_ns)),
+        });
+        if job.clock.is_none() {
+            self.not_measured
+                .insert("ranks.clock_skew_ms".into(), NO_MATCHED_COLLECTIVES);
+        }
     }
 
-    fn put_job(&mut self, count: f64, spread: f64, max_wait_ms: f64, straggler_last: f64) {
-        self.put("ranks.count", count, Unit::Count);
-        self.put("ranks.step_time_spread_percent", spread, Unit::Percent);
-        self.put("ranks.max_wait_ms", max_wait_ms, Unit::Ms);
+    fn put_job(&mut self, f: &JobFigures) {
+        self.put("ranks.count", f.count, Unit::Count);
+        self.put("ranks.step_time_spread_percent", f.spread, Unit::Percent);
+        self.put("ranks.max_wait_ms", f.max_wait_ms, Unit::Ms);
         self.put(
             "ranks.straggler_last_percent",
-            straggler_last,
+            f.straggler_last,
             Unit::Percent,
         );
+        self.put("ranks.clock_skew_ms", f.clock_skew_ms, Unit::Ms);
     }
 
     /// A metric by name.
@@ -379,7 +416,7 @@ impl Metrics {
         }
         let mut m = Metrics::of(&Results::empty());
         m.add_diff(&Diff::default());
-        m.put_job(0.0, 0.0, 0.0, 0.0);
+        m.put_job(&JobFigures::default());
         m.get(name).map_or(Unit::Count, |x| x.unit)
     }
 
@@ -387,10 +424,27 @@ impl Metrics {
     pub fn all_names() -> Vec<String> {
         let mut m = Metrics::of(&Results::empty());
         m.add_diff(&Diff::default());
-        m.put_job(0.0, 0.0, 0.0, 0.0);
+        m.put_job(&JobFigures::default());
         m.names().map(str::to_string).collect()
     }
 }
+
+/// The job-level figures a rule reads.
+#[derive(Default)]
+struct JobFigures {
+    count: f64,
+    spread: f64,
+    max_wait_ms: f64,
+    straggler_last: f64,
+    clock_skew_ms: f64,
+}
+
+/// Why a communication figure is missing.
+const NO_COLLECTIVES: &str = "the focus device runs no collective in the window";
+const NO_SIZES: &str =
+    "the trace records no message sizes (PyTorch 1.13+ writes `In msg nelems` on NCCL kernels)";
+const NO_MATCHED_COLLECTIVES: &str =
+    "no collective was matched across the ranks, so their clocks cannot be compared";
 
 #[cfg(test)]
 mod tests {

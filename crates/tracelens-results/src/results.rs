@@ -145,6 +145,10 @@ pub struct Results {
     /// The critical path of every step by kind, per step (empty without GPU work).
     #[serde(default)]
     pub critical_path: Vec<tracelens_analysis::critical::CriticalShare>,
+    /// The focus device's communication: exposed and hidden collective time, bus bandwidth
+    /// per operation (none without collectives).
+    #[serde(default)]
+    pub communication: Option<tracelens_analysis::communication::Communication>,
 }
 
 /// The device with the largest absolute memory peak, if the trace has allocator totals.
@@ -341,6 +345,7 @@ impl Results {
                 })
                 .collect(),
             critical_path: d.critical_path.breakdown.clone(),
+            communication: d.communication.clone(),
             gpu_measured: d.focus_device.is_some(),
             step_breakdown: d.breakdown.as_ref().map_or_else(Vec::new, |b| {
                 STEP_CATEGORIES
@@ -386,6 +391,7 @@ impl Results {
             operator_gpu: Vec::new(),
             region_time: Vec::new(),
             critical_path: Vec::new(),
+            communication: None,
         }
     }
 

@@ -4,10 +4,9 @@
 use super::gpu_waits::{short, BIG_SHARE_PERCENT};
 use super::{Context, Detector};
 use crate::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
-use crate::idle::is_communication_kernel;
-use crate::intervals::{intersect, subtract, total_ns, union};
+use crate::intervals::{intersect, total_ns};
 use rustc_hash::FxHashMap;
-use tracelens_model::{format_ms, Interval, SpanKind, TimeNs};
+use tracelens_model::{format_ms, TimeNs};
 
 /// Communication not overlapped with compute.
 pub struct ExposedCommunication;
@@ -22,55 +21,26 @@ impl Detector for ExposedCommunication {
     }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
-        let Some(idle) = cx.idle else {
+        let Some(comm) = cx.communication else {
             return Vec::new();
         };
-        let trace = cx.trace;
-        let w = cx.window.interval;
-        let Some(device) = trace.devices.iter().find(|d| d.index == idle.device) else {
-            return Vec::new();
-        };
-        let mut comm = Vec::new();
-        let mut compute = Vec::new();
-        let mut comm_kernels: Vec<(Interval, tracelens_model::NameId)> = Vec::new();
-        for &lane in &device.lanes {
-            for id in trace.lane_span_ids(lane) {
-                let s = trace.span(id);
-                if s.kind != SpanKind::Kernel {
-                    continue;
-                }
-                let Some(iv) = s.interval().clip(w) else {
-                    continue;
-                };
-                if is_communication_kernel(trace.names.get(s.name)) {
-                    comm.push(iv);
-                    comm_kernels.push((iv, s.name));
-                } else {
-                    compute.push(iv);
-                }
-            }
-        }
-        if comm.is_empty() {
-            return Vec::new();
-        }
-        let comm = union(comm);
-        let exposed = subtract(&comm, &union(compute));
-        let exposed_ns = total_ns(&exposed);
+        let exposed = &comm.exposed;
+        let exposed_ns = comm.exposed_ns;
         let win = cx.win(exposed_ns);
         if win.percent < BIG_SHARE_PERCENT {
             return Vec::new();
         }
         // Which collectives the exposed time belongs to.
         let mut by_name: FxHashMap<tracelens_model::NameId, TimeNs> = FxHashMap::default();
-        for (iv, name) in &comm_kernels {
-            let mine = total_ns(&intersect(&[*iv], &exposed));
+        for (iv, name) in &comm.kernels {
+            let mine = total_ns(&intersect(&[*iv], exposed));
             if mine > 0 {
                 *by_name.entry(*name).or_default() += mine;
             }
         }
         let mut named: Vec<(String, TimeNs)> = by_name
             .into_iter()
-            .map(|(n, t)| (trace.names.get(n).to_string(), t))
+            .map(|(n, t)| (cx.trace.names.get(n).to_string(), t))
             .collect();
         named.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         named.truncate(3);
@@ -92,7 +62,7 @@ impl Detector for ExposedCommunication {
         );
         f.evidence.add(
             "communication kernel time",
-            EvidenceValue::DurationNs(total_ns(&comm)),
+            EvidenceValue::DurationNs(comm.communication_ns),
         );
         f.evidence.add(
             "not overlapped with compute",

@@ -56,6 +56,8 @@ pub struct Context<'a> {
     pub launch: &'a LaunchReport,
     /// What the trace shows of PyTorch and the optimizer.
     pub framework: &'a Framework,
+    /// The focus device's communication (none without collectives).
+    pub communication: Option<&'a crate::communication::Communication>,
 }
 
 /// A finding's win fields.

@@ -39,9 +39,11 @@ fn main() {
                     name: "ncclKernel_AllReduce_RING_LL_Sum_float".into(),
                     start_ns: k * 5_000_000 + late,
                     dur_ns: 4_000_000 - late.min(3_000_000),
+                    ..Collective::default()
                 })
                 .collect(),
             steps: (0..10).map(|s| (s, 100_000_000)).collect(),
+            ..RankSummary::default()
         };
         let d = dir.join(format!("rank-{r}"));
         tracelens_parquet::write_rank(&d, &summary).expect("write tables");
