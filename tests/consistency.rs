@@ -107,6 +107,58 @@ fn critical_path_errors(d: &tracelens_analysis::Diagnosis, e: &mut Vec<String>) 
     }
 }
 
+/// The communication figures: hidden and exposed tile the collective time; shares in 0–100;
+/// exposed never more than the step; the exposed-communication finding's win is the exposed
+/// time; per-operation figures are positive and finite.
+fn communication_errors(d: &tracelens_analysis::Diagnosis, e: &mut Vec<String>) {
+    let Some(c) = &d.communication else {
+        return;
+    };
+    if c.hidden_ns + c.exposed_ns != c.communication_ns || c.hidden_ns < 0 || c.exposed_ns < 0 {
+        e.push(format!(
+            "communication: hidden {} + exposed {} != {}",
+            c.hidden_ns, c.exposed_ns, c.communication_ns
+        ));
+    }
+    in_range(e, "comm overlap_percent", c.overlap_percent);
+    in_range(e, "comm exposed_percent", c.exposed_percent);
+    if let Some(w) = &d.window {
+        if c.exposed_per_step_ns > w.step_ns() {
+            e.push(format!(
+                "communication: exposed {} per step > step {}",
+                c.exposed_per_step_ns,
+                w.step_ns()
+            ));
+        }
+    }
+    for f in &d.findings {
+        if f.kind == tracelens_analysis::FindingKind::ExposedCommunication
+            && f.estimated_win_ns != c.exposed_ns
+        {
+            e.push(format!(
+                "exposed-communication win {} != communication.exposed_ns {}",
+                f.estimated_win_ns, c.exposed_ns
+            ));
+        }
+    }
+    for o in &c.by_op {
+        if o.count == 0 || o.time_ns < 0 || o.sized > o.count {
+            e.push(format!(
+                "communication {:?}: count {} time {} sized {}",
+                o.op, o.count, o.time_ns, o.sized
+            ));
+        }
+        if let Some(b) = o.busbw_gb_per_s {
+            if !b.is_finite() || b <= 0.0 {
+                e.push(format!("communication {:?}: bus bandwidth {b}", o.op));
+            }
+        }
+        if let Some(p) = o.busbw_percent_of_peak {
+            in_range(e, "comm busbw_percent_of_peak", p);
+        }
+    }
+}
+
 /// Every consistency problem of one trace's overview and diagnosis (empty when all hold).
 #[must_use]
 pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
@@ -184,6 +236,7 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
         e.push("efficiency: an MFU without a device peak, or a peak without an MFU".into());
     }
     critical_path_errors(d, &mut e);
+    communication_errors(d, &mut e);
     for k in &d.top_kernels {
         if let Some(p) = k.mean_est_occupancy_percent {
             in_range(&mut e, "kernel occupancy", p);
