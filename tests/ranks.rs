@@ -74,6 +74,7 @@ fn a_planted_dataloader_straggler_is_named_and_its_fixed_twin_has_none_slow() {
     assert_eq!(job["collectives_matched"], 3);
     assert_eq!(job["straggler"]["rank"], 2, "{job}");
     assert_eq!(job["straggler"]["last_at"], 3);
+    assert_eq!(job["bottleneck"], "straggler");
     let why = job["straggler"]["explanation"].as_str().unwrap();
     assert!(why.contains("DataLoader"), "{why}");
     // The others wait for rank 2; rank 2 itself waits least.
@@ -117,6 +118,11 @@ fn a_planted_dataloader_straggler_is_named_and_its_fixed_twin_has_none_slow() {
         .max()
         .unwrap();
     assert!(max_wait < 1_000_000, "{max_wait}");
+    assert_ne!(
+        doc["job"]["bottleneck"], "straggler",
+        "{}",
+        doc["job"]["verdict"]
+    );
     let run = tracelens([
         "analyze".to_string(),
         good.to_str().unwrap().to_string(),

@@ -649,6 +649,81 @@ pub fn matching_words(job: &Job) -> String {
 mod tests {
     use super::*;
 
+    /// Two ranks that reach each of 10 all-reduces of `bytes` together, each taking 10 ms of a
+    /// 40 ms step with nothing beside it, on A100s (NVLink 3, 300 GB/s).
+    fn together(bytes: u64) -> Vec<RankSummary> {
+        (0..2)
+            .map(|r| {
+                let mut results = Results::empty();
+                results.step_ns = 40_000_000;
+                results.step_count = 10;
+                results.has_steps = true;
+                results.gpu_busy_percent = 100.0;
+                results.communication = Some(tracelens_analysis::communication::Communication {
+                    communication_ns: 100_000_000,
+                    exposed_ns: 100_000_000,
+                    exposed_per_step_ns: 10_000_000,
+                    exposed_percent: 25.0,
+                    link: Some("NVLink 3 (12 links)".into()),
+                    link_gb_per_s: Some(300.0),
+                    ..Default::default()
+                });
+                RankSummary {
+                    file: format!("rank{r}.json"),
+                    rank_in_trace: Some(r),
+                    world_size: Some(2),
+                    results,
+                    collectives: (0..10)
+                        .map(|k| Collective {
+                            name: "ncclDevKernel_AllReduce_RING_LL".into(),
+                            op: CollectiveOp::AllReduce,
+                            bytes: Some(bytes),
+                            group_size: Some(2),
+                            start_ns: k * 40_000_000,
+                            dur_ns: 10_000_000,
+                            ..Collective::default()
+                        })
+                        .collect(),
+                    ..RankSummary::default()
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    #[allow(clippy::float_cmp)]
+    fn a_slow_link_is_told_from_exposed_communication_and_a_late_rank() {
+        // 10 MB in 10 ms: 1 GB/s of bus bandwidth, 0.3 % of NVLink: the transfer is slow.
+        let job = analyze_job(&together(10_000_000), false).unwrap();
+        assert_eq!(job.bottleneck, Bottleneck::SlowTransfer, "{}", job.verdict);
+        assert_eq!(job.operations[0].busbw_gb_per_s, Some(1.0));
+        assert!(
+            job.verdict.contains("the transfer is slow"),
+            "{}",
+            job.verdict
+        );
+        assert_eq!(job.ranks[0].wait_ns, 0);
+        // 2 GB in 10 ms is 200 GB/s, 67 % of the peak: the communication is merely exposed.
+        let job = analyze_job(&together(2_000_000_000), false).unwrap();
+        assert_eq!(
+            job.bottleneck,
+            Bottleneck::ExposedCommunication,
+            "{}",
+            job.verdict
+        );
+        // Rank 1 arrives 5 ms late at every call: a straggler, whatever the bandwidth.
+        let mut late = together(10_000_000);
+        for c in &mut late[1].collectives {
+            c.start_ns += 5_000_000;
+            c.dur_ns -= 5_000_000;
+        }
+        let job = analyze_job(&late, false).unwrap();
+        assert_eq!(job.bottleneck, Bottleneck::Straggler, "{}", job.verdict);
+        assert_eq!(job.straggler.as_ref().unwrap().rank, 1);
+        assert_eq!(job.ranks[0].wait_ns, 5_000_000);
+        assert_eq!(job.clock.as_ref().unwrap().skew_ns, 0);
+    }
+
     #[test]
     fn ranks_from_file_names() {
         assert_eq!(rank_from_name("dir/sampled_rank-1.json.gz"), Some(1));
