@@ -594,8 +594,11 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
             top_rank_finding.map_or("", |f| f.title.as_str())
         ),
         (Bottleneck::Balanced, _) => format!(
-            "{n} ranks; no rank waits long for another (mean wait {} per step) and communication is mostly hidden; step time spread {spread:.1} % across ranks",
-            format_ms(mean_wait)
+            "{n} ranks; neither waiting for a late rank (mean {} per step, {:.1} % of the step) nor communication alone (mean {} per step, {:.1} %) bounds the job; step time spread {spread:.1} % across ranks",
+            format_ms(mean_wait),
+            percent(mean_wait, mean_step),
+            format_ms(mean_exposed),
+            percent(mean_exposed, mean_step)
         ),
     };
     Ok(Job {
