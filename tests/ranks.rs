@@ -154,6 +154,30 @@ fn a_planted_dataloader_straggler_is_named_and_its_fixed_twin_has_none_slow() {
 }
 
 #[test]
+fn a_folder_run_writes_the_job_page_beside_the_summary() {
+    let work = scratch("page");
+    let job = work.join("run7");
+    write_job(&job, Some(2));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tracelens_for_tests"))
+        .current_dir(&work)
+        .args(["analyze", "run7"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("report: run7.tracelens.html"), "{stdout}");
+    let page = std::fs::read_to_string(work.join("run7.tracelens.html")).unwrap();
+    assert!(page.contains("tracelens — 4 ranks") && page.contains("rank 2 (late)"));
+    assert!(page.contains("<meta name=\"tracelens-source\""));
+    std::fs::remove_dir_all(work).unwrap();
+}
+
+#[test]
 fn traces_that_are_not_one_job_are_refused() {
     let dir = scratch("refuse");
     std::fs::create_dir_all(&dir).unwrap();
