@@ -12,7 +12,7 @@
 
 use crate::collectives::{collectives_on, Collective, CollectiveOp};
 use crate::environment::Hardware;
-use crate::idle::is_communication_kernel;
+use crate::idle::CommunicationNames;
 use crate::intervals::{subtract, total_ns, union};
 use crate::peaks::{link_peak, LinkPeak};
 use crate::window::AnalysisWindow;
@@ -95,6 +95,7 @@ pub fn communication(
     let mut comm = Vec::new();
     let mut compute = Vec::new();
     let mut kernels = Vec::new();
+    let mut names = CommunicationNames::default();
     for &lane in &dev.lanes {
         for id in trace.lane_span_ids(lane) {
             let s = trace.span(id);
@@ -104,7 +105,7 @@ pub fn communication(
             let Some(iv) = s.interval().clip(w) else {
                 continue;
             };
-            if is_communication_kernel(trace.names.get(s.name)) {
+            if names.is(trace, s.name) {
                 comm.push(iv);
                 kernels.push((iv, s.name));
             } else {
