@@ -353,6 +353,14 @@ fn two_interleaved_process_groups_are_matched_by_group_where_order_fails() {
         doc["job"].clone()
     };
     let ms = |v: &serde_json::Value| v.as_i64().unwrap() as f64 / 1e6;
+    let waits = |job: &serde_json::Value| -> Vec<f64> {
+        job["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| ms(&r["wait_ns"]))
+            .collect()
+    };
     // By group: the all-reduces by order within "dp", the all-gathers by sequence number.
     let job = run(true);
     let methods: Vec<(String, String)> = job["groups"]
@@ -379,13 +387,7 @@ fn two_interleaved_process_groups_are_matched_by_group_where_order_fails() {
     assert_eq!(job["straggler"]["last_at"], 3);
     // Rank 0 waits 6 ms per step for rank 3 at the all-reduce, and 0 at the all-gather (it
     // arrives last there, 2 ms after ranks 2 and 3).
-    let waits: Vec<f64> = job["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| ms(&r["wait_ns"]))
-        .collect();
-    assert_eq!(waits, vec![6.0, 6.0, 4.0 + 2.0, 2.0], "{waits:?}");
+    assert_eq!(waits(&job), vec![6.0, 6.0, 4.0 + 2.0, 2.0]);
     // Bus bandwidth per operation from the recorded sizes: 4 MiB all-reduce over 4 ranks
     // moves 2·3/4 of it per rank in the 1 ms after the last arrival.
     let ops = job["operations"].as_array().unwrap();
@@ -398,13 +400,7 @@ fn two_interleaved_process_groups_are_matched_by_group_where_order_fails() {
     let job = run(false);
     assert_eq!(job["groups"][0]["method"], "order");
     assert!(ms(&job["clock"]["skew_ns"]) >= 4.0, "{}", job["clock"]);
-    let waits: Vec<f64> = job["ranks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| ms(&r["wait_ns"]))
-        .collect();
-    assert_ne!(waits, vec![6.0, 6.0, 6.0, 2.0], "{waits:?}");
+    assert_ne!(waits(&job), vec![6.0, 6.0, 6.0, 2.0]);
 }
 
 #[test]

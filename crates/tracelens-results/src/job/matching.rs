@@ -165,7 +165,11 @@ pub(crate) fn align_clocks(
                 .filter_map(|c| {
                     let mine = c.members.iter().find(|m| m.0 == r)?;
                     let anchor = c.members.iter().find(|m| offset[m.0].is_some())?;
-                    Some(end(r, mine.1) - end(anchor.0, anchor.1) + offset[anchor.0]?)
+                    Some(
+                        end(r, mine.1)
+                            .saturating_sub(end(anchor.0, anchor.1))
+                            .saturating_add(offset[anchor.0]?),
+                    )
                 })
                 .collect();
             if diffs.is_empty() {
@@ -180,8 +184,12 @@ pub(crate) fn align_clocks(
         }
     }
     let known: Vec<TimeNs> = offset.iter().flatten().copied().collect();
-    let skew_ns =
-        known.iter().max().copied().unwrap_or(0) - known.iter().min().copied().unwrap_or(0);
+    let skew_ns = known
+        .iter()
+        .max()
+        .copied()
+        .unwrap_or(0)
+        .saturating_sub(known.iter().min().copied().unwrap_or(0));
     Some(ClockAlignment {
         offsets_ns: numbers.iter().copied().zip(offset).collect(),
         skew_ns,
@@ -234,7 +242,7 @@ pub(crate) fn waits(
         let arrivals: Vec<TimeNs> = call
             .members
             .iter()
-            .map(|m| at(m).start_ns - offset(m.0))
+            .map(|m| at(m).start_ns.saturating_sub(offset(m.0)))
             .collect();
         let Some((late_at, &last_arrival)) = arrivals
             .iter()
@@ -246,7 +254,7 @@ pub(crate) fn waits(
         let late = call.members[late_at].0;
         // Arrivals within a microsecond of each other: nobody was late.
         let earliest = arrivals.iter().copied().min().unwrap_or(last_arrival);
-        if last_arrival - earliest >= LATE_NS {
+        if last_arrival.saturating_sub(earliest) >= LATE_NS {
             w.last[late] += 1;
         }
         for (m, &arrival) in call.members.iter().zip(&arrivals) {
@@ -254,24 +262,32 @@ pub(crate) fn waits(
             if !in_window(m.0, c) {
                 continue;
             }
-            let wait = (last_arrival - arrival).clamp(0, c.dur_ns);
-            w.wait_ns[m.0] += wait;
-            w.caused_ns[late][m.0] += wait;
+            let wait = last_arrival
+                .saturating_sub(arrival)
+                .clamp(0, c.dur_ns.max(0));
+            w.wait_ns[m.0] = w.wait_ns[m.0].saturating_add(wait);
+            w.caused_ns[late][m.0] = w.caused_ns[late][m.0].saturating_add(wait);
         }
         let mut transfer: Vec<TimeNs> = call
             .members
             .iter()
-            .map(|m| (at(m).end_ns() - offset(m.0) - last_arrival).max(0))
+            .map(|m| {
+                at(m)
+                    .end_ns()
+                    .saturating_sub(offset(m.0))
+                    .saturating_sub(last_arrival)
+                    .max(0)
+            })
             .collect();
         let mid = transfer.len() / 2;
         let transfer_ns = *transfer.select_nth_unstable(mid).1;
         let first = at(&call.members[0]);
         let e = w.by_op.entry(first.op).or_insert((0, 0, 0.0, 0));
         e.0 += 1;
-        e.1 += transfer_ns;
+        e.1 = e.1.saturating_add(transfer_ns);
         if let Some(bus) = first.bus_bytes().filter(|_| transfer_ns > 0) {
             e.2 += bus;
-            e.3 += transfer_ns;
+            e.3 = e.3.saturating_add(transfer_ns);
         }
     }
     w

@@ -14,6 +14,7 @@ use crate::results::Results;
 use matching::{align_clocks, match_calls, waits, ClockAlignment, GroupMatch, MatchMethod};
 use serde::{Deserialize, Serialize};
 pub use tracelens_analysis::collectives::{Collective, CollectiveOp};
+use tracelens_analysis::dataloader::percent;
 use tracelens_model::{format_ms, TimeNs};
 
 /// What the job analysis keeps of one rank.
@@ -369,16 +370,6 @@ fn not_one_job(ranks: &[RankSummary], numbers: &[i64], as_job: bool) -> Option<S
     None
 }
 
-/// Percent, 0 for an empty whole, within 0–100.
-#[allow(clippy::cast_precision_loss)]
-fn percent(part: TimeNs, whole: TimeNs) -> f64 {
-    if whole > 0 {
-        (part as f64 * 100.0 / whole as f64).clamp(0.0, 100.0)
-    } else {
-        0.0
-    }
-}
-
 /// Numbers the ranks, checks they form one job (`as_job` takes traces that do not show it as
 /// one), matches their collectives, and finds who waits for whom and what bounds the job.
 #[allow(clippy::too_many_lines, clippy::cast_precision_loss)]
@@ -409,14 +400,16 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
             let res = &r.results;
             let comm = res.communication.as_ref();
             let coll = comm.map_or(0, |c| c.communication_ns) / steps_of(r);
-            let exposed = comm.map_or(0, |c| c.exposed_per_step_ns).min(res.step_ns);
-            let idle = res.gpu_idle_per_step_ns.clamp(0, res.step_ns);
+            let exposed = comm
+                .map_or(0, |c| c.exposed_per_step_ns)
+                .min(res.step_ns.max(0));
+            let idle = res.gpu_idle_per_step_ns.clamp(0, res.step_ns.max(0));
             let data_loader = res
                 .idle_by_cause
                 .iter()
                 .filter(|c| c.cause == tracelens_analysis::idle::IdleCause::DataLoading)
                 .map(|c| c.per_step_ns)
-                .sum::<TimeNs>()
+                .fold(0, TimeNs::saturating_add)
                 .min(idle);
             RankRow {
                 rank,
@@ -427,7 +420,7 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
                 collective_percent: percent(coll, res.step_ns),
                 exposed_ns: exposed,
                 overlap_percent: comm.map_or(0.0, |c| c.overlap_percent),
-                wait_ns: (w.wait_ns[i] / steps_of(r)).min(res.step_ns),
+                wait_ns: (w.wait_ns[i] / steps_of(r)).min(res.step_ns.max(0)),
                 last_arrivals: w.last[i],
                 clock_offset_ns: clock
                     .as_ref()
@@ -439,9 +432,17 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
                     .map(|c| (c.cause.label().replace('_', " "), c.per_step_ns)),
                 top_finding: res.findings.first().map(|f| f.title.clone()),
                 breakdown: RankBreakdown {
-                    compute_ns: (res.step_ns - idle - exposed).max(0),
-                    comm_hidden_ns: (comm.map_or(0, |c| c.hidden_ns) / steps_of(r))
-                        .min((res.step_ns - idle - exposed).max(0)),
+                    compute_ns: res
+                        .step_ns
+                        .saturating_sub(idle)
+                        .saturating_sub(exposed)
+                        .max(0),
+                    comm_hidden_ns: (comm.map_or(0, |c| c.hidden_ns) / steps_of(r)).min(
+                        res.step_ns
+                            .saturating_sub(idle)
+                            .saturating_sub(exposed)
+                            .max(0),
+                    ),
                     comm_exposed_ns: exposed,
                     idle_data_loader_ns: data_loader,
                     idle_other: {
@@ -452,9 +453,9 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
                             .map(|c| (c.cause.describe().to_string(), c.per_step_ns))
                             .collect();
                         // The causes' shares never outgrow the idle time they split.
-                        let mut left = idle - data_loader;
+                        let mut left = idle.saturating_sub(data_loader);
                         for o in &mut other {
-                            o.1 = o.1.min(left);
+                            o.1 = o.1.clamp(0, left.max(0));
                             left -= o.1;
                         }
                         other.retain(|o| o.1 > 0);
@@ -471,12 +472,13 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
             .expect("ranks");
         let others: Vec<TimeNs> = (0..n)
             .filter(|&i| i != s)
-            .map(|i| (w.caused_ns[s][i] / steps_of(ranks[i])).min(rows[i].step_ns))
+            .map(|i| (w.caused_ns[s][i] / steps_of(ranks[i])).min(rows[i].step_ns.max(0)))
             .collect();
         let others_wait_ns = if others.is_empty() {
             0
         } else {
-            others.iter().sum::<TimeNs>() / i64::try_from(others.len()).unwrap_or(1)
+            others.iter().copied().fold(0, TimeNs::saturating_add)
+                / i64::try_from(others.len()).unwrap_or(1)
         };
         let row = &rows[s];
         let doing = match (&row.top_finding, &row.top_cause) {
@@ -528,12 +530,12 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
         .unwrap_or(0);
     let slowest = rows.iter().map(|r| r.step_ns).max().unwrap_or(0);
     let spread = if fastest > 0 {
-        (slowest - fastest) as f64 * 100.0 / fastest as f64
+        slowest.saturating_sub(fastest) as f64 * 100.0 / fastest as f64
     } else {
         0.0
     };
     let mean = |f: &dyn Fn(&RankRow) -> TimeNs| {
-        rows.iter().map(f).sum::<TimeNs>() / i64::try_from(n).unwrap_or(1)
+        rows.iter().map(f).fold(0, TimeNs::saturating_add) / i64::try_from(n).unwrap_or(1)
     };
     let mean_step = mean(&|r| r.step_ns);
     let mean_exposed = mean(&|r| r.exposed_ns);
@@ -725,6 +727,23 @@ mod tests {
         assert_eq!(job.straggler.as_ref().unwrap().rank, 1);
         assert_eq!(job.ranks[0].wait_ns, 5_000_000);
         assert_eq!(job.clock.as_ref().unwrap().skew_ns, 0);
+    }
+
+    #[test]
+    fn hostile_times_from_tables_neither_overflow_nor_panic() {
+        // Rank folders read back by `merge` carry whatever a crafted table says.
+        let mut ranks = together(10);
+        for (r, t) in ranks.iter_mut().zip([i64::MIN, i64::MAX]) {
+            r.results.step_ns = t;
+            r.results.gpu_idle_per_step_ns = t.saturating_neg();
+            for c in &mut r.collectives {
+                c.start_ns = t;
+                c.dur_ns = t;
+            }
+        }
+        let job = analyze_job(&ranks, true).unwrap();
+        assert!(job.ranks.iter().all(|r| r.wait_ns >= 0));
+        assert!(job.step_time_spread_percent.is_finite());
     }
 
     #[test]
