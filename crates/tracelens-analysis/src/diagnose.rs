@@ -433,31 +433,24 @@ fn diagnose_core(
     for f in &mut findings {
         f.fix = crate::memory::fit_batch_advice(&f.fix, &memory, &hw);
     }
-    // The critical path and the predictions on two more threads, beside the summaries, the
-    // breakdown and the kernel table (they share nothing but the trace).
+    // The critical path and the predictions on one more thread (one pass over the steps'
+    // graphs), beside the summaries, the breakdown and the kernel table (they share nothing
+    // but the trace).
     let focus_ops = focus.map_or(&[][..], |i| &works[i].ops[..]);
-    let (mut critical_path, all_fixes, idle, breakdown, top_kernels) =
-        std::thread::scope(|scope| {
-            let findings = &mut findings;
-            let (window, threads) = (window.as_ref(), &threads);
-            let path = scope.spawn(move || match window {
-                Some(win) if focus.is_some() => {
-                    crate::critical::critical_path(trace, win, threads, focus_ops)
-                }
-                _ => crate::critical::CriticalPath::default(),
-            });
-            let predicted = scope.spawn(move || match window {
-                Some(win) if focus.is_some() => {
-                    crate::critical::predict(trace, win, threads, focus_ops, findings)
-                }
-                _ => None,
-            });
-            let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
-            let breakdown = window.map(|w| breakdown(trace, w));
-            let top = top_kernels(trace, window_iv, 20);
-            (joined(path), joined(predicted), idle, breakdown, top)
+    let (critical_path, idle, breakdown, top_kernels) = std::thread::scope(|scope| {
+        let findings = &mut findings;
+        let (window, threads) = (window.as_ref(), &threads);
+        let path = scope.spawn(move || match window {
+            Some(win) if focus.is_some() => {
+                crate::critical::critical_path(trace, win, threads, focus_ops, findings)
+            }
+            _ => crate::critical::CriticalPath::default(),
         });
-    critical_path.all_fixes = all_fixes;
+        let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
+        let breakdown = window.map(|w| breakdown(trace, w));
+        let top = top_kernels(trace, window_iv, 20);
+        (joined(path), idle, breakdown, top)
+    });
     for f in &mut findings {
         if f.predicted_step_ns.is_none() {
             f.prediction = crate::critical::no_prediction(f.kind).to_string();

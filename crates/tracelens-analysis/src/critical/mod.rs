@@ -356,18 +356,29 @@ fn representative(ranges: &[StepRange]) -> usize {
     order[order.len() / 2]
 }
 
-/// The critical path of every step of the window on the focus device: the representative
-/// step's segments and the breakdown by kind of it and of all steps. `ops`: the focus
-/// device's GPU work sorted by start. [`predict`] adds `all_fixes`.
-#[must_use]
+/// The critical path of every step of the window on the focus device (the representative
+/// step's segments and the breakdown by kind of it and of all steps), and the predicted step
+/// of each finding with a [`WhatIf`] (written into the finding) and of all of them together
+/// (`all_fixes`). One pass: each step's graph is built once, walked, then replayed under every
+/// change, so one graph lives at a time. `ops`: the focus device's GPU work sorted by start.
+///
+/// A prediction never saves more than the findings' upper bounds (the replay can find a few
+/// microseconds more at step edges) nor adds time.
 pub fn critical_path(
     trace: &Trace,
     window: &AnalysisWindow,
     threads: &ThreadIndex,
     ops: &[GpuOp],
+    findings: &mut [Finding],
 ) -> CriticalPath {
     let ranges = step_ranges(trace, window);
     let representative = representative(&ranges);
+    let changes = changes_of(trace, window, threads, ops, findings);
+    let has_steps = window.has_steps();
+    let mut replays: Vec<Replay> = changes
+        .iter()
+        .map(|(_, c)| Replay::new(c, trace.lanes.len()))
+        .collect();
     let mut builder = graph::GraphBuilder::new(trace, threads, ops);
     let mut totals = [0; CriticalKind::ALL.len()];
     let mut step_totals = [0; CriticalKind::ALL.len()];
@@ -390,6 +401,9 @@ pub fn critical_path(
                 }
             },
         );
+        for replay in &mut replays {
+            replay.step(&g, has_steps);
+        }
         if !rep {
             continue;
         }
@@ -429,24 +443,18 @@ pub fn critical_path(
         segments_omitted,
         step_breakdown: shares(&step_totals, 1),
         breakdown: shares(&totals, crate::num::count_i64(ranges.len())),
-        all_fixes: None,
+        all_fixes: predictions(window, &ranges, &changes, &replays, findings),
     }
 }
 
-/// The predicted step time of each finding with a [`WhatIf`] (written into the finding), and
-/// of all of them together when there are several: each change replayed over every step's
-/// graph. `ops`: the focus device's GPU work sorted by start.
-///
-/// A prediction never saves more than the findings' upper bounds (the replay can find a few
-/// microseconds more at step edges) nor adds time.
-pub fn predict(
+/// One change per finding with a what-if, then all of them together (with two or more).
+fn changes_of(
     trace: &Trace,
     window: &AnalysisWindow,
     threads: &ThreadIndex,
     ops: &[GpuOp],
-    findings: &mut [Finding],
-) -> Option<StepPrediction> {
-    // One change per finding with a what-if, then all of them together.
+    findings: &[Finding],
+) -> Vec<(Vec<usize>, Change)> {
     let mut changes: Vec<(Vec<usize>, Change)> = findings
         .iter()
         .enumerate()
@@ -456,9 +464,6 @@ pub fn predict(
             (!c.is_empty()).then_some((vec![i], c))
         })
         .collect();
-    if changes.is_empty() {
-        return None;
-    }
     if changes.len() > 1 {
         let mut all = Change::default();
         let mut who = Vec::new();
@@ -468,22 +473,21 @@ pub fn predict(
         }
         changes.push((who, all));
     }
-    let ranges = step_ranges(trace, window);
-    let has_steps = window.has_steps();
-    let mut replays: Vec<Replay> = changes
-        .iter()
-        .map(|(_, c)| Replay::new(c, trace.lanes.len()))
-        .collect();
-    let mut builder = graph::GraphBuilder::new(trace, threads, ops);
-    for r in &ranges {
-        let g = builder.step(r.host_start_ns, r.host_end_ns, r.next_host_ns, r.interval);
-        for replay in &mut replays {
-            replay.step(&g, has_steps);
-        }
-    }
+    changes
+}
+
+/// Writes each finding's predicted step from its replay, and returns the prediction of all
+/// fixes together, when there is one.
+fn predictions(
+    window: &AnalysisWindow,
+    ranges: &[StepRange],
+    changes: &[(Vec<usize>, Change)],
+    replays: &[Replay],
+    findings: &mut [Finding],
+) -> Option<StepPrediction> {
     let measured = window.step_ns();
     let mut all_fixes = None;
-    for ((who, _), replay) in changes.iter().zip(&replays) {
+    for ((who, _), replay) in changes.iter().zip(replays) {
         let predicted_total: TimeNs = ranges
             .iter()
             .zip(&replay.step_deltas_ns)
