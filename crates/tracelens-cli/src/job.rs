@@ -6,20 +6,14 @@ use crate::{fail, gate, input, output, terminal_width, AnalyzeArgs, Format, Merg
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-/// Where a job's page goes when no `-o` is given: beside the summary, like a single trace's
-/// report (`None` for `merge`, which prints only).
-pub(crate) struct DefaultPage<'a> {
-    /// The folder or capture the job came from (names the page).
-    pub(crate) input: &'a Path,
-}
-
 /// Renders a job in `format` to `-o` or stdout (shared by multi-file analyze and merge); the
-/// plain command also writes the HTML job page beside the summary when `page` says where from.
+/// plain command also writes the HTML job page beside the summary, named after `page` (the
+/// folder or capture the job came from; `None` for `merge`, which prints only).
 pub(crate) fn write_job(
     job: &tracelens_results::Job,
     format: Option<Format>,
     output: Option<&PathBuf>,
-    page: Option<DefaultPage>,
+    page: Option<&Path>,
     out: &mut Sink,
 ) -> Result<(), Stop> {
     let target = output.filter(|p| p.as_os_str() != "-");
@@ -27,9 +21,7 @@ pub(crate) fn write_job(
     let plain = output.is_none() && format.is_none_or(|f| f == Format::Text);
     let format =
         format.unwrap_or_else(|| target.map_or(Format::Text, |p| Format::from_extension(p)));
-    let source = page
-        .as_ref()
-        .map_or_else(String::new, |p| p.input.display().to_string());
+    let source = page.map_or_else(String::new, |p| p.display().to_string());
     let text = match format {
         Format::Text => tracelens_report::render_job_text(job, width),
         Format::Md => tracelens_report::render_job_markdown(job),
@@ -48,7 +40,7 @@ pub(crate) fn write_job(
         }
         (None, Some(page)) if plain => {
             out.print(&text)?;
-            let (path, note) = output::report_path_for(page.input);
+            let (path, note) = output::report_path_for(page);
             out.check_not_input(&path)?;
             out.write_file(&path, &tracelens_report::render_job_html(job, &source))?;
             out.announce("report: ", &path)?;
@@ -377,15 +369,8 @@ fn finish_job(
     rules: &[(String, tracelens_results::Rule)],
     out: &mut Sink,
 ) -> Result<(), Stop> {
-    let target = args.output.clone().filter(|p| p.as_os_str() != "-");
-    let page = (!args.no_report).then_some(DefaultPage { input: &args.trace });
-    write_job(
-        job,
-        args.format,
-        target.as_ref().or(args.output.as_ref()),
-        page,
-        out,
-    )?;
+    let page = (!args.no_report).then_some(args.trace.as_path());
+    write_job(job, args.format, args.output.as_ref(), page, out)?;
     if !rules.is_empty() {
         let (metrics, _) = gate_metrics(job, ranks);
         out.flush()?;

@@ -163,8 +163,6 @@ struct Args<'a> {
 struct CollectiveFields<'a> {
     op: Option<&'a [u8]>,
     group: Option<&'a [u8]>,
-    group_desc: Option<&'a [u8]>,
-    group_ranks: Option<&'a [u8]>,
     seq: Option<&'a [u8]>,
     in_elems: Option<&'a [u8]>,
     out_elems: Option<&'a [u8]>,
@@ -172,7 +170,7 @@ struct CollectiveFields<'a> {
     group_size: Option<&'a [u8]>,
 }
 
-/// The longest collective argument text kept (a group of thousands of ranks lists them all).
+/// The longest collective argument text kept.
 const MAX_COLLECTIVE_TEXT: usize = 256;
 
 impl CollectiveFields<'_> {
@@ -180,8 +178,6 @@ impl CollectiveFields<'_> {
         [
             self.op,
             self.group,
-            self.group_desc,
-            self.group_ranks,
             self.seq,
             self.in_elems,
             self.out_elems,
@@ -207,8 +203,6 @@ impl CollectiveFields<'_> {
         CollectiveArgs {
             op: text(self.op),
             group: text(self.group),
-            group_desc: text(self.group_desc),
-            group_ranks: text(self.group_ranks),
             seq: self.seq.and_then(to_i64),
             in_elems: self.in_elems.and_then(to_u64),
             out_elems: self.out_elems.and_then(to_u64),
@@ -246,8 +240,6 @@ fn read_args(raw: &[u8]) -> Args<'_> {
             b"est. achieved occupancy %" => &mut a.occupancy,
             b"Collective name" => &mut a.collective.op,
             b"Process Group Name" | b"Process Group ID" | b"pg_id" => &mut a.collective.group,
-            b"Process Group Description" => &mut a.collective.group_desc,
-            b"Process Group Ranks" => &mut a.collective.group_ranks,
             b"Seq" | b"seq" | b"Sequence number" => &mut a.collective.seq,
             b"In msg nelems" => &mut a.collective.in_elems,
             b"Out msg nelems" => &mut a.collective.out_elems,

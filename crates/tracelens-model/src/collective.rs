@@ -16,10 +16,6 @@ pub struct CollectiveArgs {
     /// `Process Group Name` (or `Process Group ID`, `pg_id`): the group's id, the same on
     /// every member rank.
     pub group: Option<Box<str>>,
-    /// `Process Group Description` (`default_pg`, `undefined`, or what the program named it).
-    pub group_desc: Option<Box<str>>,
-    /// `Process Group Ranks`: the member ranks as the trace writes them (`[0, 1]`).
-    pub group_ranks: Option<Box<str>>,
     /// `Seq` (or `seq`, `Sequence number`): the call's number within its group.
     pub seq: Option<i64>,
     /// `In msg nelems`: elements sent by this rank.

@@ -142,15 +142,9 @@ impl Trace {
         }
         let mut args_redacted = 0;
         for (_, args) in &mut self.collective_args {
-            for text in [
-                &mut args.op,
-                &mut args.group,
-                &mut args.group_desc,
-                &mut args.group_ranks,
-                &mut args.dtype,
-            ]
-            .into_iter()
-            .flatten()
+            for text in [&mut args.op, &mut args.group, &mut args.dtype]
+                .into_iter()
+                .flatten()
             {
                 if let Cow::Owned(r) = redact_text(text) {
                     *text = r.into_boxed_str();
