@@ -640,6 +640,20 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
     }
 }
 
+/// The process's peak resident memory so far in MB (`VmHWM`; Linux only, else `None`).
+fn peak_rss_mb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024)
+}
+
 fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     if let Some(files) = job::job_files(args) {
         return match files.len() {
@@ -690,6 +704,7 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
         trace.source.path = output::file_name_of(&trace.source.path);
     }
     let loaded = started.elapsed();
+    let read_peak = peak_rss_mb();
     // One capture of several rank processes (Nsight Systems of `torchrun`): their job.
     if args.format != Some(Format::Parquet) && !trace.rank_processes().is_empty() {
         return job::analyze_capture(args, &trace, out);
@@ -707,10 +722,15 @@ fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     if args.timings {
         let _ = writeln!(
             out.stderr,
-            "timings: read {:.3} s ({} spans), analyse {:.3} s",
+            "timings: read {:.3} s ({} spans), analyse {:.3} s{}",
             loaded.as_secs_f64(),
             spans,
-            (analysed - loaded).as_secs_f64()
+            (analysed - loaded).as_secs_f64(),
+            match (read_peak, peak_rss_mb()) {
+                (Some(r), Some(a)) =>
+                    format!("; peak RSS {r} MB after reading, {a} MB after analysing"),
+                _ => String::new(),
+            }
         );
     }
     let tty = std::io::stdout().is_terminal();

@@ -225,9 +225,10 @@ pub struct StepPrediction {
 /// The critical path and the predictions of a trace.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct CriticalPath {
-    /// The step walked for `segments` (the median-length one), `None` without steps.
+    /// The step walked for `segments` (the median-length one), `None` without steps (then
+    /// the whole window, walked in chunks of [`CHUNK_OPS`] GPU ops).
     pub step: Option<i64>,
-    /// Its time, trace clock.
+    /// Its time (the window's without steps), trace clock.
     pub interval: Option<Interval>,
     /// Its segments in time order (at most [`MAX_SEGMENTS`]; they tile `interval` when none
     /// is omitted).
@@ -313,16 +314,18 @@ struct StepRange {
     next_host_ns: TimeNs,
 }
 
-fn step_ranges(trace: &Trace, window: &AnalysisWindow) -> Vec<StepRange> {
+fn step_ranges(trace: &Trace, window: &AnalysisWindow, ops: &[GpuOp]) -> Vec<StepRange> {
     if !window.has_steps() {
-        let w = window.interval;
-        return vec![StepRange {
-            number: None,
-            interval: w,
-            host_start_ns: w.start_ns,
-            host_end_ns: w.start_ns,
-            next_host_ns: w.end_ns,
-        }];
+        return chunks(window.interval, ops)
+            .into_iter()
+            .map(|iv| StepRange {
+                number: None,
+                interval: iv,
+                host_start_ns: iv.start_ns,
+                host_end_ns: iv.start_ns,
+                next_host_ns: iv.end_ns,
+            })
+            .collect();
     }
     let host: rustc_hash::FxHashMap<i64, Interval> = trace
         .steps
@@ -349,6 +352,33 @@ fn step_ranges(trace: &Trace, window: &AnalysisWindow) -> Vec<StepRange> {
     out
 }
 
+/// GPU ops per chunk of a window without steps: its graph, walk and replays stay this size
+/// however many ops the window holds (a stepless Nsight Systems export of a few GB holds
+/// millions).
+pub const CHUNK_OPS: usize = 1 << 18;
+
+/// `window` cut before every [`CHUNK_OPS`]-th GPU op that starts in it (`ops` sorted by
+/// start): consecutive intervals that tile it, one when it holds fewer ops. A chunk is walked
+/// and replayed like a step; an op launched by a call of the chunk before has no launch edge,
+/// as at a step's edge.
+fn chunks(window: Interval, ops: &[GpuOp]) -> Vec<Interval> {
+    let lo = ops.partition_point(|o| o.1.start_ns < window.start_ns);
+    let hi = ops.partition_point(|o| o.1.start_ns < window.end_ns);
+    let mut out = Vec::new();
+    let mut start = window.start_ns;
+    // No cut at or before the first op: every chunk holds ops.
+    let mut last_cut = ops.get(lo).map_or(start, |o| o.1.start_ns.max(start));
+    for o in ops[lo..hi].iter().skip(CHUNK_OPS).step_by(CHUNK_OPS) {
+        if o.1.start_ns > last_cut {
+            out.push(Interval::new(start, o.1.start_ns));
+            start = o.1.start_ns;
+            last_cut = start;
+        }
+    }
+    out.push(Interval::new(start, window.end_ns));
+    out
+}
+
 /// The step that stands for the window: the median-length one (the timeline's).
 fn representative(ranges: &[StepRange]) -> usize {
     let mut order: Vec<usize> = (0..ranges.len()).collect();
@@ -371,10 +401,12 @@ pub fn critical_path(
     ops: &[GpuOp],
     findings: &mut [Finding],
 ) -> CriticalPath {
-    let ranges = step_ranges(trace, window);
-    let representative = representative(&ranges);
-    let changes = changes_of(trace, window, threads, ops, findings);
+    let ranges = step_ranges(trace, window, ops);
     let has_steps = window.has_steps();
+    // Without steps, every chunk is the window's: all of them give its segments.
+    let representative = representative(&ranges);
+    let steps = if has_steps { ranges.len() } else { 1 };
+    let changes = changes_of(trace, window, threads, ops, findings);
     let mut replays: Vec<Replay> = changes
         .iter()
         .map(|(_, c)| Replay::new(c, trace.lanes.len()))
@@ -386,7 +418,7 @@ pub fn critical_path(
     let mut segments_omitted = 0;
     for (k, r) in ranges.iter().enumerate() {
         let g = builder.step(r.host_start_ns, r.host_end_ns, r.next_host_ns, r.interval);
-        let rep = k == representative;
+        let rep = !has_steps || k == representative;
         let mut raw = Vec::new();
         walk::walk(
             trace,
@@ -438,12 +470,16 @@ pub fn critical_path(
     let rep = &ranges[representative];
     CriticalPath {
         step: rep.number,
-        interval: Some(rep.interval),
+        interval: Some(if has_steps {
+            rep.interval
+        } else {
+            window.interval
+        }),
         segments,
         segments_omitted,
         step_breakdown: shares(&step_totals, 1),
-        breakdown: shares(&totals, crate::num::count_i64(ranges.len())),
-        all_fixes: predictions(window, &ranges, &changes, &replays, findings),
+        breakdown: shares(&totals, crate::num::count_i64(steps)),
+        all_fixes: predictions(window, &ranges, steps, &changes, &replays, findings),
     }
 }
 
@@ -481,6 +517,7 @@ fn changes_of(
 fn predictions(
     window: &AnalysisWindow,
     ranges: &[StepRange],
+    steps: usize,
     changes: &[(Vec<usize>, Change)],
     replays: &[Replay],
     findings: &mut [Finding],
@@ -498,7 +535,7 @@ fn predictions(
             .iter()
             .map(|&i| findings[i].estimated_win_per_step_ns)
             .sum();
-        let predicted = (predicted_total / crate::num::count_i64(ranges.len()))
+        let predicted = (predicted_total / crate::num::count_i64(steps))
             .max(measured - bound)
             .min(measured);
         if let [i] = who[..] {

@@ -131,8 +131,8 @@ impl<'c> Replay<'c> {
         t - self.change.collapsed_at(t) - self.behind_ns
     }
 
-    /// Replays one step; `has_steps` false: the step is the window from its first to its last
-    /// GPU op.
+    /// Replays one step; `has_steps` false: the step is a chunk of the window, the window
+    /// running from its first to its last GPU op.
     pub(crate) fn step(&mut self, g: &StepGraph, has_steps: bool) {
         let mut host_start = vec![UNSET; g.host.len()];
         let mut gpu_end = vec![UNSET; g.gpu.len()];
@@ -200,9 +200,22 @@ impl<'c> Replay<'c> {
             self.prev_end = Some((rec_end, new_end));
             (rec_end - rec_start, new_end - new_start)
         } else {
+            // A chunk of the window: from the first op's start, or from where the chunks
+            // before it ended, to the last end so far, so the chunks' deltas add up to the
+            // window's.
             let rec = g.gpu.iter().map(|n| n.start_ns).min().zip(recorded_gpu_end);
             let new = gpu_start.iter().copied().min().zip(replayed_gpu_end);
-            (rec.map_or(0, |(s, e)| e - s), new.map_or(0, |(s, e)| e - s))
+            match (rec, new) {
+                (Some((rs, re)), Some((ns, ne))) => {
+                    let ((rs, re), (ns, ne)) = match self.prev_end {
+                        Some((r, n)) => ((r, re.max(r)), (n, ne.max(n))),
+                        None => ((rs, re), (ns, ne)),
+                    };
+                    self.prev_end = Some((re, ne));
+                    (re - rs, ne - ns)
+                }
+                _ => (0, 0),
+            }
         };
         self.step_deltas_ns.push(replayed - recorded);
     }

@@ -141,3 +141,68 @@ fn the_critical_path_tiles_the_step_and_follows_the_binding_edges() {
     }
     assert_eq!(segs.last().unwrap().0.end_ns, 225);
 }
+
+/// A window without steps: a launch at 100 (kernel 115–215), host work, a launch at 300
+/// (kernel 315–415); as one graph, or as two chunks cut at the second kernel.
+fn two_launches(chunked: bool) -> Vec<StepGraph> {
+    let first = vec![
+        item(0, 100, HostKind::DataLoader, NONE),
+        item(100, 110, HostKind::Call, 1),
+    ];
+    let second = item(300, 310, HostKind::Call, 3);
+    if chunked {
+        vec![
+            StepGraph::from_parts(first, vec![op(115, 215, 1)], 0, 0, 2),
+            StepGraph::from_parts(vec![second], vec![op(315, 415, 0)], 315, 315, 2),
+        ]
+    } else {
+        let mut host = first;
+        host.push(second);
+        vec![StepGraph::from_parts(
+            host,
+            vec![op(115, 215, 1), op(315, 415, 2)],
+            0,
+            0,
+            2,
+        )]
+    }
+}
+
+#[test]
+fn the_chunks_of_a_window_replay_to_the_same_window() {
+    // The host work between the launches (200–290) goes: the second kernel runs 225–325.
+    let mut c = Change::default();
+    c.collapse([Interval::new(200, 290)]);
+    for chunked in [false, true] {
+        let mut r = Replay::new(&c, 2);
+        for g in &two_launches(chunked) {
+            r.step(g, false);
+        }
+        let total: TimeNs = r.step_deltas_ns.iter().sum();
+        // First op start to last op end: 300 recorded, 210 replayed.
+        assert_eq!(total, -90, "chunked: {chunked}");
+    }
+}
+
+#[test]
+fn a_window_is_cut_every_chunk_of_ops_into_intervals_that_tile_it() {
+    use super::{chunks, CHUNK_OPS};
+    let n = 2 * CHUNK_OPS + 5;
+    let ops: Vec<crate::utilization::GpuOp> = (0..n)
+        .map(|i| {
+            let t = TimeNs::try_from(i).unwrap() * 10;
+            (SpanKind::Kernel, Interval::new(t, t + 5), SpanId(0))
+        })
+        .collect();
+    let window = Interval::new(-5, 10 * TimeNs::try_from(n).unwrap() + 100);
+    let cut = chunks(window, &ops);
+    assert_eq!(cut.len(), 3);
+    assert_eq!(cut[0].start_ns, window.start_ns);
+    assert_eq!(cut[0].end_ns, ops[CHUNK_OPS].1.start_ns);
+    assert_eq!(cut[2].end_ns, window.end_ns);
+    assert!(cut.windows(2).all(|w| w[0].end_ns == w[1].start_ns));
+    // Fewer ops than a chunk, or ops that all start together: one interval.
+    assert_eq!(chunks(window, &ops[..10]), vec![window]);
+    let same: Vec<_> = ops.iter().map(|o| (o.0, ops[0].1, o.2)).collect();
+    assert_eq!(chunks(window, &same), vec![window]);
+}

@@ -1,0 +1,127 @@
+//! Runs two `tracelens` binaries on every trace under a folder and reports where their JSON
+//! reports differ: the check that a speed or memory change leaves every answer as it was.
+//!
+//! `tracelens-compare --old OLD_BIN --new NEW_BIN [--corpus DIR]` (default `TRACELENS_CORPUS`,
+//! else `../shared/traces`). Exit 0 when every report is identical, 1 when some differ, 2 on
+//! a usage error. Each differing trace is listed with up to five differing JSON paths.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use tracelens_bench::option;
+
+/// Paths listed per differing trace.
+const PATHS_SHOWN: usize = 5;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (Some(old), Some(new)) = (option(&args, "--old"), option(&args, "--new")) else {
+        eprintln!("usage: tracelens-compare --old OLD_BIN --new NEW_BIN [--corpus DIR]");
+        return ExitCode::from(2);
+    };
+    let corpus = option(&args, "--corpus")
+        .or_else(|| std::env::var("TRACELENS_CORPUS").ok())
+        .unwrap_or_else(|| "../shared/traces".into());
+    let mut traces = Vec::new();
+    collect_traces(Path::new(&corpus), &mut traces);
+    traces.sort();
+    if traces.is_empty() {
+        eprintln!("{corpus}: no traces found");
+        return ExitCode::from(2);
+    }
+    let (mut same, mut differ) = (0usize, 0usize);
+    for t in &traces {
+        let ((a, a_exit), (b, b_exit)) = (report(&old, t), report(&new, t));
+        if (&a, a_exit) == (&b, b_exit) {
+            same += 1;
+            continue;
+        }
+        differ += 1;
+        println!("differs: {}", t.display());
+        if a_exit != b_exit {
+            println!("  exit status {a_exit:?} -> {b_exit:?}");
+        }
+        let parsed = (
+            serde_json::from_slice::<serde_json::Value>(&a),
+            serde_json::from_slice::<serde_json::Value>(&b),
+        );
+        match parsed {
+            (Ok(x), Ok(y)) => {
+                let mut paths = Vec::new();
+                diff(&x, &y, String::new(), &mut paths);
+                for p in paths.iter().take(PATHS_SHOWN) {
+                    println!("  {p}");
+                }
+                if paths.len() > PATHS_SHOWN {
+                    println!("  … {} more", paths.len() - PATHS_SHOWN);
+                }
+            }
+            _ => println!("  (not both JSON: {} vs {} bytes)", a.len(), b.len()),
+        }
+    }
+    println!("{} traces: {same} identical, {differ} differ", traces.len());
+    if differ == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Trace files under `dir`: Kineto JSON (plain or gzip) and Nsight Systems SQLite exports.
+fn collect_traces(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect_traces(&p, out);
+            continue;
+        }
+        let name = p.file_name().map(|n| n.to_string_lossy().to_lowercase());
+        if name.is_some_and(|n| {
+            n.ends_with(".json") || n.ends_with(".json.gz") || n.ends_with(".sqlite")
+        }) {
+            out.push(p);
+        }
+    }
+}
+
+/// The JSON report (stdout) of one binary on one trace and its exit status.
+fn report(bin: &str, trace: &Path) -> (Vec<u8>, Option<i32>) {
+    match Command::new(bin)
+        .args(["analyze", "--format", "json", "-o", "-", "-q"])
+        .arg(trace)
+        .output()
+    {
+        Ok(o) => (o.stdout, o.status.code()),
+        Err(e) => (format!("cannot run {bin}: {e}").into_bytes(), None),
+    }
+}
+
+/// JSON paths where `a` and `b` differ, in document order.
+fn diff(a: &serde_json::Value, b: &serde_json::Value, path: String, out: &mut Vec<String>) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for (k, v) in x {
+                match y.get(k) {
+                    Some(w) => diff(v, w, format!("{path}/{k}"), out),
+                    None => out.push(format!("{path}/{k}: only in old")),
+                }
+            }
+            for k in y.keys().filter(|k| !x.contains_key(*k)) {
+                out.push(format!("{path}/{k}: only in new"));
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            if x.len() != y.len() {
+                out.push(format!("{path}: {} items, now {}", x.len(), y.len()));
+            }
+            for (i, (v, w)) in x.iter().zip(y).enumerate() {
+                diff(v, w, format!("{path}/{i}"), out);
+            }
+        }
+        _ if a != b => out.push(format!("{path}: {a} -> {b}")),
+        _ => {}
+    }
+}
