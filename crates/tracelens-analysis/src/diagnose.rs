@@ -350,14 +350,15 @@ fn diagnose_core(
     let fw = framework(trace);
     let window_iv = window.as_ref().map(|w| w.interval);
     // Clipped once, shared by the idle attribution, the launch analysis and the verdict.
-    let window_ops: Vec<Vec<GpuOp>> = works
+    let window_ops: Vec<std::borrow::Cow<[GpuOp]>> = works
         .iter()
-        .map(|w| window_iv.map_or_else(Vec::new, |iv| w.ops_in(iv)))
+        .map(|w| window_iv.map_or_else(|| std::borrow::Cow::Borrowed(&[][..]), |iv| w.ops_in(iv)))
         .collect();
     let device_idle: Vec<DeviceIdle> = match &window {
         Some(win) => works
             .iter()
-            .map(|w| attribute_idle(trace, w, win, &threads, &fw))
+            .zip(&window_ops)
+            .map(|(w, ops)| attribute_idle(trace, w, ops, win, &threads, &fw))
             .collect(),
         None => Vec::new(),
     };

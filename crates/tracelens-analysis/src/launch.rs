@@ -82,7 +82,7 @@ pub struct StreamLaunchDelay {
 pub fn launch_report(
     trace: &Trace,
     works: &[DeviceWork],
-    window_ops: &[Vec<GpuOp>],
+    window_ops: &[std::borrow::Cow<[GpuOp]>],
     idle: &[DeviceIdle],
 ) -> LaunchReport {
     let mut report = LaunchReport {

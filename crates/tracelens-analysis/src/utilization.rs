@@ -85,10 +85,22 @@ pub struct DeviceWork {
 }
 
 impl DeviceWork {
-    /// The ops clipped to `window`, still sorted by start.
+    /// The ops clipped to `window`, still sorted by start: a slice of [`DeviceWork::ops`]
+    /// when no op crosses the window's edges (a window from the first to the last op), a
+    /// clipped copy otherwise.
     #[must_use]
-    pub fn ops_in(&self, window: Interval) -> Vec<GpuOp> {
-        clip_ops(&self.ops, Some(window))
+    pub fn ops_in(&self, window: Interval) -> std::borrow::Cow<'_, [GpuOp]> {
+        let lo = self.ops.partition_point(|o| o.1.start_ns < window.start_ns);
+        let hi = self.ops.partition_point(|o| o.1.start_ns < window.end_ns);
+        let inside = &self.ops[lo..hi];
+        let before_all_end_before = self.ops[..lo]
+            .iter()
+            .all(|o| clip_one(o.1, window).is_none());
+        if before_all_end_before && inside.iter().all(|o| clip_one(o.1, window) == Some(o.1)) {
+            std::borrow::Cow::Borrowed(inside)
+        } else {
+            std::borrow::Cow::Owned(clip_ops(&self.ops, Some(window)))
+        }
     }
 
     /// The TraceLens clipping window (steps when present, else none = whole trace) and its

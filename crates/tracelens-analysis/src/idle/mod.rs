@@ -36,7 +36,7 @@ pub use host_ops::{HostPart, BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
 use crate::environment::Framework;
 use crate::intervals::gaps;
 use crate::threads::ThreadIndex;
-use crate::utilization::DeviceWork;
+use crate::utilization::{DeviceWork, GpuOp};
 use crate::window::AnalysisWindow;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -283,17 +283,18 @@ impl CommunicationNames {
     }
 }
 
-/// Attributes every idle gap of one device inside the analysis window.
+/// Attributes every idle gap of one device inside the analysis window; `ops`: its work
+/// clipped to the window ([`DeviceWork::ops_in`]).
 #[must_use]
 pub fn attribute_idle(
     trace: &Trace,
     work: &DeviceWork,
+    ops: &[GpuOp],
     window: &AnalysisWindow,
     threads: &ThreadIndex,
     fw: &Framework,
 ) -> DeviceIdle {
     let w = window.interval;
-    let ops = work.ops_in(w);
     let steps: Vec<(i64, Interval)> = window
         .steps
         .iter()
@@ -331,6 +332,10 @@ pub fn attribute_idle(
             .count() as u64;
     }
     let busy = crate::intervals::union_sorted(ops.iter().map(|o| o.1));
+    // One gap at most before, between and after the busy intervals, each of one segment or
+    // more: sized once instead of doubled (a doubling holds both buffers at its peak).
+    idle.gaps.reserve_exact(busy.len() + 1);
+    idle.segments.reserve(busy.len() + 1);
     let mut host_ops = HostTime::default();
     let mut os_waits: FxHashMap<NameId, TimeNs> = FxHashMap::default();
     let after_window = work.ops.partition_point(|o| o.1.start_ns < w.end_ns);
@@ -338,7 +343,7 @@ pub fn attribute_idle(
         // The op that ends the gap: prefer one with a launch among those starting there; after
         // the last op of the window, the device's next op.
         let (pool, at) = if gap.end_ns < w.end_ns {
-            (&ops[..], ops.partition_point(|o| o.1.start_ns < gap.end_ns))
+            (ops, ops.partition_point(|o| o.1.start_ns < gap.end_ns))
         } else {
             (&work.ops[..], after_window)
         };
@@ -362,12 +367,12 @@ pub fn attribute_idle(
         let outcome = match ender {
             Some(ender) => {
                 let full = Interval::new(gap.start_ns, trace.span(ender).start_ns.max(gap.end_ns));
-                g.attribute(full, ender, last_op_ending_at(&ops, gap.start_ns))
+                g.attribute(full, ender, last_op_ending_at(ops, gap.start_ns))
             }
             None => {
                 // After the device's last op: the thread that launched the work before the gap
                 // launched nothing more; what it did instead explains the gap.
-                let lane = last_op_ending_at(&ops, gap.start_ns)
+                let lane = last_op_ending_at(ops, gap.start_ns)
                     .and_then(|b| trace.launch_of(b))
                     .map(|l| trace.span(l).lane);
                 match lane {
