@@ -5,7 +5,7 @@
 
 use crate::api::is_data_loader;
 use crate::dataloader::percent;
-use crate::intervals::{covered_ns, intersect, subtract, union};
+use crate::intervals::{covered_ns, union};
 use crate::window::AnalysisWindow;
 use serde::Serialize;
 use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
@@ -133,6 +133,8 @@ fn is_comm_op(name: &str) -> bool {
 
 /// Computes the breakdown of `window`.
 pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
+    // Steps lie inside the window: nothing outside it is counted.
+    let hull = window.interval;
     let mut roles: [Vec<Interval>; 7] = Default::default();
     for (i, s) in trace.spans.iter().enumerate() {
         let name = trace.names.get(s.name);
@@ -165,7 +167,9 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
             }
             _ => continue,
         };
-        roles[role].push(iv);
+        if iv.end_ns > hull.start_ns && iv.start_ns < hull.end_ns {
+            roles[role].push(iv);
+        }
     }
     let roles: Vec<Vec<Interval>> = roles.into_iter().map(union).collect();
     let windows: Vec<(Option<i64>, Interval)> = if window.has_steps() {
@@ -177,23 +181,13 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
     } else {
         vec![(None, window.interval)]
     };
-    // Assign each moment to the first role that covers it, in priority order.
-    let mut slots = union(windows.iter().map(|w| w.1).collect());
-    let mut assigned: Vec<Vec<Interval>> = Vec::new();
-    for role in &roles {
-        let taken = intersect(&slots, role);
-        slots = subtract(&slots, &taken);
-        assigned.push(taken);
-    }
-    assigned.push(slots);
     let mut steps = Vec::new();
     let mut sums = [0; 8];
     let mut kernel_ns = 0;
     for &(number, w) in &windows {
-        let mut a = [0; 8];
-        for (k, ranges) in assigned.iter().enumerate() {
-            a[k] = covered_ns(ranges, w);
-            sums[k] += a[k];
+        let a = first_role_times(&roles, w);
+        for (sum, v) in sums.iter_mut().zip(a) {
+            *sum += v;
         }
         let kernels = covered_ns(&roles[0], w);
         kernel_ns += kernels;
@@ -225,4 +219,38 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
         gpu_utilization_percent: percent(kernel_ns, total),
         steps,
     }
+}
+
+/// The time of `w` each role covers first, in priority order (role `k` takes what the roles
+/// before it leave), and what none covers, last: one sweep over the roles' unions (each
+/// sorted and disjoint), with no intermediate interval lists.
+fn first_role_times(roles: &[Vec<Interval>], w: Interval) -> [TimeNs; 8] {
+    let mut out = [0; 8];
+    let mut at: Vec<usize> = roles
+        .iter()
+        .map(|r| r.partition_point(|iv| iv.end_ns <= w.start_ns))
+        .collect();
+    let mut t = w.start_ns;
+    while t < w.end_ns {
+        // The first role covering t, and the next moment the answer can change.
+        let mut owner = roles.len();
+        let mut until = w.end_ns;
+        for (k, r) in roles.iter().enumerate() {
+            let Some(iv) = r.get(at[k]) else { continue };
+            if iv.start_ns <= t {
+                owner = k;
+                until = until.min(iv.end_ns);
+                break;
+            }
+            until = until.min(iv.start_ns);
+        }
+        out[owner.min(7)] += until - t;
+        t = until;
+        for (k, r) in roles.iter().enumerate() {
+            while r.get(at[k]).is_some_and(|iv| iv.end_ns <= t) {
+                at[k] += 1;
+            }
+        }
+    }
+    out
 }

@@ -7,14 +7,21 @@ use tracelens_model::{Interval, TimeNs};
 pub fn union(mut intervals: Vec<Interval>) -> Vec<Interval> {
     intervals.retain(|iv| iv.end_ns > iv.start_ns);
     intervals.sort_unstable();
-    let mut out: Vec<Interval> = Vec::with_capacity(intervals.len());
-    for iv in intervals {
-        match out.last_mut() {
-            Some(last) if iv.start_ns <= last.end_ns => last.end_ns = last.end_ns.max(iv.end_ns),
-            _ => out.push(iv),
+    // Merged in place: no second buffer the size of the input.
+    let mut kept = 0;
+    for i in 0..intervals.len() {
+        let iv = intervals[i];
+        if kept > 0 && iv.start_ns <= intervals[kept - 1].end_ns {
+            let last = &mut intervals[kept - 1];
+            last.end_ns = last.end_ns.max(iv.end_ns);
+        } else {
+            intervals[kept] = iv;
+            kept += 1;
         }
     }
-    out
+    intervals.truncate(kept);
+    intervals.shrink_to_fit();
+    intervals
 }
 
 /// Merges intervals that arrive sorted by start (as from a start-sorted op list) in one pass.
