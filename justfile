@@ -38,12 +38,34 @@ bench-gz sizes="100,1000":
 install:
     cargo install --path crates/tracelens-cli
 
-# Load speed of an Nsight Systems export inflated from a corpus file to SIZE MB (doubling, so up to 2x).
-bench-nsys size="1000":
+# Nsight Systems exports inflated from a corpus export to each size (MB), against the baseline
+# binary built from the last tag, or from `base` (a commit) when given: time, peak RSS, bytes per
+# row and the new/old ratios, in one run.
+bench-nsys sizes="1000,5000" base="":
     cargo build --release -p tracelens-cli -p tracelens-bench
-    ./target/release/tracelens-inflate-nsys {{corpus}}/nsys/converted/Raphael-Hao__Abacus__report1.qdrep.nsys2023.4.4.sqlite bench-traces/nsys_{{size}}mb.sqlite {{size}}
-    cat bench-traces/nsys_{{size}}mb.sqlite > /dev/null
-    /usr/bin/time -f "tracelens: %e s, peak RSS %M KB" ./target/release/tracelens analyze bench-traces/nsys_{{size}}mb.sqlite --format json --timings > /dev/null
+    just bench-baseline "{{base}}"
+    ./target/release/tracelens-bench --nsys {{corpus}}/nsys/converted/Raphael-Hao__Abacus__report1.qdrep.nsys2023.4.4.sqlite --sizes {{sizes}} --tracelens target/release/tracelens --baseline target-baseline/release/tracelens
+
+# Builds the baseline `tracelens` (the last tag, or the commit `base`) into target-baseline/,
+# from a worktree of that commit, for the benchmarks' ratios.
+bench-baseline base="":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    rev="{{base}}"
+    if [ -z "$rev" ]; then rev=$(git describe --tags --abbrev=0 2>/dev/null) || { echo "no tag yet: give base=COMMIT" >&2; exit 2; }; fi
+    tree=target-baseline/tree
+    git worktree remove --force "$tree" 2>/dev/null || true
+    git worktree add --force --detach "$tree" "$rev" >/dev/null
+    (cd "$tree" && CARGO_TARGET_DIR="$PWD/.." cargo build --release -p tracelens-cli)
+    git worktree remove --force "$tree"
+    echo "baseline: $rev -> target-baseline/release/tracelens"
+
+# Every corpus trace analysed by the baseline binary and by this tree's: the JSON reports must
+# not change (a speed or memory change leaves every answer as it was).
+compare-corpus base="":
+    cargo build --release -p tracelens-cli -p tracelens-bench
+    just bench-baseline "{{base}}"
+    ./target/release/tracelens-compare --old target-baseline/release/tracelens --new target/release/tracelens --corpus {{corpus}}
 
 # Fuzz each target for SECONDS (nightly toolchain and cargo-fuzz, installed when missing; not
 # in CI). Seeds: the project's fixtures. A crash lands in fuzz/artifacts/TARGET/: copy it to

@@ -4,6 +4,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// What one run cost.
+#[derive(Clone, Copy, Debug)]
 pub struct Measure {
     /// Wall-clock seconds.
     pub seconds: f64,

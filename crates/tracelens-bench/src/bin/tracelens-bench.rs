@@ -1,10 +1,16 @@
-//! `tracelens-bench [--sizes 100,1000] [--tracelens PATH] [--dir DIR] [--gzip] [--replicate TRACE] [--hta PYTHON]`
+//! `tracelens-bench [--sizes 100,1000] [--tracelens PATH] [--dir DIR] [--gzip] [--replicate TRACE] [--nsys EXPORT] [--baseline PATH] [--hta PYTHON]`
 //!
-//! For each size, generates (once) a trace under DIR — synthetic, or with `--replicate` a real
-//! corpus trace copied to the size — then in the same run times `cat FILE > /dev/null` and
+//! For each size, generates (once) a trace under DIR — synthetic, with `--replicate` a real
+//! corpus trace copied to the size, or with `--nsys` an Nsight Systems export inflated to the
+//! size (`tracelens-inflate-nsys`) — then in the same run times `cat FILE > /dev/null` and
 //! `tracelens analyze FILE --format json` (output discarded), and prints throughput in MB/s
 //! of trace text and events/s, the ratio to `cat`, CPU use, peak RSS and peak RSS per kept
-//! event.
+//! event (row, for an export).
+//!
+//! With `--baseline PATH` (a `tracelens` built from an earlier release or commit: `just
+//! bench-baseline REV` builds one), also times that binary on the same files in the same run,
+//! alternating with the current one, and prints the ratios: a regression shows as a ratio
+//! above 1.
 //!
 //! With `--hta PYTHON` (or `TRACELENS_HTA_PYTHON`): a Python that imports `hta`
 //! (HolisticTraceAnalysis), also times HTA's idle-time breakdown on the same file and prints
@@ -33,23 +39,38 @@ fn main() {
     let gzip = args.iter().any(|a| a == "--gzip");
     let gen = Path::new(&std::env::args().next().unwrap()).with_file_name("tracelens-gen");
     let replicate = opt("--replicate");
+    let nsys = opt("--nsys");
+    let baseline = opt("--baseline");
+    let mut baseline_rows = Vec::new();
     let hta = opt("--hta").or_else(|| std::env::var("TRACELENS_HTA_PYTHON").ok());
     let mut hta_rows = Vec::new();
     let replicator =
         Path::new(&std::env::args().next().unwrap()).with_file_name("tracelens-replicate");
+    let inflater =
+        Path::new(&std::env::args().next().unwrap()).with_file_name("tracelens-inflate-nsys");
     std::fs::create_dir_all(&dir).expect("bench dir");
     println!(
         "| trace | file MB | text MB | cat s | tracelens s | tracelens MB/s | events/s | cat MB/s | time vs cat | CPU use | peak RSS MB | RSS per kept event |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for size in sizes {
-        let kind = if replicate.is_some() {
-            "replicated"
-        } else {
-            "synthetic"
+        let name = match (&nsys, &replicate) {
+            (Some(_), _) => format!("nsys_{size}mb.sqlite"),
+            (None, Some(_)) => format!("replicated_{size}mb.json"),
+            (None, None) => format!("synthetic_{size}mb.json{}", if gzip { ".gz" } else { "" }),
         };
-        let name = format!("{kind}_{size}mb.json{}", if gzip { ".gz" } else { "" });
         let path = dir.join(&name);
+        if let (Some(src), false) = (&nsys, path.exists()) {
+            assert!(!gzip, "--nsys inflates an SQLite export");
+            let ok = Command::new(&inflater)
+                .arg(src)
+                .arg(&path)
+                .arg(size.to_string())
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            assert!(ok, "inflating {src} failed");
+        }
         if let (Some(src), false) = (&replicate, path.exists()) {
             assert!(!gzip, "--replicate writes plain JSON");
             let ok = Command::new(&replicator)
@@ -75,11 +96,38 @@ fn main() {
         // Warm the page cache once so both commands read from memory.
         measure(Command::new("cat").arg(&path));
         let cat = measure(Command::new("cat").arg(&path));
-        let tl = measure(
-            Command::new(&tracelens)
-                .args(["analyze", "--format", "json"])
-                .arg(&path),
-        );
+        let run = |bin: &str| {
+            measure(
+                Command::new(bin)
+                    .args(["analyze", "--format", "json", "-o", "-", "-q"])
+                    .arg(&path),
+            )
+        };
+        let tl = run(&tracelens);
+        if let Some(base) = &baseline {
+            // Alternate, and keep the faster of two runs of each: these machines are noisy.
+            let old = run(base);
+            let again = run(&tracelens);
+            let old_again = run(base);
+            let best = |a: tracelens_bench::measure::Measure,
+                        b: tracelens_bench::measure::Measure| {
+                if a.seconds <= b.seconds {
+                    a
+                } else {
+                    b
+                }
+            };
+            let (new, old) = (best(tl, again), best(old, old_again));
+            baseline_rows.push(format!(
+                "| {name} | {:.3} | {:.3} | {:.2} | {:.0} | {:.0} | {:.2} |",
+                new.seconds,
+                old.seconds,
+                new.seconds / old.seconds,
+                new.peak_rss_kb as f64 / 1024.0,
+                old.peak_rss_kb as f64 / 1024.0,
+                new.peak_rss_kb as f64 / old.peak_rss_kb.max(1) as f64
+            ));
+        }
         // Events read and kept, from one more run's JSON.
         let doc = Command::new(&tracelens)
             .args(["analyze", "--format", "json"])
@@ -107,6 +155,16 @@ fn main() {
             tl.peak_rss_kb as f64 / 1024.0,
             tl.peak_rss_kb as f64 * 1024.0 / kept
         );
+    }
+    if let Some(base) = &baseline {
+        println!();
+        println!("Against {base} (the faster of two alternating runs each; new/old above 1 is a regression):");
+        println!();
+        println!("| trace | tracelens s | baseline s | time new/old | peak RSS MB | baseline peak RSS MB | RSS new/old |");
+        println!("|---|---:|---:|---:|---:|---:|---:|");
+        for row in baseline_rows {
+            println!("{row}");
+        }
     }
     if !hta_rows.is_empty() {
         println!();

@@ -1,6 +1,8 @@
 //! `tracelens-inflate-nsys SRC DST TARGET_MB`: copies an Nsight Systems export and doubles its
 //! event rows (runtime calls, GPU ops, NVTX, OS runtime), each copy shifted past the previous
-//! one in time and in correlation ids, until the file reaches TARGET_MB. For load benchmarks.
+//! one in time and in correlation ids, until the file reaches TARGET_MB; the last copy takes
+//! only the rows of the first part of the time span that the size still needs, so the file
+//! lands within a few percent of TARGET_MB. For load benchmarks.
 
 use rusqlite::Connection;
 use tracelens_nsys::EVENT_TABLES;
@@ -47,6 +49,22 @@ fn main() -> rusqlite::Result<()> {
             [],
             |r| r.get(0),
         )?;
+        // The share of the rows still needed: the last copy stops part way through time.
+        let needed = target * 1_000_000 - size;
+        let filter = if needed < size {
+            let first: i64 = conn.query_row(
+                "SELECT min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+                [],
+                |r| r.get(0),
+            )?;
+            let part = i128::from(span) * i128::from(needed) / i128::from(size);
+            format!(
+                " WHERE start < {}",
+                first.saturating_add(i64::try_from(part).unwrap_or(span))
+            )
+        } else {
+            String::new()
+        };
         for t in &tables {
             let cols: Vec<String> = {
                 let mut stmt = conn.prepare(&format!("PRAGMA table_info({t})"))?;
@@ -62,7 +80,7 @@ fn main() -> rusqlite::Result<()> {
                 })
                 .collect();
             conn.execute_batch(&format!(
-                "INSERT INTO {t} SELECT {} FROM {t}",
+                "INSERT INTO {t} SELECT {} FROM {t}{filter}",
                 select.join(", ")
             ))?;
         }
