@@ -174,18 +174,12 @@ struct CollectiveFields<'a> {
 const MAX_COLLECTIVE_TEXT: usize = 256;
 
 impl CollectiveFields<'_> {
-    fn is_empty(&self) -> bool {
-        [
-            self.op,
-            self.group,
-            self.seq,
-            self.in_elems,
-            self.out_elems,
-            self.dtype,
-            self.group_size,
-        ]
-        .iter()
-        .all(Option::is_none)
+    /// Whether the fields name a collective (see [`CollectiveArgs::names_a_collective`]): a
+    /// CPU op's autograd `Sequence number` alone does not.
+    fn names_a_collective(&self) -> bool {
+        [self.op, self.group, self.in_elems, self.out_elems]
+            .iter()
+            .any(Option::is_some)
     }
 
     fn args(&self) -> CollectiveArgs {
@@ -534,7 +528,7 @@ impl EventReader {
         };
         let wants_link =
             kind.is_api_call() || (kind.is_gpu() && kind != SpanKind::GpuUserAnnotation);
-        if !args.collective.is_empty() {
+        if args.collective.names_a_collective() {
             let key = match kind {
                 SpanKind::Kernel => input
                     .correlation
@@ -687,6 +681,23 @@ impl EventReader {
 mod tests {
     use super::*;
     use tracelens_model::SourceInfo;
+
+    #[test]
+    fn an_autograd_sequence_number_is_not_a_collective() {
+        let mut r = EventReader::default();
+        // aten::mm carries its autograd "Sequence number"; record_param_comms names a
+        // collective; each launches one kernel (same External id).
+        r.read(br#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":5,"args":{"External id":7,"Sequence number":41}}"#, 0);
+        r.read(br#"{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":10,"dur":1,"args":{"External id":7,"correlation":1}}"#, 0);
+        r.read(br#"{"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":1,"tid":1,"ts":20,"dur":5,"args":{"External id":8,"Collective name":"allreduce","Seq":3}}"#, 0);
+        r.read(br#"{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":0,"tid":7,"ts":30,"dur":1,"args":{"External id":8,"correlation":2}}"#, 0);
+        let t = r.builder.finish(SourceInfo::default());
+        let mut kernels = t.spans_of_kind(SpanKind::Kernel);
+        let (gemm, nccl) = (kernels.next().unwrap(), kernels.next().unwrap());
+        assert_eq!(t.collective_args(gemm), None);
+        let args = t.collective_args(nccl).expect("the collective's arguments");
+        assert_eq!((args.op.as_deref(), args.seq), (Some("allreduce"), Some(3)));
+    }
 
     #[test]
     fn categories_old_and_new() {

@@ -35,6 +35,17 @@ impl CollectiveArgs {
         *self == CollectiveArgs::default()
     }
 
+    /// Whether the record names a collective: its operation, process group or message size.
+    /// A sequence number or a dtype alone does not (every PyTorch CPU op carries its autograd
+    /// `Sequence number`).
+    #[must_use]
+    pub fn names_a_collective(&self) -> bool {
+        self.op.is_some()
+            || self.group.is_some()
+            || self.in_elems.is_some()
+            || self.out_elems.is_some()
+    }
+
     /// Bytes of one element of `dtype`, for the dtypes NCCL moves.
     #[must_use]
     pub fn element_bytes(&self) -> Option<u64> {
