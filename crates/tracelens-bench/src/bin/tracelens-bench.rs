@@ -60,27 +60,22 @@ fn main() {
             (None, None) => format!("synthetic_{size}mb.json{}", if gzip { ".gz" } else { "" }),
         };
         let path = dir.join(&name);
-        if let (Some(src), false) = (&nsys, path.exists()) {
-            assert!(!gzip, "--nsys inflates an SQLite export");
-            let ok = Command::new(&inflater)
+        // A real trace grown to the size: an export inflated, or a Kineto trace replicated.
+        let grow = match (&nsys, &replicate) {
+            (Some(src), _) => Some((src, &inflater)),
+            (None, Some(src)) => Some((src, &replicator)),
+            (None, None) => None,
+        };
+        if let (Some((src, tool)), false) = (grow, path.exists()) {
+            assert!(!gzip, "--nsys and --replicate write uncompressed files");
+            let ok = Command::new(tool)
                 .arg(src)
                 .arg(&path)
                 .arg(size.to_string())
                 .status()
                 .map(|s| s.success())
                 .unwrap_or(false);
-            assert!(ok, "inflating {src} failed");
-        }
-        if let (Some(src), false) = (&replicate, path.exists()) {
-            assert!(!gzip, "--replicate writes plain JSON");
-            let ok = Command::new(&replicator)
-                .arg(src)
-                .arg(&path)
-                .arg(size.to_string())
-                .status()
-                .map(|s| s.success())
-                .unwrap_or(false);
-            assert!(ok, "replicating {src} failed");
+            assert!(ok, "growing {src} to {size} MB failed");
         }
         if !path.exists() {
             let mut cmd = Command::new(&gen);

@@ -36,7 +36,7 @@ fn main() -> ExitCode {
             continue;
         }
         differ += 1;
-        println!("differs: {}", t.display());
+        println!("differs: {}", t.display().to_string().escape_debug());
         if a_exit != b_exit {
             println!("  exit status {a_exit:?} -> {b_exit:?}");
         }
@@ -104,13 +104,15 @@ fn diff(a: &serde_json::Value, b: &serde_json::Value, path: String, out: &mut Ve
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             for (k, v) in x {
+                // Keys can be trace strings: escaped for the terminal (values print as JSON).
+                let key = k.escape_debug();
                 match y.get(k) {
-                    Some(w) => diff(v, w, format!("{path}/{k}"), out),
-                    None => out.push(format!("{path}/{k}: only in old")),
+                    Some(w) => diff(v, w, format!("{path}/{key}"), out),
+                    None => out.push(format!("{path}/{key}: only in old")),
                 }
             }
             for k in y.keys().filter(|k| !x.contains_key(*k)) {
-                out.push(format!("{path}/{k}: only in new"));
+                out.push(format!("{path}/{}: only in new", k.escape_debug()));
             }
         }
         (Value::Array(x), Value::Array(y)) => {
@@ -123,5 +125,31 @@ fn diff(a: &serde_json::Value, b: &serde_json::Value, path: String, out: &mut Ve
         }
         _ if a != b => out.push(format!("{path}: {a} -> {b}")),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::diff;
+    use serde_json::json;
+
+    #[test]
+    fn every_difference_is_listed_by_its_path() {
+        let old = json!({"a": 1, "b": [1, 2], "gone": true, "k\u{1b}": 0});
+        let new = json!({"a": 2, "b": [1], "new": null, "k\u{1b}": 0});
+        let mut paths = Vec::new();
+        diff(&old, &new, String::new(), &mut paths);
+        assert_eq!(
+            paths,
+            [
+                "/a: 1 -> 2",
+                "/b: 2 items, now 1",
+                "/gone: only in old",
+                "/new: only in new"
+            ]
+        );
+        let mut none = Vec::new();
+        diff(&old, &old, String::new(), &mut none);
+        assert!(none.is_empty());
     }
 }
