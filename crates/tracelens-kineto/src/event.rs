@@ -174,8 +174,8 @@ struct CollectiveFields<'a> {
 const MAX_COLLECTIVE_TEXT: usize = 256;
 
 impl CollectiveFields<'_> {
-    /// Whether the fields name a collective (see [`CollectiveArgs::names_a_collective`]): a
-    /// CPU op's autograd `Sequence number` alone does not.
+    /// Whether the fields name a collective ([`CollectiveArgs::names_a_collective`], asked
+    /// of the raw fields so that no record is built for the other events).
     fn names_a_collective(&self) -> bool {
         [self.op, self.group, self.in_elems, self.out_elems]
             .iter()
@@ -234,7 +234,8 @@ fn read_args(raw: &[u8]) -> Args<'_> {
             b"est. achieved occupancy %" => &mut a.occupancy,
             b"Collective name" => &mut a.collective.op,
             b"Process Group Name" | b"Process Group ID" | b"pg_id" => &mut a.collective.group,
-            b"Seq" | b"seq" | b"Sequence number" => &mut a.collective.seq,
+            // Kineto's collective sequence number; `Sequence number` is autograd's, on every op.
+            b"Seq" | b"seq" => &mut a.collective.seq,
             b"In msg nelems" => &mut a.collective.in_elems,
             b"Out msg nelems" => &mut a.collective.out_elems,
             b"dtype" => &mut a.collective.dtype,
@@ -686,10 +687,11 @@ mod tests {
     fn an_autograd_sequence_number_is_not_a_collective() {
         let mut r = EventReader::default();
         // aten::mm carries its autograd "Sequence number"; record_param_comms names a
-        // collective; each launches one kernel (same External id).
+        // collective, with its own "Seq" beside an autograd number; each launches one kernel
+        // (same External id).
         r.read(br#"{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1,"dur":5,"args":{"External id":7,"Sequence number":41}}"#, 0);
         r.read(br#"{"ph":"X","cat":"kernel","name":"gemm","pid":0,"tid":7,"ts":10,"dur":1,"args":{"External id":7,"correlation":1}}"#, 0);
-        r.read(br#"{"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":1,"tid":1,"ts":20,"dur":5,"args":{"External id":8,"Collective name":"allreduce","Seq":3}}"#, 0);
+        r.read(br#"{"ph":"X","cat":"cpu_op","name":"record_param_comms","pid":1,"tid":1,"ts":20,"dur":5,"args":{"External id":8,"Collective name":"allreduce","Seq":3,"Sequence number":99}}"#, 0);
         r.read(br#"{"ph":"X","cat":"kernel","name":"ncclDevKernel_AllReduce_Sum_f32_RING_LL","pid":0,"tid":7,"ts":30,"dur":1,"args":{"External id":8,"correlation":2}}"#, 0);
         let t = r.builder.finish(SourceInfo::default());
         let mut kernels = t.spans_of_kind(SpanKind::Kernel);

@@ -293,8 +293,7 @@ impl TraceBuilder {
 
     /// Files a collective's recorded arguments under the key that finds its kernel
     /// ([`CollectiveKey`]); records that name no collective (no operation, group or message
-    /// size: an autograd `Sequence number` alone) are not kept, and at most
-    /// [`MAX_COLLECTIVE_RECORDS`].
+    /// size) are not kept, and at most [`MAX_COLLECTIVE_RECORDS`].
     pub fn add_collective_args(&mut self, key: CollectiveKey, args: CollectiveArgs) {
         if !args.names_a_collective() {
             return;

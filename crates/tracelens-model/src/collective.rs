@@ -16,7 +16,7 @@ pub struct CollectiveArgs {
     /// `Process Group Name` (or `Process Group ID`, `pg_id`): the group's id, the same on
     /// every member rank.
     pub group: Option<Box<str>>,
-    /// `Seq` (or `seq`, `Sequence number`): the call's number within its group.
+    /// `Seq` (or `seq`): the call's number within its group (not autograd's `Sequence number`).
     pub seq: Option<i64>,
     /// `In msg nelems`: elements sent by this rank.
     pub in_elems: Option<u64>,
@@ -36,8 +36,7 @@ impl CollectiveArgs {
     }
 
     /// Whether the record names a collective: its operation, process group or message size.
-    /// A sequence number or a dtype alone does not (every PyTorch CPU op carries its autograd
-    /// `Sequence number`).
+    /// A sequence number or a dtype alone does not.
     #[must_use]
     pub fn names_a_collective(&self) -> bool {
         self.op.is_some()

@@ -411,6 +411,11 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
                 .map(|c| c.per_step_ns)
                 .fold(0, TimeNs::saturating_add)
                 .min(idle);
+            let compute_ns = res
+                .step_ns
+                .saturating_sub(idle)
+                .saturating_sub(exposed)
+                .max(0);
             RankRow {
                 rank,
                 file: r.file.clone(),
@@ -432,17 +437,8 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
                     .map(|c| (c.cause.label().replace('_', " "), c.per_step_ns)),
                 top_finding: res.findings.first().map(|f| f.title.clone()),
                 breakdown: RankBreakdown {
-                    compute_ns: res
-                        .step_ns
-                        .saturating_sub(idle)
-                        .saturating_sub(exposed)
-                        .max(0),
-                    comm_hidden_ns: (comm.map_or(0, |c| c.hidden_ns) / steps_of(r)).min(
-                        res.step_ns
-                            .saturating_sub(idle)
-                            .saturating_sub(exposed)
-                            .max(0),
-                    ),
+                    compute_ns,
+                    comm_hidden_ns: (comm.map_or(0, |c| c.hidden_ns) / steps_of(r)).min(compute_ns),
                     comm_exposed_ns: exposed,
                     idle_data_loader_ns: data_loader,
                     idle_other: {
