@@ -61,12 +61,8 @@ impl SyncTrigger {
 pub struct SyncCall {
     /// The API call.
     pub span: SpanId,
-    /// Normalized API name.
-    pub api: String,
     /// What triggered it.
     pub trigger: SyncTrigger,
-    /// Enclosing ops, innermost first (at most 6).
-    pub op_chain: Vec<String>,
     /// The first Python frame outside torch and site-packages.
     pub call_site: Option<PyFrame>,
     /// The copy involved, for copy triggers.
@@ -151,16 +147,7 @@ pub fn find_syncs(
                 None => continue,
             },
         };
-        let raw = trace.names.get(s.name);
-        let ops: Vec<SpanId> = trace
-            .ancestors(id)
-            .filter(|&a| {
-                matches!(
-                    trace.span(a).kind,
-                    SpanKind::CpuOp | SpanKind::UserAnnotation
-                ) && !trace.is_step_span(a)
-            })
-            .collect();
+        let ops: Vec<SpanId> = enclosing_ops(trace, id).collect();
         let op_names: Vec<&str> = ops.iter().map(|&o| trace.name(o)).collect();
         let call_site = trace.python_frame_where(id, |f| !f.is_library());
         let mut copy = None;
@@ -220,9 +207,7 @@ pub fn find_syncs(
         calls.push(SyncCall {
             span: id,
             launched_copies,
-            api: normalize_api(raw).to_string(),
             trigger,
-            op_chain: op_names.iter().take(6).map(|n| n.to_string()).collect(),
             call_site,
             copy,
             trigger_op: ops.first().copied(),
@@ -246,6 +231,24 @@ fn copy_under(trace: &Trace, op: SpanId) -> Option<CopyInfo> {
         .find_map(|g| trace.copy_info(g).copied())
 }
 
+impl SyncCall {
+    /// The normalized API name (`cudaStreamSynchronize`).
+    #[must_use]
+    pub fn api<'t>(&self, trace: &'t Trace) -> &'t str {
+        normalize_api(trace.name(self.span))
+    }
+}
+
+/// The ops and user ranges enclosing a call, innermost first (steps left out).
+fn enclosing_ops(trace: &Trace, id: SpanId) -> impl Iterator<Item = SpanId> + '_ {
+    trace.ancestors(id).filter(|&a| {
+        matches!(
+            trace.span(a).kind,
+            SpanKind::CpuOp | SpanKind::UserAnnotation
+        ) && !trace.is_step_span(a)
+    })
+}
+
 /// Groups calls by (trigger, call site), largest GPU idle first, then largest blocked time.
 #[must_use]
 pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<SyncSite> {
@@ -263,7 +266,10 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
                 trigger: c.trigger,
                 call_site: site,
                 apis: Vec::new(),
-                op_chain: c.op_chain.clone(),
+                op_chain: enclosing_ops(trace, c.span)
+                    .take(6)
+                    .map(|o| trace.name(o).to_string())
+                    .collect(),
                 count: 0,
                 api_calls: 0,
                 per_step: 0.0,
@@ -301,8 +307,9 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
         }
         s.blocked_ns += c.blocked_ns;
         s.gpu_idle_ns += c.gpu_idle_ns;
-        if !s.apis.contains(&c.api) {
-            s.apis.push(c.api.clone());
+        let api = c.api(trace);
+        if !s.apis.iter().any(|a| a == api) {
+            s.apis.push(api.to_string());
         }
         if let Some(copy) = c.copy {
             let host = if matches!(copy.src, MemoryKind::Device) {
