@@ -97,7 +97,10 @@ pub fn data_loader_report(
     // One pass over the segments, then one lookup per step.
     let mut idle_by_step: FxHashMap<i64, TimeNs> = FxHashMap::default();
     for seg in idle_dev.iter().flat_map(|d| &d.segments) {
-        if let (IdleCause::DataLoading, Some(step)) = (seg.cause, seg.step) {
+        if seg.cause != IdleCause::DataLoading {
+            continue;
+        }
+        if let Some(step) = window.and_then(|w| w.step_at(seg.interval.start_ns)) {
             *idle_by_step.entry(step).or_default() += seg.interval.dur_ns();
         }
     }

@@ -255,8 +255,14 @@ pub fn analyze(trace: &Trace) -> Analysis {
     let window = analysis_window(trace);
     let detectors = all_detectors();
     let detectors: Vec<&dyn Detector> = detectors.iter().map(AsRef::as_ref).collect();
-    let overview = crate::overview::overview_of(trace, &works, window.as_ref().map(|w| w.interval));
-    let (diagnosis, device_idle) = diagnose_with(trace, &works, window, &detectors);
+    // The overview on a second thread beside the diagnosis (they share nothing but the trace
+    // and the device work).
+    let window_iv = window.as_ref().map(|w| w.interval);
+    let (overview, (diagnosis, device_idle)) = std::thread::scope(|scope| {
+        let overview = scope.spawn(|| crate::overview::overview_of(trace, &works, window_iv));
+        let diagnosis = diagnose_with(trace, &works, window, &detectors);
+        (joined(overview), diagnosis)
+    });
     let timeline = diagnosis.window.as_ref().and_then(|w| {
         let focus = device_idle
             .iter()
@@ -372,19 +378,24 @@ fn diagnose_core(
     let focus_idle = focus.map(|i| &device_idle[i]);
     let steps = window.as_ref().map_or(1, AnalysisWindow::step_count);
     let focus_slice = focus.map_or(&device_idle[..0], |i| &device_idle[i..=i]);
-    let calls = find_syncs(trace, window_iv, focus_slice, &threads);
-    let sites = group_sync_sites(trace, &calls, steps);
-    let claimed: FxHashSet<_> = match &window {
-        Some(win) => sites
-            .iter()
-            .filter(|s| sync_site_reported(s, win))
-            .flat_map(|s| s.copy_ids.iter().copied())
-            .collect(),
-        None => FxHashSet::default(),
-    };
-    let copies = copy_report(trace, window_iv, &calls, &claimed);
-    let dataloader = data_loader_report(trace, window.as_ref(), focus_idle);
-    let launch = launch_report(trace, works, &window_ops, &device_idle);
+    // The launch report on a second thread beside the syncs, copies and DataLoader (they
+    // share nothing but the trace and the idle attribution).
+    let (calls, sites, copies, dataloader, launch) = std::thread::scope(|scope| {
+        let launch = scope.spawn(|| launch_report(trace, works, &window_ops, &device_idle));
+        let calls = find_syncs(trace, window_iv, focus_slice, &threads);
+        let sites = group_sync_sites(trace, &calls, steps);
+        let claimed: FxHashSet<_> = match &window {
+            Some(win) => sites
+                .iter()
+                .filter(|s| sync_site_reported(s, win))
+                .flat_map(|s| s.copy_ids.iter().copied())
+                .collect(),
+            None => FxHashSet::default(),
+        };
+        let copies = copy_report(trace, window_iv, &calls, &claimed);
+        let dataloader = data_loader_report(trace, window.as_ref(), focus_idle);
+        (calls, sites, copies, dataloader, joined(launch))
+    });
     let credit = focus_idle
         .map(|d| {
             let stretches = launch

@@ -82,6 +82,14 @@ impl AnalysisWindow {
         !self.steps.is_empty()
     }
 
+    /// The number of the step holding `t_ns` (the latest-starting one when steps overlap).
+    #[must_use]
+    pub fn step_at(&self, t_ns: TimeNs) -> Option<i64> {
+        let after = self.steps.partition_point(|s| s.interval.start_ns <= t_ns);
+        let step = self.steps[..after].last()?;
+        (t_ns < step.interval.end_ns).then_some(step.number)
+    }
+
     /// Number of steps, at least 1 (the whole window counts as one without steps).
     #[must_use]
     pub fn step_count(&self) -> usize {
@@ -255,4 +263,44 @@ fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
         }
     }
     as_steps(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{AnalysisWindow, StepStats, WindowKind, WindowStep};
+    use tracelens_model::Interval;
+
+    #[test]
+    fn a_moment_belongs_to_the_latest_step_started_before_it_that_has_not_ended() {
+        let step = |number, start_ns, end_ns| WindowStep {
+            number,
+            interval: Interval::new(start_ns, end_ns),
+        };
+        let window = AnalysisWindow {
+            kind: WindowKind::ProfiledSteps,
+            interval: Interval::new(0, 100),
+            // Step 2 overlaps step 1's tail; a hole between steps 2 and 3.
+            steps: vec![step(1, 0, 40), step(2, 30, 60), step(3, 70, 100)],
+            step: StepStats::default(),
+            covered_ns: 90,
+        };
+        let at: Vec<Option<i64>> = [0, 29, 30, 59, 60, 65, 70, 99, 100]
+            .iter()
+            .map(|&t| window.step_at(t))
+            .collect();
+        assert_eq!(
+            at,
+            [
+                Some(1),
+                Some(1),
+                Some(2),
+                Some(2),
+                None,
+                None,
+                Some(3),
+                Some(3),
+                None
+            ]
+        );
+    }
 }

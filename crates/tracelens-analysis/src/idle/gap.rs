@@ -21,14 +21,6 @@ pub(super) fn last_op_ending_at(ops: &[GpuOp], t: TimeNs) -> Option<SpanId> {
         .map(|o| o.2)
 }
 
-/// The step whose window holds `t`, from windows sorted by start (the latest-starting one
-/// when windows overlap).
-pub(super) fn step_at(steps: &[(i64, Interval)], t: TimeNs) -> Option<i64> {
-    let after = steps.partition_point(|(_, w)| w.start_ns <= t);
-    let (n, w) = steps[..after].last()?;
-    (t < w.end_ns).then_some(*n)
-}
-
 /// Pushes the part of `iv` inside `gap` as a segment.
 pub(super) fn push(
     segments: &mut Vec<IdleSegment>,
@@ -43,7 +35,6 @@ pub(super) fn push(
                 cause,
                 interval: c,
                 sync,
-                step: None,
             });
         }
     }

@@ -27,7 +27,7 @@
 mod gap;
 mod host_ops;
 
-use gap::{last_op_ending_at, step_at, GapAttribution, Outcome};
+use gap::{last_op_ending_at, GapAttribution, Outcome};
 pub(crate) use host_ops::{
     credit_host_ops, credit_one_time_launches, host_parts, name_host_ops, HostTime,
 };
@@ -38,6 +38,7 @@ use crate::intervals::gaps;
 use crate::threads::ThreadIndex;
 use crate::utilization::{DeviceWork, GpuOp};
 use crate::window::AnalysisWindow;
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -189,8 +190,6 @@ pub struct IdleSegment {
     /// The blocking call charged, for `sync_drain`.
     #[serde(skip)]
     pub sync: Option<SpanId>,
-    /// The step (by number) the segment falls in, if any.
-    pub step: Option<i64>,
 }
 
 /// One idle gap.
@@ -295,11 +294,6 @@ pub fn attribute_idle(
     fw: &Framework,
 ) -> DeviceIdle {
     let w = window.interval;
-    let steps: Vec<(i64, Interval)> = window
-        .steps
-        .iter()
-        .map(|s| (s.number, s.interval))
-        .collect();
     let mut idle = DeviceIdle {
         device: work.device,
         window: w,
@@ -332,101 +326,33 @@ pub fn attribute_idle(
             .count() as u64;
     }
     let busy = crate::intervals::union_sorted(ops.iter().map(|o| o.1));
-    // One gap at most before, between and after the busy intervals, each of one segment or
-    // more: sized once instead of doubled (a doubling holds both buffers at its peak).
-    idle.gaps.reserve_exact(busy.len() + 1);
-    idle.segments.reserve(busy.len() + 1);
+    let gaps = gaps(&busy, w);
+    drop(busy);
     let mut host_ops = HostTime::default();
     let mut os_waits: FxHashMap<NameId, TimeNs> = FxHashMap::default();
-    let after_window = work.ops.partition_point(|o| o.1.start_ns < w.end_ns);
-    for gap in gaps(&busy, w) {
-        // The op that ends the gap: prefer one with a launch among those starting there; after
-        // the last op of the window, the device's next op.
-        let (pool, at) = if gap.end_ns < w.end_ns {
-            (ops, ops.partition_point(|o| o.1.start_ns < gap.end_ns))
+    let cx = GapContext {
+        trace,
+        threads,
+        work,
+        ops,
+        after_window: work.ops.partition_point(|o| o.1.start_ns < w.end_ns),
+        window_end_ns: w.end_ns,
+    };
+    // Gaps are independent: chunks of them are attributed in parallel, a wave of one chunk
+    // per thread at a time (so that at most a wave's partial lists sit beside the whole),
+    // then appended in time order.
+    let wave = GAP_CHUNK * rayon::current_num_threads().max(1);
+    for wave in gaps.chunks(wave) {
+        let parts: Vec<GapChunk> = if wave.len() <= GAP_CHUNK {
+            vec![cx.attribute(wave)]
         } else {
-            (&work.ops[..], after_window)
+            wave.par_chunks(GAP_CHUNK)
+                .map(|c| cx.attribute(c))
+                .collect()
         };
-        let next_start = pool.get(at).map(|o| o.1.start_ns);
-        let candidates = pool[at..]
-            .iter()
-            .take_while(|o| Some(o.1.start_ns) == next_start);
-        let ender = candidates
-            .clone()
-            .find(|o| trace.launch_of(o.2).is_some())
-            .or_else(|| candidates.clone().next())
-            .map(|o| o.2);
-        let seg_start = idle.segments.len();
-        let mut g = GapAttribution {
-            trace,
-            threads,
-            gap,
-            segments: &mut idle.segments,
-            host_ops: &mut host_ops,
-        };
-        let outcome = match ender {
-            Some(ender) => {
-                let full = Interval::new(gap.start_ns, trace.span(ender).start_ns.max(gap.end_ns));
-                g.attribute(full, ender, last_op_ending_at(ops, gap.start_ns))
-            }
-            None => {
-                // After the device's last op: the thread that launched the work before the gap
-                // launched nothing more; what it did instead explains the gap.
-                let lane = last_op_ending_at(ops, gap.start_ns)
-                    .and_then(|b| trace.launch_of(b))
-                    .map(|l| trace.span(l).lane);
-                match lane {
-                    Some(lane) => {
-                        g.exposed(gap, lane);
-                        Outcome {
-                            launch: None,
-                            lane: Some(lane),
-                            unattributed: None,
-                            wait: None,
-                        }
-                    }
-                    None => {
-                        g.push(IdleCause::Unattributed, gap, None);
-                        Outcome {
-                            launch: None,
-                            lane: None,
-                            unattributed: Some(UnattributedReason::NoLaterWork),
-                            wait: None,
-                        }
-                    }
-                }
-            }
-        };
-        for seg in &mut idle.segments[seg_start..] {
-            seg.step = step_at(&steps, seg.interval.start_ns);
+        for part in parts {
+            part.append_to(&mut idle, &mut host_ops, &mut os_waits, gaps.len());
         }
-        if let Some(lane) = outcome.lane {
-            let facts = threads.lane(lane);
-            if !facts.os_waits.is_empty() || !facts.off_cpu.is_empty() {
-                for seg in &idle.segments[seg_start..] {
-                    if matches!(seg.cause, IdleCause::HostCompute | IdleCause::DataLoading) {
-                        for (name, ns) in facts.os_waits_within(seg.interval) {
-                            *os_waits.entry(name).or_default() += ns;
-                        }
-                    }
-                    if seg.cause == IdleCause::HostCompute {
-                        idle.descheduled_ns += facts.unexplained_off_cpu_within(seg.interval);
-                    }
-                }
-            }
-        }
-        if let Some(reason) = outcome.unattributed {
-            *idle.unattributed_by_reason.entry(reason).or_default() += gap.dur_ns();
-        }
-        idle.gaps.push(Gap {
-            interval: gap,
-            ended_by: ender,
-            launch: outcome.launch,
-            lane: outcome.lane,
-            unattributed: outcome.unattributed,
-            wait: outcome.wait,
-            segments: table_index(seg_start)..table_index(idle.segments.len()),
-        });
     }
     for seg in &idle.segments {
         *idle.by_cause.entry(seg.cause).or_default() += seg.interval.dur_ns();
@@ -441,4 +367,182 @@ pub fn attribute_idle(
     waits.truncate(8);
     idle.os_waits = waits;
     idle
+}
+
+/// Gaps attributed per chunk in parallel (a chunk is a few milliseconds of work).
+const GAP_CHUNK: usize = 1 << 16;
+
+/// What every gap of one device reads.
+struct GapContext<'a> {
+    trace: &'a Trace,
+    threads: &'a ThreadIndex,
+    work: &'a DeviceWork,
+    /// The device's ops inside the window, clipped.
+    ops: &'a [GpuOp],
+    /// The first of the device's ops starting at or after the window's end.
+    after_window: usize,
+    window_end_ns: TimeNs,
+}
+
+/// The attribution of a run of consecutive gaps; segment ranges count from the run's first.
+#[derive(Default)]
+struct GapChunk {
+    gaps: Vec<Gap>,
+    segments: Vec<IdleSegment>,
+    host_ops: HostTime,
+    os_waits: FxHashMap<NameId, TimeNs>,
+    descheduled_ns: TimeNs,
+    unattributed_by_reason: BTreeMap<UnattributedReason, TimeNs>,
+}
+
+impl GapChunk {
+    /// Appends the chunk after the gaps already in `idle`; the first chunk's lists become
+    /// the device's, sized for all `gap_count` gaps (one segment or more each) at once
+    /// instead of doubled (a doubling holds both buffers at its peak).
+    fn append_to(
+        self,
+        idle: &mut DeviceIdle,
+        host_ops: &mut HostTime,
+        os_waits: &mut FxHashMap<NameId, TimeNs>,
+        gap_count: usize,
+    ) {
+        if idle.gaps.is_empty() {
+            idle.gaps = self.gaps;
+            idle.segments = self.segments;
+            let rest = gap_count - idle.gaps.len();
+            idle.gaps.reserve_exact(rest);
+            idle.segments.reserve(rest);
+        } else {
+            let offset = idle.segments.len();
+            idle.gaps.extend(self.gaps.into_iter().map(|mut g| {
+                g.segments = table_index(offset + g.segments.start as usize)
+                    ..table_index(offset + g.segments.end as usize);
+                g
+            }));
+            idle.segments.extend_from_slice(&self.segments);
+        }
+        for (k, t) in self.host_ops {
+            *host_ops.entry(k).or_default() += t;
+        }
+        for (n, t) in self.os_waits {
+            *os_waits.entry(n).or_default() += t;
+        }
+        idle.descheduled_ns += self.descheduled_ns;
+        for (reason, t) in self.unattributed_by_reason {
+            *idle.unattributed_by_reason.entry(reason).or_default() += t;
+        }
+    }
+}
+
+impl GapContext<'_> {
+    fn attribute(&self, gaps: &[Interval]) -> GapChunk {
+        let mut out = GapChunk {
+            gaps: Vec::with_capacity(gaps.len()),
+            segments: Vec::with_capacity(gaps.len()),
+            ..GapChunk::default()
+        };
+        for &gap in gaps {
+            // The op that ends the gap: prefer one with a launch among those starting there; after
+            // the last op of the window, the device's next op.
+            let (pool, at) = if gap.end_ns < self.window_end_ns {
+                (
+                    self.ops,
+                    self.ops.partition_point(|o| o.1.start_ns < gap.end_ns),
+                )
+            } else {
+                (&self.work.ops[..], self.after_window)
+            };
+            let next_start = pool.get(at).map(|o| o.1.start_ns);
+            let candidates = pool[at..]
+                .iter()
+                .take_while(|o| Some(o.1.start_ns) == next_start);
+            let ender = candidates
+                .clone()
+                .find(|o| self.trace.launch_of(o.2).is_some())
+                .or_else(|| candidates.clone().next())
+                .map(|o| o.2);
+            let seg_start = out.segments.len();
+            let mut g = GapAttribution {
+                trace: self.trace,
+                threads: self.threads,
+                gap,
+                segments: &mut out.segments,
+                host_ops: &mut out.host_ops,
+            };
+            let outcome = match ender {
+                Some(ender) => {
+                    let full = Interval::new(
+                        gap.start_ns,
+                        self.trace.span(ender).start_ns.max(gap.end_ns),
+                    );
+                    g.attribute(full, ender, last_op_ending_at(self.ops, gap.start_ns))
+                }
+                None => {
+                    // After the device's last op: the thread that launched the work before the gap
+                    // launched nothing more; what it did instead explains the gap.
+                    let lane = last_op_ending_at(self.ops, gap.start_ns)
+                        .and_then(|b| self.trace.launch_of(b))
+                        .map(|l| self.trace.span(l).lane);
+                    match lane {
+                        Some(lane) => {
+                            g.exposed(gap, lane);
+                            Outcome {
+                                launch: None,
+                                lane: Some(lane),
+                                unattributed: None,
+                                wait: None,
+                            }
+                        }
+                        None => {
+                            g.push(IdleCause::Unattributed, gap, None);
+                            Outcome {
+                                launch: None,
+                                lane: None,
+                                unattributed: Some(UnattributedReason::NoLaterWork),
+                                wait: None,
+                            }
+                        }
+                    }
+                }
+            };
+            if let Some(lane) = outcome.lane {
+                let facts = self.threads.lane(lane);
+                if !facts.os_waits.is_empty() || !facts.off_cpu.is_empty() {
+                    for seg in &out.segments[seg_start..] {
+                        if matches!(seg.cause, IdleCause::HostCompute | IdleCause::DataLoading) {
+                            for (name, ns) in facts.os_waits_within(seg.interval) {
+                                *out.os_waits.entry(name).or_default() += ns;
+                            }
+                        }
+                        if seg.cause == IdleCause::HostCompute {
+                            out.descheduled_ns += facts.unexplained_off_cpu_within(seg.interval);
+                        }
+                    }
+                }
+            }
+            if let Some(reason) = outcome.unattributed {
+                *out.unattributed_by_reason.entry(reason).or_default() += gap.dur_ns();
+            }
+            out.gaps.push(Gap {
+                interval: gap,
+                ended_by: ender,
+                launch: outcome.launch,
+                lane: outcome.lane,
+                unattributed: outcome.unattributed,
+                wait: outcome.wait,
+                segments: table_index(seg_start)..table_index(out.segments.len()),
+            });
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// One segment or more per gap, one gap or more per kernel: the size is the memory of the
+    /// attribution (the step a segment falls in is looked up, not stored).
+    #[test]
+    fn an_idle_segment_takes_32_bytes() {
+        assert_eq!(std::mem::size_of::<super::IdleSegment>(), 32);
+    }
 }
