@@ -8,10 +8,13 @@
 //! edge and the step's median for the other (never more than recorded), and `wait_ns` is the
 //! rest. When an op of another stream ended inside that rest, the op waited for it (an event,
 //! a collective): the wait becomes an edge from that op's end, `after`, with `wait_ns` the
-//! delay past it. The recorded start is exactly reproduced. Graphs are built one step at a time, so memory follows the largest step, not the
+//! delay past it. So does a binding edge that held the op more than the launch overhead
+//! ([`LAUNCH_OVERHEAD_BOUND_NS`], the idle attribution's bound) when an op of another stream
+//! ended within that bound of its start: the edge keeps the bound, the rest is the wait. The recorded start is exactly reproduced. Graphs are built one step at a time, so memory follows the largest step, not the
 //! trace.
 
 use crate::api::BlockingKind;
+use crate::idle::LAUNCH_OVERHEAD_BOUND_NS;
 use crate::threads::ThreadIndex;
 use tracelens_model::{Interval, LaneId, SpanId, SpanKind, TimeNs, Trace};
 
@@ -400,21 +403,32 @@ fn link_nodes(nodes: &mut [GpuNode], host: &[HostItem], lane_end: &mut [Option<T
     }
     let typical_launch = median(&mut launch_bound);
     let typical_queue = median(&mut queue_bound);
-    for (n, &(l, e)) in nodes.iter_mut().zip(&edges) {
+    // Ops whose binding edge held them past the launch overhead: (op, the edge is the launch).
+    let mut held: Vec<(usize, bool)> = Vec::new();
+    for (i, (n, &(l, e))) in nodes.iter_mut().zip(&edges).enumerate() {
         let binding = launch_binding(n, l, e);
         let mut bound: Option<TimeNs> = None;
         if let Some(l) = l {
             n.launch_ns = if binding { l } else { l.min(typical_launch) };
             bound = Some(host[n.launch as usize].start_ns + n.launch_ns);
+            if binding && l > LAUNCH_OVERHEAD_BOUND_NS {
+                held.push((i, true));
+            }
         }
         if let Some(e) = e {
             let q = (n.start_ns - e).max(0);
             n.queue_ns = if binding { q.min(typical_queue) } else { q };
+            // Held on its stream past the launch overhead, and not by its launch.
+            let launch_by = bound.unwrap_or(TimeNs::MIN);
+            if !binding && q > LAUNCH_OVERHEAD_BOUND_NS && launch_by < e + LAUNCH_OVERHEAD_BOUND_NS
+            {
+                held.push((i, false));
+            }
             bound = Some(bound.map_or(e + n.queue_ns, |b| b.max(e + n.queue_ns)));
         }
         n.wait_ns = bound.map_or(0, |b| (n.start_ns - b).max(0));
     }
-    wait_edges(nodes);
+    wait_edges(nodes, &held);
 }
 
 /// Ops of other streams scanned back for the one a waiting op waited for.
@@ -422,29 +436,53 @@ const WAIT_SCAN: usize = 16;
 
 /// For each op that waited past its launch and stream edges: the op of another stream that
 /// ended last inside the wait (its release), scanning back at most [`WAIT_SCAN`] ends.
-fn wait_edges(nodes: &mut [GpuNode]) {
-    if !nodes.iter().any(|n| n.wait_ns > 0) {
+fn wait_edges(nodes: &mut [GpuNode], held: &[(usize, bool)]) {
+    if held.is_empty() && !nodes.iter().any(|n| n.wait_ns > 0) {
         return;
     }
     let mut by_end: Vec<u32> = (0..crate::num::count_u32(nodes.len())).collect();
     by_end.sort_unstable_by_key(|&i| (nodes[i as usize].end_ns, i));
-    for i in 0..nodes.len() {
-        let n = nodes[i];
-        if n.wait_ns <= 0 {
-            continue;
-        }
-        let bound = n.start_ns - n.wait_ns;
+    // The op of another stream that ended last inside (bound, start of `n`].
+    let release = |n: &GpuNode, bound: TimeNs| {
         let k = by_end.partition_point(|&j| nodes[j as usize].end_ns <= n.start_ns);
-        let release = by_end[..k]
+        by_end[..k]
             .iter()
             .rev()
             .take(WAIT_SCAN)
             .map(|&j| (j, nodes[j as usize]))
             .take_while(|(_, d)| d.end_ns > bound)
-            .find(|(_, d)| d.lane != n.lane && d.start_ns < n.start_ns);
-        if let Some((j, d)) = release {
-            nodes[i].after = j;
-            nodes[i].wait_ns = n.start_ns - d.end_ns;
+            .find(|(_, d)| d.lane != n.lane && d.start_ns < n.start_ns)
+    };
+    // (op, the op it waited for, that op's end, the binding edge to cut back: none, the
+    // launch, the stream)
+    let mut released: Vec<(usize, u32, TimeNs, Option<bool>)> = Vec::new();
+    for (i, n) in nodes.iter().enumerate() {
+        if n.wait_ns > 0 {
+            if let Some((j, d)) = release(n, n.start_ns - n.wait_ns) {
+                released.push((i, j, d.end_ns, None));
+            }
+        }
+    }
+    // An op its binding edge held past the launch overhead that started within the launch
+    // overhead of another stream's op's end waited for that op (an event, a collective): the
+    // edge keeps the launch overhead and the wait follows the other op, as the idle
+    // attribution has it.
+    for &(i, launch) in held {
+        let n = &nodes[i];
+        if n.after == NONE && n.wait_ns == 0 {
+            if let Some((j, d)) = release(n, n.start_ns - LAUNCH_OVERHEAD_BOUND_NS) {
+                released.push((i, j, d.end_ns, Some(launch)));
+            }
+        }
+    }
+    for (i, j, end_ns, cut) in released {
+        let n = &mut nodes[i];
+        n.after = j;
+        n.wait_ns = n.start_ns - end_ns;
+        match cut {
+            Some(true) => n.launch_ns = n.launch_ns.min(LAUNCH_OVERHEAD_BOUND_NS),
+            Some(false) => n.queue_ns = n.queue_ns.min(LAUNCH_OVERHEAD_BOUND_NS),
+            None => {}
         }
     }
 }

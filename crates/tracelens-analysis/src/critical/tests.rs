@@ -206,3 +206,55 @@ fn a_window_is_cut_every_chunk_of_ops_into_intervals_that_tile_it() {
     let same: Vec<_> = ops.iter().map(|o| (o.0, ops[0].1, o.2)).collect();
     assert_eq!(chunks(window, &same), vec![window]);
 }
+
+/// One microsecond.
+const US: TimeNs = 1_000;
+
+/// A kernel (10–20 µs) and a collective on another stream (21–1000 µs) launched early, then a
+/// copy launched at 8 µs behind the kernel that starts only 10 µs after the collective ends
+/// (1010–1100 µs): held on its stream far past the launch overhead, it waited for the
+/// collective (DDP copying a reduced bucket back).
+fn waits_for_a_collective() -> StepGraph {
+    const COMM: LaneId = LaneId(2);
+    let mut collective = op(21 * US, 1000 * US, 1);
+    collective.lane = COMM;
+    collective.communication = true;
+    let mut copy = op(1010 * US, 1100 * US, 2);
+    copy.kind = SpanKind::Memcpy;
+    StepGraph::from_parts(
+        vec![
+            item(0, 5 * US, HostKind::Call, 1),
+            item(5 * US, 8 * US, HostKind::Call, 2),
+            item(8 * US, 11 * US, HostKind::Call, 3),
+        ],
+        vec![op(10 * US, 20 * US, 0), collective, copy],
+        0,
+        12 * US,
+        3,
+    )
+}
+
+#[test]
+fn an_op_held_on_its_stream_until_a_collective_ends_waits_for_it() {
+    let g = waits_for_a_collective();
+    let copy = &g.gpu[2];
+    assert_eq!(copy.after, 1, "the copy waited for the collective");
+    assert_eq!(copy.wait_ns, 10 * US);
+    let delta = |change: &Change| {
+        let mut r = Replay::new(change, 3);
+        r.step(&g, true);
+        r.step_deltas_ns[0]
+    };
+    assert_eq!(delta(&Change::default()), 0);
+    // Hidden, the collective takes no time: the copy queues behind the kernel (20 µs) for
+    // the launch overhead and runs 50–140 µs.
+    let mut c = Change::default();
+    c.hide_communication();
+    assert_eq!(delta(&c), 140 * US - 1100 * US);
+    // The path runs through the collective, not a queue on the copy's stream.
+    let trace = Trace::default();
+    let mut kinds: Vec<CriticalKind> = Vec::new();
+    walk(&trace, &g, 0, 1100 * US, |_, kind, _, _| kinds.push(kind));
+    assert!(kinds.contains(&CriticalKind::Communication), "{kinds:?}");
+    assert!(!kinds.contains(&CriticalKind::GpuQueue), "{kinds:?}");
+}
