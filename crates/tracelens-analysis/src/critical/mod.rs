@@ -411,62 +411,78 @@ pub fn critical_path(
         .iter()
         .map(|(_, c)| Replay::new(c, trace.lanes.len()))
         .collect();
-    let mut builder = graph::GraphBuilder::new(trace, threads, ops);
     let mut totals = [0; CriticalKind::ALL.len()];
     let mut step_totals = [0; CriticalKind::ALL.len()];
     let mut segments: Vec<CriticalSegment> = Vec::new();
     let mut segments_omitted = 0;
-    for (k, r) in ranges.iter().enumerate() {
-        let g = builder.step(r.host_start_ns, r.host_end_ns, r.next_host_ns, r.interval);
-        let rep = !has_steps || k == representative;
-        let mut raw = Vec::new();
-        walk::walk(
-            trace,
-            &g,
-            r.interval.start_ns,
-            r.interval.end_ns,
-            |iv: Interval, kind, span, lane| {
-                totals[kind_index(kind)] += iv.dur_ns();
-                if rep {
-                    step_totals[kind_index(kind)] += iv.dur_ns();
-                    raw.push((iv, kind, span, lane));
-                }
-            },
-        );
-        for replay in &mut replays {
-            replay.step(&g, has_steps);
-        }
-        if !rep {
-            continue;
-        }
-        raw.reverse();
-        for (iv, kind, span, lane) in raw {
-            let name = span.map_or("", |s| trace.name(s));
-            if let Some(last) = segments.last_mut() {
-                if last.kind == kind
-                    && last.name == name
-                    && last.lane == lane
-                    && last.end_ns == iv.start_ns
-                {
-                    last.end_ns = iv.end_ns;
-                    last.count += 1;
-                    continue;
+    // The graphs are built on a second thread while this one walks and replays the one
+    // before: two graphs live at most (the channel holds none).
+    std::thread::scope(|scope| {
+        let (send, graphs) = std::sync::mpsc::sync_channel(0);
+        let ranges = &ranges;
+        scope.spawn(move || {
+            let mut builder = graph::GraphBuilder::new(trace, threads, ops);
+            for r in ranges {
+                let g = builder.step(r.host_start_ns, r.host_end_ns, r.next_host_ns, r.interval);
+                if send.send(g).is_err() {
+                    break;
                 }
             }
-            if segments.len() == MAX_SEGMENTS {
-                segments_omitted += 1;
+        });
+        for (k, r) in ranges.iter().enumerate() {
+            let Ok(g) = graphs.recv() else {
+                break;
+            };
+            let rep = !has_steps || k == representative;
+            let mut raw = Vec::new();
+            walk::walk(
+                trace,
+                &g,
+                r.interval.start_ns,
+                r.interval.end_ns,
+                |iv: Interval, kind, span, lane| {
+                    totals[kind_index(kind)] += iv.dur_ns();
+                    if rep {
+                        step_totals[kind_index(kind)] += iv.dur_ns();
+                        raw.push((iv, kind, span, lane));
+                    }
+                },
+            );
+            for replay in &mut replays {
+                replay.step(&g, has_steps);
+            }
+            if !rep {
                 continue;
             }
-            segments.push(CriticalSegment {
-                start_ns: iv.start_ns,
-                end_ns: iv.end_ns,
-                kind,
-                name: name.to_string(),
-                count: 1,
-                lane,
-            });
+            raw.reverse();
+            for (iv, kind, span, lane) in raw {
+                let name = span.map_or("", |s| trace.name(s));
+                if let Some(last) = segments.last_mut() {
+                    if last.kind == kind
+                        && last.name == name
+                        && last.lane == lane
+                        && last.end_ns == iv.start_ns
+                    {
+                        last.end_ns = iv.end_ns;
+                        last.count += 1;
+                        continue;
+                    }
+                }
+                if segments.len() == MAX_SEGMENTS {
+                    segments_omitted += 1;
+                    continue;
+                }
+                segments.push(CriticalSegment {
+                    start_ns: iv.start_ns,
+                    end_ns: iv.end_ns,
+                    kind,
+                    name: name.to_string(),
+                    count: 1,
+                    lane,
+                });
+            }
         }
-    }
+    });
     let rep = &ranges[representative];
     CriticalPath {
         step: rep.number,
