@@ -51,20 +51,6 @@ pub fn is_async_copy(name: &str) -> bool {
         || n.starts_with("cuMemcpy") && n.contains("Async")
 }
 
-/// How API call `id` blocks the host, looking at the copy it launched for async copies.
-#[must_use]
-pub fn call_blocking_kind(
-    trace: &tracelens_model::Trace,
-    id: tracelens_model::SpanId,
-) -> Option<BlockingKind> {
-    let name = trace.name(id);
-    if let Some(kind) = blocking_kind(name) {
-        return Some(kind);
-    }
-    (is_async_copy(name) && launched_pageable_copy(trace, id))
-        .then_some(BlockingKind::PageableAsyncCopy)
-}
-
 /// Whether API call `id` launched a copy from or to pageable memory (which makes an
 /// "async" copy call synchronous).
 #[must_use]

@@ -255,6 +255,7 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
     let mut sites: Vec<SyncSite> = Vec::new();
     let mut index: FxHashMap<(SyncTrigger, Option<String>), usize> = FxHashMap::default();
     let mut seen_ops = rustc_hash::FxHashSet::default();
+    let mut api_names: FxHashMap<tracelens_model::NameId, &str> = FxHashMap::default();
     for c in calls {
         let site = c
             .call_site
@@ -307,7 +308,10 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
         }
         s.blocked_ns += c.blocked_ns;
         s.gpu_idle_ns += c.gpu_idle_ns;
-        let api = c.api(trace);
+        // Normalized once per API name (there may be millions of calls).
+        let api = *api_names
+            .entry(trace.span(c.span).name)
+            .or_insert_with(|| c.api(trace));
         if !s.apis.iter().any(|a| a == api) {
             s.apis.push(api.to_string());
         }

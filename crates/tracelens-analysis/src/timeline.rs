@@ -2,12 +2,13 @@
 //! columns by class ([`TimelineView`]). Renderers draw these runs and never classify spans
 //! themselves.
 
-use crate::api::{call_blocking_kind, is_data_loader};
+use crate::api::{blocking_kind, is_async_copy, is_data_loader, launched_pageable_copy};
 use crate::idle::{DeviceIdle, IdleCause};
 use crate::window::AnalysisWindow;
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{
-    shorten, table_index, Ident, Interval, LaneId, LaneKey, SpanId, SpanKind, TimeNs, Trace,
+    shorten, table_index, Ident, Interval, LaneId, LaneKey, NameId, SpanId, SpanKind, TimeNs, Trace,
 };
 
 /// The class of a CPU span, in drawing priority (later outranks earlier).
@@ -26,26 +27,46 @@ pub enum CpuSpanClass {
     Sync,
 }
 
-/// The class of CPU span `id`, or `None` for spans not drawn (steps, OS waits, sync records).
-#[must_use]
-pub fn cpu_span_class(trace: &Trace, id: SpanId) -> Option<CpuSpanClass> {
-    match trace.span(id).kind {
-        SpanKind::Runtime | SpanKind::Driver if call_blocking_kind(trace, id).is_some() => {
-            Some(CpuSpanClass::Sync)
-        }
-        SpanKind::Runtime | SpanKind::Driver => Some(CpuSpanClass::Runtime),
-        SpanKind::CpuOp | SpanKind::UserAnnotation => {
-            let name = trace.name(id);
-            if is_data_loader(name) {
-                Some(CpuSpanClass::DataLoader)
-            } else if !trace.is_step_span(id) {
-                Some(CpuSpanClass::CpuOp)
-            } else {
-                None
+/// Classes CPU spans for drawing, each API name's meaning worked out once (a stepless window
+/// draws millions of calls).
+#[derive(Default)]
+pub struct CpuSpanClasses {
+    /// Per API name: whether it blocks the host, or is an async copy (which blocks when it
+    /// launched a pageable copy).
+    api_names: FxHashMap<NameId, (bool, bool)>,
+}
+
+impl CpuSpanClasses {
+    /// The class of CPU span `id`, or `None` for spans not drawn (steps, OS waits, sync
+    /// records).
+    pub fn of(&mut self, trace: &Trace, id: SpanId) -> Option<CpuSpanClass> {
+        let span = trace.span(id);
+        match span.kind {
+            SpanKind::Runtime | SpanKind::Driver => {
+                let (blocking, async_copy) =
+                    *self.api_names.entry(span.name).or_insert_with(|| {
+                        let name = trace.names.get(span.name);
+                        (blocking_kind(name).is_some(), is_async_copy(name))
+                    });
+                if blocking || async_copy && launched_pageable_copy(trace, id) {
+                    Some(CpuSpanClass::Sync)
+                } else {
+                    Some(CpuSpanClass::Runtime)
+                }
             }
+            SpanKind::CpuOp | SpanKind::UserAnnotation => {
+                let name = trace.name(id);
+                if is_data_loader(name) {
+                    Some(CpuSpanClass::DataLoader)
+                } else if !trace.is_step_span(id) {
+                    Some(CpuSpanClass::CpuOp)
+                } else {
+                    None
+                }
+            }
+            SpanKind::PythonFunction => Some(CpuSpanClass::Python),
+            _ => None,
         }
-        SpanKind::PythonFunction => Some(CpuSpanClass::Python),
-        _ => None,
     }
 }
 
@@ -192,9 +213,10 @@ pub fn build(trace: &Trace, window: &AnalysisWindow, focus: &DeviceIdle) -> Opti
         Some(TimelineClass::Cpu(CpuSpanClass::DataLoader)),
         Some(TimelineClass::Cpu(CpuSpanClass::Sync)),
     ];
+    let mut classes = CpuSpanClasses::default();
     for &(_, lane) in cpu_lanes.iter().take(MAX_CPU_LANES) {
         let bins = bin_lane(trace, lane, interval, &px, |_, id| {
-            match cpu_span_class(trace, id) {
+            match classes.of(trace, id) {
                 None => 0,
                 Some(CpuSpanClass::Python) => 1,
                 Some(CpuSpanClass::CpuOp) => 2,
@@ -263,7 +285,7 @@ fn bin_lane(
     lane: LaneId,
     window: Interval,
     px: &dyn Fn(TimeNs) -> usize,
-    code: impl Fn(SpanKind, SpanId) -> u8,
+    mut code: impl FnMut(SpanKind, SpanId) -> u8,
 ) -> Vec<u8> {
     let mut bins = vec![0u8; TIMELINE_COLUMNS];
     for id in trace.lane_span_ids(lane) {
