@@ -293,6 +293,19 @@ pub fn attribute_idle(
     threads: &ThreadIndex,
     fw: &Framework,
 ) -> DeviceIdle {
+    attribute_idle_in_chunks(trace, work, ops, window, threads, fw, GAP_CHUNK)
+}
+
+/// [`attribute_idle`] with `gap_chunk` gaps per parallel chunk.
+fn attribute_idle_in_chunks(
+    trace: &Trace,
+    work: &DeviceWork,
+    ops: &[GpuOp],
+    window: &AnalysisWindow,
+    threads: &ThreadIndex,
+    fw: &Framework,
+    gap_chunk: usize,
+) -> DeviceIdle {
     let w = window.interval;
     let mut idle = DeviceIdle {
         device: work.device,
@@ -341,12 +354,12 @@ pub fn attribute_idle(
     // Gaps are independent: chunks of them are attributed in parallel, a wave of one chunk
     // per thread at a time (so that at most a wave's partial lists sit beside the whole),
     // then appended in time order.
-    let wave = GAP_CHUNK * rayon::current_num_threads().max(1);
+    let wave = gap_chunk.saturating_mul(rayon::current_num_threads().max(1));
     for wave in gaps.chunks(wave) {
-        let parts: Vec<GapChunk> = if wave.len() <= GAP_CHUNK {
+        let parts: Vec<GapChunk> = if wave.len() <= gap_chunk {
             vec![cx.attribute(wave)]
         } else {
-            wave.par_chunks(GAP_CHUNK)
+            wave.par_chunks(gap_chunk)
                 .map(|c| cx.attribute(c))
                 .collect()
         };
@@ -539,6 +552,34 @@ impl GapContext<'_> {
 
 #[cfg(test)]
 mod tests {
+    use crate::detectors::testing::scenario;
+
+    /// Chunks of two gaps (many waves, several chunks per wave, run in parallel) give the
+    /// attribution of one chunk, field for field.
+    #[test]
+    fn gaps_attributed_in_parallel_chunks_match_one_pass() {
+        for name in [
+            "launch_bound_tiny_kernels",
+            "dataloader_single_process",
+            "device_sync_every_step",
+            "item_every_step",
+        ] {
+            let trace = scenario(name);
+            let works = crate::utilization::device_work(&trace);
+            let window = crate::window::analysis_window(&trace).expect("a window");
+            let threads = crate::threads::ThreadIndex::build(&trace);
+            let fw = crate::environment::framework(&trace);
+            let work = &works[0];
+            let ops = work.ops_in(window.interval);
+            let run = |chunk| {
+                super::attribute_idle_in_chunks(&trace, work, &ops, &window, &threads, &fw, chunk)
+            };
+            let (one, many) = (run(usize::MAX), run(2));
+            assert!(one.gaps.len() > 4, "{name}: {} gaps", one.gaps.len());
+            assert_eq!(format!("{one:?}"), format!("{many:?}"), "{name}");
+        }
+    }
+
     /// One segment or more per gap, one gap or more per kernel: the size is the memory of the
     /// attribution (the step a segment falls in is looked up, not stored).
     #[test]
