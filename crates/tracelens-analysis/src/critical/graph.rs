@@ -10,13 +10,21 @@
 //! a collective): the wait becomes an edge from that op's end, `after`, with `wait_ns` the
 //! delay past it. So does a binding edge that held the op more than the launch overhead
 //! ([`LAUNCH_OVERHEAD_BOUND_NS`], the idle attribution's bound) when an op of another stream
-//! ended within that bound of its start: the edge keeps the bound, the rest is the wait. The recorded start is exactly reproduced. Graphs are built one step at a time, so memory follows the largest step, not the
-//! trace.
+//! ended within that bound of its start: the edge keeps the bound, the rest is the wait.
+//! The recorded start is exactly reproduced. Graphs are built one step at a time, so memory
+//! follows the largest step, not the trace.
 
 use crate::api::BlockingKind;
 use crate::idle::LAUNCH_OVERHEAD_BOUND_NS;
 use crate::threads::ThreadIndex;
 use tracelens_model::{Interval, LaneId, SpanId, SpanKind, TimeNs, Trace};
+
+/// The edge that set an op's start: its launch, or the previous op on its stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BindingEdge {
+    Launch,
+    Stream,
+}
 
 /// "No node" in the index fields below.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -403,8 +411,8 @@ fn link_nodes(nodes: &mut [GpuNode], host: &[HostItem], lane_end: &mut [Option<T
     }
     let typical_launch = median(&mut launch_bound);
     let typical_queue = median(&mut queue_bound);
-    // Ops whose binding edge held them past the launch overhead: (op, the edge is the launch).
-    let mut held: Vec<(usize, bool)> = Vec::new();
+    // Ops whose binding edge held them past the launch overhead, and that edge.
+    let mut held: Vec<(usize, BindingEdge)> = Vec::new();
     for (i, (n, &(l, e))) in nodes.iter_mut().zip(&edges).enumerate() {
         let binding = launch_binding(n, l, e);
         let mut bound: Option<TimeNs> = None;
@@ -412,7 +420,7 @@ fn link_nodes(nodes: &mut [GpuNode], host: &[HostItem], lane_end: &mut [Option<T
             n.launch_ns = if binding { l } else { l.min(typical_launch) };
             bound = Some(host[n.launch as usize].start_ns + n.launch_ns);
             if binding && l > LAUNCH_OVERHEAD_BOUND_NS {
-                held.push((i, true));
+                held.push((i, BindingEdge::Launch));
             }
         }
         if let Some(e) = e {
@@ -422,7 +430,7 @@ fn link_nodes(nodes: &mut [GpuNode], host: &[HostItem], lane_end: &mut [Option<T
             let launch_by = bound.unwrap_or(TimeNs::MIN);
             if !binding && q > LAUNCH_OVERHEAD_BOUND_NS && launch_by < e + LAUNCH_OVERHEAD_BOUND_NS
             {
-                held.push((i, false));
+                held.push((i, BindingEdge::Stream));
             }
             bound = Some(bound.map_or(e + n.queue_ns, |b| b.max(e + n.queue_ns)));
         }
@@ -436,7 +444,7 @@ const WAIT_SCAN: usize = 16;
 
 /// For each op that waited past its launch and stream edges: the op of another stream that
 /// ended last inside the wait (its release), scanning back at most [`WAIT_SCAN`] ends.
-fn wait_edges(nodes: &mut [GpuNode], held: &[(usize, bool)]) {
+fn wait_edges(nodes: &mut [GpuNode], held: &[(usize, BindingEdge)]) {
     if held.is_empty() && !nodes.iter().any(|n| n.wait_ns > 0) {
         return;
     }
@@ -453,9 +461,8 @@ fn wait_edges(nodes: &mut [GpuNode], held: &[(usize, bool)]) {
             .take_while(|(_, d)| d.end_ns > bound)
             .find(|(_, d)| d.lane != n.lane && d.start_ns < n.start_ns)
     };
-    // (op, the op it waited for, that op's end, the binding edge to cut back: none, the
-    // launch, the stream)
-    let mut released: Vec<(usize, u32, TimeNs, Option<bool>)> = Vec::new();
+    // (op, the op it waited for, that op's end, the binding edge to cut back to the bound)
+    let mut released: Vec<(usize, u32, TimeNs, Option<BindingEdge>)> = Vec::new();
     for (i, n) in nodes.iter().enumerate() {
         if n.wait_ns > 0 {
             if let Some((j, d)) = release(n, n.start_ns - n.wait_ns) {
@@ -467,11 +474,11 @@ fn wait_edges(nodes: &mut [GpuNode], held: &[(usize, bool)]) {
     // overhead of another stream's op's end waited for that op (an event, a collective): the
     // edge keeps the launch overhead and the wait follows the other op, as the idle
     // attribution has it.
-    for &(i, launch) in held {
+    for &(i, edge) in held {
         let n = &nodes[i];
         if n.after == NONE && n.wait_ns == 0 {
             if let Some((j, d)) = release(n, n.start_ns - LAUNCH_OVERHEAD_BOUND_NS) {
-                released.push((i, j, d.end_ns, Some(launch)));
+                released.push((i, j, d.end_ns, Some(edge)));
             }
         }
     }
@@ -480,8 +487,8 @@ fn wait_edges(nodes: &mut [GpuNode], held: &[(usize, bool)]) {
         n.after = j;
         n.wait_ns = n.start_ns - end_ns;
         match cut {
-            Some(true) => n.launch_ns = n.launch_ns.min(LAUNCH_OVERHEAD_BOUND_NS),
-            Some(false) => n.queue_ns = n.queue_ns.min(LAUNCH_OVERHEAD_BOUND_NS),
+            Some(BindingEdge::Launch) => n.launch_ns = n.launch_ns.min(LAUNCH_OVERHEAD_BOUND_NS),
+            Some(BindingEdge::Stream) => n.queue_ns = n.queue_ns.min(LAUNCH_OVERHEAD_BOUND_NS),
             None => {}
         }
     }

@@ -20,7 +20,7 @@ use crate::utilization::GpuOp;
 use crate::window::AnalysisWindow;
 use replay::{Change, Replay};
 use serde::Serialize;
-use tracelens_model::{Interval, SpanId, TimeNs, Trace};
+use tracelens_model::{Interval, LaneId, SpanId, TimeNs, Trace};
 
 /// Segments of the representative step kept in the output.
 pub const MAX_SEGMENTS: usize = 1000;
@@ -144,7 +144,7 @@ pub struct CriticalSegment {
     /// The thread or stream it runs on (not serialized: it means something inside one
     /// import only).
     #[serde(skip)]
-    pub lane: Option<tracelens_model::LaneId>,
+    pub lane: Option<LaneId>,
 }
 
 /// Time of one kind on the critical path.
@@ -451,35 +451,8 @@ pub fn critical_path(
             for replay in &mut replays {
                 replay.step(&g, has_steps);
             }
-            if !rep {
-                continue;
-            }
-            raw.reverse();
-            for (iv, kind, span, lane) in raw {
-                let name = span.map_or("", |s| trace.name(s));
-                if let Some(last) = segments.last_mut() {
-                    if last.kind == kind
-                        && last.name == name
-                        && last.lane == lane
-                        && last.end_ns == iv.start_ns
-                    {
-                        last.end_ns = iv.end_ns;
-                        last.count += 1;
-                        continue;
-                    }
-                }
-                if segments.len() == MAX_SEGMENTS {
-                    segments_omitted += 1;
-                    continue;
-                }
-                segments.push(CriticalSegment {
-                    start_ns: iv.start_ns,
-                    end_ns: iv.end_ns,
-                    kind,
-                    name: name.to_string(),
-                    count: 1,
-                    lane,
-                });
+            if rep {
+                append_segments(trace, raw, &mut segments, &mut segments_omitted);
             }
         }
     });
@@ -496,6 +469,43 @@ pub fn critical_path(
         step_breakdown: shares(&step_totals, 1),
         breakdown: shares(&totals, crate::num::count_i64(steps)),
         all_fixes: predictions(window, &ranges, steps, &changes, &replays, findings),
+    }
+}
+
+/// Appends the representative step's walk (`raw`, from the step's end back) to `segments` in
+/// time order, merging a piece into the one before when it continues it (same kind, name and
+/// lane); past [`MAX_SEGMENTS`], pieces are counted in `omitted`.
+fn append_segments(
+    trace: &Trace,
+    raw: Vec<(Interval, CriticalKind, Option<SpanId>, Option<LaneId>)>,
+    segments: &mut Vec<CriticalSegment>,
+    omitted: &mut usize,
+) {
+    for (iv, kind, span, lane) in raw.into_iter().rev() {
+        let name = span.map_or("", |s| trace.name(s));
+        if let Some(last) = segments.last_mut() {
+            if last.kind == kind
+                && last.name == name
+                && last.lane == lane
+                && last.end_ns == iv.start_ns
+            {
+                last.end_ns = iv.end_ns;
+                last.count += 1;
+                continue;
+            }
+        }
+        if segments.len() == MAX_SEGMENTS {
+            *omitted += 1;
+            continue;
+        }
+        segments.push(CriticalSegment {
+            start_ns: iv.start_ns,
+            end_ns: iv.end_ns,
+            kind,
+            name: name.to_string(),
+            count: 1,
+            lane,
+        });
     }
 }
 
