@@ -10,7 +10,7 @@ use crate::link::{check_external_ids, link_launches, nest};
 use crate::metadata::Metadata;
 use crate::names::{table_index, NameId, StringTable};
 use crate::source::SourceInfo;
-use crate::span::{Span, SpanId, SpanKind, NO_CORRELATION, NO_DETAIL, NO_EXTERNAL_ID};
+use crate::span::{Span, SpanId, SpanIds, SpanKind, NO_DETAIL};
 use crate::time::{TimeNs, NS_PER_S, NS_PER_US};
 use crate::trace::Trace;
 use rustc_hash::FxHashMap;
@@ -70,7 +70,7 @@ pub struct TraceBuilder {
     names: StringTable,
     lane_keys: Vec<LaneKey>,
     lane_index: FxHashMap<LaneKey, LaneId>,
-    spans: Vec<Span>,
+    spans: Vec<BuildSpan>,
     copies: Vec<CopyInfo>,
     op_details: Vec<OpDetail>,
     op_detail_index: FxHashMap<OpDetail, u32>,
@@ -144,7 +144,8 @@ impl TraceBuilder {
             .iter()
             .map(|&k| self.add_kernel_launch(k))
             .collect();
-        self.spans.extend(other.spans.into_iter().map(|mut s| {
+        self.spans.extend(other.spans.into_iter().map(|mut b| {
+            let s = &mut b.span;
             s.name = names[s.name.0 as usize];
             s.lane = lanes[s.lane.0 as usize];
             if s.detail != NO_DETAIL {
@@ -156,7 +157,7 @@ impl TraceBuilder {
                     _ => s.detail + copy_base,
                 };
             }
-            s
+            b
         }));
         self.copies.extend(other.copies);
         for (key, args) in other.collective_args {
@@ -328,15 +329,17 @@ impl TraceBuilder {
             self.absurd_durations += 1;
             return false;
         }
-        self.spans.push(Span {
-            start_ns: input.start_ns,
-            dur_ns,
-            name: input.name,
-            lane: input.lane,
-            kind: input.kind,
-            correlation_raw: input.correlation.unwrap_or(NO_CORRELATION),
-            external_id_raw: input.external_id.unwrap_or(NO_EXTERNAL_ID),
-            detail: input.detail,
+        self.spans.push(BuildSpan {
+            span: Span {
+                start_ns: input.start_ns,
+                dur_ns,
+                name: input.name,
+                lane: input.lane,
+                kind: input.kind,
+                has_correlation: input.correlation.is_some(),
+                detail: input.detail,
+            },
+            ids: SpanIds::new(input.correlation, input.external_id),
         });
         true
     }
@@ -409,14 +412,19 @@ impl TraceBuilder {
             metadata: std::mem::take(&mut self.metadata),
             ..Trace::default()
         };
-        self.sort_into(&mut trace);
+        let ids = self.sort_into(&mut trace);
         nest(&mut trace);
-        link_launches(&mut trace);
-        self.attach_collective_args(&mut trace);
-        check_external_ids(&mut trace);
+        link_launches(&mut trace, &ids);
+        self.attach_collective_args(&mut trace, &ids);
+        check_external_ids(&mut trace, &ids);
         trace.step_names = std::mem::take(&mut self.step_names);
         trace.steps = collect_steps(&trace);
         trace.devices = collect_devices(&trace);
+        // Only splitting a capture into its ranks links again; any other trace drops the
+        // ids here (16 bytes a span).
+        if !trace.rank_processes().is_empty() {
+            trace.span_ids = ids;
+        }
         trace.warnings = std::mem::take(&mut self.warnings);
         self.add_count_warnings(&mut trace);
         trace.redact();
@@ -425,7 +433,7 @@ impl TraceBuilder {
 
     /// Gives each collective kernel its recorded arguments: its own (by correlation id), else
     /// those of the CPU op that shares its External id (`record_param_comms`).
-    fn attach_collective_args(&mut self, trace: &mut Trace) {
+    fn attach_collective_args(&mut self, trace: &mut Trace, ids: &[SpanIds]) {
         if self.collective_args.is_empty() {
             return;
         }
@@ -434,15 +442,15 @@ impl TraceBuilder {
             by_key.entry(*key).or_insert(i);
         }
         let mut attached = Vec::new();
-        for (i, s) in trace.spans.iter().enumerate() {
+        for (i, (s, ids)) in trace.spans.iter().zip(ids).enumerate() {
             if s.kind != SpanKind::Kernel {
                 continue;
             }
-            let own = s
+            let own = ids
                 .correlation()
                 .and_then(|c| by_key.get(&CollectiveKey::Kernel(c)));
             let op = || {
-                s.external_id()
+                ids.external_id()
                     .and_then(|e| by_key.get(&CollectiveKey::Op(e)))
             };
             if let Some(&at) = own.or_else(op) {
@@ -479,17 +487,20 @@ impl TraceBuilder {
         }
         let mut recovered = 0;
         for &(idx, pid, tid) in &self.awaiting_flow {
-            let span = &mut self.spans[idx as usize];
+            let BuildSpan { span, ids } = &mut self.spans[idx as usize];
             let is_start = !span.kind.is_gpu();
             if let Some(&id) = by_place.get(&(is_start, pid, tid, span.start_ns)) {
-                span.correlation_raw = id;
+                span.has_correlation = true;
+                ids.set_correlation(id);
                 recovered += 1;
             }
         }
         self.metadata_links_from_flows = recovered;
     }
 
-    fn sort_into(&mut self, trace: &mut Trace) {
+    /// Sorts the spans into lanes and time order, drops repeated events and moves the tables
+    /// into `trace`; returns the spans' ids, in the new order.
+    fn sort_into(&mut self, trace: &mut Trace) -> Vec<SpanIds> {
         // Lanes: GPU streams first, then CPU threads, each in key order.
         let mut order: Vec<u32> = (0..self.lane_keys.len()).map(table_index).collect();
         order.sort_by_key(|&i| self.lane_keys[i as usize]);
@@ -499,7 +510,7 @@ impl TraceBuilder {
         }
         let mut spans = std::mem::take(&mut self.spans);
         for s in &mut spans {
-            s.lane = LaneId(remap[s.lane.0 as usize]);
+            s.span.lane = LaneId(remap[s.span.lane.0 as usize]);
         }
         let mut memory = std::mem::take(&mut self.memory);
         for m in &mut memory {
@@ -508,35 +519,36 @@ impl TraceBuilder {
         memory.sort_by_key(|m| m.ts_ns);
         trace.memory = memory;
         spans.sort_unstable_by(|a, b| {
+            let (sa, sb) = (&a.span, &b.span);
             (
-                a.lane,
-                a.start_ns,
-                std::cmp::Reverse(a.dur_ns),
-                a.kind,
-                a.name,
-                a.correlation_raw,
-                a.external_id_raw,
+                sa.lane,
+                sa.start_ns,
+                std::cmp::Reverse(sa.dur_ns),
+                sa.kind,
+                sa.name,
+                a.ids,
             )
                 .cmp(&(
-                    b.lane,
-                    b.start_ns,
-                    std::cmp::Reverse(b.dur_ns),
-                    b.kind,
-                    b.name,
-                    b.correlation_raw,
-                    b.external_id_raw,
+                    sb.lane,
+                    sb.start_ns,
+                    std::cmp::Reverse(sb.dur_ns),
+                    sb.kind,
+                    sb.name,
+                    b.ids,
                 ))
         });
         // The same event written twice (a trace concatenated or re-exported with itself) is
         // counted once: otherwise its time counts twice and shares pass 100 %.
         let before = spans.len();
-        spans.dedup_by(|a, b| {
+        spans.dedup_by(|later, kept| {
+            let (a, b) = (&later.span, &kept.span);
             a.dur_ns > 0
                 && (a.lane, a.start_ns, a.dur_ns, a.kind, a.name)
                     == (b.lane, b.start_ns, b.dur_ns, b.kind, b.name)
-                && (a.correlation_raw, a.external_id_raw) == (b.correlation_raw, b.external_id_raw)
+                && later.ids == kept.ids
         });
         self.duplicates = (before - spans.len()) as u64;
+        let (spans, ids) = into_columns(spans);
         let mut lanes = Vec::with_capacity(order.len());
         let mut cursor = 0usize;
         for (new, &old) in order.iter().enumerate() {
@@ -568,6 +580,7 @@ impl TraceBuilder {
         trace.op_details = std::mem::take(&mut self.op_details);
         trace.kernel_launches = std::mem::take(&mut self.kernel_launches);
         trace.links.links_from_flows = self.metadata_links_from_flows;
+        ids
     }
 
     fn add_count_warnings(&self, trace: &mut Trace) {
@@ -656,6 +669,34 @@ impl TraceBuilder {
             });
         }
     }
+}
+
+/// A span and its ids, as the builder holds them until `finish` sorts and links.
+#[derive(Clone, Copy, Debug)]
+struct BuildSpan {
+    span: Span,
+    ids: SpanIds,
+}
+
+/// Splits the builder's spans into the span column and the ids column without holding both
+/// copies at once: elements move from the back in blocks and the source is shrunk after each
+/// block (for an allocation this size the allocator hands the tail back), so the columns grow
+/// as the source shrinks; both are filled back to front, then reversed.
+fn into_columns(mut spans: Vec<BuildSpan>) -> (Vec<Span>, Vec<SpanIds>) {
+    const BLOCK: usize = 1 << 16;
+    let mut span_column = Vec::with_capacity(spans.len());
+    let mut id_column = Vec::with_capacity(spans.len());
+    while !spans.is_empty() {
+        let from = spans.len().saturating_sub(BLOCK);
+        for b in spans.drain(from..).rev() {
+            span_column.push(b.span);
+            id_column.push(b.ids);
+        }
+        spans.shrink_to_fit();
+    }
+    span_column.reverse();
+    id_column.reverse();
+    (span_column, id_column)
 }
 
 #[cfg(test)]

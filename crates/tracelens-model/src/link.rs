@@ -5,7 +5,7 @@
 use crate::builder::NESTING_TOLERANCE_NS;
 use crate::diagnostics::{Warning, WarningKind};
 use crate::names::table_index;
-use crate::span::{SpanId, SpanKind};
+use crate::span::{SpanId, SpanIds, SpanKind};
 use crate::time::TimeNs;
 use crate::trace::{LinkStats, Trace, NO_SPAN};
 
@@ -43,8 +43,8 @@ pub(crate) fn nest(trace: &mut Trace) {
     trace.parent = parent;
 }
 
-/// Joins GPU-lane spans to the API call with the same correlation id.
-pub(crate) fn link_launches(trace: &mut Trace) {
+/// Joins GPU-lane spans to the API call with the same correlation id (`ids`, by span).
+pub(crate) fn link_launches(trace: &mut Trace, ids: &[SpanIds]) {
     // A sort-merge join on correlation id: cache-friendly where a hash join over millions of
     // calls is not.
     let mut apis: Vec<(u64, u32)> = Vec::new();
@@ -53,16 +53,16 @@ pub(crate) fn link_launches(trace: &mut Trace) {
         links_from_flows: trace.links.links_from_flows,
         ..LinkStats::default()
     };
-    for (i, s) in trace.spans.iter().enumerate() {
+    for (i, (s, ids)) in trace.spans.iter().zip(ids).enumerate() {
         if s.kind.is_api_call() {
-            if let Some(c) = s.correlation() {
+            if let Some(c) = ids.correlation() {
                 apis.push((c, table_index(i)));
             }
         } else if s.kind.is_gpu() && s.kind != SpanKind::GpuUserAnnotation {
             if s.kind.is_gpu_work() {
                 stats.gpu_ops += 1;
             }
-            match s.correlation() {
+            match ids.correlation() {
                 Some(c) => ops.push((c, table_index(i))),
                 None if s.kind.is_gpu_work() => stats.gpu_ops_without_correlation += 1,
                 None => {}
@@ -130,23 +130,24 @@ pub(crate) fn link_launches(trace: &mut Trace) {
     }
 }
 
-/// Compares each API call's `External id` with that of its innermost enclosing op.
-pub(crate) fn check_external_ids(trace: &mut Trace) {
+/// Compares each API call's `External id` (`ids`, by span) with that of its innermost
+/// enclosing op.
+pub(crate) fn check_external_ids(trace: &mut Trace, ids: &[SpanIds]) {
     let (mut checked, mut mismatched) = (0, 0);
-    for i in 0..trace.spans.len() {
-        let s = trace.spans[i];
-        let Some(ext) = s.external_id().filter(|_| s.kind.is_api_call()) else {
+    let external_id = |id: SpanId| ids[id.0 as usize].external_id();
+    for (i, (s, own)) in trace.spans.iter().zip(ids).enumerate() {
+        let Some(ext) = own.external_id().filter(|_| s.kind.is_api_call()) else {
             continue;
         };
         let op = trace.ancestors(SpanId::at(i)).find(|&p| {
             matches!(
                 trace.span(p).kind,
                 SpanKind::CpuOp | SpanKind::UserAnnotation
-            ) && trace.span(p).external_id().is_some()
+            ) && external_id(p).is_some()
         });
         if let Some(op) = op {
             checked += 1;
-            if trace.span(op).external_id() != Some(ext) {
+            if external_id(op) != Some(ext) {
                 mismatched += 1;
             }
         }

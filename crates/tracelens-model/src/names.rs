@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 pub struct NameId(pub u32);
 
 /// A position in one of the model's tables as the model stores it (`u32`). No table reaches
-/// 2^32 entries: 2^32 spans would take 192 GiB (48 bytes each), names and lanes more still,
+/// 2^32 entries: 2^32 spans would take 128 GiB (32 bytes each), names and lanes more still,
 /// past the memory of any machine tracelens runs on, so this is an invariant, not an input
 /// check.
 #[must_use]

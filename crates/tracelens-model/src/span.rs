@@ -114,16 +114,15 @@ impl SpanKind {
 /// Sentinel for "no side-table entry" in [`Span::detail`].
 pub const NO_DETAIL: u32 = u32::MAX;
 
-/// One timed interval on a lane. 48 bytes: optional ids are stored with sentinels and read
-/// through [`Span::correlation`] and [`Span::external_id`].
+/// One timed interval on a lane. 32 bytes: the launch correlation and `External id` that
+/// join spans while a trace is built live in [`SpanIds`], beside the span table only while
+/// linking (and in a trace whose ranks can be split, [`crate::Trace::span_ids`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Span {
     /// Start, in trace nanoseconds.
     pub start_ns: TimeNs,
     /// Duration in nanoseconds, never negative (importers clamp and warn).
     pub dur_ns: TimeNs,
-    pub(crate) correlation_raw: u64,
-    pub(crate) external_id_raw: i64,
     /// Interned name.
     pub name: NameId,
     /// The lane it runs on.
@@ -133,14 +132,41 @@ pub struct Span {
     pub detail: u32,
     /// What it records.
     pub kind: SpanKind,
+    /// Whether it carried a launch correlation id (linked or not).
+    pub(crate) has_correlation: bool,
+}
+
+/// The ids that join a span to others while a trace is built: launch correlation (API call ↔
+/// GPU op) and profiler `External id` (op ↔ API call ↔ GPU op). 16 bytes, sentinels for
+/// "none", kept in a column beside the spans rather than in each span.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SpanIds {
+    correlation_raw: u64,
+    external_id_raw: i64,
 }
 
 /// Stored for "no correlation id".
-pub(crate) const NO_CORRELATION: u64 = u64::MAX;
+const NO_CORRELATION: u64 = u64::MAX;
 /// Stored for "no External id".
-pub(crate) const NO_EXTERNAL_ID: i64 = i64::MIN;
+const NO_EXTERNAL_ID: i64 = i64::MIN;
 
-impl Span {
+impl Default for SpanIds {
+    /// No ids.
+    fn default() -> SpanIds {
+        SpanIds::new(None, None)
+    }
+}
+
+impl SpanIds {
+    /// The ids of a span; `None` for an id it lacks.
+    #[must_use]
+    pub fn new(correlation: Option<u64>, external_id: Option<i64>) -> SpanIds {
+        SpanIds {
+            correlation_raw: correlation.unwrap_or(NO_CORRELATION),
+            external_id_raw: external_id.unwrap_or(NO_EXTERNAL_ID),
+        }
+    }
+
     /// Launch correlation id (runtime/driver call ↔ GPU op).
     #[must_use]
     pub fn correlation(&self) -> Option<u64> {
@@ -151,6 +177,19 @@ impl Span {
     #[must_use]
     pub fn external_id(&self) -> Option<i64> {
         (self.external_id_raw != NO_EXTERNAL_ID).then_some(self.external_id_raw)
+    }
+
+    pub(crate) fn set_correlation(&mut self, id: u64) {
+        self.correlation_raw = id;
+    }
+}
+
+impl Span {
+    /// Whether the span carried a launch correlation id: a GPU op with one was launched by a
+    /// call, in the trace or not; one without comes from a GPU-only recording.
+    #[must_use]
+    pub fn has_correlation(&self) -> bool {
+        self.has_correlation
     }
 
     /// End, in trace nanoseconds.
@@ -171,7 +210,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_span_stays_at_48_bytes() {
-        assert_eq!(std::mem::size_of::<Span>(), 48);
+    fn a_span_stays_at_32_bytes_and_its_ids_at_16() {
+        assert_eq!(std::mem::size_of::<Span>(), 32);
+        assert_eq!(std::mem::size_of::<SpanIds>(), 16);
     }
 }

@@ -113,7 +113,12 @@ impl Trace {
                         .map_or(NO_DETAIL, |k| b.add_kernel_launch(*k)),
                     _ => NO_DETAIL,
                 };
-                if let (Some(args), Some(c)) = (self.collective_args(id), s.correlation()) {
+                let ids = self
+                    .span_ids
+                    .get(id.0 as usize)
+                    .copied()
+                    .unwrap_or_default();
+                if let (Some(args), Some(c)) = (self.collective_args(id), ids.correlation()) {
                     b.add_collective_args(CollectiveKey::Kernel(c), args.clone());
                 }
                 b.add_span(SpanInput {
@@ -122,8 +127,8 @@ impl Trace {
                     start_ns: s.start_ns,
                     dur_ns: s.dur_ns,
                     name,
-                    correlation: s.correlation(),
-                    external_id: s.external_id(),
+                    correlation: ids.correlation(),
+                    external_id: ids.external_id(),
                     detail,
                 });
             }
@@ -139,5 +144,80 @@ impl Trace {
         let mut source = self.source.clone();
         source.path = format!("{}#process {}", source.path, rank.pid);
         b.finish(source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::builder::{SpanInput, TraceBuilder};
+    use crate::lane::{Ident, LaneKey};
+    use crate::source::SourceInfo;
+    use crate::span::{SpanId, SpanKind, NO_DETAIL};
+    use crate::trace::Trace;
+
+    /// Each process launches one kernel on its own device: `processes` of them.
+    fn capture(processes: i64) -> Trace {
+        let mut b = TraceBuilder::new();
+        for p in 0..processes {
+            let cpu = b.lane(LaneKey::Cpu {
+                pid: Ident::Num(100 + p),
+                tid: Ident::Num(1),
+            });
+            let gpu = b.lane(LaneKey::Gpu {
+                device: p,
+                stream: 7,
+            });
+            let launch = b.intern("cudaLaunchKernel");
+            let kernel = b.intern("gemm");
+            let correlation = Some(u64::try_from(p).unwrap() + 1);
+            for (kind, lane, name, start_ns) in [
+                (SpanKind::Runtime, cpu, launch, 1_000),
+                (SpanKind::Kernel, gpu, kernel, 5_000),
+            ] {
+                b.add_span(SpanInput {
+                    kind,
+                    lane,
+                    start_ns,
+                    dur_ns: 2_000,
+                    name,
+                    correlation,
+                    external_id: None,
+                    detail: NO_DETAIL,
+                });
+            }
+        }
+        b.finish(SourceInfo::default())
+    }
+
+    fn kernel_is_linked(t: &Trace) -> bool {
+        let kernel = (0..t.spans.len())
+            .map(SpanId::at)
+            .find(|&id| t.span(id).kind == SpanKind::Kernel)
+            .unwrap();
+        t.launch_of(kernel)
+            .is_some_and(|l| t.span(l).kind == SpanKind::Runtime)
+    }
+
+    #[test]
+    fn each_rank_of_a_capture_keeps_its_launch_links_and_a_single_process_drops_the_ids() {
+        let one = capture(1);
+        assert!(one.rank_processes().is_empty());
+        assert!(one.span_ids.is_empty(), "ids kept without ranks to split");
+        assert!(kernel_is_linked(&one));
+
+        let two = capture(2);
+        let ranks = two.rank_processes();
+        assert_eq!(ranks.len(), 2);
+        assert_eq!(two.span_ids.len(), two.spans.len());
+        for rank in &ranks {
+            let t = two.only_process(rank);
+            assert_eq!(t.spans.len(), 2);
+            assert!(
+                kernel_is_linked(&t),
+                "rank {} lost its launch link",
+                rank.pid
+            );
+            assert!(t.span_ids.is_empty());
+        }
     }
 }

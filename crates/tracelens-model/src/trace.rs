@@ -110,6 +110,9 @@ pub struct Trace {
     pub(crate) launch: Vec<u32>,
     pub(crate) launched_offsets: Vec<(u32, u32, u32)>,
     pub(crate) launched_ops: Vec<SpanId>,
+    /// The spans' ids, by span, kept only where [`Trace::rank_processes`] finds ranks to
+    /// split (the split links each rank again); empty otherwise.
+    pub(crate) span_ids: Vec<crate::span::SpanIds>,
 }
 
 impl Trace {

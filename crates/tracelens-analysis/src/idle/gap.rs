@@ -82,7 +82,7 @@ impl GapAttribution<'_, '_> {
     ) -> Outcome {
         let trace = self.trace;
         let Some(launch) = trace.launch_of(ender) else {
-            let reason = if trace.span(ender).correlation().is_some() {
+            let reason = if trace.span(ender).has_correlation() {
                 UnattributedReason::LaunchNotInTrace
             } else {
                 UnattributedReason::NoCorrelation
