@@ -99,7 +99,7 @@ pub fn idle_tracks(trace: &Trace, device_idle: &[DeviceIdle]) -> Vec<IdleTrack> 
                 .map(|seg| IdleMark {
                     cause: seg.cause,
                     interval: seg.interval,
-                    sync: seg.sync.and_then(|sync| {
+                    sync: seg.sync().and_then(|sync| {
                         let span = trace.span(sync);
                         match trace.lane(span.lane).key {
                             LaneKey::Cpu { pid, tid } => Some(SyncOrigin {

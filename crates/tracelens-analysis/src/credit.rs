@@ -73,14 +73,14 @@ pub fn credit_idle(
     let mut credit = IdleCredit::default();
     let mut host_ops = HostTime::default();
     for gap in &idle.gaps {
-        let lane = gap.lane;
+        let lane = gap.lane();
         let mut budget = DISPATCH_BOUND_NS;
         for seg in idle.segments_of(gap) {
             let iv = seg.interval;
             match seg.cause {
                 IdleCause::DataLoading => credit.data_loader_ns += iv.dur_ns(),
                 IdleCause::SyncDrain => {
-                    if let Some(s) = seg.sync {
+                    if let Some(s) = seg.sync() {
                         *credit.by_sync.entry(s).or_default() += iv.dur_ns();
                     }
                 }

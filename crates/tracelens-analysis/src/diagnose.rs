@@ -554,8 +554,8 @@ fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {
             GapSummary {
                 interval: g.interval,
                 causes: by_size(&causes, g.interval.dur_ns()),
-                ended_by: g.ended_by.map(|e| trace.name(e).to_string()),
-                launch: g.launch.map(|l| trace.name(l).to_string()),
+                ended_by: g.ended_by().map(|e| trace.name(e).to_string()),
+                launch: g.launch().map(|l| trace.name(l).to_string()),
                 wait: g.wait,
             }
         })

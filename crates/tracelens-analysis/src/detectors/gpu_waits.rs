@@ -98,7 +98,7 @@ fn facts(cx: &Context, cause: IdleCause) -> WaitFacts {
             continue;
         }
         f.gaps += 1;
-        if let Some(ender) = gap.ended_by {
+        if let Some(ender) = gap.ended_by() {
             let s = trace.span(ender);
             if let LaneKey::Gpu { stream, .. } = trace.lane(s.lane).key {
                 *f.by_stream.entry(stream).or_default() += waited;
@@ -107,7 +107,7 @@ fn facts(cx: &Context, cause: IdleCause) -> WaitFacts {
                 .entry(trace.names.get(s.name).to_string())
                 .or_default() += waited;
         }
-        let Some(lane) = gap.lane else { continue };
+        let Some(lane) = gap.lane() else { continue };
         let range = trace.lane(lane).spans.clone();
         let spans = &trace.spans[range.start as usize..range.end as usize];
         let is_call = |k: SpanKind| {

@@ -31,11 +31,7 @@ pub(super) fn push(
 ) {
     if let Some(c) = iv.clip(gap) {
         if c.dur_ns() > 0 {
-            segments.push(IdleSegment {
-                cause,
-                interval: c,
-                sync,
-            });
+            segments.push(IdleSegment::new(cause, c, sync));
         }
     }
 }

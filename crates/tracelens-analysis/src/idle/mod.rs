@@ -180,36 +180,85 @@ pub enum WaitEvidence {
     GraphLaunch,
 }
 
-/// One piece of a gap with one cause.
+/// Stored for "none" in the id fields of [`IdleSegment`] and [`Gap`].
+const NONE: u32 = u32::MAX;
+
+fn none() -> u32 {
+    NONE
+}
+
+fn stored(id: Option<u32>) -> u32 {
+    id.unwrap_or(NONE)
+}
+
+fn read(at: u32) -> Option<u32> {
+    (at != NONE).then_some(at)
+}
+
+/// One piece of a gap with one cause. 24 bytes: there is one or more per gap.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct IdleSegment {
     /// Why.
     pub cause: IdleCause,
     /// When.
     pub interval: Interval,
-    /// The blocking call charged, for `sync_drain`.
-    #[serde(skip)]
-    pub sync: Option<SpanId>,
+    #[serde(skip, default = "none")]
+    sync_at: u32,
 }
 
-/// One idle gap.
+impl IdleSegment {
+    /// A segment; `sync` is the blocking call charged, for `sync_drain`.
+    #[must_use]
+    pub fn new(cause: IdleCause, interval: Interval, sync: Option<SpanId>) -> IdleSegment {
+        IdleSegment {
+            cause,
+            interval,
+            sync_at: stored(sync.map(|s| s.0)),
+        }
+    }
+
+    /// The blocking call charged, for `sync_drain`.
+    #[must_use]
+    pub fn sync(&self) -> Option<SpanId> {
+        read(self.sync_at).map(SpanId)
+    }
+}
+
+/// One idle gap. 40 bytes: ids are stored with a sentinel and read through methods.
 #[derive(Clone, Debug)]
 pub struct Gap {
     /// When (inside the window).
     pub interval: Interval,
-    /// The GPU op whose start ends the gap (after the window for a step's tail).
-    pub ended_by: Option<SpanId>,
-    /// Its launch call, if in the trace.
-    pub launch: Option<SpanId>,
-    /// The CPU thread whose time explains the gap: the launching thread of the op that ends
-    /// it, or, after the device's last op, of the op before it.
-    pub lane: Option<tracelens_model::LaneId>,
+    ended_by_at: u32,
+    launch_at: u32,
+    lane_at: u32,
+    /// Its segments in [`DeviceIdle::segments`].
+    pub segments: Range<u32>,
     /// Why it could not be attributed, if it could not.
     pub unattributed: Option<UnattributedReason>,
     /// What shows a GPU-side wait, for gaps that have one.
     pub wait: Option<WaitEvidence>,
-    /// Its segments in [`DeviceIdle::segments`].
-    pub segments: Range<u32>,
+}
+
+impl Gap {
+    /// The GPU op whose start ends the gap (after the window for a step's tail).
+    #[must_use]
+    pub fn ended_by(&self) -> Option<SpanId> {
+        read(self.ended_by_at).map(SpanId)
+    }
+
+    /// Its launch call, if in the trace.
+    #[must_use]
+    pub fn launch(&self) -> Option<SpanId> {
+        read(self.launch_at).map(SpanId)
+    }
+
+    /// The CPU thread whose time explains the gap: the launching thread of the op that ends
+    /// it, or, after the device's last op, of the op before it.
+    #[must_use]
+    pub fn lane(&self) -> Option<tracelens_model::LaneId> {
+        read(self.lane_at).map(tracelens_model::LaneId)
+    }
 }
 
 /// Idle attribution of one device.
@@ -538,12 +587,12 @@ impl GapContext<'_> {
             }
             out.gaps.push(Gap {
                 interval: gap,
-                ended_by: ender,
-                launch: outcome.launch,
-                lane: outcome.lane,
+                ended_by_at: stored(ender.map(|s| s.0)),
+                launch_at: stored(outcome.launch.map(|s| s.0)),
+                lane_at: stored(outcome.lane.map(|l| l.0)),
+                segments: table_index(seg_start)..table_index(out.segments.len()),
                 unattributed: outcome.unattributed,
                 wait: outcome.wait,
-                segments: table_index(seg_start)..table_index(out.segments.len()),
             });
         }
         out
@@ -580,10 +629,11 @@ mod tests {
         }
     }
 
-    /// One segment or more per gap, one gap or more per kernel: the size is the memory of the
-    /// attribution (the step a segment falls in is looked up, not stored).
+    /// One segment or more per gap, one gap or more per kernel: the sizes are the memory of
+    /// the attribution (the step a segment falls in is looked up, not stored).
     #[test]
-    fn an_idle_segment_takes_32_bytes() {
-        assert_eq!(std::mem::size_of::<super::IdleSegment>(), 32);
+    fn an_idle_segment_takes_24_bytes_and_a_gap_40() {
+        assert_eq!(std::mem::size_of::<super::IdleSegment>(), 24);
+        assert_eq!(std::mem::size_of::<super::Gap>(), 40);
     }
 }
