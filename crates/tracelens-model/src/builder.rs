@@ -13,6 +13,7 @@ use crate::source::SourceInfo;
 use crate::span::{Span, SpanId, SpanIds, SpanKind, NO_DETAIL};
 use crate::time::{TimeNs, NS_PER_S, NS_PER_US};
 use crate::trace::Trace;
+use rayon::slice::ParallelSliceMut;
 use rustc_hash::FxHashMap;
 
 /// Durations above this are CUPTI garbage or clock errors, and such spans are dropped.
@@ -518,7 +519,7 @@ impl TraceBuilder {
         }
         memory.sort_by_key(|m| m.ts_ns);
         trace.memory = memory;
-        spans.sort_unstable_by(|a, b| {
+        spans.par_sort_unstable_by(|a, b| {
             let (sa, sb) = (&a.span, &b.span);
             (
                 sa.lane,
