@@ -44,6 +44,9 @@ pub struct Decoders {
     next_index: usize,
     to_workers: Option<SyncSender<(usize, Batch)>>,
     from_workers: Receiver<(usize, EventReader)>,
+    /// Batches the workers have decoded, emptied for reuse: the buffers are allocated once
+    /// for the whole read, not once per batch.
+    recycled: Receiver<Batch>,
     workers: Vec<JoinHandle<()>>,
     /// Decoded batches waiting for an earlier one.
     pending: std::collections::BTreeMap<usize, EventReader>,
@@ -56,14 +59,16 @@ impl Decoders {
     pub fn start(n: usize) -> Decoders {
         let (to_workers, jobs) = sync_channel::<(usize, Batch)>(n * 2);
         let (results, from_workers) = std::sync::mpsc::channel();
+        let (emptied, recycled) = std::sync::mpsc::channel();
         let jobs = Arc::new(Mutex::new(jobs));
         let workers = (0..n)
             .map(|_| {
                 let jobs = Arc::clone(&jobs);
                 let results = results.clone();
+                let emptied = emptied.clone();
                 std::thread::spawn(move || loop {
                     let job = jobs.lock().map(|rx| rx.recv());
-                    let Ok(Ok((index, batch))) = job else {
+                    let Ok(Ok((index, mut batch))) = job else {
                         return;
                     };
                     let mut reader = EventReader::default();
@@ -73,6 +78,10 @@ impl Decoders {
                             reader.read_next(rest, p.offset + at as u64)
                         });
                     }
+                    batch.bytes.clear();
+                    batch.pieces.clear();
+                    // The reader may have stopped taking batches; the buffer is then dropped.
+                    let _ = emptied.send(batch);
                     if results.send((index, reader)).is_err() {
                         return;
                     }
@@ -84,6 +93,7 @@ impl Decoders {
             next_index: 0,
             to_workers: Some(to_workers),
             from_workers,
+            recycled,
             workers,
             pending: std::collections::BTreeMap::new(),
             next_absorb: 0,
@@ -133,7 +143,8 @@ impl Decoders {
         if self.current.pieces.is_empty() {
             return;
         }
-        let batch = std::mem::take(&mut self.current);
+        let empty = self.recycled.try_recv().unwrap_or_default();
+        let batch = std::mem::replace(&mut self.current, empty);
         if let Some(tx) = &self.to_workers {
             let _ = tx.send((self.next_index, batch));
         }

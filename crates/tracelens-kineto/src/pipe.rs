@@ -2,7 +2,7 @@
 //! works on earlier ones, so the two costs overlap instead of adding up.
 
 use std::io::{self, Read};
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 
 /// Size of the chunks handed from the inflating thread to the parser.
 const CHUNK_BYTES: usize = 1 << 20;
@@ -12,6 +12,9 @@ const CHUNKS_IN_FLIGHT: usize = 4;
 /// The reading end: a plain `Read` over the chunks, ending with the source's error, if any.
 pub struct Pipe {
     rx: Receiver<io::Result<Vec<u8>>>,
+    /// Read chunks go back to the inflating thread to be filled again: the chunks are
+    /// allocated once for the whole stream, not once per megabyte.
+    emptied: Sender<Vec<u8>>,
     chunk: Vec<u8>,
     pos: usize,
     done: bool,
@@ -20,8 +23,10 @@ pub struct Pipe {
 /// Starts reading `src` on a background thread.
 pub fn spawn<R: Read + Send + 'static>(mut src: R) -> Pipe {
     let (tx, rx) = sync_channel(CHUNKS_IN_FLIGHT);
+    let (emptied, recycled) = channel::<Vec<u8>>();
     std::thread::spawn(move || loop {
-        let mut buf = vec![0u8; CHUNK_BYTES];
+        let mut buf = recycled.try_recv().unwrap_or_default();
+        buf.resize(CHUNK_BYTES, 0);
         let mut filled = 0;
         let mut error = None;
         while filled < buf.len() {
@@ -51,6 +56,7 @@ pub fn spawn<R: Read + Send + 'static>(mut src: R) -> Pipe {
     });
     Pipe {
         rx,
+        emptied,
         chunk: Vec::new(),
         pos: 0,
         done: false,
@@ -71,7 +77,9 @@ impl Read for Pipe {
             }
             match self.rx.recv() {
                 Ok(Ok(chunk)) => {
-                    self.chunk = chunk;
+                    let read = std::mem::replace(&mut self.chunk, chunk);
+                    // The thread may have ended; the chunk is then dropped.
+                    let _ = self.emptied.send(read);
                     self.pos = 0;
                 }
                 Ok(Err(e)) => {
