@@ -492,6 +492,25 @@ fn wait_edges(nodes: &mut [GpuNode], held: &[(usize, BindingEdge)]) {
             None => {}
         }
     }
+    // A launch that held its op past the launch overhead with no other stream's op to follow:
+    // the op waited for something the trace does not show (an event no traced stream
+    // recorded). The launch keeps the overhead and the rest is a GPU wait after the later of
+    // the launch and the stream, as the idle attribution has it; the op starts when it did.
+    for &(i, edge) in held {
+        let n = nodes[i];
+        if edge != BindingEdge::Launch || n.after != NONE || n.wait_ns != 0 {
+            continue;
+        }
+        let launch_at = n.start_ns - n.launch_ns + LAUNCH_OVERHEAD_BOUND_NS;
+        let prev_end = match n.stream_prev {
+            NONE => n.prev_end_ns,
+            p => Some(nodes[p as usize].end_ns),
+        };
+        let bound = prev_end.map_or(launch_at, |e| launch_at.max(e + n.queue_ns));
+        let n = &mut nodes[i];
+        n.launch_ns = LAUNCH_OVERHEAD_BOUND_NS;
+        n.wait_ns = n.start_ns - bound;
+    }
 }
 
 /// Each blocking call's awaited op: the last to finish of the ops launched before the call

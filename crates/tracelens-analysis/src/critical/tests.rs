@@ -258,3 +258,50 @@ fn an_op_held_on_its_stream_until_a_collective_ends_waits_for_it() {
     assert!(kinds.contains(&CriticalKind::Communication), "{kinds:?}");
     assert!(!kinds.contains(&CriticalKind::GpuQueue), "{kinds:?}");
 }
+
+/// A kernel launched at 30–35 µs, after the kernel before it on its stream ended (20 µs),
+/// that starts only at 500 µs with no op of another stream ending near: it waited for
+/// something the trace does not show (an event no traced stream recorded).
+fn waits_for_an_untraced_event() -> StepGraph {
+    StepGraph::from_parts(
+        vec![
+            item(0, 2 * US, HostKind::Call, 1),
+            item(30 * US, 35 * US, HostKind::Call, 2),
+        ],
+        vec![op(10 * US, 20 * US, 0), op(500 * US, 600 * US, 1)],
+        0,
+        36 * US,
+        2,
+    )
+}
+
+#[test]
+fn a_launch_held_past_the_overhead_with_nothing_to_follow_is_a_gpu_wait() {
+    let g = waits_for_an_untraced_event();
+    let held = &g.gpu[1];
+    assert_eq!(held.after, NONE);
+    assert_eq!(
+        held.launch_ns,
+        30 * US,
+        "the launch keeps the launch overhead"
+    );
+    // Launched at 30 µs: the launch takes it to 60 µs, then it waits until 500 µs.
+    assert_eq!(held.wait_ns, 440 * US);
+    // The op starts when it did: no change replays to the recorded step.
+    assert_eq!(delta(&g, &Change::default()), 0);
+    let trace = Trace::default();
+    let mut on_path: Vec<(CriticalKind, TimeNs)> = Vec::new();
+    walk(&trace, &g, 0, 600 * US, |iv, kind, _, _| {
+        on_path.push((kind, iv.dur_ns()));
+    });
+    let time_of = |k: CriticalKind| -> TimeNs {
+        on_path
+            .iter()
+            .filter(|(kind, _)| *kind == k)
+            .map(|(_, d)| d)
+            .sum()
+    };
+    assert_eq!(time_of(CriticalKind::GpuWait), 440 * US, "{on_path:?}");
+    assert_eq!(time_of(CriticalKind::Launch), 30 * US, "{on_path:?}");
+    assert_eq!(time_of(CriticalKind::Kernel), 100 * US, "{on_path:?}");
+}
