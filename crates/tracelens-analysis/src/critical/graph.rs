@@ -107,6 +107,15 @@ impl GpuNode {
             after: NONE,
         }
     }
+
+    /// When the op before it on its stream ended, as recorded: that op's end, or, for the
+    /// step's first op of the stream, the stream's end before the step.
+    pub(crate) fn recorded_prev_end_ns(&self, nodes: &[GpuNode]) -> Option<TimeNs> {
+        match self.stream_prev {
+            NONE => self.prev_end_ns,
+            p => Some(nodes[p as usize].end_ns),
+        }
+    }
 }
 
 /// One step's graph.
@@ -502,11 +511,9 @@ fn wait_edges(nodes: &mut [GpuNode], held: &[(usize, BindingEdge)]) {
             continue;
         }
         let launch_at = n.start_ns - n.launch_ns + LAUNCH_OVERHEAD_BOUND_NS;
-        let prev_end = match n.stream_prev {
-            NONE => n.prev_end_ns,
-            p => Some(nodes[p as usize].end_ns),
-        };
-        let bound = prev_end.map_or(launch_at, |e| launch_at.max(e + n.queue_ns));
+        let bound = n
+            .recorded_prev_end_ns(nodes)
+            .map_or(launch_at, |e| launch_at.max(e + n.queue_ns));
         let n = &mut nodes[i];
         n.launch_ns = LAUNCH_OVERHEAD_BOUND_NS;
         n.wait_ns = n.start_ns - bound;

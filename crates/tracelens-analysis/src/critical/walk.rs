@@ -249,11 +249,7 @@ pub(crate) fn walk(
                 }
                 let launch_at =
                     (n.launch != NONE).then(|| g.host[n.launch as usize].start_ns + n.launch_ns);
-                let prev_end = if n.stream_prev != NONE {
-                    Some(g.gpu[n.stream_prev as usize].end_ns)
-                } else {
-                    n.prev_end_ns
-                };
+                let prev_end = n.recorded_prev_end_ns(&g.gpu);
                 let queue_at = prev_end.map(|e| e + n.queue_ns);
                 if n.after != NONE {
                     // Released by an op of another stream: follow it.

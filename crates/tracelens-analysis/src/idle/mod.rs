@@ -181,18 +181,18 @@ pub enum WaitEvidence {
 }
 
 /// Stored for "none" in the id fields of [`IdleSegment`] and [`Gap`].
-const NONE: u32 = u32::MAX;
+const NO_ID: u32 = u32::MAX;
 
-fn none() -> u32 {
-    NONE
+fn no_id() -> u32 {
+    NO_ID
 }
 
-fn stored(id: Option<u32>) -> u32 {
-    id.unwrap_or(NONE)
+fn stored_id(id: Option<u32>) -> u32 {
+    id.unwrap_or(NO_ID)
 }
 
-fn read(at: u32) -> Option<u32> {
-    (at != NONE).then_some(at)
+fn read_id(at: u32) -> Option<u32> {
+    (at != NO_ID).then_some(at)
 }
 
 /// One piece of a gap with one cause. 24 bytes: there is one or more per gap.
@@ -202,7 +202,7 @@ pub struct IdleSegment {
     pub cause: IdleCause,
     /// When.
     pub interval: Interval,
-    #[serde(skip, default = "none")]
+    #[serde(skip, default = "no_id")]
     sync_at: u32,
 }
 
@@ -213,14 +213,14 @@ impl IdleSegment {
         IdleSegment {
             cause,
             interval,
-            sync_at: stored(sync.map(|s| s.0)),
+            sync_at: stored_id(sync.map(|s| s.0)),
         }
     }
 
     /// The blocking call charged, for `sync_drain`.
     #[must_use]
     pub fn sync(&self) -> Option<SpanId> {
-        read(self.sync_at).map(SpanId)
+        read_id(self.sync_at).map(SpanId)
     }
 }
 
@@ -244,20 +244,20 @@ impl Gap {
     /// The GPU op whose start ends the gap (after the window for a step's tail).
     #[must_use]
     pub fn ended_by(&self) -> Option<SpanId> {
-        read(self.ended_by_at).map(SpanId)
+        read_id(self.ended_by_at).map(SpanId)
     }
 
     /// Its launch call, if in the trace.
     #[must_use]
     pub fn launch(&self) -> Option<SpanId> {
-        read(self.launch_at).map(SpanId)
+        read_id(self.launch_at).map(SpanId)
     }
 
     /// The CPU thread whose time explains the gap: the launching thread of the op that ends
     /// it, or, after the device's last op, of the op before it.
     #[must_use]
     pub fn lane(&self) -> Option<tracelens_model::LaneId> {
-        read(self.lane_at).map(tracelens_model::LaneId)
+        read_id(self.lane_at).map(tracelens_model::LaneId)
     }
 }
 
@@ -587,9 +587,9 @@ impl GapContext<'_> {
             }
             out.gaps.push(Gap {
                 interval: gap,
-                ended_by_at: stored(ender.map(|s| s.0)),
-                launch_at: stored(outcome.launch.map(|s| s.0)),
-                lane_at: stored(outcome.lane.map(|l| l.0)),
+                ended_by_at: stored_id(ender.map(|s| s.0)),
+                launch_at: stored_id(outcome.launch.map(|s| s.0)),
+                lane_at: stored_id(outcome.lane.map(|l| l.0)),
                 segments: table_index(seg_start)..table_index(out.segments.len()),
                 unattributed: outcome.unattributed,
                 wait: outcome.wait,
