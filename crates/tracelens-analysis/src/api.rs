@@ -177,6 +177,30 @@ pub fn is_data_dependent_op(name: &str) -> bool {
     )
 }
 
+/// Whether a GPU op is a collective's kernel (NCCL, RCCL, MSCCL).
+#[must_use]
+pub fn is_communication_kernel(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"nccl") || w.eq_ignore_ascii_case(b"rccl"))
+        || name.contains("msccl")
+}
+
+/// [`is_communication_kernel`] asked once per distinct name: a trace launches the same few
+/// kernel names millions of times.
+#[derive(Default)]
+pub struct CommunicationNames(rustc_hash::FxHashMap<tracelens_model::NameId, bool>);
+
+impl CommunicationNames {
+    /// Whether kernel name `name` is a collective's.
+    pub fn is(&mut self, trace: &tracelens_model::Trace, name: tracelens_model::NameId) -> bool {
+        *self
+            .0
+            .entry(name)
+            .or_insert_with(|| is_communication_kernel(trace.names.get(name)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,8 @@
 //! GPU work they launched, as tb_plugin does); without steps, the window is one block.
 
 use crate::api::is_data_loader;
-use crate::dataloader::percent;
 use crate::intervals::{covered_ns, union};
+use crate::num::percent;
 use crate::window::AnalysisWindow;
 use serde::Serialize;
 use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};

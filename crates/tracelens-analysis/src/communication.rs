@@ -10,9 +10,9 @@
 //! kernel time includes waiting for the other ranks, so this is the bandwidth the rank saw,
 //! a lower bound of the link's; the job view measures transfer time from the last arrival.
 
+use crate::api::CommunicationNames;
 use crate::collectives::{collectives_on, Collective, CollectiveOp};
 use crate::environment::Hardware;
-use crate::idle::CommunicationNames;
 use crate::intervals::{subtract, total_ns, union};
 use crate::peaks::{link_peak, LinkPeak};
 use crate::window::AnalysisWindow;
@@ -139,8 +139,8 @@ pub fn communication(
         hidden_ns,
         exposed_ns,
         exposed_per_step_ns,
-        exposed_percent: crate::dataloader::percent(exposed_per_step_ns, step_ns),
-        overlap_percent: crate::dataloader::percent(hidden_ns, communication_ns),
+        exposed_percent: crate::num::percent(exposed_per_step_ns, step_ns),
+        overlap_percent: crate::num::percent(hidden_ns, communication_ns),
         busbw_gb_per_s: by_op.first().and_then(|o| o.busbw_gb_per_s),
         by_op,
         link: link.map(|l| l.link.to_string()),

@@ -4,6 +4,7 @@
 use crate::api::is_data_loader;
 use crate::idle::{DeviceIdle, IdleCause};
 use crate::intervals::{covered_ns, total_ns, union};
+use crate::num::percent;
 use crate::window::AnalysisWindow;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -136,17 +137,5 @@ pub fn data_loader_report(
         share_percent: percent(next_ns, step_ns),
         gpu_idle_ns: idle_dev.map_or(0, |d| d.by_cause[&IdleCause::DataLoading]),
         per_step,
-    }
-}
-
-/// `part / whole` in percent, 0 for an empty whole, never outside 0-100: a share shown to a
-/// user is a share even when a crafted trace makes the part outgrow the whole (the ns
-/// figures behind it stay as they are, and the corpus invariants check those).
-#[must_use]
-pub fn percent(part: TimeNs, whole: TimeNs) -> f64 {
-    if whole > 0 {
-        (part as f64 * 100.0 / whole as f64).clamp(0.0, 100.0)
-    } else {
-        0.0
     }
 }

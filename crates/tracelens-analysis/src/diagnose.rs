@@ -44,7 +44,7 @@ fn by_size(by_cause: &BTreeMap<IdleCause, TimeNs>, idle_ns: TimeNs) -> Vec<Cause
         .map(|(&cause, &ns)| CauseTime {
             cause,
             ns,
-            percent: crate::dataloader::percent(ns, idle_ns),
+            percent: crate::num::percent(ns, idle_ns),
         })
         .collect();
     v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.cause.cmp(&b.cause)));

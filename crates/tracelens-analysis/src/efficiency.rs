@@ -457,7 +457,7 @@ impl Counts {
             flops,
             flops_per_step: flops / steps.max(1) as f64,
             counted_gpu_ns,
-            coverage_percent: crate::dataloader::percent(counted_gpu_ns, self.gpu_work_ns),
+            coverage_percent: crate::num::percent(counted_gpu_ns, self.gpu_work_ns),
             mfu_percent,
             mfu_precision,
             classes,

@@ -227,7 +227,7 @@ pub struct Finding {
     /// The change the fix makes, for the replay (not serialized: it names spans of one
     /// import).
     #[serde(skip)]
-    pub what_if: Option<crate::critical::WhatIf>,
+    pub what_if: Option<crate::what_if::WhatIf>,
 }
 
 impl Finding {

@@ -229,7 +229,7 @@ pub fn tensor_core_percent(trace: &Trace, window: Option<Interval>) -> Option<f6
             tc += iv.dur_ns();
         }
     }
-    (all > 0).then(|| crate::dataloader::percent(tc, all))
+    (all > 0).then(|| crate::num::percent(tc, all))
 }
 
 /// The `limit` kernels with the most time inside `window`.
@@ -319,7 +319,7 @@ pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec
                 min_ns: a.min,
                 max_ns: a.max.max(0),
                 tensor_cores: crate::operators::uses_tensor_cores(name),
-                share_percent: crate::dataloader::percent(a.total, all),
+                share_percent: crate::num::percent(a.total, all),
                 launch: trace
                     .kernel_launches
                     .get(a.longest_detail as usize)

@@ -57,6 +57,7 @@ pub mod threads;
 pub mod timeline;
 pub mod utilization;
 pub mod verdict;
+pub mod what_if;
 pub mod window;
 
 pub use diagnose::{analyze, diagnose, Analysis, CauseTime, Diagnosis};

@@ -37,3 +37,15 @@ pub fn scale_ns(ns: TimeNs, numerator: TimeNs, denominator: TimeNs) -> TimeNs {
 pub fn count_u32(i: usize) -> u32 {
     tracelens_model::table_index(i)
 }
+
+/// `part / whole` in percent, 0 for an empty whole, never outside 0-100: a share shown to a
+/// user is a share even when a crafted trace makes the part outgrow the whole (the ns
+/// figures behind it stay as they are, and the corpus invariants check those).
+#[must_use]
+pub fn percent(part: TimeNs, whole: TimeNs) -> f64 {
+    if whole > 0 {
+        (part as f64 * 100.0 / whole as f64).clamp(0.0, 100.0)
+    } else {
+        0.0
+    }
+}

@@ -395,7 +395,7 @@ pub(crate) fn operator_table_of(trace: &Trace, tree: &OpTree, window: Interval) 
         by_name[s.name.0 as usize].add(s.dur_ns, tree, k);
         calls += 1;
     }
-    let percent = crate::dataloader::percent;
+    let percent = crate::num::percent;
     let mut operators: Vec<OperatorStat> = by_name
         .into_iter()
         .enumerate()

@@ -232,7 +232,7 @@ pub fn measure_window(work: &[(SpanKind, Interval)], window: Interval) -> Option
     let mut b = measure(work, Some(window), WindowSource::AnalysisWindow)?;
     b.total_ns = window.dur_ns();
     b.idle_ns = b.total_ns - b.busy_ns;
-    b.busy_percent = crate::dataloader::percent(b.busy_ns, b.total_ns);
+    b.busy_percent = crate::num::percent(b.busy_ns, b.total_ns);
     Some(b)
 }
 
@@ -269,7 +269,7 @@ pub fn measure(
         total_ns,
         busy_ns,
         idle_ns: total_ns - busy_ns,
-        busy_percent: crate::dataloader::percent(busy_ns, total_ns),
+        busy_percent: crate::num::percent(busy_ns, total_ns),
         kernel_ns: of(&|k| k == SpanKind::Kernel),
         memcpy_ns: of(&|k| k == SpanKind::Memcpy),
         memset_ns: of(&|k| k == SpanKind::Memset),

@@ -7,7 +7,8 @@
 //! - `gpu_idle`: otherwise; the text names the largest idle cause, and says when the host runs
 //!   far ahead of the GPU (the GPU waits on itself, not on the CPU).
 
-use crate::idle::{is_communication_kernel, DeviceIdle, IdleCause};
+use crate::api::is_communication_kernel;
+use crate::idle::{DeviceIdle, IdleCause};
 use crate::intervals::{subtract, total_ns, union_sorted};
 use crate::kernels::{kernel_class, KernelClass};
 use crate::launch::StreamLaunchDelay;
@@ -175,7 +176,7 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
     v.device = Some(idle.device);
     v.gpu_idle_ns = idle.idle_ns;
     let busy_ns = window_ns - idle.idle_ns;
-    v.gpu_busy_percent = crate::dataloader::percent(busy_ns, window_ns);
+    v.gpu_busy_percent = crate::num::percent(busy_ns, window_ns);
     v.busy_by = busy_by(trace, input.ops);
     v.kernel_classes = kernel_classes(trace, input.ops);
     v.host_ahead_ns = input
@@ -191,7 +192,7 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
         .max_by_key(|(c, &ns)| (ns, std::cmp::Reverse(**c)))
     {
         v.main_cause = Some(*cause);
-        v.main_cause_percent = crate::dataloader::percent(*ns, idle.idle_ns);
+        v.main_cause_percent = crate::num::percent(*ns, idle.idle_ns);
     }
     let per = if w.has_steps() {
         "of each step"
@@ -233,7 +234,7 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
                 .filter(|(c, _)| c.is_host_side())
                 .map(|(_, &ns)| ns)
                 .sum();
-            let host_pct = crate::dataloader::percent(host_ns, idle.idle_ns);
+            let host_pct = crate::num::percent(host_ns, idle.idle_ns);
             if cause == IdleCause::CrossStreamWait {
                 // The awaited work may itself be launched late (behind a blocking host call):
                 // the launches being early does not clear the host.
@@ -362,7 +363,7 @@ fn busy_by(trace: &Trace, ops: &[GpuOp]) -> BusyBy {
         taken = crate::intervals::union(taken.into_iter().chain(own).collect());
     }
     let busy: TimeNs = shares.iter().sum();
-    let p = |x| crate::dataloader::percent(x, busy);
+    let p = |x| crate::num::percent(x, busy);
     BusyBy {
         kernel: p(shares[0]),
         memcpy: p(shares[1]),
@@ -394,7 +395,7 @@ fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
         .into_iter()
         .map(|(class, ns)| KernelClassShare {
             class,
-            percent: crate::dataloader::percent(ns, total),
+            percent: crate::num::percent(ns, total),
         })
         .collect();
     shares.sort_by(|a, b| b.percent.total_cmp(&a.percent).then(a.class.cmp(&b.class)));

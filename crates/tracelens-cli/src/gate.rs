@@ -1,10 +1,11 @@
 //! `tracelens check` and `tracelens diff`, `--fail-on` and `--annotations github`: the CI
 //! side. Results come from a trace (analysed now) or from a stored `--format json` document.
 
+use crate::sink::{fail, Sink};
 use crate::stop::Stop;
-use crate::{fail, input, Sink};
 use std::path::{Path, PathBuf};
 use tracelens_analysis::finding::Severity;
+use tracelens_load as input;
 use tracelens_report::escape::terminal_text;
 use tracelens_results::{parse_rule, Metrics, Results, Rule};
 
@@ -284,6 +285,24 @@ fn file_in(root: &Path, file: &str) -> Option<String> {
 /// Where a diff goes and in which format, from `-o`/`--format`.
 pub fn diff_target(output: Option<&PathBuf>) -> Option<&PathBuf> {
     output.filter(|p| p.as_os_str() != "-")
+}
+
+impl crate::args::AnnotationArgs {
+    /// The annotation lines for `results`, when asked for.
+    pub(crate) fn lines(&self, results: &tracelens_results::Results) -> Option<String> {
+        self.annotations?;
+        let min = match self.min_severity {
+            crate::args::MinSeverity::Low => Severity::Low,
+            crate::args::MinSeverity::Medium => Severity::Medium,
+            crate::args::MinSeverity::High => Severity::High,
+        };
+        let root = self
+            .source_root
+            .clone()
+            .or_else(|| std::env::var_os("GITHUB_WORKSPACE").map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from("."));
+        Some(github_annotations(results, min, &root))
+    }
 }
 
 #[cfg(test)]

@@ -1,10 +1,14 @@
 //! Many traces, one job: the ranks of a distributed run analysed in parallel, the per-rank
 //! Parquet tables of the map step and `tracelens merge`, the reduce step.
 
+use crate::args::{AnalyzeArgs, Format, MergeArgs};
+use crate::gate;
+use crate::output::{self, terminal_width};
+use crate::sink::{fail, Sink};
 use crate::stop::Stop;
-use crate::{fail, gate, input, output, terminal_width, AnalyzeArgs, Format, MergeArgs, Sink};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use tracelens_load as input;
 
 /// Renders a job in `format` to `-o` or stdout (shared by multi-file analyze and merge); the
 /// plain command also writes the HTML job page beside the summary, named after `page` (the

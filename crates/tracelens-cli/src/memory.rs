@@ -136,6 +136,20 @@ pub fn set_budget() -> Result<(), String> {
     Ok(())
 }
 
+/// The process's peak resident memory so far in MB (`VmHWM`; Linux only, else `None`).
+pub(crate) fn peak_rss_mb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line
+        .trim_start_matches("VmHWM:")
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,8 @@
 //! Writing results: to stdout, or atomically to a file (temp file + rename).
 
-use crate::input;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use tracelens_load as input;
 
 /// A stream a CI runner may read (stderr): every write is made [workflow-command
 /// safe](tracelens_report::escape::workflow_command_safe), each write taken as the start of a
@@ -280,6 +280,56 @@ pub fn default_report_path(trace: &Path) -> PathBuf {
         }
     }
     PathBuf::from(format!("{stem}.tracelens.html"))
+}
+
+/// Columns of the terminal summary: `COLUMNS` when set, else the terminal's width, else 80
+/// (piped output).
+pub(crate) fn terminal_width(tty: bool) -> usize {
+    if let Some(c) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+    {
+        return usize::clamp(c, 40, 400);
+    }
+    #[cfg(unix)]
+    if tty {
+        // SAFETY: TIOCGWINSZ fills a winsize we own; a failure leaves it zeroed.
+        let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+        let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) } == 0;
+        if ok && size.ws_col >= 40 {
+            return size.ws_col as usize;
+        }
+    }
+    let _ = tty;
+    80
+}
+
+/// The text options of a summary.
+pub(crate) fn text_options(
+    color: bool,
+    width: usize,
+    verbose: bool,
+) -> tracelens_report::TextOptions {
+    tracelens_report::TextOptions {
+        color,
+        width,
+        verbose,
+    }
+}
+
+/// A report in one of the text formats (Parquet is written as tables, never rendered).
+pub(crate) fn render_report(
+    report: &tracelens_results::Report,
+    format: crate::args::Format,
+    text: &tracelens_report::TextOptions,
+) -> String {
+    match format {
+        crate::args::Format::Text => tracelens_report::render_text_with(report, text),
+        crate::args::Format::Json => tracelens_report::render_json(report),
+        crate::args::Format::Md => tracelens_report::render_markdown(report),
+        crate::args::Format::Html => tracelens_report::render_html(report),
+        crate::args::Format::Parquet => String::new(),
+    }
 }
 
 #[cfg(test)]

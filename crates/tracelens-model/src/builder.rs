@@ -11,7 +11,7 @@ use crate::metadata::Metadata;
 use crate::names::{table_index, NameId, StringTable};
 use crate::source::SourceInfo;
 use crate::span::{Span, SpanId, SpanIds, SpanKind, NO_DETAIL};
-use crate::time::{TimeNs, NS_PER_S, NS_PER_US};
+use crate::time::{TimeNs, NS_PER_S};
 use crate::trace::Trace;
 use rayon::slice::ParallelSliceMut;
 use rustc_hash::FxHashMap;
@@ -21,8 +21,6 @@ pub const MAX_SPAN_DUR_NS: TimeNs = 24 * 3600 * NS_PER_S;
 /// Timestamps farther than this from zero (about ±126 years of epoch nanoseconds) are clock
 /// garbage, and such spans are dropped: any two kept times differ by less than `i64::MAX`.
 pub const MAX_ABS_TIME_NS: TimeNs = 4_000_000_000_000_000_000;
-/// A child may end this much after its parent and still nest (timestamp rounding).
-pub const NESTING_TOLERANCE_NS: TimeNs = NS_PER_US;
 
 /// A span as an importer hands it over.
 #[derive(Clone, Copy, Debug)]

@@ -48,7 +48,6 @@ mod trace;
 
 pub use builder::{
     FlowInput, SpanInput, TraceBuilder, MAX_CALL_STACK_BYTES, MAX_NAME_BYTES, MAX_SPAN_DUR_NS,
-    NESTING_TOLERANCE_NS,
 };
 pub use collect::profiler_step_number;
 pub use collective::{CollectiveArgs, CollectiveKey, MAX_COLLECTIVE_RECORDS};
@@ -57,6 +56,7 @@ pub use diagnostics::{Warning, WarningKind};
 pub use import::{ImportFailure, Importer, InflateBound, Input};
 pub use inputs::{KernelLaunch, OpDetail};
 pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
+pub use link::NESTING_TOLERANCE_NS;
 pub use memory::{MemoryDevice, MemorySample};
 pub use metadata::{
     shorten, DeviceProperties, DistributedInfo, Metadata, MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS,

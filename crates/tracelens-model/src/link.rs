@@ -2,12 +2,14 @@
 //! (GPU op ↔ API call by correlation id, one launch → many ops for graphs) and the check of
 //! `External id`s against the enclosing ops.
 
-use crate::builder::NESTING_TOLERANCE_NS;
 use crate::diagnostics::{Warning, WarningKind};
 use crate::names::table_index;
 use crate::span::{SpanId, SpanIds, SpanKind};
-use crate::time::TimeNs;
+use crate::time::{TimeNs, NS_PER_US};
 use crate::trace::{LinkStats, Trace, NO_SPAN};
+
+/// A child may end this much after its parent and still nest (timestamp rounding).
+pub const NESTING_TOLERANCE_NS: TimeNs = NS_PER_US;
 
 /// Builds the `parent` column: on each CPU lane, the innermost span containing each span.
 pub(crate) fn nest(trace: &mut Trace) {

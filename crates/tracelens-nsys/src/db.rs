@@ -1,7 +1,8 @@
 //! A read-only connection to an export, and what its schema holds: exports are lazy (a table
 //! without data is absent) and columns drift between versions, so everything is probed.
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags, Row};
 use rustc_hash::FxHashMap;
 use std::path::Path;
 
@@ -100,7 +101,7 @@ impl Db {
                 wal.display()
             ));
         }
-        let mut wanted: Vec<&str> = crate::EVENT_TABLES.to_vec();
+        let mut wanted: Vec<&str> = EVENT_TABLES.to_vec();
         wanted.extend(["StringIds", "TARGET_INFO_GPU", "ENUM_CUDA_MEM_KIND"]);
         for v in self.views_among(&wanted) {
             out.push(format!(
@@ -214,6 +215,39 @@ pub fn tid_of(global: i64) -> i64 {
 )]
 pub(crate) fn real_to_int(f: f64) -> i64 {
     f as i64
+}
+
+/// The format id in [`tracelens_model::SourceInfo::format`].
+pub const FORMAT: &str = "nsys_sqlite";
+
+/// The event tables the importer reads, one row per span (row counts size the model up
+/// front).
+pub const EVENT_TABLES: [&str; 7] = [
+    "CUPTI_ACTIVITY_KIND_RUNTIME",
+    "CUPTI_ACTIVITY_KIND_KERNEL",
+    "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET",
+    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
+    "NVTX_EVENTS",
+    "OSRT_API",
+];
+
+/// Column `i` as an integer (exports store numbers as text in places).
+pub(crate) fn int(row: &Row, i: usize) -> Option<i64> {
+    match row.get_ref(i).ok()? {
+        ValueRef::Integer(v) => Some(v),
+        ValueRef::Real(f) => Some(real_to_int(f)),
+        ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+/// Column `i` as text.
+pub(crate) fn text<'a>(row: &'a Row, i: usize) -> Option<&'a str> {
+    match row.get_ref(i).ok()? {
+        ValueRef::Text(t) => std::str::from_utf8(t).ok(),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

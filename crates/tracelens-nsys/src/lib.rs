@@ -13,14 +13,11 @@ mod db;
 mod import;
 pub mod rules;
 
-pub use db::{pid_of, tid_of, Db};
+pub use db::{pid_of, tid_of, Db, EVENT_TABLES, FORMAT};
 pub use import::{correlation_key, pytorch_op_name};
 
 use std::path::{Path, PathBuf};
 use tracelens_model::{ImportFailure, Importer, Input, Trace};
-
-/// The format id in [`tracelens_model::SourceInfo::format`].
-pub const FORMAT: &str = "nsys_sqlite";
 
 /// The first bytes of every SQLite database.
 pub const SQLITE_MAGIC: &[u8] = b"SQLite format 3\0";
@@ -32,18 +29,6 @@ const NSYS_TABLES: [&str; 5] = [
     "EXPORT_META_DATA",
     "CUPTI_ACTIVITY_KIND_RUNTIME",
     "NVTX_EVENTS",
-];
-
-/// The event tables the importer reads, one row per span (row counts size the model up
-/// front).
-pub const EVENT_TABLES: [&str; 7] = [
-    "CUPTI_ACTIVITY_KIND_RUNTIME",
-    "CUPTI_ACTIVITY_KIND_KERNEL",
-    "CUPTI_ACTIVITY_KIND_MEMCPY",
-    "CUPTI_ACTIVITY_KIND_MEMSET",
-    "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
-    "NVTX_EVENTS",
-    "OSRT_API",
 ];
 
 /// Opens an export, checking that it is one. The error is one line, without the path.

@@ -2,10 +2,9 @@
 //! askama template (which escapes every value), an inline SVG timeline, inline CSS and a few
 //! lines of inline JS for sorting tables. Nothing is loaded from the network.
 
-use crate::timeline::{self, Timeline, PLOT_WIDTH};
+use crate::timeline::{self, cause_class, Timeline, PLOT_WIDTH};
 use askama::Template;
 use tracelens_analysis::finding::{EvidenceValue, Severity};
-use tracelens_analysis::idle::IdleCause;
 use tracelens_analysis::Diagnosis;
 use tracelens_model::{format_ms, shorten};
 use tracelens_results::Report;
@@ -124,21 +123,6 @@ struct ReportPage {
 
 fn pct(x: f64) -> String {
     format!("{x:.1} %")
-}
-
-/// The CSS class of an idle cause.
-pub(crate) fn cause_class(cause: IdleCause) -> &'static str {
-    match cause {
-        IdleCause::DataLoading => "idle-data",
-        IdleCause::SyncDrain => "idle-sync",
-        IdleCause::HostCompute => "idle-host",
-        IdleCause::LaunchLatency => "idle-launch",
-        IdleCause::CrossStreamWait => "idle-stream",
-        IdleCause::CollectiveWait => "idle-collective",
-        IdleCause::GraphReplay => "idle-graph",
-        IdleCause::GpuWait => "idle-gpuwait",
-        IdleCause::Unattributed => "idle-unattributed",
-    }
 }
 
 fn evidence_value(v: EvidenceValue) -> String {

@@ -4,6 +4,7 @@
 //! with its times, and the page stretches the columns to its width (zoom and pan are the
 //! report's small script).
 
+use tracelens_analysis::idle::IdleCause;
 use tracelens_analysis::timeline::{CpuSpanClass, TimelineClass, TimelineView, TIMELINE_COLUMNS};
 use tracelens_model::{format_ms, TimeNs};
 
@@ -79,7 +80,7 @@ fn css_class(class: TimelineClass) -> &'static str {
         TimelineClass::Kernel => "kernel",
         TimelineClass::Memcpy => "memcpy",
         TimelineClass::Memset => "memset",
-        TimelineClass::Idle(cause) => crate::html::cause_class(cause),
+        TimelineClass::Idle(cause) => cause_class(cause),
         TimelineClass::Cpu(CpuSpanClass::Python) => "python",
         TimelineClass::Cpu(CpuSpanClass::CpuOp) => "cpu-op",
         TimelineClass::Cpu(CpuSpanClass::Runtime) => "runtime",
@@ -148,4 +149,19 @@ fn part_of(ns: TimeNs, num: usize, den: usize) -> TimeNs {
     let wide = |n: usize| i128::try_from(n).unwrap_or(i128::MAX);
     let part = i128::from(ns) * wide(num) / wide(den.max(1));
     TimeNs::try_from(part).unwrap_or(ns)
+}
+
+/// The CSS class of an idle cause.
+pub(crate) fn cause_class(cause: IdleCause) -> &'static str {
+    match cause {
+        IdleCause::DataLoading => "idle-data",
+        IdleCause::SyncDrain => "idle-sync",
+        IdleCause::HostCompute => "idle-host",
+        IdleCause::LaunchLatency => "idle-launch",
+        IdleCause::CrossStreamWait => "idle-stream",
+        IdleCause::CollectiveWait => "idle-collective",
+        IdleCause::GraphReplay => "idle-graph",
+        IdleCause::GpuWait => "idle-gpuwait",
+        IdleCause::Unattributed => "idle-unattributed",
+    }
 }

@@ -3,15 +3,11 @@
 //! and renders the same HTML, Markdown and text as `analyze` does directly. Renderers take a
 //! `&Report` and nothing else.
 
-use crate::results::Results;
+use crate::results::{Results, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
 use tracelens_analysis::timeline::TimelineView;
 use tracelens_analysis::{Analysis, Diagnosis, Overview};
 use tracelens_model::{LinkStats, Metadata, SourceInfo, Trace, Warning};
-
-/// Version of the document layout; bumped on any incompatible change (see
-/// `docs/json-output.md`).
-pub const SCHEMA_VERSION: u32 = 4;
 
 /// The program that wrote a document.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

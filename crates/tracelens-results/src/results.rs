@@ -8,6 +8,10 @@ use tracelens_analysis::idle::IdleCause;
 use tracelens_analysis::{Diagnosis, VerdictKind};
 use tracelens_model::{SourceInfo, TimeNs};
 
+/// Version of the document layout; bumped on any incompatible change (see
+/// `docs/json-output.md`).
+pub const SCHEMA_VERSION: u32 = 4;
+
 /// Version of the `results` layout.
 pub const RESULTS_VERSION: u32 = 1;
 
@@ -410,7 +414,7 @@ impl Results {
             )),
             _ => Ok(()),
         };
-        newer("schema_version", &doc, crate::SCHEMA_VERSION)?;
+        newer("schema_version", &doc, SCHEMA_VERSION)?;
         let section = doc.get("results").unwrap_or(&doc);
         newer("version", section, RESULTS_VERSION)?;
         serde_json::from_value(section.clone())

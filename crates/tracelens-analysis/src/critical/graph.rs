@@ -335,7 +335,7 @@ impl<'t> GraphBuilder<'t> {
                 && *self
                     .communication
                     .entry(name)
-                    .or_insert_with(|| crate::idle::is_communication_kernel(trace.names.get(name)));
+                    .or_insert_with(|| crate::api::is_communication_kernel(trace.names.get(name)));
             gpu.push(GpuNode {
                 communication,
                 ..GpuNode::new(id, kind, iv, trace.span(id).lane, launch)

@@ -9,6 +9,7 @@
 //! the fix, beside the finding's upper bound.
 
 mod graph;
+mod kind;
 mod replay;
 #[cfg(test)]
 mod tests;
@@ -17,116 +18,15 @@ mod walk;
 use crate::finding::{Finding, FindingKind};
 use crate::threads::ThreadIndex;
 use crate::utilization::GpuOp;
+use crate::what_if::WhatIf;
 use crate::window::AnalysisWindow;
+pub use kind::CriticalKind;
 use replay::{Change, Replay};
 use serde::Serialize;
 use tracelens_model::{Interval, LaneId, SpanId, TimeNs, Trace};
 
 /// Segments of the representative step kept in the output.
 pub const MAX_SEGMENTS: usize = 1000;
-
-/// What a critical-path segment is.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum CriticalKind {
-    /// A compute kernel.
-    Kernel,
-    /// A collective kernel (NCCL/RCCL).
-    Communication,
-    /// A GPU copy.
-    Memcpy,
-    /// A GPU fill.
-    Memset,
-    /// From a launch call's start to its GPU op's start: the call and the launch latency.
-    Launch,
-    /// An API call on the host (not a launch the GPU waited for).
-    Runtime,
-    /// A host-blocking call returning after the GPU work it waited for ended.
-    Sync,
-    /// The host waiting for the DataLoader.
-    DataLoader,
-    /// Host time between API calls: CPU ops, Python, the framework.
-    HostWork,
-    /// Between two ops of one stream.
-    GpuQueue,
-    /// A GPU op waiting past its launch and its stream (another stream, an event, a
-    /// collective).
-    GpuWait,
-    /// Time no recorded work explains (after the step's last op, or a walk cut short).
-    Untraced,
-}
-
-impl CriticalKind {
-    /// Every kind, in report order (the declaration order: `kind as usize` indexes it).
-    pub const ALL: [CriticalKind; 12] = [
-        CriticalKind::Kernel,
-        CriticalKind::Communication,
-        CriticalKind::Memcpy,
-        CriticalKind::Memset,
-        CriticalKind::Launch,
-        CriticalKind::Runtime,
-        CriticalKind::Sync,
-        CriticalKind::DataLoader,
-        CriticalKind::HostWork,
-        CriticalKind::GpuQueue,
-        CriticalKind::GpuWait,
-        CriticalKind::Untraced,
-    ];
-
-    /// Snake-case label (JSON, rule metrics).
-    #[must_use]
-    pub fn label(self) -> &'static str {
-        match self {
-            CriticalKind::Kernel => "kernel",
-            CriticalKind::Communication => "communication",
-            CriticalKind::Memcpy => "memcpy",
-            CriticalKind::Memset => "memset",
-            CriticalKind::Launch => "launch",
-            CriticalKind::Runtime => "runtime",
-            CriticalKind::Sync => "sync",
-            CriticalKind::DataLoader => "data_loader",
-            CriticalKind::HostWork => "host_work",
-            CriticalKind::GpuQueue => "gpu_queue",
-            CriticalKind::GpuWait => "gpu_wait",
-            CriticalKind::Untraced => "untraced",
-        }
-    }
-
-    /// What it is, in words.
-    #[must_use]
-    pub fn describe(self) -> &'static str {
-        match self {
-            CriticalKind::Kernel => "compute kernels",
-            CriticalKind::Communication => "collective kernels",
-            CriticalKind::Memcpy => "GPU copies",
-            CriticalKind::Memset => "GPU fills",
-            CriticalKind::Launch => "launch calls and launch latency",
-            CriticalKind::Runtime => "other API calls on the host",
-            CriticalKind::Sync => "host-blocking calls returning",
-            CriticalKind::DataLoader => "waiting for the DataLoader",
-            CriticalKind::HostWork => "host work between API calls (CPU ops, Python)",
-            CriticalKind::GpuQueue => "gaps between ops of a stream",
-            CriticalKind::GpuWait => "GPU waiting on another stream or event",
-            CriticalKind::Untraced => "no recorded work",
-        }
-    }
-
-    /// Whether the segment is time on the GPU.
-    #[must_use]
-    pub fn on_gpu(self) -> bool {
-        matches!(
-            self,
-            CriticalKind::Kernel
-                | CriticalKind::Communication
-                | CriticalKind::Memcpy
-                | CriticalKind::Memset
-                | CriticalKind::GpuQueue
-                | CriticalKind::GpuWait
-        )
-    }
-}
 
 /// One segment of the critical path.
 #[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
@@ -156,36 +56,6 @@ pub struct CriticalShare {
     pub ns: TimeNs,
     /// Its share of the path, in percent (the shares sum to 100).
     pub percent: f64,
-}
-
-/// The change a finding's fix makes, as the replay applies it.
-#[derive(Clone, Debug, PartialEq)]
-pub enum WhatIf {
-    /// The DataLoader waits take no time (enough workers to hide loading).
-    NoDataLoaderWait,
-    /// These host-blocking calls no longer wait for the GPU.
-    AsyncCalls(Vec<SpanId>),
-    /// These copy calls become pinned and non-blocking (copy time unchanged).
-    PinnedCopies(Vec<SpanId>),
-    /// The launch-bound stretches (GPU time) replay as CUDA graphs: their launches and the
-    /// host work between them take no time, and their ops run back to back.
-    GraphLaunches(Vec<Interval>),
-    /// Collectives fully overlapped with compute.
-    OverlapCommunication,
-}
-
-impl WhatIf {
-    /// What the prediction assumes, in words.
-    #[must_use]
-    pub fn assumption(&self) -> &'static str {
-        match self {
-            WhatIf::NoDataLoaderWait => "assumes the DataLoader waits vanish (enough workers to prefetch every batch) and the host work after them is unchanged",
-            WhatIf::AsyncCalls(_) => "assumes these calls no longer wait for the GPU and the host work after them is unchanged",
-            WhatIf::PinnedCopies(_) => "assumes the copy calls return at once (pinned memory, non_blocking=True) and each copy takes as long on the GPU",
-            WhatIf::GraphLaunches(_) => "assumes each launch-bound stretch is captured once and replayed as a CUDA graph: its launches and the host work between them vanish and its kernels run back to back",
-            WhatIf::OverlapCommunication => "assumes every collective runs fully hidden under compute",
-        }
-    }
 }
 
 /// Why a finding of `kind` has no predicted step time.
@@ -253,7 +123,7 @@ fn shares(totals: &[TimeNs; CriticalKind::ALL.len()], steps: i64) -> Vec<Critica
         .map(|(&kind, &ns)| CriticalShare {
             kind,
             ns: ns / steps.max(1),
-            percent: crate::dataloader::percent(ns, sum),
+            percent: crate::num::percent(ns, sum),
         })
         .collect();
     v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.kind.cmp(&b.kind)));

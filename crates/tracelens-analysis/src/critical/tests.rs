@@ -2,9 +2,9 @@
 //! hand.
 
 use super::graph::{GpuNode, HostItem, HostKind, StepGraph, NONE};
+use super::kind::CriticalKind;
 use super::replay::{Change, Replay};
 use super::walk::walk;
-use super::CriticalKind;
 use crate::api::BlockingKind;
 use tracelens_model::{Interval, LaneId, SpanId, SpanKind, TimeNs, Trace};
 

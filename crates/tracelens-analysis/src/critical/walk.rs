@@ -9,7 +9,7 @@
 //! another thread, whose item that ended last takes the walk on.
 
 use super::graph::{HostKind, StepGraph, NONE};
-use super::CriticalKind;
+use super::kind::CriticalKind;
 use rustc_hash::FxHashMap;
 use tracelens_model::{Interval, LaneId, SpanId, SpanKind, TimeNs, Trace};
 

@@ -5,8 +5,8 @@
 use super::gpu_waits::BIG_SHARE_PERCENT;
 use super::{plural, Context, Detector};
 use crate::copies::DirectionCopies;
-use crate::dataloader::percent;
 use crate::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::num::percent;
 use tracelens_model::{format_ms, CopyDirection};
 
 /// Copies of one direction take a big share of the step.

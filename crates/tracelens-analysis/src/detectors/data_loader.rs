@@ -77,7 +77,7 @@ impl Detector for DataLoaderStall {
             f.evidence.time_ranges = segs.iter().take(5).map(|s| s.interval).collect();
         }
         f.confidence = Confidence::High;
-        f.what_if = Some(crate::critical::WhatIf::NoDataLoaderWait);
+        f.what_if = Some(crate::what_if::WhatIf::NoDataLoaderWait);
         vec![f]
     }
 }

@@ -76,7 +76,7 @@ impl Detector for ExposedCommunication {
         f.advice = "While a collective runs alone the device computes nothing; the step is as long as compute plus this exposed communication.".into();
         let top = named.first().map_or("", |(n, _)| n.as_str());
         (f.fix, f.snippet) = communication_fix(collective_of(top), cx.framework.pytorch());
-        f.what_if = Some(crate::critical::WhatIf::OverlapCommunication);
+        f.what_if = Some(crate::what_if::WhatIf::OverlapCommunication);
         vec![f]
     }
 }

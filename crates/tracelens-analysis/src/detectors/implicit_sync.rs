@@ -2,9 +2,9 @@
 //! drain the GPU queue, one finding per call site.
 
 use super::{plural, Context, Detector, MIN_FINDING_PERCENT};
-use crate::dataloader::percent;
 use crate::environment::{Framework, TorchVersion};
 use crate::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::num::percent;
 use crate::syncs::{SyncSite, SyncTrigger};
 use crate::window::AnalysisWindow;
 use tracelens_model::{format_ms, MemoryKind, TimeNs};
@@ -104,7 +104,7 @@ impl Detector for ImplicitSyncs {
             } else {
                 Confidence::Low
             };
-            f.what_if = Some(crate::critical::WhatIf::AsyncCalls(site.calls.clone()));
+            f.what_if = Some(crate::what_if::WhatIf::AsyncCalls(site.calls.clone()));
             out.push(f);
         }
         out

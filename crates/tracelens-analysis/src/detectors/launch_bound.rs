@@ -3,9 +3,9 @@
 //! version and what the step already uses.
 
 use super::{plural, Context, Detector, MIN_FINDING_PERCENT};
-use crate::critical::WhatIf;
 use crate::environment::{Framework, CUDA_GRAPHS, TORCH_COMPILE};
 use crate::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::what_if::WhatIf;
 use tracelens_model::format_ms;
 
 /// Kernels shorter than their launches.

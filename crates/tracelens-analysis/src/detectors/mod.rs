@@ -27,11 +27,12 @@ pub use pageable_copies::PageableCopies;
 
 use crate::copies::CopyReport;
 use crate::credit::IdleCredit;
-use crate::dataloader::{percent, DataLoaderReport};
+use crate::dataloader::DataLoaderReport;
 use crate::environment::Framework;
 use crate::finding::{Confidence, Evidence, Finding, FindingKind, Severity, WinKind};
 use crate::idle::DeviceIdle;
 use crate::launch::LaunchReport;
+use crate::num::percent;
 use crate::syncs::SyncSite;
 use crate::window::AnalysisWindow;
 use tracelens_model::{TimeNs, Trace};

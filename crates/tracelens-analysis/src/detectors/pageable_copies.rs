@@ -24,7 +24,7 @@ impl Detector for PageableCopies {
         }
         let win = cx.win(p.exposed_ns);
         let mut f = cx.finding(FindingKind::PageableCopies, WinKind::ExposedCopy, &win);
-        f.what_if = Some(crate::critical::WhatIf::PinnedCopies(
+        f.what_if = Some(crate::what_if::WhatIf::PinnedCopies(
             cx.copies.pageable_unclaimed_calls.clone(),
         ));
         f.title = format!(

@@ -5,10 +5,12 @@ use crate::threads::ThreadIndex;
 use crate::utilization::GpuOp;
 use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
 
-use super::{
-    credit_host_ops, is_communication_kernel, IdleCause, IdleSegment, UnattributedReason,
-    WaitEvidence, LAUNCH_OVERHEAD_BOUND_NS, SYNC_RETURN_TOLERANCE_NS,
+use super::host_ops::credit_host_ops;
+use super::records::{
+    IdleCause, IdleSegment, UnattributedReason, WaitEvidence, LAUNCH_OVERHEAD_BOUND_NS,
+    SYNC_RETURN_TOLERANCE_NS,
 };
+use crate::api::is_communication_kernel;
 
 /// The op of `ops` (sorted by start) whose end is `t`, looking back a bounded number of ops.
 pub(super) fn last_op_ending_at(ops: &[GpuOp], t: TimeNs) -> Option<SpanId> {

@@ -1,26 +1,23 @@
 //! The export's metadata: product and schema versions, capture settings (secrets redacted
 //! later with all metadata), the session start, and device properties.
 
-use super::{int, text, Importer};
-use tracelens_model::DeviceProperties;
+use crate::db::{int, text, Db};
+use tracelens_model::{DeviceProperties, Metadata};
 
-pub(super) fn read_metadata(imp: &mut Importer) -> rusqlite::Result<()> {
-    let db = imp.db;
+/// Files the export's metadata into `meta`; returns the `TARGET_INFO_GPU` rows read, when the
+/// export has that table.
+pub(super) fn read_metadata(db: &Db, meta: &mut Metadata) -> rusqlite::Result<Option<u64>> {
+    let mut gpu_rows = None;
     for (name, value) in db.export_meta() {
         match name.as_str() {
             "EXPORT_PRODUCT_VERSION" => {
-                imp.b
-                    .metadata
-                    .versions
-                    .insert("nsys_product_version".into(), value);
+                meta.versions.insert("nsys_product_version".into(), value);
             }
             "EXPORT_SCHEMA_VERSION" => {
-                imp.b
-                    .metadata
-                    .versions
+                meta.versions
                     .insert("nsys_export_schema_version".into(), value);
             }
-            _ => imp.b.metadata.add_extra(&format!("export.{name}"), &value),
+            _ => meta.add_extra(&format!("export.{name}"), &value),
         }
     }
     // The capture settings include the profiled process's whole environment: only the
@@ -30,16 +27,16 @@ pub(super) fn read_metadata(imp: &mut Importer) -> rusqlite::Result<()> {
         if name.ends_with("ENVIRONMENT_VARIABLE") {
             let (key, val) = value.split_once('=').unwrap_or((value.as_str(), ""));
             if tracelens_model::redact::is_performance_env(key) {
-                imp.b.metadata.add_extra(&format!("capture.env.{key}"), val);
+                meta.add_extra(&format!("capture.env.{key}"), val);
             } else {
                 env_not_kept += 1;
             }
         } else {
-            imp.b.metadata.add_extra(&format!("capture.{name}"), &value);
+            meta.add_extra(&format!("capture.{name}"), &value);
         }
     }
     if env_not_kept > 0 {
-        imp.b.metadata.add_extra(
+        meta.add_extra(
             "capture.env_not_kept",
             &format!("{env_not_kept} variables that do not bear on performance"),
         );
@@ -51,7 +48,7 @@ pub(super) fn read_metadata(imp: &mut Importer) -> rusqlite::Result<()> {
             [],
             |r| r.get::<_, Option<i64>>(0),
         ) {
-            imp.b.metadata.base_time_ns = v;
+            meta.base_time_ns = v;
         }
     }
     if db.has("TARGET_INFO_GPU") {
@@ -67,7 +64,11 @@ pub(super) fn read_metadata(imp: &mut Importer) -> rusqlite::Result<()> {
             db.col(t, "threadsPerWarp")
         );
         let mut props = Vec::new();
-        imp.scan(t, &sql, |_, r| {
+        let mut stmt = db.conn.prepare(&sql)?;
+        let mut rows = stmt.query([])?;
+        let mut count = 0;
+        while let Some(r) = rows.next()? {
+            count += 1;
             props.push(DeviceProperties {
                 id: int(r, 0).unwrap_or(0),
                 name: text(r, 1).unwrap_or_default().to_string(),
@@ -76,11 +77,12 @@ pub(super) fn read_metadata(imp: &mut Importer) -> rusqlite::Result<()> {
                 compute_major: int(r, 4),
                 compute_minor: int(r, 5),
                 warp_size: int(r, 6),
-            })
-        })?;
+            });
+        }
+        gpu_rows = Some(count);
         props.sort_by_key(|p| p.id);
         props.dedup_by_key(|p| p.id);
-        imp.b.metadata.device_properties = props;
+        meta.device_properties = props;
     }
-    Ok(())
+    Ok(gpu_rows)
 }

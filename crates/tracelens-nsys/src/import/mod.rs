@@ -1,8 +1,7 @@
 //! An export's rows → the timeline model. Each table is scanned once; joins (strings, launch
 //! ↔ GPU op, thread names) are done in memory by the model's builder, never row by row in SQL.
 
-use crate::db::{pid_of, tid_of, Db};
-use rusqlite::types::ValueRef;
+use crate::db::{int, pid_of, text, tid_of, Db};
 use rusqlite::Row;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
@@ -29,24 +28,6 @@ pub fn correlation_key(pid: i64, correlation: i64) -> u64 {
     // Two's-complement bits of each, masked: the key only needs to be unique.
     let bits = |v: i64, mask: i64| (v & mask).unsigned_abs();
     (bits(pid, 0xFF_FFFF) << 32) | bits(correlation, 0xFFFF_FFFF)
-}
-
-/// Column `i` as an integer (exports store numbers as text in places).
-fn int(row: &Row, i: usize) -> Option<i64> {
-    match row.get_ref(i).ok()? {
-        ValueRef::Integer(v) => Some(v),
-        ValueRef::Real(f) => Some(crate::db::real_to_int(f)),
-        ValueRef::Text(t) => std::str::from_utf8(t).ok()?.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-/// Column `i` as text.
-fn text<'a>(row: &'a Row, i: usize) -> Option<&'a str> {
-    match row.get_ref(i).ok()? {
-        ValueRef::Text(t) => std::str::from_utf8(t).ok(),
-        _ => None,
-    }
 }
 
 struct Importer<'a> {
@@ -207,9 +188,14 @@ fn import_with(
     for w in db.unread_warnings() {
         imp.b.warn(WarningKind::Other, w, 1);
     }
-    let expected: u64 = crate::EVENT_TABLES.iter().map(|t| db.count(t)).sum();
+    let expected: u64 = crate::db::EVENT_TABLES.iter().map(|t| db.count(t)).sum();
     imp.b.reserve(usize::try_from(expected).unwrap_or(0));
-    read_metadata(&mut imp)?;
+    let gpu_rows = read_metadata(db, &mut imp.b.metadata)?;
+    if let Some(rows) = gpu_rows {
+        *imp.rows_by_table
+            .entry("TARGET_INFO_GPU".into())
+            .or_default() += rows;
+    }
     read_names(&mut imp)?;
     read_runtime(&mut imp)?;
     read_gpu_ops(&mut imp)?;
@@ -241,7 +227,7 @@ fn import_with(
     let kept = imp.b.span_count() as u64;
     let source = SourceInfo {
         path: path.display().to_string(),
-        format: crate::FORMAT.into(),
+        format: crate::db::FORMAT.into(),
         format_name: "Nsight Systems SQLite export".into(),
         content: "SQLite".into(),
         records: "rows".into(),

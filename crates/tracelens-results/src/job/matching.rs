@@ -16,7 +16,7 @@
 //! (never more than its own kernel time); the call's transfer time is the members' median time
 //! from the last arrival to their end: what the link took once everyone was there.
 
-use super::RankSummary;
+use super::rank::RankSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tracelens_analysis::collectives::{Collective, CollectiveOp};

@@ -1,7 +1,9 @@
 //! `tracelens analyze --rules nsys`: the `nsys analyze` compatibility mode.
 
+use crate::args::AnalyzeArgs;
+use crate::sink::{fail, Sink};
 use crate::stop::Stop;
-use crate::{fail, input, AnalyzeArgs, Sink};
+use tracelens_load as input;
 use tracelens_report::escape::terminal_text;
 
 /// `--rules nsys`: the six `nsys analyze` CUDA rules, printed as nsys prints them, or with

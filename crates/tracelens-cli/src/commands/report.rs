@@ -1,37 +1,11 @@
-//! Rendering a report in the chosen format, and `tracelens report RESULT.json`: a stored
-//! result rendered again, as `analyze` renders it.
+//! `tracelens report RESULT.json`: a stored result rendered again, as `analyze` renders it.
 
+use crate::args::{Format, ReportArgs};
+use crate::output::{render_report, terminal_width, text_options};
+use crate::sink::{fail, Sink};
 use crate::stop::Stop;
-use crate::{fail, input, terminal_width, Format, ReportArgs, Sink};
 use std::io::IsTerminal;
-
-/// The text options of a summary.
-pub(crate) fn text_options(
-    color: bool,
-    width: usize,
-    verbose: bool,
-) -> tracelens_report::TextOptions {
-    tracelens_report::TextOptions {
-        color,
-        width,
-        verbose,
-    }
-}
-
-/// A report in one of the text formats (Parquet is written as tables, never rendered).
-pub(crate) fn render_report(
-    report: &tracelens_results::Report,
-    format: Format,
-    text: &tracelens_report::TextOptions,
-) -> String {
-    match format {
-        Format::Text => tracelens_report::render_text_with(report, text),
-        Format::Json => tracelens_report::render_json(report),
-        Format::Md => tracelens_report::render_markdown(report),
-        Format::Html => tracelens_report::render_html(report),
-        Format::Parquet => String::new(),
-    }
-}
+use tracelens_load as input;
 
 /// Largest result document `tracelens report` reads (results are kilobytes; this bounds a
 /// hostile file).

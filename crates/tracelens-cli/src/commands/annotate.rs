@@ -1,8 +1,11 @@
 //! `tracelens annotate`: the trace copied verbatim with our findings as extra tracks.
 
+use crate::args::AnnotateArgs;
+use crate::output::{self, default_report_path};
+use crate::sink::{fail, Sink};
 use crate::stop::Stop;
-use crate::{default_report_path, fail, input, output, AnnotateArgs, Sink};
 use std::path::PathBuf;
+use tracelens_load as input;
 
 /// `tracelens annotate`: the trace copied verbatim with our tracks added first.
 pub(crate) fn annotate(args: &AnnotateArgs, out: &mut Sink) -> Result<(), Stop> {
