@@ -199,6 +199,43 @@ fn without_test_items(tokens: &[Token]) -> Vec<Token> {
     out
 }
 
+/// The inline modules (`mod name { … }`) open at a token, followed through the braces.
+#[derive(Default)]
+struct InlineScopes {
+    open: Vec<(String, usize)>,
+    depth: usize,
+}
+
+impl InlineScopes {
+    /// Follows token `k`; returns the name of an inline module that opens there.
+    fn step<'t>(&mut self, t: &'t [Token], k: usize) -> Option<&'t str> {
+        match &t[k] {
+            Token::Punct('{') => self.depth += 1,
+            Token::Punct('}') => {
+                self.depth = self.depth.saturating_sub(1);
+                if self.open.last().is_some_and(|&(_, d)| d == self.depth) {
+                    self.open.pop();
+                }
+            }
+            Token::Ident(kw) if kw == "mod" => {
+                if let (Some(name), Some(Token::Punct('{'))) = (ident(t.get(k + 1)), t.get(k + 2)) {
+                    self.open.push((name.to_string(), self.depth));
+                    return Some(name);
+                }
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// `module` and the inline modules open now.
+    fn path(&self, module: &[String]) -> Vec<String> {
+        let mut m = module.to_vec();
+        m.extend(self.open.iter().map(|(n, _)| n.clone()));
+        m
+    }
+}
+
 /// The files of one crate's module tree, from its root through `mod x;` lines.
 fn crate_files(root: &Path) -> Vec<SourceFile> {
     let mut files = Vec::new();
@@ -209,41 +246,27 @@ fn crate_files(root: &Path) -> Vec<SourceFile> {
         let tokens = tokenize(&src);
         let dir = child_dir(&path);
         // `mod x;` at any depth of inline modules: the inline path decides the folder.
-        let mut inline: Vec<(String, usize)> = Vec::new();
-        let mut depth = 0usize;
-        for (k, t) in tokens.iter().enumerate() {
-            match t {
-                Token::Punct('{') => depth += 1,
-                Token::Punct('}') => {
-                    depth = depth.saturating_sub(1);
-                    if inline.last().is_some_and(|&(_, d)| d == depth) {
-                        inline.pop();
-                    }
-                }
-                Token::Ident(kw) if kw == "mod" => {
-                    let Some(name) = ident(tokens.get(k + 1)) else {
-                        continue;
-                    };
-                    match tokens.get(k + 2) {
-                        Some(Token::Punct(';')) => {
-                            let mut sub_dir = dir.clone();
-                            for (m, _) in &inline {
-                                sub_dir.push(m);
-                            }
-                            let flat = sub_dir.join(format!("{name}.rs"));
-                            let nested = sub_dir.join(name).join("mod.rs");
-                            let file = if flat.exists() { flat } else { nested };
-                            let mut m = module.clone();
-                            m.extend(inline.iter().map(|(n, _)| n.clone()));
-                            m.push(name.to_string());
-                            todo.push((file, m));
-                        }
-                        Some(Token::Punct('{')) => inline.push((name.to_string(), depth)),
-                        _ => {}
-                    }
-                }
-                _ => {}
+        let mut scopes = InlineScopes::default();
+        for k in 0..tokens.len() {
+            scopes.step(&tokens, k);
+            let (Token::Ident(kw), Some(name), Some(Token::Punct(';'))) =
+                (&tokens[k], ident(tokens.get(k + 1)), tokens.get(k + 2))
+            else {
+                continue;
+            };
+            if kw != "mod" {
+                continue;
             }
+            let mut sub_dir = dir.clone();
+            for (m, _) in &scopes.open {
+                sub_dir.push(m);
+            }
+            let flat = sub_dir.join(format!("{name}.rs"));
+            let nested = sub_dir.join(name).join("mod.rs");
+            let file = if flat.exists() { flat } else { nested };
+            let mut m = scopes.path(&module);
+            m.push(name.to_string());
+            todo.push((file, m));
         }
         files.push(SourceFile {
             path,
@@ -346,31 +369,11 @@ struct Reference {
 fn references(file: &SourceFile) -> Vec<Reference> {
     let t = &file.tokens;
     let mut out = Vec::new();
-    let mut inline: Vec<(String, usize)> = Vec::new();
-    let mut depth = 0usize;
+    let mut scopes = InlineScopes::default();
     let mut k = 0;
-    let scope = |inline: &Vec<(String, usize)>| {
-        let mut s = file.module.clone();
-        s.extend(inline.iter().map(|(n, _)| n.clone()));
-        s
-    };
     while k < t.len() {
+        scopes.step(t, k);
         match &t[k] {
-            Token::Punct('{') => depth += 1,
-            Token::Punct('}') => {
-                depth = depth.saturating_sub(1);
-                if inline.last().is_some_and(|&(_, d)| d == depth) {
-                    inline.pop();
-                }
-            }
-            Token::Ident(kw) if kw == "mod" => {
-                if let (Some(name), Some(Token::Punct('{'))) = (ident(t.get(k + 1)), t.get(k + 2)) {
-                    inline.push((name.to_string(), depth));
-                    depth += 1;
-                    k += 3;
-                    continue;
-                }
-            }
             Token::Ident(kw) if kw == "use" => {
                 let public = k > 0
                     && (matches!(&t[k - 1], Token::Ident(p) if p == "pub")
@@ -383,7 +386,7 @@ fn references(file: &SourceFile) -> Vec<Reference> {
                 for (path, bound) in paths {
                     out.push(Reference {
                         path,
-                        scope: scope(&inline),
+                        scope: scopes.path(&file.module),
                         export: public.then_some(bound),
                     });
                 }
@@ -404,7 +407,7 @@ fn references(file: &SourceFile) -> Vec<Reference> {
                     }
                     out.push(Reference {
                         path,
-                        scope: scope(&inline),
+                        scope: scopes.path(&file.module),
                         export: None,
                     });
                     k = j;
@@ -521,29 +524,10 @@ fn import_graph_named(root: &Path) -> (Vec<SourceFile>, Vec<BTreeSet<usize>>, Ed
     }
     // Inline modules belong to the file they are written in.
     for (f, file) in files.iter().enumerate() {
-        let t = &file.tokens;
-        let mut inline: Vec<(String, usize)> = Vec::new();
-        let mut depth = 0usize;
-        for k in 0..t.len() {
-            match &t[k] {
-                Token::Punct('{') => depth += 1,
-                Token::Punct('}') => {
-                    depth = depth.saturating_sub(1);
-                    if inline.last().is_some_and(|&(_, d)| d == depth) {
-                        inline.pop();
-                    }
-                }
-                Token::Ident(kw) if kw == "mod" => {
-                    if let (Some(name), Some(Token::Punct('{'))) =
-                        (ident(t.get(k + 1)), t.get(k + 2))
-                    {
-                        inline.push((name.to_string(), depth));
-                        let mut m = file.module.clone();
-                        m.extend(inline.iter().map(|(n, _)| n.clone()));
-                        index.modules.entry(m).or_insert(f);
-                    }
-                }
-                _ => {}
+        let mut scopes = InlineScopes::default();
+        for k in 0..file.tokens.len() {
+            if scopes.step(&file.tokens, k).is_some() {
+                index.modules.entry(scopes.path(&file.module)).or_insert(f);
             }
         }
     }
