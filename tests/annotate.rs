@@ -7,8 +7,7 @@ use tracelens_tests::{corpus_dir, fixtures_dir, tracelens};
 
 fn decoded(path: &Path) -> Vec<u8> {
     let mut out = Vec::new();
-    std::io::Read::read_to_end(&mut tracelens_kineto::open_decoded(path).unwrap(), &mut out)
-        .unwrap();
+    std::io::Read::read_to_end(&mut tracelens_load::open_decoded(path).unwrap(), &mut out).unwrap();
     out
 }
 

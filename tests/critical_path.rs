@@ -6,11 +6,10 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use tracelens_analysis::critical::CriticalKind;
 use tracelens_analysis::{Diagnosis, FindingKind};
-use tracelens_kineto::import_file;
 use tracelens_tests::corpus_dir;
 
 fn diagnose(path: &Path) -> Diagnosis {
-    let t = import_file(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let t = tracelens_load::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     tracelens_analysis::analyze(&t).diagnosis
 }
 

@@ -35,7 +35,7 @@ fn check(root: &Path, e: &Expected) -> Vec<String> {
     let opened = if e.path.ends_with(".sqlite") {
         tracelens_nsys::import_file(&path).map_err(|err| err.to_string())
     } else {
-        tracelens_kineto::import_file(&path).map_err(|err| err.to_string())
+        tracelens_load::open(&path).map_err(|err| err.to_string())
     };
     let trace = match opened {
         Ok(t) => t,

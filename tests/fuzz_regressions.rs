@@ -19,9 +19,7 @@ fn every_fuzz_regression_runs_clean() {
             let _ = tracelens_report::escape::markdown_text(&text);
             let _ = tracelens_report::escape::terminal_text(&text);
         } else if name.ends_with(".json") || name.ends_with(".gz") {
-            if let Ok(trace) =
-                tracelens_kineto::import_stream(std::io::Cursor::new(bytes), Path::new(&name), 0)
-            {
+            if let Ok(trace) = tracelens_load::open_bytes(bytes, Path::new(&name)) {
                 let report = tracelens_report::Report::build(&trace);
                 let _ = tracelens_report::render_text(&report, false);
                 let _ = tracelens_report::render_markdown(&report);

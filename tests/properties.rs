@@ -252,7 +252,7 @@ proptest! {
         };
         let read = |threads| {
             let path = std::path::Path::new("soup.json");
-            tracelens_kineto::import_reader_with_threads(text.as_bytes(), path, 0, false, threads)
+            tracelens_kineto::import_reader_with_threads(text.as_bytes(), path, 0, None, threads)
                 .map(|t| tracelens_report::render_json(&tracelens_report::Report::build(&t)))
                 .map_err(|e| e.to_string())
         };

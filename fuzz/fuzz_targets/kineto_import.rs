@@ -1,4 +1,5 @@
-//! Any bytes, as a Kineto trace (plain or gzip): import, analyse and render every format.
+//! Any bytes, read as `tracelens analyze` reads a file (compression undone, the format
+//! sniffed, Kineto JSON or "not a trace"): import, analyse and render every format.
 //! Nothing may panic, and every rendered output must stay inert.
 #![no_main]
 
@@ -6,11 +7,7 @@ use libfuzzer_sys::fuzz_target;
 use std::path::Path;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(trace) = tracelens_kineto::import_stream(
-        std::io::Cursor::new(data.to_vec()),
-        Path::new("fuzz.json"),
-        data.len() as u64,
-    ) else {
+    let Ok(trace) = tracelens_load::open_bytes(data.to_vec(), Path::new("fuzz.json")) else {
         return;
     };
     let report = tracelens_report::Report::build(&trace);

@@ -14,13 +14,9 @@ pub enum Problem {
     Blank {
         /// How many bytes of whitespace.
         bytes: u64,
-        /// Whether they came out of a gzip stream.
-        gzip: bool,
+        /// Whether they came out of a compressed stream.
+        compressed: bool,
     },
-    /// The text is UTF-16, not UTF-8.
-    Utf16,
-    /// The gzip stream holds another gzip stream.
-    NestedGzip,
     /// The first meaningful byte is not `{` or `[`.
     NotJson {
         /// Byte offset of the offending byte.
@@ -32,15 +28,8 @@ pub enum Problem {
     NotATrace(String),
     /// A PyTorch execution trace (`nodes` graph), which has no timings.
     ExecutionTrace,
-    /// The gzip stream is corrupt before any event could be read.
-    CorruptGzip(String),
-    /// The gzip stream inflates past the caller's [`InflateBound`](tracelens_model::InflateBound).
-    InflatesTooFar {
-        /// The decoded bytes read when the import stopped.
-        decoded_bytes: u64,
-        /// The compressed file's size.
-        file_bytes: u64,
-    },
+    /// The compressed stream is corrupt before any event could be read.
+    CorruptStream(tracelens_model::Compression, String),
     /// The file ends before the first complete event.
     TruncatedBeforeEvents {
         /// Decoded byte offset where it ends.
@@ -73,18 +62,14 @@ impl fmt::Display for Problem {
         match self {
             Problem::Io(e) => write!(f, "read error: {e}"),
             Problem::Empty => write!(f, "file is empty"),
-            Problem::Blank { bytes, gzip } => write!(
+            Problem::Blank { bytes, compressed } => write!(
                 f,
                 "no JSON: the {} holds only {bytes} bytes of whitespace",
-                if *gzip { "decompressed text" } else { "file" }
-            ),
-            Problem::Utf16 => write!(
-                f,
-                "UTF-16 text: traces are UTF-8 JSON; convert it with `iconv -f UTF-16 -t UTF-8`"
-            ),
-            Problem::NestedGzip => write!(
-                f,
-                "gzip inside gzip: the decompressed data is itself gzip; decompress it once (`gunzip -c FILE > trace.json.gz`) and pass the result"
+                if *compressed {
+                    "decompressed text"
+                } else {
+                    "file"
+                }
             ),
             Problem::NotJson { offset, found } => write!(
                 f,
@@ -95,17 +80,9 @@ impl fmt::Display for Problem {
                 f,
                 "a PyTorch execution trace (ExecutionTraceObserver 'nodes' graph), not a profiler trace: it has no timings; pass the Kineto trace recorded alongside it"
             ),
-            Problem::CorruptGzip(detail) => write!(f, "corrupt gzip data: {detail}"),
-            Problem::InflatesTooFar {
-                decoded_bytes,
-                file_bytes,
-            } => write!(
-                f,
-                "decompresses more than {}× (past {:.1} MB from {:.3} MB): refusing a likely gzip bomb",
-                decoded_bytes / (*file_bytes).max(1),
-                *decoded_bytes as f64 / 1e6,
-                *file_bytes as f64 / 1e6
-            ),
+            Problem::CorruptStream(compression, detail) => {
+                write!(f, "corrupt {} data: {detail}", compression.label())
+            }
             Problem::TruncatedBeforeEvents { offset } => write!(
                 f,
                 "truncated: the file ends at byte {offset}, before the first complete trace event"

@@ -1,16 +1,19 @@
 //! Streaming importer of PyTorch Profiler (Kineto) Chrome traces into the tracelens model.
 //!
 //! Reads every generation of the format — the 2020 bare array, 2021 capitalised categories,
-//! integer-µs Kineto, and float-µs traces relative to `baseTimeNanoseconds` — plain or
-//! gzip-compressed (detected by magic bytes). The file is read in chunks: each element of
-//! `traceEvents` is located by a byte scanner and decoded on its own, so memory follows the
-//! events kept, not the file size, and one broken event is skipped and counted rather than
-//! fatal. A file cut short keeps every complete event and says where it was cut.
+//! integer-µs Kineto, and float-µs traces relative to `baseTimeNanoseconds`. It reads decoded
+//! bytes: `tracelens-load` undoes compression before this importer sees the stream. The
+//! stream is read in chunks: each element of `traceEvents` is located by a byte scanner and
+//! decoded on its own, so memory follows the events kept, not the file size, and one broken
+//! event is skipped and counted rather than fatal. A file cut short keeps every complete event
+//! and says where it was cut.
 //!
 //! ```no_run
-//! let trace = tracelens_kineto::import_file(std::path::Path::new("trace.json.gz"))?;
+//! let file = std::fs::File::open("trace.json")?;
+//! let path = std::path::Path::new("trace.json");
+//! let trace = tracelens_kineto::import_reader(file, path, 0, None)?;
 //! println!("{} spans on {} lanes", trace.spans.len(), trace.lanes.len());
-//! # Ok::<(), tracelens_kineto::ImportError>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![deny(missing_docs)]
 
@@ -21,7 +24,6 @@ mod event;
 mod input;
 mod json;
 mod parallel;
-mod pipe;
 mod scan;
 mod split;
 
@@ -32,19 +34,17 @@ pub use event::kind_of_category;
 use document::{read_document, Container, Start};
 use event::EventReader;
 use input::Input;
-use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 use tracelens_model::{
-    Detail, FrameworkRange, ImportFailure, Importer, Input as OpenedInput, SourceInfo, Trace,
-    Version, WarningKind,
+    first_meaningful_byte, Compression, Detail, FrameworkRange, ImportFailure, Importer,
+    Input as OpenedInput, SourceInfo, Trace, Version, WarningKind,
 };
 
 /// The format id in [`SourceInfo::format`].
 pub const FORMAT: &str = "kineto_json";
 
-/// The Kineto JSON importer (plain or gzip). It is the registry's fallback: it takes any input
-/// that no other importer claims and says precisely why one that is not JSON is not a trace.
+/// The Kineto JSON importer: Chrome-trace JSON, an object with `traceEvents` or a bare array.
 pub struct KinetoImporter;
 
 impl Importer for KinetoImporter {
@@ -53,128 +53,42 @@ impl Importer for KinetoImporter {
     }
 
     fn extensions(&self) -> &'static [&'static str] {
-        &[".json", ".json.gz", ".trace.gz"]
+        &[".json", ".json.gz", ".trace.gz", ".json.zst", ".trace.zst"]
     }
 
-    fn sniff(&self, _head: &[u8]) -> bool {
-        true
+    fn expects(&self) -> &'static str {
+        "Chrome-trace JSON ('{' or '[')"
+    }
+
+    /// JSON that opens an object or an array; also a head of whitespace alone, so that a
+    /// blank file is told as such.
+    fn sniff(&self, head: &[u8]) -> bool {
+        match first_meaningful_byte(head) {
+            Some((_, byte)) => byte == b'{' || byte == b'[',
+            None => true,
+        }
     }
 
     fn import(&self, input: OpenedInput) -> Result<Trace, ImportFailure> {
-        let (path, bytes, bound) = (input.path.clone(), input.file_bytes, input.inflate_bound);
-        import_bounded(input.into_stream(), &path, bytes, bound).map_err(|e| match e.problem {
+        let (path, bytes, compression) = (input.path.clone(), input.file_bytes, input.compression);
+        let reader = std::io::BufReader::with_capacity(1 << 20, input.into_stream());
+        import_reader(reader, &path, bytes, compression).map_err(|e| match e.problem {
             Problem::Io(io) => ImportFailure::Io(io),
             other => ImportFailure::Format(other.to_string()),
         })
     }
 }
 
-/// The gzip magic bytes.
-pub const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
-/// Imports the trace at `path` (plain or gzip-compressed JSON).
-pub fn import_file(path: &Path) -> Result<Trace, ImportError> {
-    let file = File::open(path).map_err(|e| ImportError::new(path, Problem::Io(e)))?;
-    let file_bytes = file.metadata().map(|m| m.len()).unwrap_or(0);
-    import_stream(file, path, file_bytes)
-}
-
-/// Imports a trace from a stream read exactly once (a file, a pipe, stdin): gzip is
-/// recognised from the first bytes, which are kept and fed back, never re-read. `path` and
+/// Imports a trace from a reader of decoded bytes; `compression` says what was undone to
+/// produce them (its read errors are then words about corrupt compressed data). `path` and
 /// `file_bytes` only label the result and its messages.
-pub fn import_stream<R: Read + Send + 'static>(
-    src: R,
-    path: &Path,
-    file_bytes: u64,
-) -> Result<Trace, ImportError> {
-    import_bounded(src, path, file_bytes, None)
-}
-
-/// [`import_stream`], stopping with [`Problem::InflatesTooFar`] as soon as a gzip stream
-/// inflates past `bound` (the parse never sees more than the bound's bytes).
-pub fn import_bounded<R: Read + Send + 'static>(
-    mut src: R,
-    path: &Path,
-    file_bytes: u64,
-    bound: Option<tracelens_model::InflateBound>,
-) -> Result<Trace, ImportError> {
-    let head = read_head(&mut src, 64).map_err(|e| ImportError::new(path, Problem::Io(e)))?;
-    if head.is_empty() {
-        return Err(ImportError::new(path, Problem::Empty));
-    }
-    if is_utf16(&head) {
-        return Err(ImportError::new(path, Problem::Utf16));
-    }
-    let gzip = head.starts_with(&GZIP_MAGIC);
-    let reader = BufReader::with_capacity(1 << 20, std::io::Cursor::new(head).chain(src));
-    if gzip {
-        // Inflate on a second thread while this one parses.
-        let decoder = flate2::bufread::MultiGzDecoder::new(reader);
-        let Some(bound) = bound else {
-            return import_reader(pipe::spawn(decoder), path, file_bytes, true);
-        };
-        let max_bytes = bound.max_decoded_bytes(file_bytes);
-        let reached = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let bounded = pipe::Bounded::new(decoder, max_bytes, reached.clone());
-        let imported = import_reader(pipe::spawn(bounded), path, file_bytes, true);
-        if reached.load(std::sync::atomic::Ordering::Acquire) {
-            let problem = Problem::InflatesTooFar {
-                decoded_bytes: max_bytes,
-                file_bytes,
-            };
-            return Err(ImportError::new(path, problem));
-        }
-        imported
-    } else {
-        import_reader(reader, path, file_bytes, false)
-    }
-}
-
-/// The decoded text of the trace at `path` (gzip undone), for copying it.
-pub fn open_decoded(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
-    let mut file = File::open(path)?;
-    let head = read_head(&mut file, 2)?;
-    let rest = std::io::Cursor::new(head.clone()).chain(file);
-    Ok(if head.starts_with(&GZIP_MAGIC) {
-        Box::new(flate2::read::MultiGzDecoder::new(rest))
-    } else {
-        Box::new(rest)
-    })
-}
-
-/// Up to `n` first bytes of `src` (fewer only at its end); pipes deliver in pieces.
-pub fn read_head<R: Read>(src: &mut R, n: usize) -> std::io::Result<Vec<u8>> {
-    let mut head = vec![0u8; n];
-    let mut got = 0;
-    while got < n {
-        match src.read(&mut head[got..]) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    head.truncate(got);
-    Ok(head)
-}
-
-/// Whether the bytes look like UTF-16 text (a byte-order mark, or `{`/`[` next to a NUL).
-#[must_use]
-pub fn is_utf16(head: &[u8]) -> bool {
-    head.starts_with(&[0xFF, 0xFE])
-        || head.starts_with(&[0xFE, 0xFF])
-        || matches!(head, [b'{' | b'[', 0, ..] | [0, b'{' | b'[', ..])
-}
-
-/// Imports a trace from any reader of decoded (or, with `gzip`, gzip-decoding) bytes.
-/// `path` and `file_bytes` only label the result and its messages.
 pub fn import_reader<R: Read>(
     reader: R,
     path: &Path,
     file_bytes: u64,
-    gzip: bool,
+    compression: Option<Compression>,
 ) -> Result<Trace, ImportError> {
-    import_reader_with_threads(reader, path, file_bytes, gzip, parallel::threads())
+    import_reader_with_threads(reader, path, file_bytes, compression, parallel::threads())
 }
 
 /// [`import_reader`] decoding events on `threads` threads (1: serial). The model is the same
@@ -183,7 +97,7 @@ pub fn import_reader_with_threads<R: Read>(
     reader: R,
     path: &Path,
     file_bytes: u64,
-    gzip: bool,
+    compression: Option<Compression>,
     threads: usize,
 ) -> Result<Trace, ImportError> {
     let fail = |problem| ImportError::new(path, problem);
@@ -192,17 +106,16 @@ pub fn import_reader_with_threads<R: Read>(
     let doc = match read_document(&mut input, &mut events, threads.max(1)) {
         Ok(doc) => doc,
         Err(Start::Empty) => {
-            return Err(fail(match input.error.take() {
-                Some(e) if gzip => Problem::CorruptGzip(e.to_string()),
-                Some(e) => Problem::Io(e),
-                None if input.bytes_read() > 0 => Problem::Blank {
+            return Err(fail(match (input.error.take(), compression) {
+                (Some(e), Some(c)) => Problem::CorruptStream(c, e.to_string()),
+                (Some(e), None) => Problem::Io(e),
+                (None, _) if input.bytes_read() > 0 => Problem::Blank {
                     bytes: input.bytes_read(),
-                    gzip,
+                    compressed: compression.is_some(),
                 },
-                None => Problem::Empty,
+                (None, _) => Problem::Empty,
             }))
         }
-        Err(Start::Unexpected(0x1f, 0)) if gzip => return Err(fail(Problem::NestedGzip)),
         Err(Start::Unexpected(byte, offset)) => {
             return Err(fail(Problem::NotJson {
                 offset,
@@ -210,24 +123,33 @@ pub fn import_reader_with_threads<R: Read>(
             }))
         }
     };
-    if gzip && doc.truncated_at.is_none() {
-        // The document ended: read the gzip trailer so its checksum and length are checked.
+    if compression.is_some() && doc.truncated_at.is_none() {
+        // The document ended: read the stream's trailer so its checksum and length are checked.
         input.drain();
     }
     let stats = &events.stats;
     let salvaged = stats.kept > 0 || stats.with_phase > 0;
     if let Some(e) = input.error.take() {
         if !salvaged {
-            return Err(fail(if gzip {
-                Problem::CorruptGzip(e.to_string())
-            } else {
-                Problem::Io(e)
+            return Err(fail(match compression {
+                Some(c) => Problem::CorruptStream(c, e.to_string()),
+                None => Problem::Io(e),
             }));
         }
-        let what = if gzip { "gzip stream" } else { "file" };
-        let message = if gzip && doc.truncated_at.is_none() && e.to_string().contains("checksum") {
+        let what = match compression {
+            Some(c) => format!("{} stream", c.label()),
+            None => "file".to_string(),
+        };
+        let message = if compression.is_some()
+            && doc.truncated_at.is_none()
+            && e.to_string().contains("checksum")
+        {
+            let check = match compression {
+                Some(Compression::Gzip) => "CRC-32/length check",
+                _ => "checksum",
+            };
             format!(
-                "the gzip stream fails its CRC-32/length check: the decompressed data is corrupt, so figures from its {} events may be wrong",
+                "the {what} fails its {check}: the decompressed data is corrupt, so figures from its {} events may be wrong",
                 stats.events
             )
         } else {
@@ -275,7 +197,7 @@ pub fn import_reader_with_threads<R: Read>(
         content: "JSON".into(),
         records: "events".into(),
         annotatable: true,
-        compression: gzip.then(|| "gzip".to_string()),
+        compression: compression.map(|c| c.label().to_string()),
         version: generation.into(),
         version_note: if has_metadata_events || stats.with_phase == 0 || truncated {
             note.into()

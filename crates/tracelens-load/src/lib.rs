@@ -1,18 +1,22 @@
 //! Opening a trace of any supported format, shared by `analyze`, `annotate`, `check`, `diff`
 //! and `--rules nsys`: the input is read exactly once (files, pipes, FIFOs and stdin alike),
-//! its format sniffed from the buffered first bytes by the registry of importers
-//! ([`IMPORTERS`]), and the stream handed to the first that takes it. Also the opening of
-//! result documents. Errors are one line without the path ([`LoadError`]); the caller names
-//! the file.
+//! compression undone ([`decode`]: gzip, zstd) before any importer looks, the format sniffed
+//! from the first decoded bytes by the registry of importers ([`IMPORTERS`]), and the stream
+//! handed to the first that takes it; an input none takes gets one "not a trace" line
+//! ([`not_a_trace`]). Also the opening of result documents. Errors are one line without the
+//! path ([`LoadError`]); the caller names the file.
 #![deny(missing_docs)]
+
+pub mod decode;
+pub mod not_a_trace;
+mod pipe;
+
+pub use decode::InflateBound;
 
 use std::fs::File;
 use std::io::{ErrorKind, Read};
 use std::path::Path;
-use tracelens_model::{ImportFailure, Importer, Input, Trace};
-
-/// First bytes of an Nsight Systems `.nsys-rep` / `.qdrep` report.
-const NSYS_REP_MAGIC: &[u8] = b"NVIDIA Tegra Pro";
+use tracelens_model::{Compression, ImportFailure, Importer, Input, Trace, HEAD_BYTES};
 
 /// Which file a path names, following links: two paths with the same identity are the same
 /// file (a symlink, a hard link, `./x` and `x`).
@@ -71,9 +75,8 @@ impl<R: Read> Read for Counted<R> {
 }
 
 /// Every input format, most specific first: the first whose `sniff` takes the input's first
-/// bytes imports it. The last one, Kineto JSON, takes anything and explains why an input that
-/// is not JSON is not a trace. A new format is one crate implementing [`Importer`] and one
-/// line here.
+/// decoded bytes imports it; an input none takes is "not a trace" ([`not_a_trace::unclaimed`]).
+/// A new format is one crate implementing [`Importer`] and one line here.
 pub const IMPORTERS: &[&dyn Importer] = &[
     &tracelens_nsys::NsysImporter,
     &tracelens_kineto::KinetoImporter,
@@ -101,6 +104,24 @@ pub enum LoadError {
     Empty,
     /// An input this use cannot take, with what to do instead.
     Unsupported(String),
+    /// No importer reads it: what it most likely is and what to pass instead.
+    NotATrace(String),
+    /// The compressed data is corrupt before its first decoded byte.
+    CorruptCompression {
+        /// The compression.
+        compression: Compression,
+        /// The decoder's words.
+        detail: String,
+    },
+    /// A compressed input inflates past the caller's [`InflateBound`].
+    InflatesTooFar {
+        /// The compression.
+        compression: Compression,
+        /// The decoded bytes read when the import stopped.
+        decoded_bytes: u64,
+        /// The compressed file's size.
+        file_bytes: u64,
+    },
     /// A format's importer refused it (not that format, or broken).
     Format {
         /// The importer's format id.
@@ -115,7 +136,23 @@ impl std::fmt::Display for LoadError {
         match self {
             LoadError::Read(why) => f.write_str(why),
             LoadError::Empty => f.write_str("file is empty"),
-            LoadError::Unsupported(why) => f.write_str(why),
+            LoadError::Unsupported(why) | LoadError::NotATrace(why) => f.write_str(why),
+            LoadError::CorruptCompression {
+                compression,
+                detail,
+            } => write!(f, "corrupt {} data: {detail}", compression.label()),
+            LoadError::InflatesTooFar {
+                compression,
+                decoded_bytes,
+                file_bytes,
+            } => write!(
+                f,
+                "decompresses more than {}× (past {:.1} MB from {:.3} MB): refusing a likely {} bomb",
+                decoded_bytes / (*file_bytes).max(1),
+                *decoded_bytes as f64 / 1e6,
+                *file_bytes as f64 / 1e6,
+                compression.label()
+            ),
             LoadError::Format { problem, .. } => f.write_str(problem),
         }
     }
@@ -123,11 +160,22 @@ impl std::fmt::Display for LoadError {
 
 impl std::error::Error for LoadError {}
 
-/// Opens `path` once (file, pipe, FIFO or stdin) and reads its first bytes.
-fn open_input(path: &Path, progress: Option<Progress>) -> Result<Input, LoadError> {
+/// An input opened and decoded, with the flag of its decompression bound.
+struct Opened {
+    input: Input,
+    /// For a bounded decompression: the flag set when it was cut, and the bound in bytes.
+    cut: Option<(decode::Reached, u64)>,
+}
+
+/// Opens `path` once (file, pipe, FIFO or stdin), undoes its compression (on a second thread,
+/// cut at `bound` if given) and reads its first decoded bytes.
+fn open_input(
+    path: &Path,
+    progress: Option<Progress>,
+    bound: Option<InflateBound>,
+) -> Result<Opened, LoadError> {
     let read = |e: std::io::Error| LoadError::Read(read_problem(&e));
-    let (mut rest, regular_file, file_bytes): (Box<dyn Read + Send>, bool, u64) = if is_stdin(path)
-    {
+    let (raw, regular_file, file_bytes): (Box<dyn Read + Send>, bool, u64) = if is_stdin(path) {
         (Box::new(std::io::stdin()), false, 0)
     } else {
         let f = File::open(path).map_err(read)?;
@@ -146,23 +194,133 @@ fn open_input(path: &Path, progress: Option<Progress>) -> Result<Input, LoadErro
         };
         (f, meta.is_file(), meta.len())
     };
-    let head = tracelens_kineto::read_head(&mut rest, 64).map_err(read)?;
-    if head.is_empty() {
-        return Err(LoadError::Empty);
+    decode_input(path, raw, regular_file, file_bytes, bound)
+}
+
+/// The raw stream of `path` decoded, cut at `bound` if given, with its first decoded bytes
+/// read and checked for what no format is.
+fn decode_input(
+    path: &Path,
+    mut raw: Box<dyn Read + Send>,
+    regular_file: bool,
+    file_bytes: u64,
+    bound: Option<InflateBound>,
+) -> Result<Opened, LoadError> {
+    let read = |e: std::io::Error| LoadError::Read(read_problem(&e));
+    let (raw_head, error) = read_head_keeping_error(&mut raw, HEAD_BYTES);
+    if raw_head.is_empty() {
+        return Err(error.map_or(LoadError::Empty, read));
     }
-    if head.starts_with(NSYS_REP_MAGIC) {
-        return Err(LoadError::Unsupported(
-            "an Nsight Systems report (.nsys-rep/.qdrep), a proprietary container: export it with `nsys export --type sqlite` and pass the .sqlite file".into(),
-        ));
+    let compression = decode::compression_of(&raw_head);
+    let raw = ReplayHead::new(raw_head, error, raw);
+    let bound = bound.map(|b| (b, file_bytes));
+    let (head, error, rest, cut) = match compression {
+        None => {
+            let (head, error, rest) = raw.into_parts();
+            (head, error, rest, None)
+        }
+        Some(compression) => {
+            let (mut decoded, reached) = decode::spawn_decoder(compression, raw, bound);
+            let cut = bound.map(|(b, bytes)| (reached, b.max_decoded_bytes(bytes)));
+            let (head, error) = read_head_keeping_error(&mut decoded, HEAD_BYTES);
+            if head.is_empty() {
+                return Err(match error {
+                    Some(e) => LoadError::CorruptCompression {
+                        compression,
+                        detail: e.to_string(),
+                    },
+                    None => LoadError::NotATrace(format!(
+                        "the {} data decompresses to nothing",
+                        compression.label()
+                    )),
+                });
+            }
+            (head, error, decoded, cut)
+        }
+    };
+    if let Some(why) = not_a_trace::refused_before_sniffing(&head, compression) {
+        return Err(LoadError::NotATrace(why));
     }
-    Ok(Input {
-        path: path.to_path_buf(),
-        head,
-        rest,
-        regular_file,
-        file_bytes,
-        inflate_bound: None,
+    let rest: Box<dyn Read + Send> = match error {
+        Some(e) => Box::new(ReplayHead::new(Vec::new(), Some(e), rest)),
+        None => rest,
+    };
+    Ok(Opened {
+        input: Input {
+            path: path.to_path_buf(),
+            head,
+            rest,
+            regular_file,
+            file_bytes,
+            compression,
+        },
+        cut,
     })
+}
+
+/// Up to `n` first bytes of `src` (fewer only at its end or at an error, which is returned
+/// beside the bytes read before it); pipes deliver in pieces.
+fn read_head_keeping_error<R: Read>(src: &mut R, n: usize) -> (Vec<u8>, Option<std::io::Error>) {
+    let mut head = vec![0u8; n];
+    let mut got = 0;
+    let mut error = None;
+    while got < n {
+        match src.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    head.truncate(got);
+    (head, error)
+}
+
+/// Up to `n` first bytes of `src` (fewer only at its end); pipes deliver in pieces.
+pub fn read_head<R: Read>(src: &mut R, n: usize) -> std::io::Result<Vec<u8>> {
+    match read_head_keeping_error(src, n) {
+        (_, Some(e)) => Err(e),
+        (head, None) => Ok(head),
+    }
+}
+
+/// A stream whose first bytes were read ahead: they come first, then the error that stopped
+/// the read-ahead (once), then the rest.
+struct ReplayHead {
+    head: std::io::Cursor<Vec<u8>>,
+    error: Option<std::io::Error>,
+    rest: Box<dyn Read + Send>,
+}
+
+impl ReplayHead {
+    fn new(head: Vec<u8>, error: Option<std::io::Error>, rest: Box<dyn Read + Send>) -> Self {
+        ReplayHead {
+            head: std::io::Cursor::new(head),
+            error,
+            rest,
+        }
+    }
+
+    /// The bytes read ahead, the error after them, and the rest.
+    fn into_parts(self) -> (Vec<u8>, Option<std::io::Error>, Box<dyn Read + Send>) {
+        (self.head.into_inner(), self.error, self.rest)
+    }
+}
+
+impl Read for ReplayHead {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.head.read(out)?;
+        if n > 0 || out.is_empty() {
+            return Ok(n);
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.rest.read(out)
+    }
 }
 
 /// Reads the trace at `path` (`-` for stdin) with the importer its first bytes call for.
@@ -177,28 +335,50 @@ pub fn open_with_progress(path: &Path, progress: Progress) -> Result<Trace, Load
 }
 
 fn load(path: &Path, progress: Option<Progress>) -> Result<Trace, LoadError> {
-    import(open_input(path, progress)?)
+    import(open_input(path, progress, None)?)
 }
 
-/// The opened input read by the importer its first bytes call for.
-fn import(input: Input) -> Result<Trace, LoadError> {
-    let importer = IMPORTERS
-        .iter()
-        .find(|i| i.sniff(&input.head))
-        .expect("the last importer takes any input");
-    importer.import(input).map_err(|e| match e {
+/// Reads a trace held in memory (`label` names it in the trace and its messages), exactly as
+/// [`open`] reads a file: for fuzzing and tests of the whole input step.
+pub fn open_bytes(bytes: Vec<u8>, label: &Path) -> Result<Trace, LoadError> {
+    let file_bytes = bytes.len() as u64;
+    let raw = Box::new(std::io::Cursor::new(bytes));
+    import(decode_input(label, raw, false, file_bytes, None)?)
+}
+
+/// The opened input read by the importer its first decoded bytes call for.
+fn import(opened: Opened) -> Result<Trace, LoadError> {
+    let Opened { input, cut } = opened;
+    let (compression, file_bytes) = (input.compression, input.file_bytes);
+    let Some(importer) = IMPORTERS.iter().find(|i| i.sniff(&input.head)) else {
+        return Err(LoadError::NotATrace(not_a_trace::unclaimed(
+            &input.head,
+            IMPORTERS,
+        )));
+    };
+    let imported = importer.import(input).map_err(|e| match e {
         ImportFailure::Io(io) => LoadError::Read(read_problem(&io)),
         ImportFailure::Format(problem) => LoadError::Format {
             format: importer.format(),
             problem,
         },
-    })
+    });
+    match (cut, compression) {
+        (Some((cut, decoded_bytes)), Some(compression)) if decode::was_cut(&cut) => {
+            Err(LoadError::InflatesTooFar {
+                compression,
+                decoded_bytes,
+                file_bytes,
+            })
+        }
+        _ => imported,
+    }
 }
 
 /// How far a compressed trace may inflate for `annotate`: real traces compress 5–30 times,
 /// and `annotate` copies (and recompresses) every decoded byte, so a gzip bomb would run for
 /// minutes. The import stops at the bound (`analyze` has none and reads the whole stream).
-pub const ANNOTATE_INFLATE_BOUND: tracelens_model::InflateBound = tracelens_model::InflateBound {
+pub const ANNOTATE_INFLATE_BOUND: InflateBound = InflateBound {
     ratio: 100,
     floor_bytes: 64 << 20,
 };
@@ -210,13 +390,12 @@ pub fn open_annotatable(path: &Path) -> Result<Trace, LoadError> {
     if is_stdin(path) {
         return Err(LoadError::Unsupported(format!("{twice} stdin")));
     }
-    let mut input = open_input(path, None)?;
-    if !input.regular_file {
+    let opened = open_input(path, None, Some(ANNOTATE_INFLATE_BOUND))?;
+    if !opened.input.regular_file {
         // Opening a FIFO again for the copy would wait for a writer forever.
         return Err(LoadError::Unsupported(format!("{twice} a pipe or FIFO")));
     }
-    input.inflate_bound = Some(ANNOTATE_INFLATE_BOUND);
-    let trace = import(input)?;
+    let trace = import(opened)?;
     if !trace.source.annotatable {
         return Err(LoadError::Unsupported(format!(
             "annotate writes tracks back into Chrome-trace JSON (Kineto traces) only, not into the {} format; open it in its own viewer",
@@ -236,7 +415,19 @@ pub fn write_annotated(
     out: &mut dyn std::io::Write,
     events: &[String],
 ) -> std::io::Result<CopyStats> {
-    tracelens_kineto::copy_with_events(tracelens_kineto::open_decoded(path)?, out, events)
+    tracelens_kineto::copy_with_events(open_decoded(path)?, out, events)
+}
+
+/// The decoded bytes of the file at `path` (gzip or zstd undone), for copying it.
+pub fn open_decoded(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
+    let mut file = File::open(path)?;
+    let head = read_head(&mut file, 4)?;
+    let compression = decode::compression_of(&head);
+    let raw = std::io::Cursor::new(head).chain(file);
+    Ok(match compression {
+        Some(c) => decode::decoder(c, raw),
+        None => Box::new(raw),
+    })
 }
 
 /// The six `nsys analyze` CUDA rules on an open export (the `--rules nsys` mode).
@@ -253,7 +444,7 @@ pub fn nsys_rules_text(results: &[RuleResult], file_name: &str) -> String {
 /// Opens an Nsight Systems export for the nsys-compatible rules (piped exports through a
 /// private copy that lives as long as the returned value).
 pub fn open_nsys(path: &Path) -> Result<tracelens_nsys::OpenExport, LoadError> {
-    let input = open_input(path, None)?;
+    let input = open_input(path, None, None)?.input;
     if !tracelens_nsys::NsysImporter.sniff(&input.head) {
         return Err(LoadError::Unsupported(
             "--rules nsys needs an Nsight Systems SQLite export (nsys export --type sqlite)".into(),
@@ -272,7 +463,7 @@ pub fn open_nsys(path: &Path) -> Result<tracelens_nsys::OpenExport, LoadError> {
 /// `"results"`) from a trace without reading it all.
 pub fn head_of(path: &Path, n: usize) -> std::io::Result<Vec<u8>> {
     let mut f = File::open(path)?;
-    tracelens_kineto::read_head(&mut f, n)
+    read_head(&mut f, n)
 }
 
 /// Whether the file at `path` is a tracelens result document rather than a trace: JSON whose
@@ -296,7 +487,7 @@ pub fn read_result_text(path: &Path, max_bytes: u64) -> Result<String, String> {
     if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
         return Err("is a directory, not a result document".into());
     }
-    let src = tracelens_kineto::open_decoded(path).map_err(|e| read_problem(&e))?;
+    let src = open_decoded(path).map_err(|e| read_problem(&e))?;
     let mut bytes = Vec::new();
     src.take(max_bytes + 1)
         .read_to_end(&mut bytes)

@@ -53,7 +53,7 @@ pub use collect::profiler_step_number;
 pub use collective::{CollectiveArgs, CollectiveKey, MAX_COLLECTIVE_RECORDS};
 pub use copy::{CopyDirection, CopyInfo, MemoryKind};
 pub use diagnostics::{Warning, WarningKind};
-pub use import::{ImportFailure, Importer, InflateBound, Input};
+pub use import::{first_meaningful_byte, Compression, ImportFailure, Importer, Input, HEAD_BYTES};
 pub use inputs::{KernelLaunch, OpDetail};
 pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
 pub use link::NESTING_TOLERANCE_NS;

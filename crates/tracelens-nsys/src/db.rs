@@ -116,6 +116,14 @@ impl Db {
         self.tables.contains_key(table)
     }
 
+    /// Whether a table or view's name starts with `prefix` (tells other tools' databases).
+    pub fn has_name_starting(&self, prefix: &str) -> bool {
+        self.tables
+            .keys()
+            .chain(self.views.iter())
+            .any(|n| n.starts_with(prefix))
+    }
+
     /// Whether `table` has `column`.
     pub fn has_col(&self, table: &str, column: &str) -> bool {
         self.tables

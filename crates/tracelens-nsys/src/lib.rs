@@ -31,10 +31,21 @@ const NSYS_TABLES: [&str; 5] = [
     "NVTX_EVENTS",
 ];
 
+/// The name prefix of every table and view of a ROCm `rocpd` database (rocprofv3
+/// `--output-format rocpd`: `rocpd_kernel_dispatch`, `rocpd_info_agent_<uuid>`, …), told apart
+/// so that one is named rather than called "not an export".
+const ROCPD_PREFIX: &str = "rocpd_";
+
 /// Opens an export, checking that it is one. The error is one line, without the path.
 pub fn open(path: &Path) -> Result<Db, String> {
     let db = Db::open(path).map_err(|e| format!("cannot read the SQLite database: {e}"))?;
     if !NSYS_TABLES.iter().any(|t| db.has(t)) {
+        if db.has_name_starting(ROCPD_PREFIX) {
+            return Err(
+                "a ROCm profiler database (rocprofv3 rocpd SQLite), not an Nsight Systems export: tracelens does not read rocpd yet; convert it to a Perfetto/Chrome trace (`rocpd convert --output-format pftrace`) or record with torch.profiler, whose traces tracelens reads on ROCm"
+                    .into(),
+            );
+        }
         return Err(
             "an SQLite database, but not an Nsight Systems export (none of its StringIds, META_DATA_EXPORT, CUPTI or NVTX tables)"
                 .into(),
@@ -52,7 +63,11 @@ impl Importer for NsysImporter {
     }
 
     fn extensions(&self) -> &'static [&'static str] {
-        &[".sqlite"]
+        &[".sqlite", ".sqlite.gz", ".sqlite.zst"]
+    }
+
+    fn expects(&self) -> &'static str {
+        "an Nsight Systems SQLite export"
     }
 
     fn sniff(&self, head: &[u8]) -> bool {
@@ -60,14 +75,20 @@ impl Importer for NsysImporter {
     }
 
     fn import(&self, input: Input) -> Result<Trace, ImportFailure> {
-        let (path, bytes) = (input.path.clone(), input.file_bytes);
+        let (path, bytes, compression) = (input.path.clone(), input.file_bytes, input.compression);
         let export = open_input(input)?;
-        let mut trace = import::import(&export.db, &export.file, bytes).map_err(|e| {
+        let decoded_bytes = std::fs::metadata(&export.file).map_or(0, |m| m.len());
+        let mut trace = import::import(&export.db, &export.file, decoded_bytes).map_err(|e| {
             ImportFailure::Format(format!("cannot read the Nsight Systems export: {e}"))
         })?;
-        // A piped export was read from a private copy: name the input as given.
+        // A piped or compressed export was read from a private copy: name the input as given.
         trace.source.path = path.display().to_string();
-        trace.source.file_bytes = bytes.max(trace.source.file_bytes);
+        if compression.is_some() {
+            trace.source.file_bytes = bytes;
+        } else {
+            trace.source.file_bytes = bytes.max(trace.source.file_bytes);
+        }
+        trace.source.compression = compression.map(|c| c.label().to_string());
         Ok(trace)
     }
 }
@@ -81,10 +102,10 @@ pub struct OpenExport {
     _spooled: Option<Spooled>,
 }
 
-/// Opens an export from an input: by its path when it is a regular file, else from a private
-/// copy of the stream (SQLite needs a file it can seek in).
+/// Opens an export from an input: by its path when it is a regular, uncompressed file, else
+/// from a private copy of the decoded stream (SQLite needs a file it can seek in).
 pub fn open_input(input: Input) -> Result<OpenExport, ImportFailure> {
-    if input.regular_file {
+    if input.regular_file && input.compression.is_none() {
         let db = open(&input.path).map_err(ImportFailure::Format)?;
         return Ok(OpenExport {
             db,
@@ -101,13 +122,13 @@ pub fn open_input(input: Input) -> Result<OpenExport, ImportFailure> {
     })
 }
 
-/// A private copy of a piped export; removed when dropped.
+/// A private copy of a piped or compressed export; removed when dropped.
 struct Spooled(PathBuf);
 
 impl Spooled {
     fn new(input: Input) -> Result<Spooled, ImportFailure> {
         let path = std::env::temp_dir().join(format!(
-            "tracelens-stdin-{}-{}.sqlite",
+            "tracelens-export-{}-{}.sqlite",
             std::process::id(),
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
@@ -116,7 +137,7 @@ impl Spooled {
         ));
         let spooled = Spooled(path);
         let copy_failed =
-            |e: std::io::Error| ImportFailure::Format(format!("cannot copy the piped export: {e}"));
+            |e: std::io::Error| ImportFailure::Format(format!("cannot copy the export: {e}"));
         let mut out = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

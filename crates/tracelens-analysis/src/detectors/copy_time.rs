@@ -187,7 +187,7 @@ mod tests {
             text.as_bytes(),
             std::path::Path::new("dtod.json"),
             text.len() as u64,
-            false,
+            None,
         )
         .unwrap();
         let f = findings_of(&CopyTime, &trace);

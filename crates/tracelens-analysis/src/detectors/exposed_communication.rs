@@ -146,7 +146,7 @@ mod tests {
             text.as_bytes(),
             std::path::Path::new("allreduce.json"),
             text.len() as u64,
-            false,
+            None,
         )
         .unwrap();
         let f = findings_of(&ExposedCommunication, &trace);

@@ -186,7 +186,9 @@ pub(crate) mod testing {
 
     /// A scenario trace of `fixtures/scenarios/`.
     pub(crate) fn scenario(name: &str) -> Trace {
-        tracelens_kineto::import_file(&scenario_path(name))
+        let path = scenario_path(name);
+        let file = std::fs::File::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        tracelens_kineto::import_reader(std::io::BufReader::new(file), &path, 0, None)
             .unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 

@@ -80,7 +80,7 @@ mod tests {
             text.as_bytes(),
             std::path::Path::new("pageable_without_syncs.json"),
             text.len() as u64,
-            false,
+            None,
         )
         .unwrap()
     }

@@ -38,7 +38,7 @@ fn main() {
             &bytes[..],
             std::path::Path::new(&path),
             bytes.len() as u64,
-            false,
+            None,
             threads,
         )
         .expect("tracelens reads the trace");

@@ -1,4 +1,4 @@
-//! Decompression on its own thread: a gzip stream is inflated into chunks while the parser
+//! Decoding on its own thread: a compressed stream is inflated into chunks while the importer
 //! works on earlier ones, so the two costs overlap instead of adding up.
 
 use std::io::{self, Read};

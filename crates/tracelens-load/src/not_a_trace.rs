@@ -1,0 +1,111 @@
+//! "Not a trace": what an input that no importer claims most likely is, in one line with what
+//! to do instead. Checked on the decoded first bytes, after compression was undone.
+
+use crate::decode::compression_of;
+use tracelens_model::{first_meaningful_byte, Compression, Importer};
+
+/// First bytes of an Nsight Systems `.nsys-rep` / `.qdrep` report.
+const NSYS_REP_MAGIC: &[u8] = b"NVIDIA Tegra Pro";
+/// First bytes of a ZIP archive (a zipped trace, a TensorBoard download).
+const ZIP_MAGIC: &[u8] = b"PK\x03\x04";
+
+/// Why the decoded head of an input is not one any importer reads, when it says so before
+/// any importer is asked: a container or an encoding that no format uses.
+#[must_use]
+pub fn refused_before_sniffing(head: &[u8], compression: Option<Compression>) -> Option<String> {
+    if head.starts_with(NSYS_REP_MAGIC) {
+        return Some(
+            "an Nsight Systems report (.nsys-rep/.qdrep), a proprietary container: export it with `nsys export --type sqlite` and pass the .sqlite file".into(),
+        );
+    }
+    if let (Some(outer), Some(inner)) = (compression, compression_of(head)) {
+        let undo = match outer {
+            Compression::Gzip => "gunzip -c FILE",
+            Compression::Zstd => "zstd -dc FILE",
+        };
+        return Some(format!(
+            "{} inside {}: the decompressed data is itself compressed; decompress it once (`{undo} > trace.{}`) and pass the result",
+            inner.label(),
+            outer.label(),
+            match inner {
+                Compression::Gzip => "json.gz",
+                Compression::Zstd => "json.zst",
+            }
+        ));
+    }
+    if is_utf16(head) {
+        return Some(
+            "UTF-16 text: traces are UTF-8 JSON; convert it with `iconv -f UTF-16 -t UTF-8`".into(),
+        );
+    }
+    None
+}
+
+/// The line for an input that no importer claimed: what its first meaningful byte is, and
+/// what each format starts with.
+#[must_use]
+pub fn unclaimed(head: &[u8], importers: &[&dyn Importer]) -> String {
+    if head.starts_with(ZIP_MAGIC) {
+        return "a ZIP archive, not a trace: unzip it and pass the trace inside".into();
+    }
+    let expected: Vec<&str> = importers.iter().map(|i| i.expects()).collect();
+    let (offset, found) = match first_meaningful_byte(head) {
+        Some((offset, byte)) => (offset, describe_byte(byte)),
+        None => (head.len(), "the end of the first bytes".into()),
+    };
+    format!(
+        "not a trace: expected {} but found {found} at byte {offset}",
+        expected.join(" or ")
+    )
+}
+
+/// Whether the bytes look like UTF-16 text (a byte-order mark, or `{`/`[` next to a NUL).
+fn is_utf16(head: &[u8]) -> bool {
+    head.starts_with(&[0xFF, 0xFE])
+        || head.starts_with(&[0xFE, 0xFF])
+        || matches!(head, [b'{' | b'[', 0, ..] | [0, b'{' | b'[', ..])
+}
+
+/// A byte as a reader would name it: the character when printable, else its hex value.
+fn describe_byte(byte: u8) -> String {
+    if byte.is_ascii_graphic() {
+        format!("'{}'", char::from(byte))
+    } else {
+        format!("byte 0x{byte:02x}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn containers_and_encodings_are_named() {
+        assert!(refused_before_sniffing(b"NVIDIA Tegra Pro...", None)
+            .unwrap()
+            .contains("nsys export"));
+        let nested = refused_before_sniffing(&[0x1f, 0x8b, 8], Some(Compression::Gzip)).unwrap();
+        assert!(nested.starts_with("gzip inside gzip"), "{nested}");
+        let nested = refused_before_sniffing(&[0x1f, 0x8b], Some(Compression::Zstd)).unwrap();
+        assert!(nested.contains("zstd -dc"), "{nested}");
+        assert!(refused_before_sniffing(&[0xFF, 0xFE, b'{', 0], None)
+            .unwrap()
+            .starts_with("UTF-16"));
+        // Plain gzip bytes are not refused here: the loader decodes them first.
+        assert_eq!(refused_before_sniffing(&[0x1f, 0x8b], None), None);
+        assert_eq!(refused_before_sniffing(b"{\"a\":1}", None), None);
+    }
+
+    #[test]
+    fn an_unclaimed_input_names_its_first_byte_and_every_format() {
+        let line = unclaimed(b"  \n<html>", crate::IMPORTERS);
+        assert_eq!(
+            line,
+            "not a trace: expected an Nsight Systems SQLite export or Chrome-trace JSON ('{' or '[') but found '<' at byte 3"
+        );
+        assert!(unclaimed(b"PK\x03\x04rest", crate::IMPORTERS).starts_with("a ZIP archive"));
+        assert!(
+            unclaimed(&[0xEF, 0xBB, 0xBF, 0x00], crate::IMPORTERS).contains("byte 0x00 at byte 3")
+        );
+    }
+}
