@@ -1,10 +1,20 @@
-//! Work is queued but the GPU waits on the device side: for an event on another stream, for a
-//! collective, or for a reason the trace does not hold. Reported when the wait is a big share
-//! of the step ([`BIG_SHARE_PERCENT`]), naming the waiting stream, the op that waited and what
-//! the launching thread did meanwhile.
+//! Work is queued but the GPU waits on the device side: what the three wait detectors share.
+//! Each wait cause of the idle attribution has its detector ([`cross_stream`]: an event on
+//! another stream; [`collective`]: a collective; [`unexplained`]: a reason the trace does not
+//! hold), reported when the wait is a big share of the step ([`BIG_SHARE_PERCENT`]), naming
+//! the waiting stream, the op that waited and what the launching thread did meanwhile; each
+//! detector words its own fix.
 
-use super::{plural, Context, Detector};
-use crate::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+mod collective;
+mod cross_stream;
+mod unexplained;
+
+pub use collective::CollectiveWait;
+pub use cross_stream::CrossStreamWait;
+pub use unexplained::UnexplainedGpuWait;
+
+use super::{plural, Context};
+use crate::finding::{EvidenceValue, Finding, FindingKind, WinKind};
 use crate::idle::IdleCause;
 use rustc_hash::FxHashMap;
 use tracelens_model::{format_ms, LaneKey, NameId, SpanKind, TimeNs};
@@ -14,55 +24,6 @@ const MAX_LOOKBACK: usize = 64;
 
 /// A cause or busy category this share of step time or more always gets a finding.
 pub const BIG_SHARE_PERCENT: f64 = 10.0;
-
-/// Queued work waits for an event recorded on another stream.
-pub struct CrossStreamWait;
-/// Queued work waits on a collective.
-pub struct CollectiveWait;
-/// Queued work waits and the trace shows no reason.
-pub struct UnexplainedGpuWait;
-
-impl Detector for CrossStreamWait {
-    fn name(&self) -> &'static str {
-        "cross_stream_wait"
-    }
-    fn kind(&self) -> FindingKind {
-        FindingKind::CrossStreamWait
-    }
-    fn detect(&self, cx: &Context) -> Vec<Finding> {
-        wait_finding(cx, IdleCause::CrossStreamWait, FindingKind::CrossStreamWait)
-            .into_iter()
-            .collect()
-    }
-}
-
-impl Detector for CollectiveWait {
-    fn name(&self) -> &'static str {
-        "collective_wait"
-    }
-    fn kind(&self) -> FindingKind {
-        FindingKind::CollectiveWait
-    }
-    fn detect(&self, cx: &Context) -> Vec<Finding> {
-        wait_finding(cx, IdleCause::CollectiveWait, FindingKind::CollectiveWait)
-            .into_iter()
-            .collect()
-    }
-}
-
-impl Detector for UnexplainedGpuWait {
-    fn name(&self) -> &'static str {
-        "gpu_wait"
-    }
-    fn kind(&self) -> FindingKind {
-        FindingKind::GpuWait
-    }
-    fn detect(&self, cx: &Context) -> Vec<Finding> {
-        wait_finding(cx, IdleCause::GpuWait, FindingKind::GpuWait)
-            .into_iter()
-            .collect()
-    }
-}
 
 /// What the idle segments of one wait cause show.
 #[derive(Default)]
@@ -140,7 +101,16 @@ fn facts(cx: &Context, cause: IdleCause) -> WaitFacts {
     f
 }
 
-fn wait_finding(cx: &Context, cause: IdleCause, kind: FindingKind) -> Option<Finding> {
+/// A wait finding with its title and evidence, before its detector words the fix.
+struct WaitFinding {
+    finding: Finding,
+    /// The host call that covers most of the wait, if one does: what the launching thread
+    /// was doing meanwhile.
+    blocking_call: Option<String>,
+}
+
+/// The finding for the GPU time credited to wait `cause`, when it is a big share of the step.
+fn wait_finding(cx: &Context, cause: IdleCause, kind: FindingKind) -> Option<WaitFinding> {
     let ns = cx.credit.gpu_waits.get(&cause).copied().unwrap_or(0);
     let win = cx.win(ns);
     if ns == 0 || win.percent < BIG_SHARE_PERCENT {
@@ -209,45 +179,10 @@ fn wait_finding(cx: &Context, cause: IdleCause, kind: FindingKind) -> Option<Fin
         );
     }
     f.win_basis = "GPU idle while launched work waited on the device side (upper bound)".into();
-    f.confidence = if cause == IdleCause::GpuWait {
-        Confidence::Low
-    } else {
-        Confidence::Medium
-    };
-    let pytorch = cx.framework.pytorch();
-    (f.fix, f.advice, f.snippet) = match cause {
-        IdleCause::CrossStreamWait => (
-            match blocking {
-                Some((call, _)) => format!("No stream ran the awaited work during the waits: the event is recorded after work that the host launched only once {call} returned. Record the event right after the work it guards and move the blocking call after the launches (or make it asynchronous), so the consumer stream finds its event already queued."),
-                None => "Record the event right after the work it guards, on a stream that is not itself waiting, and launch the producing work before the consumer's wait, so the consumer stream never waits on work not yet queued.".into(),
-            },
-            "A stream wait holds queued work until an event on another stream completes. The GPU sat idle, so the awaited work was not running either: it was launched late, behind host work or a blocking call.".into(),
-            if pytorch {
-                "side = torch.cuda.Stream()\nwith torch.cuda.stream(side):\n    produced = producer(x)\n    done = torch.cuda.Event(); done.record(side)   # right after the work\ntorch.cuda.current_stream().wait_event(done)".into()
-            } else {
-                "producer<<<g, b, 0, side>>>(...);\ncudaEventRecord(done, side);          // right after the work it guards\ncudaStreamWaitEvent(main, done, 0);".into()
-            },
-        ),
-        IdleCause::CollectiveWait => (
-            if pytorch {
-                "Ranks reach the collective at different times or communication runs exposed: compare the ranks with `tracelens job` to find the late one and what it did, and overlap communication with compute (DDP bucket_cap_mb, FSDP forward/backward prefetch).".into()
-            } else {
-                "Ranks reach the collective at different times or communication runs exposed: compare the ranks with `tracelens job` to find the late one, and issue collectives on their own stream overlapped with independent compute.".into()
-            },
-            "A collective cannot finish before every rank joins it; this rank's GPU idles until the slowest one arrives.".into(),
-            "tracelens job rank0.json rank1.json ...   # which rank arrives late, and why".into(),
-        ),
-        _ => (
-            if pytorch {
-                "The trace does not say what the queued work waited for: profile the step with Nsight Systems (nsys -t cuda,nvtx,osrt), which records stream waits and events, and in a distributed job compare ranks with `tracelens job`.".into()
-            } else {
-                "The trace does not say what the queued work waited for: profile with nsys -t cuda (stream waits and events) and, in a distributed job, compare ranks with `tracelens job`.".into()
-            },
-            "Launched work did not start although the GPU was idle and no stream wait or collective explains it: a dependency the trace does not record (an event, another device, a semaphore).".into(),
-            "nsys profile -t cuda,nvtx,osrt python train.py".into(),
-        ),
-    };
-    Some(f)
+    Some(WaitFinding {
+        blocking_call: blocking.map(|(n, _)| n.clone()),
+        finding: f,
+    })
 }
 
 /// A kernel name short enough for a title.
@@ -258,5 +193,75 @@ pub(super) fn short(name: &str) -> String {
     } else {
         let cut: String = name.chars().take(MAX).collect();
         format!("{cut}…")
+    }
+}
+
+#[cfg(test)]
+pub(super) mod testing {
+    //! A trace whose GPU waits after every launch, and its fixed twin.
+    use crate::detectors::testing::span_us;
+    use tracelens_model::{Ident, LaneKey, SourceInfo, SpanKind, Trace, TraceBuilder};
+
+    /// What the GPU waits on after each launch.
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Wait {
+        /// Nothing: each kernel starts right after its launch (the fixed twin).
+        None,
+        /// The launching thread queued a `cudaStreamWaitEvent` before each launch.
+        StreamEvent,
+        /// The kernel is a collective.
+        Collective,
+        /// Nothing the trace records.
+        Unrecorded,
+    }
+
+    /// Five 1 ms steps: a launch at the start of each, its kernel 600 µs later (or 10 µs
+    /// later with [`Wait::None`]).
+    pub(crate) fn waiting_trace(wait: Wait) -> Trace {
+        let mut b = TraceBuilder::new();
+        let cpu = b.lane(LaneKey::Cpu {
+            pid: Ident::Num(1),
+            tid: Ident::Num(1),
+        });
+        let gpu = b.lane(LaneKey::Gpu {
+            device: 0,
+            stream: 7,
+        });
+        let kernel = if wait == Wait::Collective {
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+        } else {
+            "gemm_kernel"
+        };
+        for step in 0..5u64 {
+            let t = i64::try_from(step).unwrap() * 1000;
+            if wait == Wait::StreamEvent {
+                span_us(
+                    &mut b,
+                    SpanKind::Runtime,
+                    cpu,
+                    "cudaStreamWaitEvent",
+                    (t + 1, 2),
+                    None,
+                );
+            }
+            span_us(
+                &mut b,
+                SpanKind::Runtime,
+                cpu,
+                "cudaLaunchKernel",
+                (t + 5, 5),
+                Some(step + 1),
+            );
+            let start = if wait == Wait::None { t + 15 } else { t + 600 };
+            span_us(
+                &mut b,
+                SpanKind::Kernel,
+                gpu,
+                kernel,
+                (start, 390),
+                Some(step + 1),
+            );
+        }
+        b.finish(SourceInfo::default())
     }
 }
