@@ -4,8 +4,8 @@
 //! sum to themselves, a verdict busy figure recomputed from the spans, and the same step shown
 //! by every renderer.
 
-use tracelens_analysis::finding::Severity;
-use tracelens_analysis::intervals::{total_ns, union};
+use tracelens_analysis::diagnose::finding::Severity;
+use tracelens_analysis::measure::intervals::{total_ns, union};
 use tracelens_analysis::{FindingKind, WinKind};
 use tracelens_model::{format_ms, Trace};
 use tracelens_report::escape::{markdown_text, terminal_text};
@@ -430,7 +430,7 @@ pub fn rerender_errors(report: &Report) -> Vec<String> {
 /// that straddles a version may name it with its version).
 #[must_use]
 pub fn advice_context_errors(d: &tracelens_analysis::Diagnosis) -> Vec<String> {
-    use tracelens_analysis::environment::{
+    use tracelens_analysis::measure::environment::{
         TorchVersion, CUDA_GRAPHS, OPTIMIZER_FOREACH, TORCH_COMPILE,
     };
     let hw = &d.hardware;
@@ -459,7 +459,7 @@ pub fn advice_context_errors(d: &tracelens_analysis::Diagnosis) -> Vec<String> {
     if below(OPTIMIZER_FOREACH) {
         banned.push(("foreach=True", "PyTorch below 1.12".into()));
     }
-    use tracelens_analysis::environment::Program;
+    use tracelens_analysis::measure::environment::Program;
     if matches!(fw.program, Program::Native | Program::Python) {
         for w in [
             "torch",

@@ -3,9 +3,9 @@
 //! AMD TraceLens `gpu_timeline.csv` oracles to 1 µs (shared/oracles/README.md §1).
 
 use std::path::{Path, PathBuf};
-use tracelens_analysis::finding::EvidenceValue;
-use tracelens_analysis::idle::IdleCause;
-use tracelens_analysis::syncs::SyncTrigger;
+use tracelens_analysis::attribute::idle::IdleCause;
+use tracelens_analysis::attribute::syncs::SyncTrigger;
+use tracelens_analysis::diagnose::finding::EvidenceValue;
 use tracelens_analysis::{device_utilization, FindingKind, VerdictKind};
 use tracelens_model::{SpanId, SpanKind, Trace, WarningKind, NESTING_TOLERANCE_NS};
 use tracelens_report::Report;
@@ -670,7 +670,7 @@ fn named_traces_get_the_right_verdicts() {
             .filter(|s| s.cause == IdleCause::LaunchLatency)
             .map(|s| s.interval.dur_ns())
             .sum();
-        assert!(ll <= tracelens_analysis::idle::LAUNCH_OVERHEAD_BOUND_NS);
+        assert!(ll <= tracelens_analysis::attribute::idle::LAUNCH_OVERHEAD_BOUND_NS);
     }
     // A DataLoader wait before a step's first kernel counts: the finding agrees with the
     // breakdown's DataLoader share to within the time the GPU was still busy.
@@ -888,7 +888,7 @@ fn tb_plugin_operator_view_oracle() {
     let window = a.diagnosis.window.as_ref().expect("a window").interval;
     // tb_plugin's scope is the whole file: the definitions are checked there.
     let whole = t.spans.iter().fold(window, |w, s| w.hull(s.interval()));
-    let ours = tracelens_analysis::operators::operator_table(&t, whole);
+    let ours = tracelens_analysis::views::operators::operator_table(&t, whole);
     let mut problems = Vec::new();
     for want in table["data"].as_array().unwrap() {
         let name = want["name"].as_str().unwrap();
@@ -978,7 +978,7 @@ fn tb_plugin_operator_view_oracle() {
     );
     // Over the analysis window (what the report shows) the only difference is the one
     // aten::zeros (with its aten::empty and aten::zero_) that ends 25 µs before ProfilerStep#5.
-    let in_window = tracelens_analysis::operators::operator_table(&t, window);
+    let in_window = tracelens_analysis::views::operators::operator_table(&t, window);
     for o in &ours.operators {
         let w = in_window.operators.iter().find(|x| x.name == o.name);
         let calls = w.map_or(0, |w| w.calls);
@@ -1006,7 +1006,7 @@ fn tb_plugin_kernel_view_oracle() {
         "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
     ))
     .unwrap();
-    let ours = tracelens_analysis::kernels::top_kernels(&t, None, usize::MAX);
+    let ours = tracelens_analysis::views::kernels::top_kernels(&t, None, usize::MAX);
     let rows = view["total"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), ours.len(), "kernel names");
     for row in rows {
@@ -1114,7 +1114,7 @@ fn memory_peaks_are_the_traces_own_totals() {
             .iter()
             .all(|e| e["args"]["Total Allocated"].is_i64());
         assert_eq!(
-            m.basis == tracelens_analysis::memory::PeakBasis::AllocatorTotals,
+            m.basis == tracelens_analysis::views::memory::PeakBasis::AllocatorTotals,
             absolute,
             "{rel}"
         );
@@ -1130,8 +1130,9 @@ fn memory_peaks_are_the_traces_own_totals() {
 // FLOP counts of whole shapes are integers well under 2^53: exact in f64.
 #[allow(clippy::float_cmp)]
 fn flops_and_mfu_by_hand_and_why_they_are_missing() {
-    use tracelens_analysis::efficiency::EfficiencyGap;
-    use tracelens_analysis::flops::{OpClass, Precision};
+    use tracelens_analysis::measure::peaks::Precision;
+    use tracelens_analysis::views::efficiency::EfficiencyGap;
+    use tracelens_analysis::views::flops::OpClass;
     let Some(root) = corpus_dir("flops_and_mfu_by_hand_and_why_they_are_missing") else {
         return;
     };

@@ -4,7 +4,7 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use tracelens_analysis::critical::CriticalKind;
+use tracelens_analysis::predict::critical::CriticalKind;
 use tracelens_analysis::{Diagnosis, FindingKind};
 use tracelens_tests::corpus_dir;
 

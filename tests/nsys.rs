@@ -3,7 +3,7 @@
 //! project-made exports (real DDL) cover the edge cases.
 
 use std::path::{Path, PathBuf};
-use tracelens_analysis::syncs::SyncTrigger;
+use tracelens_analysis::attribute::syncs::SyncTrigger;
 use tracelens_analysis::{device_utilization, diagnose, FindingKind, VerdictKind};
 use tracelens_model::{LaneKey, SpanKind, WarningKind};
 use tracelens_tests::consistency::{advice_context_errors, consistency_errors, rerender_errors};

@@ -3,7 +3,9 @@
 //! report must keep (busy + idle = window, wins within the idle, breakdowns that sum).
 
 use proptest::prelude::*;
-use tracelens_analysis::intervals::{covered_ns, gaps, intersect, subtract, total_ns, union};
+use tracelens_analysis::measure::intervals::{
+    covered_ns, gaps, intersect, subtract, total_ns, union,
+};
 use tracelens_model::{
     Interval, LaneKey, SourceInfo, SpanInput, SpanKind, TraceBuilder, NO_DETAIL,
 };

@@ -4,7 +4,7 @@
 use crate::sink::{fail, Sink};
 use crate::stop::Stop;
 use std::path::{Path, PathBuf};
-use tracelens_analysis::finding::Severity;
+use tracelens_analysis::diagnose::finding::Severity;
 use tracelens_load as input;
 use tracelens_report::escape::terminal_text;
 use tracelens_results::{parse_rule, Metrics, Results, Rule};

@@ -107,8 +107,10 @@ pub(crate) fn merge(_: &MergeArgs, out: &mut Sink) -> Result<(), Stop> {
 /// collectives on the focus device.
 pub(crate) fn rank_summary(trace: &tracelens_model::Trace) -> tracelens_results::RankSummary {
     let analysis = tracelens_analysis::analyze(trace);
-    let collectives =
-        tracelens_analysis::collectives::collectives_on(trace, analysis.diagnosis.focus_device);
+    let collectives = tracelens_analysis::attribute::collectives::collectives_on(
+        trace,
+        analysis.diagnosis.focus_device,
+    );
     let report = tracelens_results::Report::new(trace, analysis);
     tracelens_results::RankSummary::of(&report, collectives)
 }

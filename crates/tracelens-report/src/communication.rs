@@ -1,7 +1,7 @@
 //! The focus device's communication in words and rows: collective time, how much of it runs
 //! under compute, and per operation the bytes, algorithm and bus bandwidth against the link.
 
-use tracelens_analysis::communication::{Communication, OperationStat};
+use tracelens_analysis::attribute::communication::{Communication, OperationStat};
 use tracelens_analysis::diagnose::Diagnosis;
 use tracelens_model::format_ms;
 

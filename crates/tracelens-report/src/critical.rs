@@ -1,8 +1,8 @@
 //! The critical path as the renderers show it: the breakdown by kind of the representative step
 //! and of every step, the all-fixes prediction, and the longest segments — laid out from the
-//! diagnosis's [`tracelens_analysis::critical::CriticalPath`], never computed here.
+//! diagnosis's [`tracelens_analysis::predict::critical::CriticalPath`], never computed here.
 
-use tracelens_analysis::critical::{CriticalKind, CriticalPath, CriticalShare};
+use tracelens_analysis::predict::critical::{CriticalKind, CriticalPath, CriticalShare};
 use tracelens_analysis::Diagnosis;
 use tracelens_model::{format_ms, shorten};
 

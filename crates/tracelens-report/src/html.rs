@@ -4,7 +4,7 @@
 
 use crate::timeline::{self, cause_class, Timeline, PLOT_WIDTH};
 use askama::Template;
-use tracelens_analysis::finding::{EvidenceValue, Severity};
+use tracelens_analysis::diagnose::finding::{EvidenceValue, Severity};
 use tracelens_analysis::Diagnosis;
 use tracelens_model::{format_ms, shorten};
 use tracelens_results::Report;
@@ -392,7 +392,7 @@ pub fn render_html(report: &Report) -> String {
 }
 
 /// `grid 564×1×1, block 128×1×1, 32 regs, 0 B smem`.
-fn launch_text(l: &tracelens_analysis::kernels::LaunchConfig) -> String {
+fn launch_text(l: &tracelens_analysis::views::kernels::LaunchConfig) -> String {
     let dims = |d: [u32; 3]| format!("{}×{}×{}", d[0], d[1], d[2]);
     format!(
         "{} × {}, {} regs, {} B shared",
@@ -404,8 +404,8 @@ fn launch_text(l: &tracelens_analysis::kernels::LaunchConfig) -> String {
 }
 
 /// Calls, GPU time, FLOPs per call, TFLOP/s, TB/s, FLOP/byte, bound and roofline share.
-fn throughput_cells(t: &tracelens_analysis::efficiency::Throughput) -> Vec<String> {
-    use tracelens_analysis::efficiency::Bound;
+fn throughput_cells(t: &tracelens_analysis::views::efficiency::Throughput) -> Vec<String> {
+    use tracelens_analysis::views::efficiency::Bound;
     vec![
         t.calls.to_string(),
         format_ms(t.gpu_ns),
@@ -432,7 +432,7 @@ fn efficiency_note(d: &tracelens_analysis::Diagnosis) -> String {
 }
 
 /// One device's memory: peaks, capacity, headroom, allocator calls, the op at the peak.
-fn memory_row(m: &tracelens_analysis::memory::DeviceMemory) -> Vec<String> {
+fn memory_row(m: &tracelens_analysis::views::memory::DeviceMemory) -> Vec<String> {
     let steps = if m.steps.is_empty() {
         "–".to_string()
     } else {
@@ -494,7 +494,7 @@ fn region_rows(d: &tracelens_analysis::Diagnosis) -> Vec<Vec<String>> {
 
 /// What the memory figures are, or why there are none.
 fn memory_note(d: &tracelens_analysis::Diagnosis) -> String {
-    use tracelens_analysis::memory::PeakBasis;
+    use tracelens_analysis::views::memory::PeakBasis;
     if d.memory.is_empty() {
         return "No allocator samples in the window: record with torch.profiler.profile(profile_memory=True) to see peaks and headroom.".into();
     }
@@ -856,7 +856,7 @@ fn breakdown_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
     rows
 }
 
-fn step_row(s: &tracelens_analysis::breakdown::StepBreakdown) -> Vec<String> {
+fn step_row(s: &tracelens_analysis::views::breakdown::StepBreakdown) -> Vec<String> {
     let d = s.window.dur_ns();
     let t = &s.times;
     let share = |v: i64| {

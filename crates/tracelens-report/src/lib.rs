@@ -27,7 +27,7 @@ pub use markdown::render_markdown;
 pub use text::{render_text, render_text_with, wrap, TextOptions};
 pub use tracelens_results::{Report, SCHEMA_VERSION};
 
-use tracelens_analysis::finding::{Finding, WinKind};
+use tracelens_analysis::diagnose::finding::{Finding, WinKind};
 use tracelens_analysis::{AnalysisWindow, Diagnosis, WindowKind};
 use tracelens_model::format_ms;
 
@@ -65,8 +65,8 @@ fn format_gb(bytes: i64) -> String {
 
 /// One device's memory in a line: `GPU 0 peak 23.11 GB allocated, 23.62 GB reserved of
 /// 84.99 GB (fits ×3.6), at aten::linear`.
-fn memory_line(m: &tracelens_analysis::memory::DeviceMemory) -> String {
-    use tracelens_analysis::memory::PeakBasis;
+fn memory_line(m: &tracelens_analysis::views::memory::DeviceMemory) -> String {
+    use tracelens_analysis::views::memory::PeakBasis;
     let mut line = match m.basis {
         PeakBasis::AllocatorTotals => {
             format!("GPU {} peak {} allocated", m.device, format_gb(m.peak_allocated_bytes))
@@ -102,7 +102,7 @@ fn format_flops(flops: f64) -> String {
 
 /// The efficiency view in a line: MFU against the device's peak, or why a figure is missing.
 fn efficiency_line(d: &Diagnosis) -> String {
-    use tracelens_analysis::efficiency::EfficiencyGap;
+    use tracelens_analysis::views::efficiency::EfficiencyGap;
     let e = &d.efficiency;
     if e.gaps.contains(&EfficiencyGap::FormatWithoutShapes) {
         return "this format carries no operator shapes and dtypes (Nsight Systems; emit_nvtx ranges have shapes at most), so no FLOPs or MFU: record the step with torch.profiler.profile(record_shapes=True) for them".into();

@@ -141,7 +141,7 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
                 t.tflops_per_s,
                 t.tb_per_s,
                 t.bound
-                    .map_or("–", tracelens_analysis::efficiency::Bound::label),
+                    .map_or("–", tracelens_analysis::views::efficiency::Bound::label),
                 t.roofline_percent
                     .map_or_else(|| "–".to_string(), |p| format!("{p:.1} %"))
             );

@@ -10,7 +10,7 @@
 //! Times are written back in the trace's own unit (µs, three decimals = the ns we read).
 
 use serde_json::{json, Value};
-use tracelens_analysis::annotations::{CriticalMark, IdleTrack, TraceId};
+use tracelens_analysis::views::annotations::{CriticalMark, IdleTrack, TraceId};
 use tracelens_analysis::Diagnosis;
 
 /// Our process id: far from real pids, so Perfetto shows it as its own process.

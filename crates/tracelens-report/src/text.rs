@@ -6,7 +6,7 @@
 
 use crate::escape::{terminal_output, terminal_text as clean};
 use std::fmt::Write;
-use tracelens_analysis::finding::Severity;
+use tracelens_analysis::diagnose::finding::Severity;
 use tracelens_analysis::{BusyIdle, Diagnosis};
 use tracelens_model::format_ms;
 use tracelens_results::Report;

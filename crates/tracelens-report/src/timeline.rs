@@ -4,8 +4,10 @@
 //! with its times, and the page stretches the columns to its width (zoom and pan are the
 //! report's small script).
 
-use tracelens_analysis::idle::IdleCause;
-use tracelens_analysis::timeline::{CpuSpanClass, TimelineClass, TimelineView, TIMELINE_COLUMNS};
+use tracelens_analysis::attribute::idle::IdleCause;
+use tracelens_analysis::views::timeline::{
+    CpuSpanClass, TimelineClass, TimelineView, TIMELINE_COLUMNS,
+};
 use tracelens_model::{format_ms, TimeNs};
 
 /// Columns of the time axis (the SVG's own units; the page stretches them to its width).

@@ -3,7 +3,7 @@
 
 use crate::results::{FindingResult, Results};
 use serde::{Deserialize, Serialize};
-use tracelens_analysis::idle::IdleCause;
+use tracelens_analysis::attribute::idle::IdleCause;
 use tracelens_model::{format_ms, TimeNs};
 
 /// Kernels listed in a diff.

@@ -5,8 +5,8 @@
 use crate::diff::Diff;
 use crate::results::Results;
 use std::collections::BTreeMap;
-use tracelens_analysis::finding::FindingKind;
-use tracelens_analysis::idle::IdleCause;
+use tracelens_analysis::attribute::idle::IdleCause;
+use tracelens_analysis::diagnose::finding::FindingKind;
 
 /// The unit a metric is measured in; literals in rules convert to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,8 +62,8 @@ const NO_CAPACITY: &str = "the trace does not record the device's memory (device
 const NO_GPU: &str = "the trace records no GPU activity (a CPU-only run): gate it on step.* metrics such as step.data_loader.percent or step.time_ms";
 
 /// Why MFU is missing, by gap.
-fn no_mfu(gap: tracelens_analysis::efficiency::EfficiencyGap) -> &'static str {
-    use tracelens_analysis::efficiency::EfficiencyGap;
+fn no_mfu(gap: tracelens_analysis::views::efficiency::EfficiencyGap) -> &'static str {
+    use tracelens_analysis::views::efficiency::EfficiencyGap;
     match gap {
         EfficiencyGap::FormatWithoutShapes => "the trace's format carries no operator shapes and dtypes (Nsight Systems): record with torch.profiler.profile(record_shapes=True)",
         EfficiencyGap::NoOperators => "the trace has no framework operators: FLOPs need PyTorch profiler operators recorded with record_shapes=True",
@@ -200,11 +200,13 @@ impl Metrics {
                 .sum();
             m.put(&predicted, ms((r.step_ns - saved).max(0)), Unit::Ms);
             if of_kind.iter().any(|f| f.predicted_step_ns.is_none()) {
-                m.not_measured
-                    .insert(predicted, tracelens_analysis::critical::no_prediction(kind));
+                m.not_measured.insert(
+                    predicted,
+                    tracelens_analysis::predict::critical::no_prediction(kind),
+                );
             }
         }
-        for kind in tracelens_analysis::critical::CriticalKind::ALL {
+        for kind in tracelens_analysis::predict::critical::CriticalKind::ALL {
             let share = r
                 .critical_path
                 .iter()
@@ -272,8 +274,9 @@ impl Metrics {
             m.not_measured.insert(
                 "gpu.mfu_percent".into(),
                 no_mfu(
-                    r.mfu_gap
-                        .unwrap_or(tracelens_analysis::efficiency::EfficiencyGap::NoKnownOps),
+                    r.mfu_gap.unwrap_or(
+                        tracelens_analysis::views::efficiency::EfficiencyGap::NoKnownOps,
+                    ),
                 ),
             );
         }
@@ -483,7 +486,7 @@ mod tests {
                 .split('.')
                 .map(|part| {
                     if n.starts_with("critical_path.")
-                        && tracelens_analysis::critical::CriticalKind::ALL
+                        && tracelens_analysis::predict::critical::CriticalKind::ALL
                             .iter()
                             .any(|k| k.label() == part)
                     {
@@ -601,7 +604,7 @@ mod tests {
         assert!(crate::rules::parse_rule(r#"op."aten::mm.gpu_ms > 5ms"#).is_err());
         // MFU says why it is missing.
         let mut r = Results::empty();
-        r.mfu_gap = Some(tracelens_analysis::efficiency::EfficiencyGap::NoShapes);
+        r.mfu_gap = Some(tracelens_analysis::views::efficiency::EfficiencyGap::NoShapes);
         assert!(Metrics::of(&r)
             .not_measured("gpu.mfu_percent")
             .unwrap()

@@ -5,7 +5,7 @@
 
 use crate::results::{Results, SCHEMA_VERSION};
 use serde::{Deserialize, Serialize};
-use tracelens_analysis::timeline::TimelineView;
+use tracelens_analysis::views::timeline::TimelineView;
 use tracelens_analysis::{Analysis, Diagnosis, Overview};
 use tracelens_model::{LinkStats, Metadata, SourceInfo, Trace, Warning};
 

@@ -2,9 +2,9 @@
 //! the JSON document (`results` section) so `check` and `diff` work on a stored result.
 
 use serde::{Deserialize, Serialize};
-use tracelens_analysis::finding::EvidenceValue;
-use tracelens_analysis::finding::{Finding, FindingKind, Severity, WinKind};
-use tracelens_analysis::idle::IdleCause;
+use tracelens_analysis::attribute::idle::IdleCause;
+use tracelens_analysis::diagnose::finding::EvidenceValue;
+use tracelens_analysis::diagnose::finding::{Finding, FindingKind, Severity, WinKind};
 use tracelens_analysis::{Diagnosis, VerdictKind};
 use tracelens_model::{SourceInfo, TimeNs};
 
@@ -138,7 +138,7 @@ pub struct Results {
     pub mfu_percent: Option<f64>,
     /// Why there is no MFU, when there is none.
     #[serde(default)]
-    pub mfu_gap: Option<tracelens_analysis::efficiency::EfficiencyGap>,
+    pub mfu_gap: Option<tracelens_analysis::views::efficiency::EfficiencyGap>,
     /// GPU time each listed operator launched (device total), per step: the operators of
     /// the diagnosis (most device self time first, at most 50).
     #[serde(default)]
@@ -148,18 +148,18 @@ pub struct Results {
     pub region_time: Vec<NamedTime>,
     /// The critical path of every step by kind, per step (empty without GPU work).
     #[serde(default)]
-    pub critical_path: Vec<tracelens_analysis::critical::CriticalShare>,
+    pub critical_path: Vec<tracelens_analysis::predict::critical::CriticalShare>,
     /// The focus device's communication: exposed and hidden collective time, bus bandwidth
     /// per operation (none without collectives).
     #[serde(default)]
-    pub communication: Option<tracelens_analysis::communication::Communication>,
+    pub communication: Option<tracelens_analysis::attribute::communication::Communication>,
 }
 
 /// The device with the largest absolute memory peak, if the trace has allocator totals.
-fn absolute_memory(d: &Diagnosis) -> Option<&tracelens_analysis::memory::DeviceMemory> {
+fn absolute_memory(d: &Diagnosis) -> Option<&tracelens_analysis::views::memory::DeviceMemory> {
     d.memory
         .iter()
-        .filter(|m| m.basis == tracelens_analysis::memory::PeakBasis::AllocatorTotals)
+        .filter(|m| m.basis == tracelens_analysis::views::memory::PeakBasis::AllocatorTotals)
         .max_by_key(|m| m.peak_held_bytes())
 }
 
@@ -323,7 +323,7 @@ impl Results {
             mfu_gap: if d.efficiency.mfu_percent.is_some() {
                 None
             } else {
-                use tracelens_analysis::efficiency::EfficiencyGap;
+                use tracelens_analysis::views::efficiency::EfficiencyGap;
                 Some(
                     d.efficiency
                         .gaps

@@ -68,7 +68,10 @@ pub(crate) fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     let spans = trace.spans.len();
     let analysis = tracelens_analysis::analyze(&trace);
     let collectives = (args.format == Some(Format::Parquet)).then(|| {
-        tracelens_analysis::collectives::collectives_on(&trace, analysis.diagnosis.focus_device)
+        tracelens_analysis::attribute::collectives::collectives_on(
+            &trace,
+            analysis.diagnosis.focus_device,
+        )
     });
     let report = tracelens_results::Report::new(&trace, analysis);
     let rank = collectives.map(|c| tracelens_results::RankSummary::of(&report, c));

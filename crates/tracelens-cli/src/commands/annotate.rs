@@ -92,9 +92,11 @@ fn annotation_events(args: &AnnotateArgs, out: &mut Sink) -> Result<Vec<String>,
     let trace =
         input::open_annotatable(&args.trace).map_err(|e| fail(out.stderr, &args.trace, e))?;
     let analysis = tracelens_analysis::analyze(&trace);
-    let tracks = tracelens_analysis::annotations::idle_tracks(&trace, &analysis.device_idle);
-    let critical =
-        tracelens_analysis::annotations::critical_marks(&trace, &analysis.diagnosis.critical_path);
+    let tracks = tracelens_analysis::views::annotations::idle_tracks(&trace, &analysis.device_idle);
+    let critical = tracelens_analysis::views::annotations::critical_marks(
+        &trace,
+        &analysis.diagnosis.critical_path,
+    );
     Ok(tracelens_report::perfetto::annotation_events(
         &analysis.diagnosis,
         &tracks,

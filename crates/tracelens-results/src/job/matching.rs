@@ -19,7 +19,7 @@
 use super::rank::RankSummary;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tracelens_analysis::collectives::{Collective, CollectiveOp};
+use tracelens_analysis::attribute::collectives::{Collective, CollectiveOp};
 use tracelens_model::TimeNs;
 
 /// How one group's calls were matched.

@@ -13,7 +13,7 @@ mod rank;
 use matching::{align_clocks, match_calls, waits, ClockAlignment, GroupMatch, MatchMethod};
 pub use rank::RankSummary;
 use serde::{Deserialize, Serialize};
-pub use tracelens_analysis::collectives::{Collective, CollectiveOp};
+pub use tracelens_analysis::attribute::collectives::{Collective, CollectiveOp};
 use tracelens_analysis::num::percent;
 use tracelens_model::{format_ms, TimeNs};
 
@@ -337,7 +337,7 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
             let data_loader = res
                 .idle_by_cause
                 .iter()
-                .filter(|c| c.cause == tracelens_analysis::idle::IdleCause::DataLoading)
+                .filter(|c| c.cause == tracelens_analysis::attribute::idle::IdleCause::DataLoading)
                 .map(|c| c.per_step_ns)
                 .fold(0, TimeNs::saturating_add)
                 .min(idle);
@@ -375,7 +375,10 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
                         let mut other: Vec<(String, TimeNs)> = res
                             .idle_by_cause
                             .iter()
-                            .filter(|c| c.cause != tracelens_analysis::idle::IdleCause::DataLoading)
+                            .filter(|c| {
+                                c.cause
+                                    != tracelens_analysis::attribute::idle::IdleCause::DataLoading
+                            })
                             .map(|c| (c.cause.describe().to_string(), c.per_step_ns))
                             .collect();
                         // The causes' shares never outgrow the idle time they split.
@@ -591,15 +594,17 @@ mod tests {
                 results.step_count = 10;
                 results.has_steps = true;
                 results.gpu_busy_percent = 100.0;
-                results.communication = Some(tracelens_analysis::communication::Communication {
-                    communication_ns: 100_000_000,
-                    exposed_ns: 100_000_000,
-                    exposed_per_step_ns: 10_000_000,
-                    exposed_percent: 25.0,
-                    link: Some("NVLink 3 (12 links)".into()),
-                    link_gb_per_s: Some(300.0),
-                    ..Default::default()
-                });
+                results.communication = Some(
+                    tracelens_analysis::attribute::communication::Communication {
+                        communication_ns: 100_000_000,
+                        exposed_ns: 100_000_000,
+                        exposed_per_step_ns: 10_000_000,
+                        exposed_percent: 25.0,
+                        link: Some("NVLink 3 (12 links)".into()),
+                        link_gb_per_s: Some(300.0),
+                        ..Default::default()
+                    },
+                );
                 RankSummary {
                     file: format!("rank{r}.json"),
                     rank_in_trace: Some(r),

@@ -4,7 +4,7 @@
 use crate::report::Report;
 use crate::results::Results;
 use serde::{Deserialize, Serialize};
-use tracelens_analysis::collectives::Collective;
+use tracelens_analysis::attribute::collectives::Collective;
 use tracelens_model::TimeNs;
 
 /// What the job analysis keeps of one rank.
@@ -47,7 +47,7 @@ impl Default for RankSummary {
 
 impl RankSummary {
     /// Summarises one analysed rank: its report and its collectives on the focus device
-    /// ([`tracelens_analysis::collectives::collectives_on`]).
+    /// ([`tracelens_analysis::attribute::collectives::collectives_on`]).
     #[must_use]
     pub fn of(report: &Report, collectives: Vec<Collective>) -> RankSummary {
         let d = &report.diagnosis;

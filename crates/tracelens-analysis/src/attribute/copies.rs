@@ -1,0 +1,297 @@
+//! Host↔device copies inside the analysis window: pageable versus pinned, how much of their GPU
+//! time is exposed (not overlapped by any kernel), how long they block the host, and pinned
+//! copies still followed by a blocking sync.
+
+use crate::attribute::syncs::{SyncCall, SyncTrigger};
+use crate::measure::intervals::{covered_ns, union};
+use rustc_hash::FxHashSet;
+use serde::Serialize;
+use tracelens_model::{CopyDirection, Interval, MemoryKind, SpanId, SpanKind, TimeNs, Trace};
+
+/// Totals for one class of copies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CopyStats {
+    /// Number of copies.
+    pub count: u64,
+    /// Bytes moved (where stated).
+    pub bytes: u64,
+    /// GPU time.
+    pub gpu_ns: TimeNs,
+    /// GPU time not overlapped by any kernel on the device.
+    pub exposed_ns: TimeNs,
+    /// Duration of the launching API calls (the host is blocked by pageable copies).
+    pub host_blocked_ns: TimeNs,
+}
+
+impl CopyStats {
+    fn add(&mut self, bytes: Option<u64>, gpu_ns: TimeNs, exposed_ns: TimeNs, host_ns: TimeNs) {
+        self.count += 1;
+        self.bytes += bytes.unwrap_or(0);
+        self.gpu_ns += gpu_ns;
+        self.exposed_ns += exposed_ns;
+        self.host_blocked_ns += host_ns;
+    }
+}
+
+/// All copies of a trace, classified.
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct CopyReport {
+    /// Host→device from pageable memory.
+    pub htod_pageable: CopyStats,
+    /// Device→host into pageable memory.
+    pub dtoh_pageable: CopyStats,
+    /// Host→device from pinned memory.
+    pub htod_pinned: CopyStats,
+    /// Device→host into pinned memory.
+    pub dtoh_pinned: CopyStats,
+    /// Host↔device where the tracer does not say pageable or pinned (ROCm).
+    pub host_kind_unknown: CopyStats,
+    /// Device→device and peer copies.
+    pub device_to_device: CopyStats,
+    /// Copies whose direction is not stated.
+    pub other: CopyStats,
+    /// Host→device copies on a stream that also runs kernels, exposed (serialized with compute).
+    pub htod_serialized_with_compute: u64,
+    /// Syncs right after a pinned copy: `pin_memory=True` without `non_blocking=True`.
+    pub pinned_copies_then_synced: u64,
+    /// Pageable copies (both directions) not counted by a reported sync finding: the ones the
+    /// pageable-copy finding counts.
+    pub pageable_unclaimed: CopyStats,
+    /// The API calls that launched those copies.
+    #[serde(skip)]
+    pub pageable_unclaimed_calls: Vec<SpanId>,
+    /// Per device and direction: totals, the part no pageable-copy or sync finding counts, and
+    /// the ops that issue the copies.
+    #[serde(default)]
+    pub by_device: Vec<DeviceCopies>,
+}
+
+/// One direction of copies on one device.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct DirectionCopies {
+    /// All copies of the direction.
+    pub all: CopyStats,
+    /// Copies from or to pinned host memory (host↔device only).
+    pub pinned: CopyStats,
+    /// Copies from or to pageable host memory (host↔device only).
+    pub pageable: CopyStats,
+    /// Copies no pageable-copy or sync finding counts: pinned, device-to-device, and host
+    /// copies whose memory kind is not stated, except the reads of `.item()` and tensor truth
+    /// values (the sync findings own them).
+    pub unclaimed: CopyStats,
+    /// The CPU ops that issue the copies (the innermost op above the copy primitives), by GPU
+    /// time, largest first (three at most): name, copies, GPU time.
+    pub sources: Vec<(String, u64, TimeNs)>,
+}
+
+/// The copies of one device, by direction.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct DeviceCopies {
+    /// Device index.
+    pub device: i64,
+    /// Host to device.
+    pub host_to_device: DirectionCopies,
+    /// Device to host.
+    pub device_to_host: DirectionCopies,
+    /// Device to device and peer.
+    pub device_to_device: DirectionCopies,
+}
+
+impl DeviceCopies {
+    /// The three directions with their names.
+    #[must_use]
+    pub fn directions(&self) -> [(CopyDirection, &DirectionCopies); 3] {
+        [
+            (CopyDirection::HtoD, &self.host_to_device),
+            (CopyDirection::DtoH, &self.device_to_host),
+            (CopyDirection::DtoD, &self.device_to_device),
+        ]
+    }
+}
+
+/// The ops that only move data: a copy's source is the op above them.
+const COPY_PRIMITIVES: &[&str] = &[
+    "aten::copy_",
+    "aten::_to_copy",
+    "aten::to",
+    "aten::empty_strided",
+    "aten::clone",
+    "cudaMemcpyAsync",
+];
+
+/// Ops whose copy is a host read the sync findings own (`.item()`, tensor truth values).
+const SYNC_READ_OPS: &[&str] = &[
+    "aten::_local_scalar_dense",
+    "aten::item",
+    "aten::is_nonzero",
+];
+
+/// The innermost CPU op above the copy primitives around a copy's launch.
+fn copy_source(trace: &Trace, copy: SpanId) -> Option<tracelens_model::NameId> {
+    let launch = trace.launch_of(copy)?;
+    trace
+        .ancestors(launch)
+        .find(|&a| {
+            let s = trace.span(a);
+            matches!(s.kind, SpanKind::CpuOp | SpanKind::UserAnnotation)
+                && !trace.is_step_span(a)
+                && !COPY_PRIMITIVES.contains(&trace.names.get(s.name))
+        })
+        .map(|a| trace.span(a).name)
+}
+
+impl CopyReport {
+    /// Pageable copies in both directions.
+    #[must_use]
+    pub fn pageable(&self) -> CopyStats {
+        let (a, b) = (self.htod_pageable, self.dtoh_pageable);
+        CopyStats {
+            count: a.count + b.count,
+            bytes: a.bytes + b.bytes,
+            gpu_ns: a.gpu_ns + b.gpu_ns,
+            exposed_ns: a.exposed_ns + b.exposed_ns,
+            host_blocked_ns: a.host_blocked_ns + b.host_blocked_ns,
+        }
+    }
+}
+
+/// Classifies every memcpy inside `window` (clipped to it; all of them without a window);
+/// `claimed` copies are counted by a sync finding and left out of `pageable_unclaimed`.
+#[must_use]
+pub fn copy_report(
+    trace: &Trace,
+    window: Option<Interval>,
+    syncs: &[SyncCall],
+    claimed: &FxHashSet<SpanId>,
+) -> CopyReport {
+    let mut report = CopyReport::default();
+    for device in &trace.devices {
+        let mut kernels = Vec::new();
+        let mut kernel_streams = std::collections::BTreeSet::new();
+        for &lane in &device.lanes {
+            for id in trace.lane_span_ids(lane) {
+                let s = trace.span(id);
+                if s.kind == SpanKind::Kernel {
+                    kernels.push(s.interval());
+                    kernel_streams.insert(lane);
+                }
+            }
+        }
+        let busy = union(kernels);
+        let mut mine = DeviceCopies {
+            device: device.index,
+            ..DeviceCopies::default()
+        };
+        let mut sources: [rustc_hash::FxHashMap<Option<tracelens_model::NameId>, (u64, TimeNs)>;
+            3] = Default::default();
+        for &lane in &device.lanes {
+            for id in trace.lane_span_ids(lane) {
+                let s = trace.span(id);
+                if s.kind != SpanKind::Memcpy {
+                    continue;
+                }
+                let Some(iv) = window.map_or(Some(s.interval()), |w| s.interval().clip(w)) else {
+                    continue;
+                };
+                let info = trace.copy_info(id).copied().unwrap_or_default();
+                let exposed = iv.dur_ns() - covered_ns(&busy, iv);
+                let host_ns = trace.launch_of(id).map_or(0, |l| trace.span(l).dur_ns);
+                let slot = match (info.direction, info.src, info.dst) {
+                    (CopyDirection::HtoD, MemoryKind::Pageable, _) => &mut report.htod_pageable,
+                    (CopyDirection::DtoH, _, MemoryKind::Pageable) => &mut report.dtoh_pageable,
+                    (CopyDirection::HtoD, MemoryKind::Pinned, _) => &mut report.htod_pinned,
+                    (CopyDirection::DtoH, _, MemoryKind::Pinned) => &mut report.dtoh_pinned,
+                    (CopyDirection::HtoD | CopyDirection::DtoH, _, _) => {
+                        &mut report.host_kind_unknown
+                    }
+                    (CopyDirection::DtoD | CopyDirection::PtoP, _, _) => {
+                        &mut report.device_to_device
+                    }
+                    _ => &mut report.other,
+                };
+                slot.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                let pageable = matches!(
+                    (info.direction, info.src, info.dst),
+                    (CopyDirection::HtoD, MemoryKind::Pageable, _)
+                        | (CopyDirection::DtoH, _, MemoryKind::Pageable)
+                );
+                if pageable && !claimed.contains(&id) {
+                    if let Some(call) = trace.launch_of(id) {
+                        report.pageable_unclaimed_calls.push(call);
+                    }
+                    report
+                        .pageable_unclaimed
+                        .add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                }
+                let slot = match info.direction {
+                    CopyDirection::HtoD => Some(0),
+                    CopyDirection::DtoH => Some(1),
+                    CopyDirection::DtoD | CopyDirection::PtoP => Some(2),
+                    _ => None,
+                };
+                if let Some(slot) = slot {
+                    let dir = match slot {
+                        0 => &mut mine.host_to_device,
+                        1 => &mut mine.device_to_host,
+                        _ => &mut mine.device_to_device,
+                    };
+                    dir.all.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                    let host_kind = if info.direction == CopyDirection::HtoD {
+                        info.src
+                    } else {
+                        info.dst
+                    };
+                    match (slot, host_kind) {
+                        (0 | 1, MemoryKind::Pinned) => {
+                            dir.pinned.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                        }
+                        (0 | 1, MemoryKind::Pageable) => {
+                            dir.pageable.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                        }
+                        _ => {}
+                    }
+                    let source = copy_source(trace, id);
+                    let sync_read =
+                        source.is_some_and(|n| SYNC_READ_OPS.contains(&trace.names.get(n)));
+                    if !pageable && !sync_read && !claimed.contains(&id) {
+                        dir.unclaimed.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                    }
+                    let e = sources[slot].entry(source).or_default();
+                    e.0 += 1;
+                    e.1 += iv.dur_ns();
+                }
+                if info.direction == CopyDirection::HtoD
+                    && exposed > 0
+                    && kernel_streams.contains(&lane)
+                {
+                    report.htod_serialized_with_compute += 1;
+                }
+            }
+        }
+        for (slot, found) in sources.into_iter().enumerate() {
+            let mut named: Vec<(String, u64, TimeNs)> = found
+                .into_iter()
+                .filter_map(|(n, (c, t))| n.map(|n| (trace.names.get(n).to_string(), c, t)))
+                .collect();
+            named.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
+            named.truncate(3);
+            match slot {
+                0 => mine.host_to_device.sources = named,
+                1 => mine.device_to_host.sources = named,
+                _ => mine.device_to_device.sources = named,
+            }
+        }
+        if mine.directions().iter().any(|(_, d)| d.all.count > 0) {
+            report.by_device.push(mine);
+        }
+    }
+    report.pinned_copies_then_synced = syncs
+        .iter()
+        .filter(|c| c.trigger == SyncTrigger::SyncCopy)
+        .filter(|c| {
+            c.copy
+                .is_some_and(|k| k.src == MemoryKind::Pinned || k.dst == MemoryKind::Pinned)
+        })
+        .count() as u64;
+    report
+}

@@ -1,0 +1,309 @@
+//! The CPU work of the launching thread during host-compute idle: which ops, inside which user
+//! regions, for how long, and which [`HostWork`] sub-cause each piece is.
+
+use crate::attribute::host_work::{classify, in_region, unnamed, HostWork};
+use crate::measure::environment::Framework;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use tracelens_model::{table_index, Interval, NameId, SpanId, SpanKind, TimeNs, Trace};
+
+/// The name of host time under no op or frame, in a PyTorch program.
+pub const BETWEEN_OPS: &str = "(Python between ops)";
+/// The same in a program without PyTorch or Python.
+pub const BETWEEN_CALLS: &str = "(CPU work between API calls)";
+/// The same in a trace that records no CPU work at all.
+pub const NOT_RECORDED: &str = "(CPU work the trace does not record)";
+
+/// What one piece of host-compute time is credited to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct HostKey {
+    /// The outermost CPU op running, or under no op the innermost user Python frame.
+    op: Option<NameId>,
+    /// The innermost user region (`record_function`, NVTX) around it.
+    region: Option<NameId>,
+    /// The sub-cause an enclosing region or frame names (the optimizer, warm-up, logging).
+    context: Option<HostWork>,
+}
+
+/// Host-compute time by what it is credited to.
+pub(crate) type HostTime = FxHashMap<HostKey, TimeNs>;
+
+/// One sub-cause of host-compute time, with the ops and regions it is made of.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct HostPart {
+    /// The sub-cause.
+    pub work: HostWork,
+    /// Its time.
+    pub ns: TimeNs,
+    /// Its ops (or Python frames), largest first (four at most).
+    pub ops: Vec<(String, TimeNs)>,
+    /// The user regions its time falls in, largest first (three at most).
+    pub regions: Vec<(String, TimeNs)>,
+}
+
+/// The display name of a credited op: the op or frame, or for time under neither, what the
+/// trace says of it.
+fn op_name(trace: &Trace, op: Option<NameId>, fw: &Framework) -> String {
+    match op {
+        Some(n) => trace.names.get(n).to_string(),
+        None => match unnamed(fw) {
+            HostWork::NotRecorded => NOT_RECORDED,
+            HostWork::BetweenApiCalls => BETWEEN_CALLS,
+            _ => BETWEEN_OPS,
+        }
+        .to_string(),
+    }
+}
+
+/// Host-op totals by name, largest first (eight at most); time under no op or frame is named
+/// for what the trace is ([`BETWEEN_OPS`], [`BETWEEN_CALLS`], [`NOT_RECORDED`]).
+pub(crate) fn name_host_ops(
+    trace: &Trace,
+    time: &HostTime,
+    fw: &Framework,
+) -> Vec<(String, TimeNs)> {
+    let mut by_op: FxHashMap<Option<NameId>, TimeNs> = FxHashMap::default();
+    for (k, t) in time {
+        *by_op.entry(k.op).or_default() += t;
+    }
+    let named = by_op
+        .into_iter()
+        .map(|(n, t)| (op_name(trace, n, fw), t))
+        .collect();
+    largest(named, 8)
+}
+
+/// Host-compute time split by sub-cause, largest first; `total_ns` is shared out in proportion
+/// so the parts sum to it exactly.
+pub(crate) fn host_parts(
+    trace: &Trace,
+    time: &HostTime,
+    fw: &Framework,
+    total_ns: TimeNs,
+) -> Vec<HostPart> {
+    struct Acc {
+        ns: TimeNs,
+        ops: FxHashMap<Option<NameId>, TimeNs>,
+        regions: FxHashMap<NameId, TimeNs>,
+    }
+    let mut by_work: FxHashMap<HostWork, Acc> = FxHashMap::default();
+    for (k, &t) in time {
+        let work = sub_cause(trace, *k, fw);
+        let acc = by_work.entry(work).or_insert_with(|| Acc {
+            ns: 0,
+            ops: FxHashMap::default(),
+            regions: FxHashMap::default(),
+        });
+        acc.ns += t;
+        *acc.ops.entry(k.op).or_default() += t;
+        if let Some(r) = k.region {
+            *acc.regions.entry(r).or_default() += t;
+        }
+    }
+    let raw_total: TimeNs = by_work.values().map(|a| a.ns).sum();
+    let mut parts: Vec<HostPart> = by_work
+        .into_iter()
+        .map(|(work, a)| HostPart {
+            work,
+            ns: a.ns,
+            ops: largest(
+                a.ops
+                    .into_iter()
+                    .map(|(n, t)| (op_name(trace, n, fw), t))
+                    .collect(),
+                4,
+            ),
+            regions: largest(
+                a.regions
+                    .into_iter()
+                    .map(|(n, t)| (trace.names.get(n).to_string(), t))
+                    .collect(),
+                3,
+            ),
+        })
+        .collect();
+    parts.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.work.cmp(&b.work)));
+    // Share the credited total out in proportion; the largest part takes the rounding.
+    if raw_total > 0 {
+        let mut given: TimeNs = 0;
+        for p in parts.iter_mut().skip(1) {
+            p.ns = crate::num::scale_ns(p.ns, total_ns, raw_total);
+            given += p.ns;
+        }
+        if let Some(first) = parts.first_mut() {
+            first.ns = total_ns - given;
+        }
+    }
+    parts.retain(|p| p.ns > 0);
+    parts
+}
+
+/// The sub-cause of one credited piece.
+fn sub_cause(trace: &Trace, k: HostKey, fw: &Framework) -> HostWork {
+    if let Some(work) = k.context {
+        return work;
+    }
+    match (k.op, k.region) {
+        (None, Some(region)) => in_region(trace.names.get(region)),
+        (op, _) => classify(op.map(|n| trace.names.get(n)), [], fw),
+    }
+}
+
+/// The largest `n`, largest first (ties by name).
+fn largest(mut v: Vec<(String, TimeNs)>, n: usize) -> Vec<(String, TimeNs)> {
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v.truncate(n);
+    v
+}
+
+/// A user region that is not the step or the DataLoader range.
+fn is_region(trace: &Trace, id: SpanId) -> bool {
+    trace.span(id).kind == SpanKind::UserAnnotation
+        && !trace.is_step_span(id)
+        && !crate::api::is_data_loader(trace.name(id))
+}
+
+/// The region and the overriding sub-cause around `id` (itself included when `include_self`).
+fn context_of(trace: &Trace, id: SpanId, include_self: bool) -> (Option<NameId>, Option<HostWork>) {
+    let chain = include_self
+        .then_some(id)
+        .into_iter()
+        .chain(trace.ancestors(id));
+    let mut region = None;
+    let mut context = None;
+    for a in chain {
+        let s = trace.span(a);
+        if region.is_none() && is_region(trace, a) {
+            region = Some(s.name);
+        }
+        if context.is_none()
+            && matches!(s.kind, SpanKind::UserAnnotation | SpanKind::PythonFunction)
+        {
+            context = crate::attribute::host_work::overriding(trace.names.get(s.name));
+        }
+    }
+    (region, context)
+}
+
+/// Credits the CPU work running on `lane` during `window` to `time`: one-time launch calls
+/// (`one_time`, the lane's, clipped to `window`) as warm-up, then the outermost CPU ops (user
+/// regions are looked through, the step and the DataLoader range are not ops), and time under
+/// no op to the innermost user Python frame running, when recorded.
+pub(crate) fn credit_host_ops(
+    trace: &Trace,
+    lane: tracelens_model::LaneId,
+    window: Interval,
+    one_time: &[(Interval, NameId)],
+    time: &mut HostTime,
+) {
+    let mut cursor = window.start_ns;
+    for &(launch, _) in one_time {
+        credit_ops_in(trace, lane, Interval::new(cursor, launch.start_ns), time);
+        cursor = launch.end_ns;
+    }
+    credit_one_time_launches(one_time, time);
+    credit_ops_in(trace, lane, Interval::new(cursor, window.end_ns), time);
+}
+
+/// Credits one-time launch calls (clipped) to `time` as warm-up, under the call's name.
+pub(crate) fn credit_one_time_launches(one_time: &[(Interval, NameId)], time: &mut HostTime) {
+    for &(launch, name) in one_time {
+        let key = HostKey {
+            op: Some(name),
+            region: None,
+            context: Some(HostWork::WarmUp),
+        };
+        *time.entry(key).or_default() += launch.dur_ns();
+    }
+}
+
+/// [`credit_host_ops`] for a window without one-time launches.
+fn credit_ops_in(
+    trace: &Trace,
+    lane: tracelens_model::LaneId,
+    window: Interval,
+    time: &mut HostTime,
+) {
+    if window.dur_ns() <= 0 {
+        return;
+    }
+    let op_like = |id: SpanId| {
+        let s = trace.span(id);
+        s.kind == SpanKind::CpuOp
+            && !trace.is_step_span(id)
+            && !crate::api::is_data_loader(trace.names.get(s.name))
+    };
+    let mut add = |id: SpanId, ns: TimeNs| {
+        let (region, context) = context_of(trace, id, false);
+        let key = HostKey {
+            op: Some(trace.span(id).name),
+            region,
+            context,
+        };
+        *time.entry(key).or_default() += ns;
+    };
+    let range = trace.lane(lane).spans.clone();
+    let spans = &trace.spans[range.start as usize..range.end as usize];
+    let mut cursor = window.start_ns;
+    let mut credited: TimeNs = 0;
+    // The outermost op already running when the window opens.
+    let before = spans.partition_point(|s| s.start_ns <= window.start_ns);
+    let innermost = (before > 0).then(|| SpanId(range.start + table_index(before) - 1));
+    if let Some(innermost) = innermost {
+        let outer = std::iter::once(innermost)
+            .chain(trace.ancestors(innermost))
+            .filter(|&id| trace.span(id).end_ns() > window.start_ns && op_like(id))
+            .last();
+        if let Some(op) = outer {
+            let end = trace.span(op).end_ns().min(window.end_ns);
+            add(op, end - cursor);
+            credited += end - cursor;
+            cursor = end;
+        }
+    }
+    for (offset, s) in spans[before..].iter().enumerate() {
+        if s.start_ns >= window.end_ns {
+            break;
+        }
+        let id = SpanId(range.start + table_index(before + offset));
+        if s.start_ns >= cursor && op_like(id) {
+            let end = s.end_ns().min(window.end_ns);
+            add(id, end - s.start_ns);
+            credited += end - s.start_ns;
+            cursor = end;
+        }
+    }
+    let rest = window.dur_ns() - credited;
+    if rest <= 0 {
+        return;
+    }
+    // Time under no op: the innermost span still running at the window's start tells the
+    // user frame and the region.
+    let running = innermost.and_then(|innermost| {
+        std::iter::once(innermost)
+            .chain(trace.ancestors(innermost))
+            .find(|&id| trace.span(id).end_ns() > window.start_ns)
+    });
+    let key = match running {
+        Some(id) => {
+            let frame = std::iter::once(id).chain(trace.ancestors(id)).find(|&a| {
+                let s = trace.span(a);
+                s.kind == SpanKind::PythonFunction
+                    && tracelens_model::PyFrame::parse(trace.names.get(s.name))
+                        .is_some_and(|f| !f.is_library())
+            });
+            let (region, context) = context_of(trace, id, true);
+            HostKey {
+                op: frame.map(|f| trace.span(f).name),
+                region,
+                context,
+            }
+        }
+        None => HostKey {
+            op: None,
+            region: None,
+            context: None,
+        },
+    };
+    *time.entry(key).or_default() += rest;
+}

@@ -1,0 +1,187 @@
+//! Collective kernels that run with no compute beside them on the focus device: communication
+//! the step waits for instead of hiding under compute.
+
+use super::gpu_waits::{short, BIG_SHARE_PERCENT};
+use super::{Context, Detector};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::measure::intervals::{intersect, total_ns};
+use rustc_hash::FxHashMap;
+use tracelens_model::{format_ms, TimeNs};
+
+/// Communication not overlapped with compute.
+pub struct ExposedCommunication;
+
+impl Detector for ExposedCommunication {
+    fn name(&self) -> &'static str {
+        "exposed_communication"
+    }
+
+    fn kind(&self) -> FindingKind {
+        FindingKind::ExposedCommunication
+    }
+
+    fn detect(&self, cx: &Context) -> Vec<Finding> {
+        let Some(comm) = cx.communication else {
+            return Vec::new();
+        };
+        let exposed = &comm.exposed;
+        let exposed_ns = comm.exposed_ns;
+        let win = cx.win(exposed_ns);
+        if win.percent < BIG_SHARE_PERCENT {
+            return Vec::new();
+        }
+        // Which collectives the exposed time belongs to.
+        let mut by_name: FxHashMap<tracelens_model::NameId, TimeNs> = FxHashMap::default();
+        for (iv, name) in &comm.kernels {
+            let mine = total_ns(&intersect(&[*iv], exposed));
+            if mine > 0 {
+                *by_name.entry(*name).or_default() += mine;
+            }
+        }
+        let mut named: Vec<(String, TimeNs)> = by_name
+            .into_iter()
+            .map(|(n, t)| (cx.trace.names.get(n).to_string(), t))
+            .collect();
+        named.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        named.truncate(3);
+        let mut f = cx.finding(
+            FindingKind::ExposedCommunication,
+            WinKind::ExposedCommunication,
+            &win,
+        );
+        f.title = format!(
+            "Collectives run {} {} ({:.1} %) with no compute beside them: {}",
+            format_ms(win.per_step_ns),
+            cx.per(),
+            win.percent,
+            named
+                .iter()
+                .map(|(n, t)| format!("{} ({})", short(n), format_ms(cx.window.per_step(*t))))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        f.evidence.add(
+            "communication kernel time",
+            EvidenceValue::DurationNs(comm.communication_ns),
+        );
+        f.evidence.add(
+            "not overlapped with compute",
+            EvidenceValue::DurationNs(exposed_ns),
+        );
+        for (n, t) in &named {
+            f.evidence.add(short(n), EvidenceValue::DurationNs(*t));
+        }
+        f.win_basis = "GPU time in which only communication kernels ran (busy time, not idle; upper bound of what overlap can hide)".into();
+        f.confidence = Confidence::Medium;
+        f.advice = "While a collective runs alone the device computes nothing; the step is as long as compute plus this exposed communication.".into();
+        let top = named.first().map_or("", |(n, _)| n.as_str());
+        (f.fix, f.snippet) = communication_fix(collective_of(top), cx.framework.pytorch());
+        f.what_if = Some(crate::predict::what_if::WhatIf::OverlapCommunication);
+        vec![f]
+    }
+}
+
+/// What a collective kernel does, from its name.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Collective {
+    AllReduce,
+    Sharded,
+    Exchange,
+    Other,
+}
+
+fn collective_of(kernel: &str) -> Collective {
+    let lower = kernel.to_ascii_lowercase();
+    if lower.contains("allreduce") {
+        Collective::AllReduce
+    } else if lower.contains("allgather") || lower.contains("reducescatter") {
+        Collective::Sharded
+    } else if lower.contains("sendrecv") || lower.contains("alltoall") {
+        Collective::Exchange
+    } else {
+        Collective::Other
+    }
+}
+
+/// (fix, snippet) for the collective that is most exposed.
+fn communication_fix(c: Collective, pytorch: bool) -> (String, String) {
+    match (c, pytorch) {
+        (Collective::AllReduce, true) => (
+            "Overlap the all-reduce with backward: DDP all-reduces gradient buckets as they fill, so a smaller bucket_cap_mb starts earlier; skip it on accumulation steps with no_sync().".into(),
+            "model = DDP(model, bucket_cap_mb=25, gradient_as_bucket_view=True)\nwith model.no_sync():        # accumulation steps\n    loss.backward()".into(),
+        ),
+        (Collective::Sharded, true) => (
+            "Prefetch the all-gathers and reduce-scatters so they overlap compute: FSDP(forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE), or shard less (SHARD_GRAD_OP) when memory allows.".into(),
+            "model = FSDP(model, forward_prefetch=True,\n             backward_prefetch=BackwardPrefetch.BACKWARD_PRE)".into(),
+        ),
+        (Collective::Exchange, true) => (
+            "The all-to-all exchange (embedding or expert routing) runs alone: pipeline it with the previous batch's compute (for sharded embeddings, a pipelined train loop such as torchrec's TrainPipelineSparseDist) and cut the bytes exchanged (lower-precision payloads).".into(),
+            "# start the next batch's input exchange while this batch computes\npipeline = TrainPipelineSparseDist(model, optimizer, device)\nfor _ in range(steps):\n    pipeline.progress(data_iter)".into(),
+        ),
+        (Collective::Other, true) => (
+            "Overlap communication with compute: issue the collective asynchronously (async_op=True) as soon as its input is ready and wait on the handle only where the result is needed.".into(),
+            "work = dist.broadcast(t, src=0, async_op=True)\nindependent_compute()\nwork.wait()".into(),
+        ),
+        (_, false) => (
+            "Overlap communication with compute: issue collectives on their own stream as soon as their inputs are ready, and run independent kernels meanwhile; fewer, larger messages cut per-call latency.".into(),
+            "ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm, comm_stream);\nindependent_kernel<<<g, b, 0, compute_stream>>>(...);".into(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{findings_of, scenario, scenario_text};
+    use super::*;
+
+    #[test]
+    fn collectives_alone_on_the_device_are_exposed_and_compute_is_not() {
+        // The same loop with its GEMMs turned into all-reduces: communication with nothing
+        // beside it.
+        let text = scenario_text("no_device_sync").replace(
+            "sm90_xmma_gemm_bf16_kernel",
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+        );
+        let trace = tracelens_kineto::import_reader(
+            text.as_bytes(),
+            std::path::Path::new("allreduce.json"),
+            text.len() as u64,
+            None,
+        )
+        .unwrap();
+        let f = findings_of(&ExposedCommunication, &trace);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(
+            f[0].title.contains("ncclKernel_AllReduce"),
+            "{}",
+            f[0].title
+        );
+        assert!(f[0].fix.contains("bucket_cap_mb"), "{}", f[0].fix);
+        assert!(f[0].estimated_win_percent >= BIG_SHARE_PERCENT);
+
+        let twin = findings_of(&ExposedCommunication, &scenario("no_device_sync"));
+        assert!(twin.is_empty(), "{twin:#?}");
+    }
+
+    #[test]
+    fn the_fix_follows_the_collective() {
+        assert_eq!(
+            collective_of("ncclKernel_AllReduce_RING_LL_Sum_float"),
+            Collective::AllReduce
+        );
+        assert_eq!(
+            collective_of("ncclDevKernel_AllGather_RING_LL"),
+            Collective::Sharded
+        );
+        assert_eq!(
+            collective_of("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"),
+            Collective::Exchange
+        );
+        assert!(communication_fix(Collective::Sharded, true)
+            .0
+            .contains("FSDP"));
+        assert!(!communication_fix(Collective::AllReduce, false)
+            .0
+            .contains("DDP"));
+    }
+}

@@ -1,0 +1,440 @@
+//! The GPU waits while the launching thread runs CPU work before its next launch, outside
+//! launch-bound stretches: one finding per [`HostWork`] sub-cause (optimizer, dispatch, warm-up,
+//! logging, …), each with its own fix.
+
+use super::launch_bound::launch_overhead_fix;
+use super::{Context, Detector};
+use crate::attribute::host_work::HostWork;
+use crate::attribute::idle::{DeviceIdle, HostPart};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::measure::environment::{
+    Framework, Program, TorchVersion, FUSED_SGD, OPTIMIZER_FOREACH, TORCH_COMPILE,
+};
+use tracelens_model::{format_ms, TimeNs};
+
+/// `torch.profiler.schedule` (wait/warmup/active).
+const PROFILER_SCHEDULE: TorchVersion = TorchVersion::new(1, 8);
+/// Inductor's FX graph cache (`TORCHINDUCTOR_FX_GRAPH_CACHE`).
+const FX_GRAPH_CACHE: TorchVersion = TorchVersion::new(2, 1);
+
+/// Host compute is always some of the idle; below this share of step time it is a detail.
+pub const HOST_COMPUTE_FINDING_PERCENT: f64 = 2.0;
+
+/// The GPU waits while the CPU does other work.
+pub struct HostCompute;
+
+impl Detector for HostCompute {
+    fn name(&self) -> &'static str {
+        "host_compute"
+    }
+
+    fn kind(&self) -> FindingKind {
+        FindingKind::HostCompute
+    }
+
+    /// One finding per sub-cause worth [`HOST_COMPUTE_FINDING_PERCENT`] of step time (the
+    /// largest alone when none is but all together are); the parts split the credited time, so
+    /// their wins never overlap.
+    fn detect(&self, cx: &Context) -> Vec<Finding> {
+        let total = cx.win(cx.credit.host_compute_ns);
+        if total.total_ns == 0 || total.percent < HOST_COMPUTE_FINDING_PERCENT {
+            return Vec::new();
+        }
+        let parts = &cx.credit.host_compute_parts;
+        let mut chosen: Vec<&HostPart> = parts
+            .iter()
+            .filter(|p| cx.win(p.ns).percent >= HOST_COMPUTE_FINDING_PERCENT)
+            .collect();
+        if chosen.is_empty() {
+            chosen.extend(parts.first());
+        }
+        chosen
+            .into_iter()
+            .enumerate()
+            .map(|(i, part)| part_finding(cx, part, i == 0))
+            .collect()
+    }
+}
+
+/// The finding of one sub-cause; the largest carries the OS-wait evidence of the whole.
+fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
+    let win = cx.win(part.ns);
+    let mut f = cx.finding(FindingKind::HostCompute, WinKind::GpuIdle, &win);
+    f.sub_cause = Some(part.work);
+    // A user region's part is named by its regions: its ops are only "(Python between ops)".
+    let named = if part.work == HostWork::UserRegion && !part.regions.is_empty() {
+        &part.regions
+    } else {
+        &part.ops
+    };
+    let top: Vec<String> = named
+        .iter()
+        .take(3)
+        .map(|(n, t)| {
+            format!(
+                "{} ({})",
+                host_label(part.work, n),
+                format_ms(cx.window.per_step(*t))
+            )
+        })
+        .collect();
+    let inside = match part.regions.first() {
+        Some((region, t)) if part.work != HostWork::UserRegion && *t * 2 >= part.ns => {
+            format!(", inside {region}")
+        }
+        _ => String::new(),
+    };
+    f.title = format!(
+        "GPU idle {} {} ({:.1} %) while the launching thread {}: {}{}{}",
+        format_ms(win.per_step_ns),
+        cx.per(),
+        win.percent,
+        part.work.describe(),
+        if top.is_empty() {
+            "unnamed CPU work".to_string()
+        } else {
+            top.join(", ")
+        },
+        inside,
+        match (largest, cx.idle) {
+            (true, Some(d)) => os_wait_note(d, cx.credit.host_compute_ns),
+            _ => String::new(),
+        }
+    );
+    for (n, t) in &part.ops {
+        f.evidence
+            .add(host_label(part.work, n), EvidenceValue::DurationNs(*t));
+    }
+    for (n, t) in &part.regions {
+        f.evidence
+            .add(format!("region: {n}"), EvidenceValue::DurationNs(*t));
+    }
+    if let (true, Some(d)) = (largest, cx.idle) {
+        for (n, t) in d.os_waits.iter().take(4) {
+            f.evidence
+                .add(format!("OS wait: {n}"), EvidenceValue::DurationNs(*t));
+        }
+    }
+    let region = part.regions.first().map(|(r, _)| r.as_str());
+    let frame = part
+        .ops
+        .iter()
+        .find(|(n, _)| tracelens_model::PyFrame::parse(n).is_some())
+        .map(|(n, _)| n.as_str());
+    (f.fix, f.snippet) = work_fix(cx.framework, part, region, frame);
+    f.advice = work_advice(part.work).into();
+    f.confidence = match part.work {
+        HostWork::NotRecorded | HostWork::UserRegion => Confidence::Low,
+        _ => Confidence::Medium,
+    };
+    f.win_basis = "GPU idle while the launching thread ran this CPU work before its next launch, outside launch-bound stretches (upper bound)".into();
+    f
+}
+
+/// An op name as a host-compute title shows it.
+fn host_label(work: HostWork, name: &str) -> String {
+    if work == HostWork::FrameworkDispatch && !name.starts_with('(') {
+        format!("framework dispatch of {name}")
+    } else {
+        name.to_string()
+    }
+}
+
+/// Why a sub-cause keeps the GPU waiting, in a sentence or two.
+fn work_advice(work: HostWork) -> &'static str {
+    match work {
+        HostWork::WarmUp => "One-time work (compilation, graph capture, autotuning, module load) runs while the GPU has nothing queued. It does not repeat in steady state: measure steps after it, and cache what can be cached.",
+        HostWork::Optimizer => "The optimizer step launches small kernels per parameter from Python; the GPU runs out of work while the CPU walks the parameter list.",
+        HostWork::Logging => "Logging and metrics run on the launching thread between steps; while they run, nothing new is queued.",
+        HostWork::HostDataWork => "Data preparation runs on the launching thread instead of in loader workers; the GPU waits for it every step.",
+        HostWork::GarbageCollection => "Python's garbage collector pauses the launching thread; with many tensors alive a full collection takes milliseconds.",
+        HostWork::CompiledRegion => "Entering a compiled region checks its guards and dispatches its graph on the CPU; short regions pay that for little GPU work.",
+        HostWork::FrameworkDispatch => "The framework spends more CPU time dispatching each op than the GPU spends running it: many small ops starve the GPU.",
+        HostWork::Python => "Python code between framework ops runs while the GPU has nothing queued.",
+        HostWork::UserRegion => "The time falls inside an annotated region with no op or Python frame recorded inside it, so the trace names the region but not the work.",
+        HostWork::BetweenApiCalls => "The program's own CPU work between API calls runs while the GPU has nothing queued.",
+        HostWork::NotRecorded => "The GPU runs out of queued work while the launching thread is between API calls, but the trace holds no record of what that thread did: record its CPU work to find the cause.",
+    }
+}
+
+/// (fix, snippet) for one sub-cause, naming only what exists for the program and its version.
+fn work_fix(
+    fw: &Framework,
+    part: &HostPart,
+    region: Option<&str>,
+    frame: Option<&str>,
+) -> (String, String) {
+    let python = fw.pytorch() || matches!(fw.program, Program::Python);
+    match part.work {
+        HostWork::NotRecorded => record_fix(fw),
+        HostWork::WarmUp => warm_up_fix(fw),
+        HostWork::Optimizer
+            if part
+                .ops
+                .first()
+                .is_some_and(|(n, _)| n.to_ascii_lowercase().contains("zero_grad")) =>
+        {
+            zero_grad_fix(fw)
+        }
+        HostWork::Optimizer if fw.pytorch() => {
+            // The optimizer whose step this time is in, when its region names it.
+            let named = part
+                .regions
+                .iter()
+                .chain(&part.ops)
+                .find_map(|(n, _)| optimizer_class(n));
+            match named {
+                Some(class) => optimizer_fix(&Framework {
+                    optimizer: Some(class.to_string()),
+                    ..fw.clone()
+                }),
+                None => optimizer_fix(fw),
+            }
+        }
+        HostWork::FrameworkDispatch | HostWork::CompiledRegion => launch_overhead_fix(fw),
+        HostWork::Logging if python => (
+            "Log every N steps, not every step: keep the metrics as GPU tensors, read them once at log time, and let a background thread write them out.".into(),
+            "if step % log_every == 0:\n    logger.log({\"loss\": loss.detach().item()})   # one read per N steps".into(),
+        ),
+        HostWork::HostDataWork if fw.pytorch() => (
+            "Move this data work into DataLoader worker processes (num_workers > 0, in the Dataset's __getitem__ or collate_fn), or do it on the GPU, so the training thread only launches.".into(),
+            "loader = DataLoader(ds, batch_size=B, num_workers=4, collate_fn=collate,\n                    pin_memory=True, persistent_workers=True)".into(),
+        ),
+        HostWork::GarbageCollection if python => (
+            "Freeze the objects built at setup (gc.freeze()) and collect on your schedule: gc.disable() in the loop and gc.collect() every N steps.".into(),
+            "import gc\ngc.freeze()          # after model and data setup\ngc.disable()\nfor step, batch in enumerate(loader):\n    train_step(batch)\n    if step % 1000 == 0:\n        gc.collect()".into(),
+        ),
+        HostWork::UserRegion if fw.pytorch() => (
+            format!("The time is inside {} with nothing finer recorded: profile again with with_stack=True to see its Python lines, then move that work out of the step or overlap it with GPU work.", region.map_or("an annotated region".to_string(), |r| format!("the region {r}"))),
+            "with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],\n                            with_stack=True, record_shapes=True) as prof:\n    train_step()".into(),
+        ),
+        HostWork::UserRegion => (
+            format!("The time is inside {} with nothing finer recorded: add nested NVTX ranges inside it to see which part of it keeps the GPU waiting.", region.map_or("an annotated range".to_string(), |r| format!("the range {r}"))),
+            "nvtxRangePushA(\"inner phase\");\ninner_phase();\nnvtxRangePop();".into(),
+        ),
+        HostWork::Python if python => (
+            match (frame, fw.pytorch()) {
+                (Some(frame), _) => format!("Python at {frame} runs between launches every step: move it out of the step, run it every N steps, or launch the next GPU work before it."),
+                (None, true) => "Python code between ops runs every step while the GPU waits: profile with with_stack=True to see the lines, then move that work out of the step or run it every N steps.".into(),
+                (None, false) => "Python code between launches keeps the GPU waiting: find the lines with a Python sampler (py-spy record) or NVTX ranges around the host phases, then move that work out of the loop or launch the next GPU work before it.".into(),
+            },
+            "if step % 100 == 0:\n    host_side_work()   # not every step".into(),
+        ),
+        _ => (
+            "Launch the next GPU work before the CPU work that follows it, or move that CPU work to another thread, so the queue never drains.".into(),
+            "// enqueue the next kernels first, then do the host work\nkernel<<<grid, block, 0, stream>>>(...);\nhost_work();   // overlaps the queued kernels".into(),
+        ),
+    }
+}
+
+/// (fix, snippet) when the trace records no CPU work: how to record it.
+fn record_fix(fw: &Framework) -> (String, String) {
+    if fw.pytorch() {
+        (
+            "The trace records no CPU ops, so what the launching thread did is not in it: profile again with CPU activity (torch.profiler's ProfilerActivity.CPU, with_stack=True for Python lines) to see the cause.".into(),
+            "with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],\n                            with_stack=True) as prof:\n    train_step()".into(),
+        )
+    } else {
+        (
+            "The trace records only API calls, not what the CPU did around them, so the cause is not in it: add NVTX ranges around the host phases and profile with nsys -t cuda,nvtx,osrt.".into(),
+            "nvtxRangePushA(\"prepare batch\");\nprepare_batch();\nnvtxRangePop();\n// nsys profile -t cuda,nvtx,osrt ./program".into(),
+        )
+    }
+}
+
+/// (fix, snippet) for one-time warm-up: measure after it, cache what can be cached.
+fn warm_up_fix(fw: &Framework) -> (String, String) {
+    if !fw.pytorch() {
+        return (
+            "This is one-time warm-up (module load, first launches): start the capture after it (nsys --capture-range=cudaProfilerApi with cudaProfilerStart after warm-up) so the profile shows steady-state steps.".into(),
+            "warm_up();\ncudaProfilerStart();   // nsys profile --capture-range=cudaProfilerApi ./program\nrun_steps();\ncudaProfilerStop();".into(),
+        );
+    }
+    let cache = if fw.compiled && fw.at_least(FX_GRAPH_CACHE) != Some(false) {
+        " Across runs, keep compiled artifacts in Inductor's cache (PyTorch 2.1+: TORCHINDUCTOR_FX_GRAPH_CACHE=1)."
+    } else {
+        ""
+    };
+    let schedule = if fw.at_least(PROFILER_SCHEDULE) == Some(false) {
+        "start profiling after the first steps"
+    } else {
+        "keep it out of the measured steps with the profiler schedule (wait and warmup steps before the active ones)"
+    };
+    (
+        format!("This is one-time warm-up, not a per-step cost: {schedule}, and judge steady-state steps.{cache}"),
+        "prof = torch.profiler.profile(\n    schedule=torch.profiler.schedule(wait=1, warmup=2, active=3),\n    on_trace_ready=torch.profiler.tensorboard_trace_handler(\"./log\"))\nwith prof:\n    for batch in loader:\n        train_step(batch); prof.step()".into(),
+    )
+}
+
+/// (fix, snippet) for a slow `zero_grad`.
+fn zero_grad_fix(fw: &Framework) -> (String, String) {
+    if fw.pytorch() {
+        (
+            "Let zero_grad() drop the gradients instead of filling them with zeros: optimizer.zero_grad(set_to_none=True).".into(),
+            "optimizer.zero_grad(set_to_none=True)   # default from PyTorch 2.0".into(),
+        )
+    } else {
+        (
+            "Clear gradients by dropping or re-pointing them instead of a fill kernel per buffer."
+                .into(),
+            "// one memset over a contiguous gradient buffer instead of one per parameter".into(),
+        )
+    }
+}
+
+/// (fix, snippet) for a slow optimizer step, naming the optimizer the trace shows and only
+/// options its PyTorch has.
+fn optimizer_fix(fw: &Framework) -> (String, String) {
+    let name = fw
+        .optimizer
+        .clone()
+        .unwrap_or_else(|| "the optimizer".into());
+    if fw.fused_optimizer {
+        return (
+            format!("{name} is already fused: step it less often (gradient accumulation) or overlap it with the next step's data loading."),
+            "if (step + 1) % accum_steps == 0:\n    optimizer.step(); optimizer.zero_grad(set_to_none=True)".into(),
+        );
+    }
+    let known = fw
+        .optimizer
+        .as_deref()
+        .is_none_or(|n| TORCH_OPTIMIZERS.contains(&n));
+    if !known {
+        return (
+            if fw.foreach_optimizer {
+                format!("{name} is not a torch.optim class and already runs multi-tensor (_foreach) kernels, so what remains is its Python per step: step it less often (gradient accumulation) or fuse its update into fewer kernels.")
+            } else {
+                format!("{name} is not a torch.optim class: make it step all parameters at once (multi-tensor _foreach or fused kernels, as torch.optim's foreach/fused implementations do), or step it less often with gradient accumulation.")
+            },
+            "if (step + 1) % accum_steps == 0:\n    optimizer.step(); optimizer.zero_grad(set_to_none=True)".into(),
+        );
+    }
+    let adam = name.starts_with("Adam");
+    let fusable = adam || name == "SGD" || fw.optimizer.is_none();
+    let fused_from = if adam { TORCH_COMPILE } else { FUSED_SGD };
+    let class = if fw.optimizer.is_some() {
+        format!("torch.optim.{name}")
+    } else {
+        "torch.optim.AdamW".into()
+    };
+    if fusable && fw.at_least(fused_from) == Some(true) {
+        return (
+            format!("Use the fused implementation: {class}(..., fused=True)."),
+            format!("optimizer = {class}(model.parameters(), lr=lr, fused=True)"),
+        );
+    }
+    if fw.foreach_optimizer {
+        return (
+            if fusable {
+                format!("{name} already runs multi-tensor (foreach) kernels: fused=True needs PyTorch {fused_from}+; until then step less often (gradient accumulation).")
+            } else {
+                format!("{name} already runs multi-tensor (foreach) kernels: step it less often (gradient accumulation) or switch to an optimizer with a fused implementation (Adam/AdamW).")
+            },
+            "if (step + 1) % accum_steps == 0:\n    optimizer.step(); optimizer.zero_grad(set_to_none=True)".into(),
+        );
+    }
+    match fw.at_least(OPTIMIZER_FOREACH) {
+        Some(true) | None if fusable && fw.at_least(fused_from).is_none() => (
+            format!("Use {class}(..., foreach=True) (PyTorch 1.12+), or fused=True on PyTorch {fused_from}+."),
+            format!("optimizer = {class}(model.parameters(), lr=lr, foreach=True)"),
+        ),
+        Some(true) | None => (
+            format!("Use {class}(..., foreach=True) (PyTorch 1.12+): one multi-tensor kernel for all parameters."),
+            format!("optimizer = {class}(model.parameters(), lr=lr, foreach=True)"),
+        ),
+        Some(false) => {
+            let apex = if adam { "Adam" } else { "SGD" };
+            (
+                format!("{name} runs one small kernel per parameter on this PyTorch: use a multi-tensor optimizer (apex.optimizers.Fused{apex}), or upgrade PyTorch for its multi-tensor optimizers."),
+                format!("from apex.optimizers import Fused{apex}\noptimizer = Fused{apex}(model.parameters(), lr=lr)"),
+            )
+        }
+    }
+}
+
+/// The class in `Optimizer.step#CLASS.step` or `Optimizer.zero_grad#CLASS.zero_grad`.
+fn optimizer_class(name: &str) -> Option<&str> {
+    let rest = name
+        .strip_prefix("Optimizer.step#")
+        .or_else(|| name.strip_prefix("Optimizer.zero_grad#"))?;
+    let class = rest.split('.').next()?;
+    (!class.is_empty()).then_some(class)
+}
+
+/// The optimizer classes of `torch.optim` (the only ones `foreach=`/`fused=` advice fits).
+const TORCH_OPTIMIZERS: &[&str] = &[
+    "SGD",
+    "Adam",
+    "AdamW",
+    "Adagrad",
+    "Adadelta",
+    "Adamax",
+    "ASGD",
+    "NAdam",
+    "RAdam",
+    "RMSprop",
+    "Rprop",
+    "SparseAdam",
+    "LBFGS",
+];
+
+/// When OS waits of the launching thread make up 30 % or more of the host-compute idle, a
+/// clause naming them; else nothing.
+fn os_wait_note(dev: &DeviceIdle, idle: TimeNs) -> String {
+    let waited: TimeNs = dev.os_waits.iter().map(|(_, t)| t).sum();
+    if waited == 0 || waited * 10 < idle * 3 {
+        return String::new();
+    }
+    let calls: Vec<String> = dev
+        .os_waits
+        .iter()
+        .take(2)
+        .map(|(n, t)| format!("{n} {}", format_ms(*t)))
+        .collect();
+    format!(
+        "; the launching thread was blocked in OS waits for {} of it ({})",
+        format_ms(waited),
+        calls.join(", ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{findings_of, scenario};
+    use super::*;
+
+    #[test]
+    fn a_cpu_slower_than_the_gpu_is_host_compute_and_the_default_loop_is_not() {
+        let f = findings_of(&HostCompute, &scenario("slow_python_between_kernels"));
+        assert!(!f.is_empty(), "{f:#?}");
+        // The largest part is the dispatch of the model's ops; the optimizer step and the
+        // Python between them are parts of their own, each with its own fix.
+        assert_eq!(f[0].sub_cause, Some(HostWork::FrameworkDispatch), "{f:#?}");
+        assert!(f[0].title.contains("aten::linear"), "{}", f[0].title);
+        assert!(f
+            .iter()
+            .all(|x| x.estimated_win_percent >= HOST_COMPUTE_FINDING_PERCENT));
+        let optimizer = f.iter().find(|x| x.sub_cause == Some(HostWork::Optimizer));
+        let optimizer = optimizer.expect("an optimizer part");
+        assert!(
+            optimizer.title.contains("Optimizer.step#SGD.step"),
+            "{}",
+            optimizer.title
+        );
+        assert!(optimizer.fix.contains("SGD"), "{}", optimizer.fix);
+        let subs: std::collections::BTreeSet<_> = f.iter().map(|x| x.sub_cause).collect();
+        assert_eq!(
+            optimizer_class("Optimizer.step#Shampoo.step"),
+            Some("Shampoo")
+        );
+        assert_eq!(
+            optimizer_class("Optimizer.zero_grad#SGD.zero_grad"),
+            Some("SGD")
+        );
+        assert_eq!(optimizer_class("## optimizer ##"), None);
+        assert_eq!(subs.len(), f.len(), "one finding per sub-cause: {f:#?}");
+
+        let twin = findings_of(&HostCompute, &scenario("no_device_sync"));
+        assert!(twin.is_empty(), "{twin:#?}");
+    }
+}

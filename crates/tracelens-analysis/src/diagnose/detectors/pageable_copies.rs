@@ -1,0 +1,108 @@
+//! Copies between pageable host memory and the GPU that no sync finding already counts: their
+//! GPU time cannot overlap compute.
+
+use super::{plural, Context, Detector};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use tracelens_model::format_ms;
+
+/// Pageable host memory in copies that no sync finding already counts.
+pub struct PageableCopies;
+
+impl Detector for PageableCopies {
+    fn name(&self) -> &'static str {
+        "pageable_copies"
+    }
+
+    fn kind(&self) -> FindingKind {
+        FindingKind::PageableCopies
+    }
+
+    fn detect(&self, cx: &Context) -> Vec<Finding> {
+        let p = cx.copies.pageable_unclaimed;
+        if p.count == 0 || p.exposed_ns == 0 {
+            return Vec::new();
+        }
+        let win = cx.win(p.exposed_ns);
+        let mut f = cx.finding(FindingKind::PageableCopies, WinKind::ExposedCopy, &win);
+        f.what_if = Some(crate::predict::what_if::WhatIf::PinnedCopies(
+            cx.copies.pageable_unclaimed_calls.clone(),
+        ));
+        f.title = format!(
+            "{} {} pageable host memory ({:.1} MB, {} of GPU copy time not overlapped with compute, host blocked {})",
+            plural(p.count, "copy").replace("copys", "copies"),
+            if p.count == 1 { "uses" } else { "use" },
+            p.bytes as f64 / 1e6,
+            format_ms(p.exposed_ns),
+            format_ms(p.host_blocked_ns)
+        );
+        f.win_basis = "GPU copy time not overlapped by any kernel, which pinned non-blocking copies can overlap with compute (busy time, not idle; upper bound)".into();
+        f.cpu_cost_per_step_ns = Some(cx.window.per_step(p.host_blocked_ns));
+        f.evidence.add("copies", EvidenceValue::Count(p.count));
+        f.evidence.add("copied", EvidenceValue::Bytes(p.bytes));
+        f.evidence
+            .add("host blocked", EvidenceValue::DurationNs(p.host_blocked_ns));
+        f.evidence.add(
+            "host-to-device copies serialized with compute",
+            EvidenceValue::Count(cx.copies.htod_serialized_with_compute),
+        );
+        f.evidence.add(
+            "pinned copies then synced",
+            EvidenceValue::Count(cx.copies.pinned_copies_then_synced),
+        );
+        if !cx.framework.pytorch() {
+            f.fix = "Allocate the host buffers pinned (cudaMallocHost/cudaHostAlloc, or cudaHostRegister an existing buffer) and copy with cudaMemcpyAsync on a stream.".into();
+            f.advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels; pinned buffers with async copies can.".into();
+            f.snippet = "cudaMallocHost(&host_buf, bytes);            // once, outside the loop\ncudaMemcpyAsync(dev_buf, host_buf, bytes, cudaMemcpyHostToDevice, stream);".into();
+            f.confidence = Confidence::High;
+            return vec![f];
+        }
+        f.fix = "Use pin_memory=True in the DataLoader (or tensor.pin_memory()) together with .to(device, non_blocking=True).".into();
+        f.advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels. Pinned memory and non_blocking=True only work as a pair.".into();
+        f.snippet =
+            "loader = DataLoader(ds, ..., pin_memory=True)\nx = x.to(device, non_blocking=True)"
+                .into();
+        f.confidence = Confidence::High;
+        vec![f]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{findings_of, scenario, scenario_text};
+    use super::*;
+
+    /// The pinned non-blocking scenario with its copies from pageable memory instead: no sync
+    /// finding claims them, and they cannot overlap compute.
+    fn pageable_copies_without_syncs() -> tracelens_model::Trace {
+        let text = scenario_text("pinned_non_blocking_copy")
+            .replace("(Pinned -> Device)", "(Pageable -> Device)");
+        tracelens_kineto::import_reader(
+            text.as_bytes(),
+            std::path::Path::new("pageable_without_syncs.json"),
+            text.len() as u64,
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn pageable_copies_are_found_and_pinned_non_blocking_ones_are_not() {
+        let f = findings_of(&PageableCopies, &pageable_copies_without_syncs());
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(
+            f[0].title.contains("pageable host memory"),
+            "{}",
+            f[0].title
+        );
+        assert_eq!(f[0].win_kind, WinKind::ExposedCopy);
+
+        let twin = findings_of(&PageableCopies, &scenario("pinned_non_blocking_copy"));
+        assert!(twin.is_empty(), "{twin:#?}");
+    }
+
+    #[test]
+    fn copies_a_sync_finding_counts_are_not_counted_again() {
+        let f = findings_of(&PageableCopies, &scenario("pageable_sync_copy"));
+        assert!(f.is_empty(), "{f:#?}");
+    }
+}

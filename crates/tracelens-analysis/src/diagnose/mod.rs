@@ -1,0 +1,586 @@
+//! The diagnosis: runs every analysis and detector over a trace and collects the findings,
+//! ranked by win; the detectors (one per problem), the finding they report and the verdict
+//! every renderer leads with.
+
+pub mod detectors;
+pub mod finding;
+pub mod verdict;
+
+use crate::attribute::copies::{copy_report, CopyReport};
+use crate::attribute::credit::credit_idle;
+use crate::attribute::dataloader::{data_loader_report, DataLoaderReport};
+use crate::attribute::idle::{
+    attribute_idle, DeviceIdle, IdleCause, UnattributedReason, WaitEvidence,
+};
+use crate::attribute::launch::{launch_report, LaunchReport};
+use crate::attribute::syncs::{find_syncs, group_sync_sites, SyncSite, SyncTrigger};
+use crate::diagnose::detectors::{all_detectors, sync_site_reported, Context, Detector};
+use crate::diagnose::finding::{Finding, WinKind};
+use crate::diagnose::verdict::{verdict, Verdict, VerdictInput};
+use crate::measure::environment::{framework, hardware, Framework, Hardware};
+use crate::measure::threads::ThreadIndex;
+use crate::measure::utilization::{device_work, DeviceWork, GpuOp};
+use crate::measure::window::{analysis_window, AnalysisWindow};
+use crate::views::breakdown::{breakdown, Breakdown};
+use crate::views::kernels::{top_kernels, KernelStat};
+use crate::views::timeline::TimelineView;
+use rustc_hash::FxHashSet;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tracelens_model::{Interval, TimeNs, Trace};
+
+/// Operators kept in the diagnosis (the report shows fewer; JSON keeps these).
+pub const MAX_OPERATORS: usize = 50;
+/// Regions kept in the diagnosis.
+pub const MAX_REGIONS: usize = 50;
+/// Idle time of one cause.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct CauseTime {
+    /// The cause.
+    pub cause: IdleCause,
+    /// Its time.
+    pub ns: TimeNs,
+    /// Its share of the idle time, in percent.
+    pub percent: f64,
+}
+
+/// Causes with time, largest first (ties in report order).
+fn by_size(by_cause: &BTreeMap<IdleCause, TimeNs>, idle_ns: TimeNs) -> Vec<CauseTime> {
+    let mut v: Vec<CauseTime> = by_cause
+        .iter()
+        .filter(|(_, &ns)| ns > 0)
+        .map(|(&cause, &ns)| CauseTime {
+            cause,
+            ns,
+            percent: crate::num::percent(ns, idle_ns),
+        })
+        .collect();
+    v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.cause.cmp(&b.cause)));
+    v
+}
+
+/// A gap and how its time splits by cause.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct GapSummary {
+    /// When.
+    pub interval: Interval,
+    /// Time per cause, largest first.
+    pub causes: Vec<CauseTime>,
+    /// Name of the GPU op that ends the gap.
+    pub ended_by: Option<String>,
+    /// Name of its launch call.
+    pub launch: Option<String>,
+    /// What shows a GPU-side wait.
+    pub wait: Option<WaitEvidence>,
+}
+
+/// Idle attribution of one device, for output.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct IdleSummary {
+    /// Device index.
+    pub device: i64,
+    /// First to last op inside the window.
+    pub extent: Option<Interval>,
+    /// Total idle in the window (equals the utilization's window idle).
+    pub idle_ns: TimeNs,
+    /// Number of gaps.
+    pub gaps: usize,
+    /// Idle per cause, largest first; sums to `idle_ns`.
+    pub by_cause: Vec<CauseTime>,
+    /// Unattributed idle per reason.
+    pub unattributed_by_reason: BTreeMap<UnattributedReason, TimeNs>,
+    /// CPU work during host-compute idle.
+    pub host_compute_ops: Vec<(String, TimeNs)>,
+    /// OS waits of the launching threads during exposed CPU time (Nsight Systems OSRT).
+    pub os_waits: Vec<(String, TimeNs)>,
+    /// Host-compute time the launching thread spent off the CPU while runnable (Nsight
+    /// Systems).
+    pub descheduled_ns: TimeNs,
+    /// The five largest gaps.
+    pub largest_gaps: Vec<GapSummary>,
+    /// GPU ops fed by graph launches in the window.
+    pub graph_replay_ops: u64,
+    /// False when graph replays make the attribution unreliable.
+    pub attribution_reliable: bool,
+}
+
+/// The wins against the idle time they come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct WinTotals {
+    /// Idle time of the focus device in the window.
+    pub idle_ns: TimeNs,
+    /// Sum of the GPU-idle wins of all findings (at most `idle_ns`).
+    pub gpu_idle_wins_ns: TimeNs,
+    /// Sum of the exposed-copy wins (busy time, apart from the idle).
+    pub exposed_copy_wins_ns: TimeNs,
+    /// Sum of the exposed-communication wins (busy time, apart from the idle).
+    #[serde(default)]
+    pub exposed_communication_wins_ns: TimeNs,
+}
+
+/// Sync calls, grouped.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct SyncSummary {
+    /// Host-blocking calls in the window (profiler-injected ones included).
+    pub calls: u64,
+    /// Total host-blocked time in the window.
+    pub blocked_ns: TimeNs,
+    /// Sites that caused GPU idle.
+    pub costly_sites: usize,
+    /// All sites, costliest first (at most 50).
+    pub sites: Vec<SyncSite>,
+}
+
+/// The full diagnosis of a trace.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct Diagnosis {
+    /// The answer, and the figures behind it.
+    pub verdict: Verdict,
+    /// The analysis window every figure is measured over.
+    pub window: Option<AnalysisWindow>,
+    /// What the trace shows of PyTorch and the optimizer (advice is fitted to it).
+    pub framework: Framework,
+    /// What the focus device is and can run (advice names only its precisions).
+    pub hardware: Hardware,
+    /// Findings, largest estimated win first.
+    pub findings: Vec<Finding>,
+    /// Sums of the wins against the idle time.
+    pub wins: WinTotals,
+    /// Idle attribution per device.
+    pub idle: Vec<IdleSummary>,
+    /// Host-blocking syncs.
+    pub syncs: SyncSummary,
+    /// Copies.
+    pub copies: CopyReport,
+    /// DataLoader.
+    pub dataloader: DataLoaderReport,
+    /// Launch-bound stretches and launch delays.
+    pub launch: LaunchReport,
+    /// tb_plugin-style breakdown of the window.
+    pub breakdown: Option<Breakdown>,
+    /// The 20 kernels with the most GPU time in the window.
+    pub top_kernels: Vec<KernelStat>,
+    /// The operators of the window (tb_plugin's operator view), most device self time first,
+    /// at most [`MAX_OPERATORS`].
+    #[serde(default)]
+    pub operators: Vec<crate::views::operators::OperatorStat>,
+    /// The same per operator and input shapes (calls recorded with `record_shapes=True`),
+    /// most device self time first, at most [`MAX_OPERATORS`].
+    #[serde(default)]
+    pub operators_by_shape: Vec<crate::views::operators::OperatorShapeStat>,
+    /// Time by user range over the window, most host time first, at most [`MAX_REGIONS`].
+    #[serde(default)]
+    pub regions: Vec<crate::views::regions::RegionStat>,
+    /// Share of the window's kernel time in tensor-core kernels, in percent (none without
+    /// kernels).
+    #[serde(default)]
+    pub tensor_core_percent: Option<f64>,
+    /// GPU memory per device over the window (empty without `profile_memory=True`).
+    #[serde(default)]
+    pub memory: Vec<crate::views::memory::DeviceMemory>,
+    /// FLOPs, achieved TFLOP/s and TB/s, roofline bounds and MFU (needs recorded shapes).
+    #[serde(default)]
+    pub efficiency: crate::views::efficiency::Efficiency,
+    /// The critical path of the steps on the focus device, and the step time all fixes
+    /// together would give.
+    #[serde(default)]
+    pub critical_path: crate::predict::critical::CriticalPath,
+    /// The focus device's communication: hidden and exposed collective time, and per
+    /// operation bytes and bus bandwidth (none without collectives).
+    pub communication: Option<crate::attribute::communication::Communication>,
+    /// The device the verdict describes (the most busy time in the window), if any.
+    pub focus_device: Option<i64>,
+}
+
+impl Diagnosis {
+    /// The idle summary of the focus device.
+    #[must_use]
+    pub fn focus_idle(&self) -> Option<&IdleSummary> {
+        let device = self.focus_device?;
+        self.idle.iter().find(|i| i.device == device)
+    }
+
+    /// Whether figures are per profiled step (else for the whole window).
+    pub fn has_steps(&self) -> bool {
+        self.window.as_ref().is_some_and(AnalysisWindow::has_steps)
+    }
+}
+
+/// Everything the analyses compute over one trace, once: what the reports show, and the full
+/// idle attribution behind it (spans and segments that mean something only next to this
+/// trace, for annotations and tests).
+pub struct Analysis {
+    /// Counts, steps and devices at a glance.
+    pub overview: crate::Overview,
+    /// The diagnosis.
+    pub diagnosis: Diagnosis,
+    /// The timeline of the representative step, binned for pictures.
+    pub timeline: Option<TimelineView>,
+    /// Full idle attribution per device, in `diagnosis.idle` order.
+    pub device_idle: Vec<DeviceIdle>,
+}
+
+impl Analysis {
+    /// The focus device's full idle attribution.
+    #[must_use]
+    pub fn focus_idle(&self) -> Option<&DeviceIdle> {
+        let device = self.diagnosis.focus_device?;
+        self.device_idle.iter().find(|d| d.device == device)
+    }
+}
+
+/// Diagnoses a trace (no overview, no timeline: for callers that need the findings only).
+#[must_use]
+pub fn diagnose(trace: &Trace) -> Diagnosis {
+    let detectors = all_detectors();
+    let detectors: Vec<&dyn Detector> = detectors.iter().map(AsRef::as_ref).collect();
+    diagnose_with(
+        trace,
+        &device_work(trace),
+        analysis_window(trace),
+        &detectors,
+    )
+    .0
+}
+
+/// The findings of `detectors` alone on `trace`, over the same shared analyses as
+/// [`diagnose`] (a detector's unit tests).
+#[cfg(test)]
+pub(crate) fn detect_with(trace: &Trace, detectors: &[&dyn Detector]) -> Vec<Finding> {
+    diagnose_with(
+        trace,
+        &device_work(trace),
+        analysis_window(trace),
+        detectors,
+    )
+    .0
+    .findings
+}
+
+/// Every analysis of a trace, collecting the device work once.
+pub fn analyze(trace: &Trace) -> Analysis {
+    let works = device_work(trace);
+    let window = analysis_window(trace);
+    let detectors = all_detectors();
+    let detectors: Vec<&dyn Detector> = detectors.iter().map(AsRef::as_ref).collect();
+    // The overview on a second thread beside the diagnosis (they share nothing but the trace
+    // and the device work).
+    let window_iv = window.as_ref().map(|w| w.interval);
+    let (overview, (diagnosis, device_idle)) = std::thread::scope(|scope| {
+        let overview =
+            scope.spawn(|| crate::measure::overview::overview_of(trace, &works, window_iv));
+        let diagnosis = diagnose_with(trace, &works, window, &detectors);
+        (joined(overview), diagnosis)
+    });
+    let timeline = diagnosis.window.as_ref().and_then(|w| {
+        let focus = device_idle
+            .iter()
+            .find(|d| Some(d.device) == diagnosis.focus_device)?;
+        crate::views::timeline::build(trace, w, focus)
+    });
+    Analysis {
+        overview,
+        diagnosis,
+        timeline,
+        device_idle,
+    }
+}
+
+/// The busy-GPU views: they read only the trace and the window.
+#[derive(Default)]
+struct BusyViews {
+    operators: Vec<crate::views::operators::OperatorStat>,
+    operators_by_shape: Vec<crate::views::operators::OperatorShapeStat>,
+    regions: Vec<crate::views::regions::RegionStat>,
+    tensor_core_percent: Option<f64>,
+    efficiency: crate::views::efficiency::Counts,
+}
+
+fn busy_views(trace: &Trace, window_iv: Option<tracelens_model::Interval>) -> BusyViews {
+    let Some(w) = window_iv else {
+        return BusyViews::default();
+    };
+    let tree = crate::views::operators::OpTree::build(trace);
+    let efficiency = crate::views::efficiency::measure(trace, &tree, w);
+    let table = crate::views::operators::operator_table_of(trace, &tree, w);
+    let (mut operators, mut operators_by_shape) = (table.operators, table.by_shape);
+    operators.truncate(MAX_OPERATORS);
+    operators_by_shape.truncate(MAX_OPERATORS);
+    let mut regions = crate::views::regions::region_table(trace, w);
+    regions.truncate(MAX_REGIONS);
+    BusyViews {
+        operators,
+        operators_by_shape,
+        regions,
+        tensor_core_percent: crate::views::kernels::tensor_core_percent(trace, window_iv),
+        efficiency,
+    }
+}
+
+/// [`diagnose_core`] with the busy-GPU views computed on a second thread beside it (they
+/// share nothing but the trace): the analysis takes little longer for them.
+fn diagnose_with(
+    trace: &Trace,
+    works: &[DeviceWork],
+    window: Option<AnalysisWindow>,
+    detectors: &[&dyn Detector],
+) -> (Diagnosis, Vec<DeviceIdle>) {
+    let window_iv = window.as_ref().map(|w| w.interval);
+    std::thread::scope(|scope| {
+        let views = scope.spawn(|| busy_views(trace, window_iv));
+        let (mut diagnosis, device_idle) = diagnose_core(trace, works, window, detectors);
+        let views = joined(views);
+        diagnosis.operators = views.operators;
+        diagnosis.operators_by_shape = views.operators_by_shape;
+        diagnosis.regions = views.regions;
+        diagnosis.tensor_core_percent = views.tensor_core_percent;
+        let (window_ns, steps) = diagnosis
+            .window
+            .as_ref()
+            .map_or((0, 1), |w| (w.interval.dur_ns(), w.step_count()));
+        diagnosis.efficiency = views.efficiency.against(
+            trace,
+            crate::measure::peaks::device_peak(&diagnosis.hardware),
+            window_ns,
+            steps,
+        );
+        (diagnosis, device_idle)
+    })
+}
+
+/// A scoped thread's result; its panic goes on in the caller.
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+fn diagnose_core(
+    trace: &Trace,
+    works: &[DeviceWork],
+    window: Option<AnalysisWindow>,
+    detectors: &[&dyn Detector],
+) -> (Diagnosis, Vec<DeviceIdle>) {
+    let threads = ThreadIndex::build(trace);
+    let fw = framework(trace);
+    let window_iv = window.as_ref().map(|w| w.interval);
+    // Clipped once, shared by the idle attribution, the launch analysis and the verdict.
+    let window_ops: Vec<std::borrow::Cow<[GpuOp]>> = works
+        .iter()
+        .map(|w| window_iv.map_or_else(|| std::borrow::Cow::Borrowed(&[][..]), |iv| w.ops_in(iv)))
+        .collect();
+    let device_idle: Vec<DeviceIdle> = match &window {
+        Some(win) => works
+            .iter()
+            .zip(&window_ops)
+            .map(|(w, ops)| attribute_idle(trace, w, ops, win, &threads, &fw))
+            .collect(),
+        None => Vec::new(),
+    };
+    // The focus device: the most busy time in the window.
+    let focus = device_idle
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.extent.is_some())
+        .max_by_key(|(i, d)| (d.window.dur_ns() - d.idle_ns, std::cmp::Reverse(*i)))
+        .map(|(i, _)| i);
+    let focus_idle = focus.map(|i| &device_idle[i]);
+    let steps = window.as_ref().map_or(1, AnalysisWindow::step_count);
+    let focus_slice = focus.map_or(&device_idle[..0], |i| &device_idle[i..=i]);
+    // The launch report on a second thread beside the syncs, copies and DataLoader (they
+    // share nothing but the trace and the idle attribution).
+    let (calls, sites, copies, dataloader, launch) = std::thread::scope(|scope| {
+        let launch = scope.spawn(|| launch_report(trace, works, &window_ops, &device_idle));
+        let calls = find_syncs(trace, window_iv, focus_slice, &threads);
+        let sites = group_sync_sites(trace, &calls, steps);
+        let claimed: FxHashSet<_> = match &window {
+            Some(win) => sites
+                .iter()
+                .filter(|s| sync_site_reported(s, win))
+                .flat_map(|s| s.copy_ids.iter().copied())
+                .collect(),
+            None => FxHashSet::default(),
+        };
+        let copies = copy_report(trace, window_iv, &calls, &claimed);
+        let dataloader = data_loader_report(trace, window.as_ref(), focus_idle);
+        (calls, sites, copies, dataloader, joined(launch))
+    });
+    let credit = focus_idle
+        .map(|d| {
+            let stretches = launch
+                .stretch_intervals
+                .iter()
+                .find(|(dev, _)| *dev == d.device)
+                .map_or(&[][..], |(_, v)| &v[..]);
+            credit_idle(trace, d, stretches, &threads, &fw)
+        })
+        .unwrap_or_default();
+    let measured = device_idle.iter().filter(|d| d.extent.is_some()).count();
+    let hw = hardware(trace, focus.map(|i| device_idle[i].device));
+    let verdict = verdict(&VerdictInput {
+        trace,
+        window: window.as_ref(),
+        idle: focus_idle,
+        ops: focus.map_or(&[][..], |i| &window_ops[i][..]),
+        devices_measured: measured,
+        delays: &launch.launch_delays,
+        hardware: &hw,
+        framework: &fw,
+    });
+    let communication = window.as_ref().zip(focus).and_then(|(win, i)| {
+        crate::attribute::communication::communication(trace, win, device_idle[i].device, &hw)
+    });
+    let mut findings: Vec<Finding> = match &window {
+        Some(win) => {
+            let cx = Context {
+                communication: communication.as_ref(),
+                trace,
+                window: win,
+                idle: focus_idle,
+                credit: &credit,
+                sync_sites: &sites,
+                copies: &copies,
+                dataloader: &dataloader,
+                launch: &launch,
+                framework: &fw,
+            };
+            detectors.iter().flat_map(|d| d.detect(&cx)).collect()
+        }
+        None => Vec::new(),
+    };
+    let memory = window
+        .as_ref()
+        .map_or_else(Vec::new, |w| crate::views::memory::device_memory(trace, w));
+    for f in &mut findings {
+        f.fix = crate::views::memory::fit_batch_advice(&f.fix, &memory, &hw);
+    }
+    // The critical path and the predictions on one more thread (one pass over the steps'
+    // graphs), beside the summaries, the breakdown and the kernel table (they share nothing
+    // but the trace).
+    let focus_ops = focus.map_or(&[][..], |i| &works[i].ops[..]);
+    let (critical_path, idle, breakdown, top_kernels) = std::thread::scope(|scope| {
+        let findings = &mut findings;
+        let (window, threads) = (window.as_ref(), &threads);
+        let path = scope.spawn(move || match window {
+            Some(win) if focus.is_some() => {
+                crate::predict::critical::critical_path(trace, win, threads, focus_ops, findings)
+            }
+            _ => crate::predict::critical::CriticalPath::default(),
+        });
+        let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
+        let breakdown = window.map(|w| breakdown(trace, w));
+        let top = top_kernels(trace, window_iv, 20);
+        (joined(path), idle, breakdown, top)
+    });
+    for f in &mut findings {
+        if f.predicted_step_ns.is_none() {
+            f.prediction = crate::predict::critical::no_prediction(f.kind).to_string();
+        }
+    }
+    // Ranked by the step time each fix is expected to save: the replay's prediction where
+    // there is one, else the upper bound.
+    let step_ns = window.as_ref().map_or(0, AnalysisWindow::step_ns);
+    findings.sort_by(|a, b| {
+        b.expected_gain_ns(step_ns)
+            .cmp(&a.expected_gain_ns(step_ns))
+            .then(b.estimated_win_ns.cmp(&a.estimated_win_ns))
+            .then(a.kind.cmp(&b.kind))
+            .then(a.title.cmp(&b.title))
+    });
+    let wins = WinTotals {
+        idle_ns: focus_idle.map_or(0, |d| d.idle_ns),
+        gpu_idle_wins_ns: findings
+            .iter()
+            .filter(|f| f.win_kind == WinKind::GpuIdle)
+            .map(|f| f.estimated_win_ns)
+            .sum(),
+        exposed_copy_wins_ns: findings
+            .iter()
+            .filter(|f| f.win_kind == WinKind::ExposedCopy)
+            .map(|f| f.estimated_win_ns)
+            .sum(),
+        exposed_communication_wins_ns: findings
+            .iter()
+            .filter(|f| f.win_kind == WinKind::ExposedCommunication)
+            .map(|f| f.estimated_win_ns)
+            .sum(),
+    };
+    let syncs = SyncSummary {
+        calls: calls.len() as u64,
+        blocked_ns: calls.iter().map(|c| c.blocked_ns).sum(),
+        costly_sites: sites
+            .iter()
+            .filter(|s| s.gpu_idle_ns > 0 && s.trigger != SyncTrigger::ProfilerInjected)
+            .count(),
+        sites: sites.into_iter().take(50).collect(),
+    };
+    let focus_device = focus.map(|i| device_idle[i].device);
+    let diagnosis = Diagnosis {
+        verdict,
+        framework: fw,
+        hardware: hw,
+        findings,
+        wins,
+        idle,
+        syncs,
+        copies,
+        dataloader,
+        launch,
+        breakdown,
+        top_kernels,
+        tensor_core_percent: None,
+        regions: Vec::new(),
+        operators: Vec::new(),
+        operators_by_shape: Vec::new(),
+        memory,
+        efficiency: crate::views::efficiency::Efficiency::default(),
+        critical_path,
+        communication,
+        focus_device,
+        window,
+    };
+    (diagnosis, device_idle)
+}
+
+fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {
+    // The five largest gaps: select, then sort only those.
+    let mut order: Vec<usize> = (0..d.gaps.len()).collect();
+    let key = |&i: &usize| (std::cmp::Reverse(d.gaps[i].interval.dur_ns()), i);
+    if order.len() > 5 {
+        order.select_nth_unstable_by_key(4, key);
+        order.truncate(5);
+    }
+    order.sort_by_key(key);
+    let largest_gaps = order
+        .into_iter()
+        .take(5)
+        .map(|i| {
+            let g = &d.gaps[i];
+            let mut causes = BTreeMap::new();
+            for s in d.segments_of(g) {
+                *causes.entry(s.cause).or_default() += s.interval.dur_ns();
+            }
+            GapSummary {
+                interval: g.interval,
+                causes: by_size(&causes, g.interval.dur_ns()),
+                ended_by: g.ended_by().map(|e| trace.name(e).to_string()),
+                launch: g.launch().map(|l| trace.name(l).to_string()),
+                wait: g.wait,
+            }
+        })
+        .collect();
+    IdleSummary {
+        device: d.device,
+        extent: d.extent,
+        idle_ns: d.idle_ns,
+        gaps: d.gaps.len(),
+        by_cause: by_size(&d.by_cause, d.idle_ns),
+        unattributed_by_reason: d.unattributed_by_reason.clone(),
+        host_compute_ops: d.host_compute_ops.clone(),
+        os_waits: d.os_waits.clone(),
+        descheduled_ns: d.descheduled_ns,
+        largest_gaps,
+        graph_replay_ops: d.graph_replay_ops,
+        attribution_reliable: d.reliable(),
+    }
+}

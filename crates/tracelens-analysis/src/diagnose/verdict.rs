@@ -1,0 +1,404 @@
+//! The verdict: the one sentence every renderer leads with, and the figures behind it, all
+//! measured over the analysis window on the focus device (the one with the most busy time).
+//!
+//! - `no_gpu_activity`: nothing ran on a GPU;
+//! - `gpu_bound`: the GPU is idle under [`GPU_BOUND_IDLE_PERCENT`] of the window; the text names
+//!   what it is busy with — copies, collectives, or the kernel class to work on next;
+//! - `gpu_idle`: otherwise; the text names the largest idle cause, and says when the host runs
+//!   far ahead of the GPU (the GPU waits on itself, not on the CPU).
+
+use crate::api::is_communication_kernel;
+use crate::attribute::idle::{DeviceIdle, IdleCause};
+use crate::attribute::launch::StreamLaunchDelay;
+use crate::measure::intervals::{subtract, total_ns, union_sorted};
+use crate::measure::utilization::GpuOp;
+use crate::measure::window::{AnalysisWindow, WindowKind};
+use crate::views::kernels::{kernel_class, KernelClass};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use tracelens_model::{format_ms, CopyDirection, Interval, SpanKind, TimeNs, Trace, NS_PER_MS};
+
+/// Below this share of the idle time, host-side causes do not contradict "the host is not
+/// the bottleneck".
+const HOST_SIDE_MINOR_PERCENT: f64 = 10.0;
+
+/// Below this idle share of the window the GPU is the bottleneck.
+pub const GPU_BOUND_IDLE_PERCENT: f64 = 5.0;
+/// A median launch-to-start delay above this means the host runs far ahead of the GPU.
+pub const HOST_AHEAD_NS: TimeNs = NS_PER_MS;
+
+/// What the verdict says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VerdictKind {
+    /// The GPU is busy nearly all the window.
+    GpuBound,
+    /// The GPU sits idle a noticeable part of the window.
+    GpuIdle,
+    /// No kernel, copy or fill in the trace.
+    NoGpuActivity,
+}
+
+/// Shares of busy time, in percent (they add up to 100 when the GPU was busy), each moment
+/// counted once in the order compute kernels > copies > fills > collectives: a collective
+/// hidden under compute is not what the GPU waits for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct BusyBy {
+    /// Compute kernels.
+    pub kernel: f64,
+    /// Copies.
+    pub memcpy: f64,
+    /// Fills.
+    pub memset: f64,
+    /// Communication kernels not hidden under compute.
+    pub communication: f64,
+}
+
+/// One class of kernels and its share of compute-kernel time.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct KernelClassShare {
+    /// The class.
+    pub class: KernelClass,
+    /// Its share of compute-kernel time, in percent.
+    pub percent: f64,
+}
+
+/// The window a verdict covers.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct VerdictWindow {
+    /// Where it comes from.
+    pub kind: WindowKind,
+    /// When.
+    pub interval: Interval,
+    /// Its length.
+    pub duration_ns: TimeNs,
+    /// Steps in it (0 without steps).
+    pub steps: usize,
+}
+
+/// The verdict and its figures.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct Verdict {
+    /// What it says.
+    pub kind: VerdictKind,
+    /// The sentence every renderer shows.
+    pub text: String,
+    /// The analysis window.
+    pub window: Option<VerdictWindow>,
+    /// The device the figures describe (the one with the most busy time).
+    pub device: Option<i64>,
+    /// Devices with work in the window.
+    pub devices_measured: usize,
+    /// The step every share is measured against: mean step, or the window without steps.
+    pub step_ns: TimeNs,
+    /// Busy share of the window, in percent.
+    pub gpu_busy_percent: f64,
+    /// Idle time in the window.
+    pub gpu_idle_ns: TimeNs,
+    /// What the busy time is.
+    pub busy_by: BusyBy,
+    /// The largest compute-kernel classes, largest first (three at most).
+    pub kernel_classes: Vec<KernelClassShare>,
+    /// The largest idle cause.
+    pub main_cause: Option<IdleCause>,
+    /// Its share of the idle time, in percent.
+    pub main_cause_percent: f64,
+    /// Median launch-to-start delay of the device's busiest stream: how far the host runs
+    /// ahead.
+    pub host_ahead_ns: Option<TimeNs>,
+}
+
+/// Everything the verdict reads.
+pub struct VerdictInput<'a> {
+    /// The trace.
+    pub trace: &'a Trace,
+    /// The window.
+    pub window: Option<&'a AnalysisWindow>,
+    /// The focus device's idle attribution.
+    pub idle: Option<&'a DeviceIdle>,
+    /// The focus device's ops clipped to the window.
+    pub ops: &'a [GpuOp],
+    /// Devices with work in the window.
+    pub devices_measured: usize,
+    /// Launch delays per stream.
+    pub delays: &'a [StreamLaunchDelay],
+    /// What the focus device can run (advice names only its precisions).
+    pub hardware: &'a crate::measure::environment::Hardware,
+    /// The software facts advice depends on (PyTorch range, program).
+    pub framework: &'a crate::measure::environment::Framework,
+}
+
+/// Computes the verdict.
+#[must_use]
+pub fn verdict(input: &VerdictInput) -> Verdict {
+    let trace = input.trace;
+    let window = input.window.map(|w| VerdictWindow {
+        kind: w.kind,
+        interval: w.interval,
+        duration_ns: w.interval.dur_ns(),
+        steps: w.steps.len(),
+    });
+    let step_ns = input.window.map_or(0, |w| w.step_ns());
+    let mut v = Verdict {
+        kind: VerdictKind::NoGpuActivity,
+        text: "No GPU activity in this trace: nothing to diagnose on the GPU side".into(),
+        window,
+        device: None,
+        devices_measured: input.devices_measured,
+        step_ns,
+        gpu_busy_percent: 0.0,
+        gpu_idle_ns: 0,
+        busy_by: BusyBy::default(),
+        kernel_classes: Vec::new(),
+        main_cause: None,
+        main_cause_percent: 0.0,
+        host_ahead_ns: None,
+    };
+    let (Some(w), Some(idle)) = (input.window, input.idle) else {
+        if trace.has_gpu_activity() {
+            v.text = "The GPU ran nothing inside the analysis window".into();
+            v.kind = VerdictKind::GpuIdle;
+        } else if !trace.source.accelerators_not_analysed.is_empty() {
+            let others: Vec<String> = trace
+                .source
+                .accelerators_not_analysed
+                .iter()
+                .map(|(a, n)| format!("{n} {a} device records"))
+                .collect();
+            v.text = format!(
+                "No CUDA or ROCm GPU activity: the work ran on an accelerator tracelens does not analyse yet ({})",
+                others.join(", ")
+            );
+        }
+        return v;
+    };
+    let window_ns = w.interval.dur_ns();
+    v.device = Some(idle.device);
+    v.gpu_idle_ns = idle.idle_ns;
+    let busy_ns = window_ns - idle.idle_ns;
+    v.gpu_busy_percent = crate::num::percent(busy_ns, window_ns);
+    v.busy_by = busy_by(trace, input.ops);
+    v.kernel_classes = kernel_classes(trace, input.ops);
+    v.host_ahead_ns = input
+        .delays
+        .iter()
+        .filter(|d| d.device == idle.device)
+        .max_by_key(|d| (d.ops, std::cmp::Reverse(d.stream)))
+        .map(|d| d.median_ns);
+    if let Some((cause, ns)) = idle
+        .by_cause
+        .iter()
+        .filter(|(_, &ns)| ns > 0)
+        .max_by_key(|(c, &ns)| (ns, std::cmp::Reverse(**c)))
+    {
+        v.main_cause = Some(*cause);
+        v.main_cause_percent = crate::num::percent(*ns, idle.idle_ns);
+    }
+    let per = if w.has_steps() {
+        "of each step"
+    } else {
+        "of the profiled time"
+    };
+    let on = if input.devices_measured > 1 {
+        format!(
+            "GPU {} (the busiest of {}) ",
+            idle.device, input.devices_measured
+        )
+    } else {
+        "GPU ".to_string()
+    };
+    let idle_pct = 100.0 - v.gpu_busy_percent;
+    if idle_pct < GPU_BOUND_IDLE_PERCENT {
+        v.kind = VerdictKind::GpuBound;
+        v.text = format!(
+            "{on}busy {:.0} % {per}: {}",
+            v.gpu_busy_percent,
+            bound_by(trace, &v, input.ops, input.hardware, input.framework)
+        );
+        return v;
+    }
+    v.kind = VerdictKind::GpuIdle;
+    let cause = v.main_cause.unwrap_or(IdleCause::Unattributed);
+    let mut text = format!(
+        "{on}idle {idle_pct:.0} % {per}, mostly {} ({:.0} % of the idle time)",
+        cause.describe(),
+        v.main_cause_percent
+    );
+    if let Some(ahead) = v.host_ahead_ns.filter(|&a| a >= HOST_AHEAD_NS) {
+        if cause.is_gpu_side_wait() || cause == IdleCause::LaunchLatency {
+            // The host runs ahead on the whole, but its own work may still be a large part
+            // of the idle: then say so instead of clearing it.
+            let host_ns: TimeNs = idle
+                .by_cause
+                .iter()
+                .filter(|(c, _)| c.is_host_side())
+                .map(|(_, &ns)| ns)
+                .sum();
+            let host_pct = crate::num::percent(host_ns, idle.idle_ns);
+            if cause == IdleCause::CrossStreamWait {
+                // The awaited work may itself be launched late (behind a blocking host call):
+                // the launches being early does not clear the host.
+                text.push_str(&format!(
+                    "; launches reach the GPU {} after they are issued (median): the wait is on other streams' work, not on these launches",
+                    format_ms(ahead)
+                ));
+            } else if host_pct < HOST_SIDE_MINOR_PERCENT {
+                text.push_str(&format!(
+                    "; launches reach the GPU {} after they are issued (median), so the host is not the bottleneck",
+                    format_ms(ahead)
+                ));
+            } else {
+                text.push_str(&format!(
+                    "; launches reach the GPU {} after they are issued (median), yet CPU work on the launching thread still makes up {host_pct:.0} % of the idle time",
+                    format_ms(ahead)
+                ));
+            }
+        }
+    }
+    if !idle.reliable() {
+        text.push_str(" (graph replays: attribution unreliable)");
+    }
+    v.text = text;
+    v
+}
+
+/// What a GPU-bound device is busy with, and what to do next.
+fn bound_by(
+    trace: &Trace,
+    v: &Verdict,
+    ops: &[GpuOp],
+    hardware: &crate::measure::environment::Hardware,
+    framework: &crate::measure::environment::Framework,
+) -> String {
+    let b = v.busy_by;
+    if b.memcpy >= 50.0 {
+        let (label, bytes) = main_copy_direction(trace, ops);
+        return format!(
+            "{:.0} % of the busy time is {label} copies ({:.1} GB): the transfers are the bottleneck, not compute; keep data on the GPU, copy less or overlap copies with compute",
+            b.memcpy,
+            bytes as f64 / 1e9
+        );
+    }
+    if b.communication >= 50.0 {
+        return format!(
+            "{:.0} % of the busy time is collectives not hidden under compute: overlap or shrink communication",
+            b.communication
+        );
+    }
+    match v.kernel_classes.first() {
+        Some(top) => format!(
+            "the GPU itself is the bottleneck; {:.0} % of kernel time is {}: {}",
+            top.percent,
+            top.class.describe(),
+            if framework.pytorch() {
+                top.class.next_step(hardware, framework)
+            } else {
+                "Nsight Compute (ncu) on the largest kernels shows whether each is compute- or memory-bound".into()
+            }
+        ),
+        None => "the GPU itself is the bottleneck".into(),
+    }
+}
+
+/// The copy direction with the most copy time, and its bytes.
+fn main_copy_direction(trace: &Trace, ops: &[GpuOp]) -> (&'static str, u64) {
+    let mut by: FxHashMap<u8, (TimeNs, u64)> = FxHashMap::default();
+    for &(kind, iv, id) in ops {
+        if kind != SpanKind::Memcpy {
+            continue;
+        }
+        let info = trace.copy_info(id).copied().unwrap_or_default();
+        let key = match info.direction {
+            CopyDirection::HtoD => 0,
+            CopyDirection::DtoH => 1,
+            CopyDirection::DtoD | CopyDirection::PtoP => 2,
+            _ => 3,
+        };
+        let e = by.entry(key).or_default();
+        e.0 += iv.dur_ns();
+        e.1 += info.bytes.unwrap_or(0);
+    }
+    let (key, (_, bytes)) = by
+        .into_iter()
+        .max_by_key(|&(k, (ns, _))| (ns, std::cmp::Reverse(k)))
+        .unwrap_or((3, (0, 0)));
+    let label = match key {
+        0 => "host-to-device",
+        1 => "device-to-host",
+        2 => "device-to-device",
+        _ => "memory",
+    };
+    (label, bytes)
+}
+
+/// Busy shares, each moment counted once: compute > copies > fills > collectives.
+fn busy_by(trace: &Trace, ops: &[GpuOp]) -> BusyBy {
+    // One pass, one name lookup per distinct kernel name.
+    let mut names: FxHashMap<tracelens_model::NameId, bool> = FxHashMap::default();
+    let mut by_class: [Vec<Interval>; 4] = Default::default();
+    for &(kind, iv, id) in ops {
+        let class = match kind {
+            SpanKind::Memcpy => 1,
+            SpanKind::Memset => 2,
+            _ => {
+                let name = trace.span(id).name;
+                let comm = *names
+                    .entry(name)
+                    .or_insert_with(|| is_communication_kernel(trace.names.get(name)));
+                if comm {
+                    3
+                } else {
+                    0
+                }
+            }
+        };
+        by_class[class].push(iv);
+    }
+    let mut taken: Vec<Interval> = Vec::new();
+    let mut shares = [0 as TimeNs; 4];
+    for (share, ivs) in shares.iter_mut().zip(by_class) {
+        // `ops` is sorted by start, so each class is too.
+        let own = subtract(&union_sorted(ivs), &taken);
+        *share = total_ns(&own);
+        taken = crate::measure::intervals::union(taken.into_iter().chain(own).collect());
+    }
+    let busy: TimeNs = shares.iter().sum();
+    let p = |x| crate::num::percent(x, busy);
+    BusyBy {
+        kernel: p(shares[0]),
+        memcpy: p(shares[1]),
+        memset: p(shares[2]),
+        communication: p(shares[3]),
+    }
+}
+
+/// Compute-kernel time per class, largest first (three at most).
+fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
+    let mut classes: FxHashMap<tracelens_model::NameId, KernelClass> = FxHashMap::default();
+    let mut by: FxHashMap<KernelClass, TimeNs> = FxHashMap::default();
+    let mut total: TimeNs = 0;
+    for &(kind, iv, id) in ops {
+        if kind != SpanKind::Kernel {
+            continue;
+        }
+        let name = trace.span(id).name;
+        let class = *classes
+            .entry(name)
+            .or_insert_with(|| kernel_class(trace.names.get(name)));
+        if class == KernelClass::Communication {
+            continue;
+        }
+        *by.entry(class).or_default() += iv.dur_ns();
+        total += iv.dur_ns();
+    }
+    let mut shares: Vec<KernelClassShare> = by
+        .into_iter()
+        .map(|(class, ns)| KernelClassShare {
+            class,
+            percent: crate::num::percent(ns, total),
+        })
+        .collect();
+    shares.sort_by(|a, b| b.percent.total_cmp(&a.percent).then(a.class.cmp(&b.class)));
+    shares.truncate(3);
+    shares
+}

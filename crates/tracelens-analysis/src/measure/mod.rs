@@ -1,0 +1,11 @@
+//! What the trace measures before any cause is assigned: the analysis window and its steps,
+//! interval algebra, GPU busy and idle, the trace at a glance, per-thread facts, the software
+//! and hardware the trace shows and the hardware's peaks.
+
+pub mod environment;
+pub mod intervals;
+pub mod overview;
+pub mod peaks;
+pub mod threads;
+pub mod utilization;
+pub mod window;

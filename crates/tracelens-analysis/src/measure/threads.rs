@@ -1,0 +1,282 @@
+//! Per-thread facts the diagnoses query many times: DataLoader ranges, blocking syncs,
+//! stream-wait calls. Built once per trace.
+
+use crate::api::{
+    blocking_kind, is_async_copy, is_data_loader, is_stream_wait, launched_pageable_copy,
+    BlockingKind,
+};
+use crate::measure::intervals::union;
+use rustc_hash::FxHashMap;
+use tracelens_model::{Interval, LaneId, NameId, SpanId, SpanKind, TimeNs, Trace};
+
+/// Facts about one CPU thread.
+#[derive(Clone, Debug, Default)]
+pub struct ThreadFacts {
+    /// Union of the thread's DataLoader `__next__` ranges, sorted.
+    pub data_loading: Vec<Interval>,
+    /// Host-blocking API calls, sorted by end: `(end_ns, span, how it blocks)`.
+    pub blocking_calls: Vec<(TimeNs, SpanId, BlockingKind)>,
+    /// Start times of stream-wait calls, sorted.
+    pub stream_waits: Vec<TimeNs>,
+    /// OS waits (`pthread_cond_wait`, `poll`, …) of the thread, sorted by start.
+    pub os_waits: Vec<(Interval, NameId)>,
+    /// Stretches in which the thread was off the CPU, sorted by start.
+    pub off_cpu: Vec<Interval>,
+    /// One-time launch calls: the first launch of a kernel that took [`ONE_TIME_LAUNCH_NS`] or
+    /// more (module load, lazy init), sorted by start, with the call's name.
+    pub one_time_launches: Vec<(Interval, NameId)>,
+}
+
+/// A kernel's first launch that takes this long loads its module or initializes the context:
+/// one-time work, not launch overhead (launches take microseconds).
+pub const ONE_TIME_LAUNCH_NS: TimeNs = tracelens_model::NS_PER_MS;
+
+/// Whether an API name launches a kernel.
+fn is_kernel_launch(name: &str) -> bool {
+    [
+        "cudaLaunchKernel",
+        "cudaLaunchCooperativeKernel",
+        "cuLaunchKernel",
+        "hipLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipExtLaunchKernel",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+}
+
+/// The launch calls that launch a kernel name for the first time in the trace.
+fn first_launches(trace: &Trace) -> rustc_hash::FxHashSet<SpanId> {
+    let mut first: FxHashMap<NameId, (TimeNs, SpanId)> = FxHashMap::default();
+    for (i, s) in trace.spans.iter().enumerate() {
+        if s.kind != SpanKind::Kernel {
+            continue;
+        }
+        let Some(launch) = trace.launch_of(SpanId::at(i)) else {
+            continue;
+        };
+        let at = trace.span(launch).start_ns;
+        first
+            .entry(s.name)
+            .and_modify(|e| {
+                if at < e.0 {
+                    *e = (at, launch);
+                }
+            })
+            .or_insert((at, launch));
+    }
+    first.into_values().map(|(_, l)| l).collect()
+}
+
+/// What an API name says about a call.
+#[derive(Clone, Copy)]
+enum NameClass {
+    Blocking(BlockingKind),
+    AsyncCopy,
+    StreamWait,
+    Other,
+}
+
+impl NameClass {
+    fn of(name: &str) -> Self {
+        if let Some(k) = blocking_kind(name) {
+            NameClass::Blocking(k)
+        } else if is_async_copy(name) {
+            NameClass::AsyncCopy
+        } else if is_stream_wait(name) {
+            NameClass::StreamWait
+        } else {
+            NameClass::Other
+        }
+    }
+}
+
+/// [`ThreadFacts`] for every lane (empty for GPU lanes).
+#[derive(Clone, Debug, Default)]
+pub struct ThreadIndex {
+    facts: Vec<ThreadFacts>,
+}
+
+impl ThreadIndex {
+    /// Scans every CPU lane once; API names are classified once per distinct name.
+    #[must_use]
+    pub fn build(trace: &Trace) -> Self {
+        let mut classes: FxHashMap<NameId, NameClass> = FxHashMap::default();
+        let firsts = first_launches(trace);
+        let facts = trace
+            .lanes
+            .iter()
+            .enumerate()
+            .map(|(i, lane)| {
+                if lane.key.is_gpu() {
+                    return ThreadFacts::default();
+                }
+                let mut loads = Vec::new();
+                let mut blocking = Vec::new();
+                let mut waits = Vec::new();
+                let mut os_waits = Vec::new();
+                let mut off_cpu = Vec::new();
+                let mut one_time = Vec::new();
+                for id in trace.lane_span_ids(LaneId::at(i)) {
+                    let s = trace.span(id);
+                    let name = trace.names.get(s.name);
+                    match s.kind {
+                        SpanKind::CpuOp | SpanKind::UserAnnotation if is_data_loader(name) => {
+                            loads.push(s.interval())
+                        }
+                        SpanKind::Runtime | SpanKind::Driver => {
+                            let class =
+                                *classes.entry(s.name).or_insert_with(|| NameClass::of(name));
+                            match class {
+                                NameClass::Blocking(kind) => blocking.push((s.end_ns(), id, kind)),
+                                NameClass::AsyncCopy => {
+                                    if launched_pageable_copy(trace, id) {
+                                        blocking.push((
+                                            s.end_ns(),
+                                            id,
+                                            BlockingKind::PageableAsyncCopy,
+                                        ));
+                                    }
+                                }
+                                NameClass::StreamWait => waits.push(s.start_ns),
+                                NameClass::Other => {
+                                    if s.dur_ns >= ONE_TIME_LAUNCH_NS
+                                        && firsts.contains(&id)
+                                        && is_kernel_launch(name)
+                                    {
+                                        one_time.push((s.interval(), s.name));
+                                    }
+                                }
+                            }
+                        }
+                        // A wait nested in the previous one (OSRT nesting) is already
+                        // counted by it.
+                        SpanKind::OsRuntime if crate::api::is_os_wait(name) => {
+                            let nested =
+                                os_waits
+                                    .last()
+                                    .is_some_and(|(prev, _): &(Interval, NameId)| {
+                                        s.end_ns() <= prev.end_ns
+                                    });
+                            if !nested {
+                                os_waits.push((s.interval(), s.name));
+                            }
+                        }
+                        SpanKind::OffCpu => off_cpu.push(s.interval()),
+                        _ => {}
+                    }
+                }
+                blocking.sort_unstable();
+                ThreadFacts {
+                    data_loading: union(loads),
+                    blocking_calls: blocking,
+                    stream_waits: waits,
+                    os_waits,
+                    off_cpu,
+                    one_time_launches: one_time,
+                }
+            })
+            .collect();
+        ThreadIndex { facts }
+    }
+
+    /// Facts of one lane.
+    #[must_use]
+    pub fn lane(&self, lane: LaneId) -> &ThreadFacts {
+        &self.facts[lane.0 as usize]
+    }
+
+    /// The parts of `window` inside DataLoader ranges of any thread, in order.
+    #[must_use]
+    pub fn data_loading_within(&self, window: Interval) -> Vec<Interval> {
+        union(
+            self.facts
+                .iter()
+                .flat_map(|f| f.data_loading_within(window))
+                .collect(),
+        )
+    }
+
+    /// Every host-blocking call of the trace, lane by lane.
+    pub fn blocking_calls(&self) -> impl Iterator<Item = (SpanId, BlockingKind)> + '_ {
+        self.facts
+            .iter()
+            .flat_map(|f| f.blocking_calls.iter().map(|&(_, id, kind)| (id, kind)))
+    }
+}
+
+impl ThreadFacts {
+    /// The latest blocking call that returned inside `[from_ns, until_ns]`.
+    #[must_use]
+    pub fn blocking_call_ending_in(&self, from_ns: TimeNs, until_ns: TimeNs) -> Option<SpanId> {
+        let upto = self
+            .blocking_calls
+            .partition_point(|&(end, _, _)| end <= until_ns);
+        let &(end, id, _) = self.blocking_calls[..upto].last()?;
+        (end >= from_ns).then_some(id)
+    }
+
+    /// The parts of `window` inside DataLoader ranges, in order.
+    #[must_use]
+    pub fn data_loading_within(&self, window: Interval) -> Vec<Interval> {
+        let first = self
+            .data_loading
+            .partition_point(|iv| iv.end_ns <= window.start_ns);
+        self.data_loading[first..]
+            .iter()
+            .take_while(|iv| iv.start_ns < window.end_ns)
+            .filter_map(|iv| iv.clip(window))
+            .collect()
+    }
+
+    /// Time inside `window` the thread spent in OS waits, per call name.
+    pub fn os_waits_within(&self, window: Interval) -> impl Iterator<Item = (NameId, TimeNs)> + '_ {
+        // Waits of one thread are kept disjoint (see `build`), so their ends are sorted too.
+        let first = self
+            .os_waits
+            .partition_point(|(iv, _)| iv.end_ns <= window.start_ns);
+        self.os_waits[first..]
+            .iter()
+            .take_while(move |(iv, _)| iv.start_ns < window.end_ns)
+            .filter_map(move |&(iv, name)| iv.clip(window).map(|c| (name, c.dur_ns())))
+    }
+
+    /// Time inside `window` the thread was off the CPU outside any traced OS wait: it was not
+    /// blocked on anything we can see, so most likely runnable and waiting for a core.
+    #[must_use]
+    pub fn unexplained_off_cpu_within(&self, window: Interval) -> TimeNs {
+        let first = self
+            .off_cpu
+            .partition_point(|iv| iv.end_ns <= window.start_ns);
+        self.off_cpu[first..]
+            .iter()
+            .take_while(|iv| iv.start_ns < window.end_ns)
+            .filter_map(|iv| iv.clip(window))
+            .map(|off| {
+                let waited: TimeNs = self.os_waits_within(off).map(|(_, ns)| ns).sum();
+                (off.dur_ns() - waited).max(0)
+            })
+            .sum()
+    }
+
+    /// The one-time launch calls overlapping `window`, clipped to it, in order.
+    #[must_use]
+    pub fn one_time_launches_within(&self, window: Interval) -> Vec<(Interval, NameId)> {
+        let first = self
+            .one_time_launches
+            .partition_point(|(iv, _)| iv.end_ns <= window.start_ns);
+        self.one_time_launches[first..]
+            .iter()
+            .take_while(|(iv, _)| iv.start_ns < window.end_ns)
+            .filter_map(|&(iv, n)| iv.clip(window).map(|c| (c, n)))
+            .collect()
+    }
+
+    /// Whether a stream-wait call started inside `[from_ns, until_ns]`.
+    #[must_use]
+    pub fn stream_wait_between(&self, from_ns: TimeNs, until_ns: TimeNs) -> bool {
+        let i = self.stream_waits.partition_point(|&t| t < from_ns);
+        self.stream_waits.get(i).is_some_and(|&t| t <= until_ns)
+    }
+}

@@ -1,0 +1,478 @@
+//! GPU kernels by total time inside the analysis window, and the classes kernel names fall in
+//! (what a GPU-bound verdict names as the next thing to work on).
+
+use crate::measure::environment::{
+    Framework, Hardware, TorchVersion, Vendor, OPTIMIZER_FOREACH, TORCH_COMPILE,
+};
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace};
+
+/// One kernel name's totals.
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
+pub struct KernelStat {
+    /// Kernel name.
+    pub name: String,
+    /// The class of the name.
+    pub class: KernelClass,
+    /// Launches.
+    pub count: u64,
+    /// Total GPU time inside the window.
+    pub total_ns: TimeNs,
+    /// Mean duration.
+    pub mean_ns: TimeNs,
+    /// Shortest launch (inside the window).
+    #[serde(default)]
+    pub min_ns: TimeNs,
+    /// Longest launch.
+    #[serde(default)]
+    pub max_ns: TimeNs,
+    /// Whether the name shows a tensor-core kernel.
+    #[serde(default)]
+    pub tensor_cores: bool,
+    /// Share of all kernel time, in percent.
+    pub share_percent: f64,
+    /// The launch configuration of its longest call, when the trace records launches.
+    #[serde(default)]
+    pub launch: Option<LaunchConfig>,
+    /// Blocks per multiprocessor, mean over calls weighted by duration (tb_plugin's "Mean
+    /// Blocks Per SM"; below 1 leaves multiprocessors idle), when the SM count is known.
+    #[serde(default)]
+    pub mean_blocks_per_sm: Option<f64>,
+    /// CUPTI's estimated achieved occupancy in percent, mean weighted by duration (Kineto
+    /// traces of CUDA only).
+    #[serde(default)]
+    pub mean_est_occupancy_percent: Option<f64>,
+}
+
+/// A kernel's launch configuration, as output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct LaunchConfig {
+    /// Blocks per dimension.
+    pub grid: [u32; 3],
+    /// Threads per block per dimension.
+    pub block: [u32; 3],
+    /// Registers per thread.
+    pub registers_per_thread: u32,
+    /// Shared memory per block in bytes.
+    pub shared_memory_bytes: u32,
+}
+
+/// What a kernel does, from its name.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelClass {
+    /// Matrix multiply in plain FP32 (no tensor cores).
+    GemmFp32,
+    /// Matrix multiply in TF32, FP16, BF16 or FP8.
+    Gemm,
+    /// Convolution.
+    Convolution,
+    /// Attention or softmax.
+    Attention,
+    /// Batch/layer/RMS normalization (cuDNN's `bn_fw_*`/`bn_bw_*` included).
+    Normalization,
+    /// Embedding lookups and sparse-feature ops (`fbgemm_gpu`, `split_embedding_*`).
+    Embedding,
+    /// Elementwise (pointwise) kernels.
+    Elementwise,
+    /// Reductions.
+    Reduction,
+    /// Optimizer updates (multi-tensor apply, fused Adam).
+    Optimizer,
+    /// Collectives (NCCL, RCCL).
+    Communication,
+    /// Anything else.
+    Other,
+}
+
+impl KernelClass {
+    /// In words, for the verdict.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            KernelClass::GemmFp32 => "matrix multiplies in FP32",
+            KernelClass::Gemm => "matrix multiplies",
+            KernelClass::Convolution => "convolutions",
+            KernelClass::Attention => "attention and softmax",
+            KernelClass::Normalization => "normalization",
+            KernelClass::Embedding => "embedding lookups",
+            KernelClass::Elementwise => "elementwise kernels",
+            KernelClass::Reduction => "reductions",
+            KernelClass::Optimizer => "optimizer updates",
+            KernelClass::Communication => "collectives",
+            KernelClass::Other => "other kernels",
+        }
+    }
+
+    /// The next thing to try when this class dominates a GPU-bound run, naming only the
+    /// precisions `hw` has and the APIs `fw`'s PyTorch has.
+    #[must_use]
+    pub fn next_step(self, hw: &Hardware, fw: &Framework) -> String {
+        match self {
+            KernelClass::GemmFp32 => fp32_gemm_step(hw, fw),
+            KernelClass::Gemm => {
+                let lower = match (hw.has_bf16(), hw.has_fp8()) {
+                    (_, Some(true)) => "; lower precision (bf16, then FP8) is the next step",
+                    (Some(true), _) => "; bf16 is the lowest precision this GPU runs on its matrix units",
+                    (Some(false), _) => "",
+                    (None, None | Some(false)) => "; lower precision (bf16 on compute capability 8.0+, FP8 on 8.9+) is the next step",
+                };
+                format!("check that matrix dimensions are multiples of 8 and that batch sizes fill the GPU{lower}")
+            }
+            KernelClass::Convolution if hw.has_tensor_cores() == Some(false) => {
+                "use channels_last memory format and torch.backends.cudnn.benchmark = True (this GPU has no tensor cores for mixed precision)".into()
+            }
+            KernelClass::Convolution => "use mixed precision with channels_last memory format and torch.backends.cudnn.benchmark = True".into(),
+            KernelClass::Attention => match fw.at_least(TORCH_COMPILE) {
+                Some(true) => "use torch.nn.functional.scaled_dot_product_attention (flash / memory-efficient kernels) instead of explicit matmul + softmax".into(),
+                None => "use torch.nn.functional.scaled_dot_product_attention (PyTorch 2.0+; flash / memory-efficient kernels) instead of explicit matmul + softmax".into(),
+                Some(false) => "use a fused attention kernel (a FlashAttention or xFormers package) instead of explicit matmul + softmax".into(),
+            },
+            KernelClass::Normalization | KernelClass::Elementwise | KernelClass::Reduction => match fw.at_least(TORCH_COMPILE) {
+                Some(true) => "these are memory-bound: fuse them (torch.compile, fused layers) to cut memory traffic".into(),
+                None => "these are memory-bound: fuse them (torch.compile on PyTorch 2.0+, fused layers) to cut memory traffic".into(),
+                Some(false) => "these are memory-bound: fuse them (fused layers, custom fused kernels) to cut memory traffic".into(),
+            },
+            KernelClass::Embedding => "lookups are memory-bound: batch the tables into one fused table-batched embedding, keep indices on the GPU, and use lower-precision (fp16/int8) tables where accuracy allows".into(),
+            KernelClass::Optimizer if fw.at_least(OPTIMIZER_FOREACH) == Some(false) => {
+                "use a multi-tensor optimizer (apex.optimizers) instead of one kernel per parameter".into()
+            }
+            KernelClass::Optimizer => "use a fused or foreach optimizer".into(),
+            KernelClass::Communication => "overlap or shrink communication".into(),
+            KernelClass::Other => "look at the top kernels table for the largest kernels".into(),
+        }
+    }
+}
+
+/// What speeds up FP32 matrix multiplies on this GPU: TF32 or bf16 from compute capability
+/// 8.0, fp16 with a gradient scaler on 7.x, nothing but bigger matrices without tensor cores;
+/// autocast spelled as the trace's PyTorch has it (`torch.autocast` and bf16 from 1.10,
+/// `torch.cuda.amp.autocast` before).
+fn fp32_gemm_step(hw: &Hardware, fw: &Framework) -> String {
+    let old_autocast = fw.at_least(TorchVersion::new(1, 10)) == Some(false);
+    match (hw.vendor, hw.has_tf32(), hw.has_tensor_cores()) {
+        (_, Some(true), _) if old_autocast => "enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or mixed precision (torch.cuda.amp.autocast() with a GradScaler) so they run on tensor cores".into(),
+        (_, Some(true), _) => "enable TF32 (torch.backends.cuda.matmul.allow_tf32 = True) or mixed precision (torch.autocast with bf16) so they run on tensor cores".into(),
+        (_, Some(false), Some(true)) => format!(
+            "use mixed precision, {} with a GradScaler, so they run on tensor cores (fp16 is the tensor-core precision of {})",
+            if old_autocast {
+                "torch.cuda.amp.autocast()"
+            } else {
+                "torch.autocast(\"cuda\", dtype=torch.float16)"
+            },
+            hw.describe()
+        ),
+        (_, Some(false), _) => format!(
+            "{} has no tensor cores: larger matrices, fewer of them, or a newer GPU speed them up",
+            hw.describe()
+        ),
+        (Vendor::Amd, _, Some(true)) => "use mixed precision (torch.autocast with bf16) so they run on the matrix cores".into(),
+        _ => "use mixed precision so they run on tensor cores: TF32 or bf16 on compute capability 8.0+, fp16 autocast with a GradScaler on 7.x".into(),
+    }
+}
+
+/// The class of a kernel name.
+#[must_use]
+pub fn kernel_class(name: &str) -> KernelClass {
+    let n = name.to_ascii_lowercase();
+    let has = |s: &str| n.contains(s);
+    if has("nccl") || has("rccl") {
+        KernelClass::Communication
+    } else if has("flash") || has("fmha") || has("attention") || has("attn") || has("softmax") {
+        KernelClass::Attention
+    } else if has("norm") || has("bn_fw") || has("bn_bw") {
+        // Before convolutions: cuDNN's batch norm kernels carry `cudnn::` too.
+        KernelClass::Normalization
+    } else if has("embedding") || has("fbgemm") {
+        // Before GEMMs: `fbgemm_gpu` kernels are embedding and sparse-feature ops.
+        KernelClass::Embedding
+    } else if has("conv") || has("cudnn") || has("winograd") || has("miopen") || has("igemm") {
+        KernelClass::Convolution
+    } else if has("gemm") || has("cijk_") || has("cutlass") || has("xmma") || has("matmul") {
+        if has("sgemm") || has("_sb_") || has("f32f32_f32") || has("fp32") && !has("tf32") {
+            KernelClass::GemmFp32
+        } else {
+            KernelClass::Gemm
+        }
+    } else if has("multi_tensor") || has("adam") || has("sgd") {
+        KernelClass::Optimizer
+    } else if has("reduce") || has("triton_red") || has("triton_per") {
+        KernelClass::Reduction
+    } else if has("elementwise") || has("triton_poi") || has("pointwise") || has("unrolled") {
+        KernelClass::Elementwise
+    } else {
+        KernelClass::Other
+    }
+}
+
+/// The share of kernel time inside `window` spent in tensor-core kernels (by name), in
+/// percent; `None` without kernel time.
+#[must_use]
+pub fn tensor_core_percent(trace: &Trace, window: Option<Interval>) -> Option<f64> {
+    let (mut all, mut tc): (TimeNs, TimeNs) = (0, 0);
+    let mut is_tc: FxHashMap<NameId, bool> = FxHashMap::default();
+    for s in &trace.spans {
+        if s.kind != SpanKind::Kernel {
+            continue;
+        }
+        let Some(iv) = window.map_or(Some(s.interval()), |w| s.interval().clip(w)) else {
+            continue;
+        };
+        all += iv.dur_ns();
+        let uses = *is_tc
+            .entry(s.name)
+            .or_insert_with(|| crate::views::operators::uses_tensor_cores(trace.names.get(s.name)));
+        if uses {
+            tc += iv.dur_ns();
+        }
+    }
+    (all > 0).then(|| crate::num::percent(tc, all))
+}
+
+/// The `limit` kernels with the most time inside `window`.
+#[must_use]
+pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec<KernelStat> {
+    #[derive(Clone, Copy)]
+    struct Acc {
+        count: u64,
+        total: TimeNs,
+        min: TimeNs,
+        max: TimeNs,
+        longest_detail: u32,
+        blocks_weighted: f64,
+        blocks_ns: TimeNs,
+        occupancy_weighted: f64,
+        occupancy_ns: TimeNs,
+    }
+    // SMs of each lane's device, for blocks per SM.
+    let sms_of_lane: Vec<Option<f64>> = trace
+        .lanes
+        .iter()
+        .map(|l| match l.key {
+            tracelens_model::LaneKey::Gpu { device, .. } => trace
+                .metadata
+                .device_properties
+                .iter()
+                .find(|p| p.id == device)
+                .and_then(|p| p.num_sms)
+                .filter(|&n| n > 0)
+                .map(|n| n as f64),
+            tracelens_model::LaneKey::Cpu { .. } => None,
+        })
+        .collect();
+    let mut by_name: FxHashMap<NameId, Acc> = FxHashMap::default();
+    let mut all: TimeNs = 0;
+    for s in &trace.spans {
+        if s.kind != SpanKind::Kernel {
+            continue;
+        }
+        let Some(iv) = window.map_or(Some(s.interval()), |w| s.interval().clip(w)) else {
+            continue;
+        };
+        let d = iv.dur_ns();
+        let e = by_name.entry(s.name).or_insert(Acc {
+            count: 0,
+            total: 0,
+            min: TimeNs::MAX,
+            max: -1,
+            longest_detail: tracelens_model::NO_DETAIL,
+            blocks_weighted: 0.0,
+            blocks_ns: 0,
+            occupancy_weighted: 0.0,
+            occupancy_ns: 0,
+        });
+        e.count += 1;
+        e.total += d;
+        e.min = e.min.min(d);
+        if d > e.max {
+            e.max = d;
+            e.longest_detail = s.detail;
+        }
+        if s.detail != tracelens_model::NO_DETAIL {
+            if let Some(launch) = trace.kernel_launches.get(s.detail as usize) {
+                if let Some(sms) = sms_of_lane.get(s.lane.0 as usize).copied().flatten() {
+                    e.blocks_weighted += d as f64 * launch.blocks() as f64 / sms;
+                    e.blocks_ns += d;
+                }
+                if let Some(occ) = launch.est_occupancy_percent {
+                    e.occupancy_weighted += d as f64 * f64::from(occ);
+                    e.occupancy_ns += d;
+                }
+            }
+        }
+        all += d;
+    }
+    let weighted = |sum: f64, ns: TimeNs| (ns > 0).then(|| sum / ns as f64);
+    let mut stats: Vec<KernelStat> = by_name
+        .into_iter()
+        .map(|(n, a)| {
+            let name = trace.names.get(n);
+            KernelStat {
+                name: name.to_string(),
+                class: kernel_class(name),
+                count: a.count,
+                total_ns: a.total,
+                mean_ns: a.total / crate::num::count_i64(a.count.max(1)),
+                min_ns: a.min,
+                max_ns: a.max.max(0),
+                tensor_cores: crate::views::operators::uses_tensor_cores(name),
+                share_percent: crate::num::percent(a.total, all),
+                launch: trace
+                    .kernel_launches
+                    .get(a.longest_detail as usize)
+                    .map(|l| LaunchConfig {
+                        grid: l.grid,
+                        block: l.block,
+                        registers_per_thread: l.registers_per_thread,
+                        shared_memory_bytes: l.shared_memory_bytes,
+                    }),
+                mean_blocks_per_sm: weighted(a.blocks_weighted, a.blocks_ns),
+                mean_est_occupancy_percent: weighted(a.occupancy_weighted, a.occupancy_ns)
+                    .map(|p| p.clamp(0.0, 100.0)),
+            }
+        })
+        .collect();
+    stats.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    stats.truncate(limit);
+    stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gpu(vendor: Vendor, name: &str, compute: (i64, i64)) -> Hardware {
+        Hardware {
+            name: Some(name.into()),
+            vendor,
+            compute: Some(compute),
+            ..Hardware::default()
+        }
+    }
+
+    #[test]
+    fn fp32_matmul_advice_names_only_the_precisions_the_gpu_has() {
+        let step = |hw: &Hardware| KernelClass::GemmFp32.next_step(hw, &Framework::default());
+        let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
+        let s = step(&v100);
+        assert!(
+            s.contains("torch.float16") && s.contains("GradScaler"),
+            "{s}"
+        );
+        assert!(!s.contains("TF32") && !s.contains("bf16"), "{s}");
+        let a100 = gpu(Vendor::Nvidia, "NVIDIA A100-SXM4-80GB", (8, 0));
+        assert!(step(&a100).contains("allow_tf32"));
+        let p100 = gpu(Vendor::Nvidia, "Tesla P100-PCIE-16GB", (6, 0));
+        assert!(
+            step(&p100).contains("has no tensor cores"),
+            "{}",
+            step(&p100)
+        );
+        let mi300 = gpu(Vendor::Amd, "AMD Instinct MI300X", (9, 4));
+        let s = step(&mi300);
+        assert!(s.contains("bf16") && !s.contains("TF32"), "{s}");
+        let unknown = Hardware::default();
+        assert!(step(&unknown).contains("on compute capability 8.0+"));
+    }
+
+    #[test]
+    fn next_steps_name_only_what_the_recorded_pytorch_has() {
+        let old = Framework {
+            torch_max: Some(TorchVersion::new(1, 8)),
+            ..Framework::default()
+        };
+        let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
+        let s = KernelClass::GemmFp32.next_step(&v100, &old);
+        assert!(
+            s.contains("torch.cuda.amp.autocast()") && !s.contains("torch.autocast"),
+            "{s}"
+        );
+        let s = KernelClass::Attention.next_step(&v100, &old);
+        assert!(!s.contains("scaled_dot_product_attention"), "{s}");
+        let s = KernelClass::Normalization.next_step(&v100, &old);
+        assert!(!s.contains("torch.compile"), "{s}");
+        let s = KernelClass::Optimizer.next_step(&v100, &old);
+        assert!(!s.contains("foreach"), "{s}");
+        let new = Framework {
+            torch_min: Some(TorchVersion::new(2, 4)),
+            ..Framework::default()
+        };
+        assert!(KernelClass::Attention
+            .next_step(&v100, &new)
+            .starts_with("use torch.nn.functional.scaled_dot_product_attention (flash"));
+    }
+
+    #[test]
+    fn low_precision_matmul_advice_offers_fp8_only_where_it_exists() {
+        let step = |hw: &Hardware| KernelClass::Gemm.next_step(hw, &Framework::default());
+        let a100 = gpu(Vendor::Nvidia, "NVIDIA A100-SXM4-80GB", (8, 0));
+        assert!(!step(&a100).contains("FP8"), "{}", step(&a100));
+        let h100 = gpu(Vendor::Nvidia, "NVIDIA H100 80GB HBM3", (9, 0));
+        assert!(step(&h100).contains("FP8"));
+        let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
+        assert!(!step(&v100).contains("FP8") && !step(&v100).contains("bf16"));
+    }
+
+    #[test]
+    fn kernel_names_fall_in_their_classes() {
+        for (name, class) in [
+            ("ampere_sgemm_128x64_nn", KernelClass::GemmFp32),
+            (
+                "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
+                KernelClass::Gemm,
+            ),
+            ("Cijk_Alik_Bljk_SB_MT64x64x16", KernelClass::GemmFp32),
+            (
+                "volta_scudnn_128x64_relu_interior_nn_v1",
+                KernelClass::Convolution,
+            ),
+            (
+                "flash_fwd_kernel<Flash_fwd_kernel_traits>",
+                KernelClass::Attention,
+            ),
+            (
+                "void at::native::vectorized_elementwise_kernel<4>",
+                KernelClass::Elementwise,
+            ),
+            (
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                KernelClass::Communication,
+            ),
+            (
+                "void at::native::batch_norm_collect_statistics_kernel",
+                KernelClass::Normalization,
+            ),
+            // Real names from hta/ns_resolution_trace: cuDNN batch norm is not a convolution.
+            (
+                "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float, float, float, cudnnTensorStruct, float const*)",
+                KernelClass::Normalization,
+            ),
+            (
+                "void cudnn::bn_bw_1C11_singleread<float, 512, true, 1, 2, 0>(cudnn::bn_bw_1C11_args<float>)",
+                KernelClass::Normalization,
+            ),
+            // From hta/trace_filter/sampled_rank-0: fbgemm_gpu kernels are not GEMMs.
+            (
+                "void split_embedding_codegen_forward_unweighted_kernel<c10::Half, c10::Half, float, false, long, 2ul, 32ul>(at::GenericPackedTensorAccessor<c10::Half, 1ul>)",
+                KernelClass::Embedding,
+            ),
+            (
+                "void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)",
+                KernelClass::Embedding,
+            ),
+            (
+                "void at::native::reduce_kernel<512, 1>",
+                KernelClass::Reduction,
+            ),
+        ] {
+            assert_eq!(kernel_class(name), class, "{name}");
+        }
+    }
+}
