@@ -319,3 +319,77 @@ fn the_step_chart_has_a_column_per_step_to_scale() {
     let one = render("../fixtures/kineto/modern_base_ns.json", "html");
     assert!(!one.contains("<svg class=\"ov steps\""));
 }
+
+/// Every section of the report reaches each renderer its entry in `SECTIONS` says it does:
+/// its anchor in some trace's HTML page, its row in some trace's Markdown summary, its line
+/// in some trace's terminal summary, over the corpus; a summary that leaves a section out
+/// says why in the registry.
+#[test]
+fn every_section_reaches_every_renderer_it_says_it_does() {
+    use tracelens_report::{Shown, SECTIONS};
+    let Some(root) =
+        tracelens_tests::corpus_dir("every_section_reaches_every_renderer_it_says_it_does")
+    else {
+        return;
+    };
+    // (section, renderer) pairs not yet seen.
+    let mut missing: std::collections::BTreeSet<(usize, &str)> = std::collections::BTreeSet::new();
+    for (i, s) in SECTIONS.iter().enumerate() {
+        missing.insert((i, "html"));
+        for (renderer, shown) in [("markdown", s.markdown), ("text", s.text)] {
+            match shown {
+                Shown::As(_) => {
+                    missing.insert((i, renderer));
+                }
+                Shown::Not(why) => assert!(why.len() > 20, "{}: say why not", s.id),
+            }
+        }
+    }
+    let mut files: Vec<PathBuf> = walk(&root);
+    files.sort();
+    let mut read = 0;
+    for path in files {
+        if missing.is_empty() {
+            break;
+        }
+        let Ok(trace) = tracelens_load::open(&path) else {
+            continue;
+        };
+        read += 1;
+        let report = tracelens_report::Report::build(&trace);
+        let html = tracelens_report::render_html(&report);
+        let markdown = tracelens_report::render_markdown(&report);
+        let text = tracelens_report::render_text(&report, false);
+        missing.retain(|&(i, renderer)| {
+            let s = &SECTIONS[i];
+            !match renderer {
+                "html" => html.contains(&format!(" id=\"{}\"", s.id)),
+                "markdown" => s.markdown.found_in(&markdown),
+                _ => s.text.found_in(&text),
+            }
+        });
+    }
+    let missing: Vec<String> = missing
+        .iter()
+        .map(|&(i, renderer)| format!("{} in {renderer}", SECTIONS[i].id))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "after {read} traces, never shown: {}",
+        missing.join(", ")
+    );
+}
+
+/// Every trace-looking file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else if tracelens_load::is_trace_file_name(&path) {
+            out.push(path);
+        }
+    }
+    out
+}

@@ -7,8 +7,6 @@
 //! - [`render_json`]: the versioned, stable-order JSON document ([`SCHEMA_VERSION`]).
 #![deny(missing_docs)]
 
-mod communication;
-mod critical;
 mod diff;
 pub mod escape;
 mod html;
@@ -16,14 +14,15 @@ mod job;
 mod json;
 mod markdown;
 pub mod perfetto;
+pub mod sections;
 mod text;
-mod timeline;
 
 pub use diff::{render_diff_html, render_diff_json, render_diff_markdown, render_diff_text};
 pub use html::render_html;
 pub use job::{render_job_html, render_job_json, render_job_markdown, render_job_text};
 pub use json::render_json;
 pub use markdown::render_markdown;
+pub use sections::{Section, Shown, SECTIONS};
 pub use text::{render_text, render_text_with, wrap, TextOptions};
 pub use tracelens_results::{Report, SCHEMA_VERSION};
 
@@ -52,126 +51,6 @@ pub fn source_id_in(html_head: &str) -> Option<String> {
     id.bytes()
         .all(|b| b.is_ascii_hexdigit())
         .then(|| id.to_string())
-}
-
-/// Bytes as `1.23 GB` (10^9), `45.6 MB` under a gigabyte.
-fn format_gb(bytes: i64) -> String {
-    if bytes.abs() >= 1_000_000_000 {
-        format!("{:.2} GB", bytes as f64 / 1e9)
-    } else {
-        format!("{:.1} MB", bytes as f64 / 1e6)
-    }
-}
-
-/// One device's memory in a line: `GPU 0 peak 23.11 GB allocated, 23.62 GB reserved of
-/// 84.99 GB (fits ×3.6), at aten::linear`.
-fn memory_line(m: &tracelens_analysis::views::memory::DeviceMemory) -> String {
-    use tracelens_analysis::views::memory::PeakBasis;
-    let mut line = match m.basis {
-        PeakBasis::AllocatorTotals => {
-            format!("GPU {} peak {} allocated", m.device, format_gb(m.peak_allocated_bytes))
-        }
-        PeakBasis::GrowthSinceFirstSample => format!(
-            "GPU {} allocations grow by up to {} over the window (no allocator totals in this trace)",
-            m.device,
-            format_gb(m.peak_allocated_bytes)
-        ),
-    };
-    if let Some(r) = m.peak_reserved_bytes {
-        line.push_str(&format!(", {} reserved", format_gb(r)));
-    }
-    if let (Some(cap), Some(fits)) = (m.capacity_bytes, m.fits_times()) {
-        line.push_str(&format!(" of {} (fits ×{fits:.1})", format_gb(cap)));
-    }
-    if let Some(op) = &m.peak_op {
-        line.push_str(&format!(", at {op}"));
-    }
-    line
-}
-
-/// FLOPs with an SI prefix: `8.20 GFLOP`, `1.31 PFLOP`.
-fn format_flops(flops: f64) -> String {
-    let (v, unit) = match flops.abs() {
-        f if f >= 1e15 => (flops / 1e15, "PFLOP"),
-        f if f >= 1e12 => (flops / 1e12, "TFLOP"),
-        f if f >= 1e9 => (flops / 1e9, "GFLOP"),
-        _ => (flops / 1e6, "MFLOP"),
-    };
-    format!("{v:.2} {unit}")
-}
-
-/// The efficiency view in a line: MFU against the device's peak, or why a figure is missing.
-fn efficiency_line(d: &Diagnosis) -> String {
-    use tracelens_analysis::views::efficiency::EfficiencyGap;
-    let e = &d.efficiency;
-    if e.gaps.contains(&EfficiencyGap::FormatWithoutShapes) {
-        return "this format carries no operator shapes and dtypes (Nsight Systems; emit_nvtx ranges have shapes at most), so no FLOPs or MFU: record the step with torch.profiler.profile(record_shapes=True) for them".into();
-    }
-    if e.gaps.contains(&EfficiencyGap::NoOperators) {
-        return "no framework operators in the window, so no FLOPs or MFU (they come from PyTorch profiler operators recorded with record_shapes=True)".into();
-    }
-    if e.gaps.contains(&EfficiencyGap::NoShapes) {
-        return "operators are recorded without input shapes, so no FLOPs or MFU: record with torch.profiler.profile(record_shapes=True)".into();
-    }
-    if e.gaps.contains(&EfficiencyGap::NoKnownOps) {
-        return "shapes are recorded, but no op the FLOP model knows (GEMM, convolution with its stride, attention, normalization, softmax, elementwise) launched GPU work in the window".into();
-    }
-    let per = if d.has_steps() {
-        "per step"
-    } else {
-        "in the window"
-    };
-    let flops = format!(
-        "{} {per}, counted ops cover {:.1} % of the GPU time outside communication",
-        format_flops(e.flops_per_step),
-        e.coverage_percent
-    );
-    match (&e.device, e.mfu_percent, e.mfu_precision, e.peak_tflops) {
-        (Some(dev), Some(mfu), Some(p), Some(peak)) => format!(
-            "MFU {}{mfu:.1} % ({flops}; against {dev}'s dense {} peak of {peak} TFLOP/s)",
-            // Ops without a FLOP model add nothing: with most GPU time uncounted the figure
-            // is only a floor.
-            if e.coverage_percent < 50.0 {
-                "at least "
-            } else {
-                ""
-            },
-            p.label()
-        ),
-        (Some(dev), _, Some(p), _) => format!("{flops}; {dev} has no {} peak", p.label()),
-        (Some(_), _, None, _) => format!("{flops}; no matrix op counted, so no MFU"),
-        (None, ..) => format!(
-            "{flops}; MFU needs the device's peak, and {} is not in the peak table",
-            d.hardware.name.as_deref().unwrap_or("this device")
-        ),
-    }
-}
-
-/// The outermost regions as one line (`## forward ## 31 %, ## backward ## 31 %`) when they
-/// cover at least half of the window's host time: what the step is made of, in the author's
-/// words.
-fn regions_line(d: &Diagnosis) -> Option<String> {
-    let window_ns = d.window.as_ref()?.interval.dur_ns();
-    if window_ns <= 0 {
-        return None;
-    }
-    let top: Vec<_> = d.regions.iter().filter(|r| r.depth == 0).collect();
-    let covered: i64 = top.iter().map(|r| r.host_ns).sum();
-    if covered * 2 < window_ns {
-        return None;
-    }
-    let parts: Vec<String> = top
-        .iter()
-        .take(4)
-        .map(|r| {
-            format!(
-                "{} {:.0} %",
-                tracelens_model::shorten(&r.name, 60),
-                (r.host_ns as f64 * 100.0 / window_ns as f64).min(100.0)
-            )
-        })
-        .collect();
-    Some(format!("{} (host time of the window)", parts.join(", ")))
 }
 
 /// `1 step`, `2 steps`.

@@ -75,28 +75,32 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
             parts.join(", ")
         );
     }
-    if let Some(line) = crate::regions_line(diagnosis) {
+    if let Some(line) = crate::sections::regions::line(diagnosis) {
         let _ = writeln!(out, "| Regions | {} |", esc(&line));
     }
     for m in &diagnosis.memory {
-        let _ = writeln!(out, "| GPU memory | {} |", esc(&crate::memory_line(m)));
+        let _ = writeln!(
+            out,
+            "| GPU memory | {} |",
+            esc(&crate::sections::memory::line(m))
+        );
     }
     if diagnosis.window.is_some() {
         let _ = writeln!(
             out,
             "| Efficiency | {} |",
-            esc(&crate::efficiency_line(diagnosis))
+            esc(&crate::sections::efficiency::line(diagnosis))
         );
     }
-    if let Some(line) = crate::communication::line(diagnosis) {
+    if let Some(line) = crate::sections::communication::line(diagnosis) {
         let _ = writeln!(out, "| Communication | {} |", esc(&line));
     }
     if !diagnosis.critical_path.breakdown.is_empty() {
-        let mut line = crate::critical::breakdown_line(&diagnosis.critical_path, 4);
-        if let Some(all) = crate::critical::all_fixes_line(diagnosis) {
+        let mut line = crate::sections::critical_path::breakdown_line(&diagnosis.critical_path, 4);
+        if let Some(all) = crate::sections::critical_path::all_fixes_line(diagnosis) {
             line = format!(
                 "{line}; {all}: {}",
-                crate::critical::all_fixes_assumption(diagnosis)
+                crate::sections::critical_path::all_fixes_assumption(diagnosis)
             );
         }
         let _ = writeln!(out, "| Critical path | {} |", esc(&line));

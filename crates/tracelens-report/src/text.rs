@@ -357,20 +357,20 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
     if !d.critical_path.breakdown.is_empty() {
         let mut line = format!(
             "{} (the chain of work that sets each step's end)",
-            crate::critical::breakdown_line(&d.critical_path, 4)
+            crate::sections::critical_path::breakdown_line(&d.critical_path, 4)
         );
-        if let Some(all) = crate::critical::all_fixes_line(d) {
+        if let Some(all) = crate::sections::critical_path::all_fixes_line(d) {
             line = format!("{line}; {all}");
         }
         fact(out, "critical", &clean(&line));
     }
-    if let Some(line) = crate::communication::line(d) {
+    if let Some(line) = crate::sections::communication::line(d) {
         fact(out, "comm", &clean(&line));
     }
     if let Some(m) = d.memory.first() {
-        fact(out, "memory", &clean(&crate::memory_line(m)));
+        fact(out, "memory", &clean(&crate::sections::memory::line(m)));
     }
-    if let Some(line) = crate::regions_line(d) {
+    if let Some(line) = crate::sections::regions::line(d) {
         fact(out, "regions", &clean(&line));
     }
     // A busy GPU: the operator with the most device time is the next place to look.
@@ -391,7 +391,11 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
             fact(out, "top op", &line);
         }
         if d.window.is_some() {
-            fact(out, "efficiency", &clean(&crate::efficiency_line(d)));
+            fact(
+                out,
+                "efficiency",
+                &clean(&crate::sections::efficiency::line(d)),
+            );
         }
     }
     if let Some(dist) = &report.metadata.distributed {

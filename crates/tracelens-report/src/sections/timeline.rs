@@ -4,11 +4,13 @@
 //! with its times, and the page stretches the columns to its width (zoom and pan are the
 //! report's small script).
 
+use askama::Template;
 use tracelens_analysis::attribute::idle::IdleCause;
 use tracelens_analysis::views::timeline::{
     CpuSpanClass, TimelineClass, TimelineView, TIMELINE_COLUMNS,
 };
 use tracelens_model::{format_ms, TimeNs};
+use tracelens_results::Report;
 
 /// Columns of the time axis (the SVG's own units; the page stretches them to its width).
 pub const PLOT_WIDTH: usize = TIMELINE_COLUMNS;
@@ -166,4 +168,21 @@ pub(crate) fn cause_class(cause: IdleCause) -> &'static str {
         IdleCause::GpuWait => "idle-gpuwait",
         IdleCause::Unattributed => "idle-unattributed",
     }
+}
+
+#[derive(Template)]
+#[template(path = "sections/timeline.html")]
+struct Html {
+    timeline: Option<Timeline>,
+    plot_width: usize,
+}
+
+/// The section's HTML (nothing without a timeline).
+pub(crate) fn html(report: &Report) -> String {
+    Html {
+        timeline: report.timeline.as_ref().and_then(build),
+        plot_width: PLOT_WIDTH,
+    }
+    .render()
+    .expect("the timeline template renders")
 }

@@ -1,9 +1,29 @@
 //! The focus device's communication in words and rows: collective time, how much of it runs
 //! under compute, and per operation the bytes, algorithm and bus bandwidth against the link.
 
+use askama::Template;
 use tracelens_analysis::attribute::communication::{Communication, OperationStat};
 use tracelens_analysis::diagnose::Diagnosis;
 use tracelens_model::format_ms;
+use tracelens_results::Report;
+
+#[derive(Template)]
+#[template(path = "sections/communication.html")]
+struct Html {
+    communication_line: String,
+    communication_rows: Vec<Vec<String>>,
+}
+
+/// The section's HTML (nothing without collectives).
+pub(crate) fn html(report: &Report) -> String {
+    let d = &report.diagnosis;
+    Html {
+        communication_line: line(d).map(|l| crate::capitalized(&l)).unwrap_or_default(),
+        communication_rows: rows(d),
+    }
+    .render()
+    .expect("the communication template renders")
+}
 
 /// One line: `collectives 15.587 ms per step, 15.6 % under compute, 13.186 ms per step alone
 /// (5.9 % of the step); all-reduce 6.6 GB/s bus bandwidth (2 % of NVLink 3 (12 links) 300 GB/s)`.
@@ -69,7 +89,7 @@ pub(crate) fn rows(d: &Diagnosis) -> Vec<Vec<String>> {
                 format_ms(o.per_step_ns),
                 o.bytes.map_or_else(
                     || "not recorded".into(),
-                    |b| crate::format_gb(i64::try_from(b).unwrap_or(i64::MAX)),
+                    |b| super::cells::format_gb(i64::try_from(b).unwrap_or(i64::MAX)),
                 ),
                 if o.algorithms.is_empty() {
                     "–".into()

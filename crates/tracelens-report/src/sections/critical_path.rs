@@ -2,9 +2,26 @@
 //! and of every step, the all-fixes prediction, and the longest segments — laid out from the
 //! diagnosis's [`tracelens_analysis::predict::critical::CriticalPath`], never computed here.
 
+use askama::Template;
 use tracelens_analysis::predict::critical::{CriticalKind, CriticalPath, CriticalShare};
 use tracelens_analysis::Diagnosis;
 use tracelens_model::{format_ms, shorten};
+use tracelens_results::Report;
+
+#[derive(Template)]
+#[template(path = "sections/critical_path.html")]
+struct Html {
+    critical: CriticalView,
+}
+
+/// The section's HTML (nothing without a path).
+pub(crate) fn html(report: &Report) -> String {
+    Html {
+        critical: view(&report.diagnosis, report.overview.time_origin_ns),
+    }
+    .render()
+    .expect("the critical-path template renders")
+}
 
 /// Longest segments listed under the table.
 const LONGEST_SEGMENTS: usize = 15;
