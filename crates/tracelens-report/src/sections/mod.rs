@@ -14,6 +14,7 @@ pub(crate) mod findings;
 pub(crate) mod health;
 pub(crate) mod idle;
 pub(crate) mod kernels;
+pub(crate) mod launches;
 pub(crate) mod memory;
 pub(crate) mod operators;
 pub(crate) mod overview;
@@ -69,7 +70,7 @@ const PICTURE: &str =
 const DETAIL: &str = "a detail table: what of it costs time is a finding the summary lists";
 
 /// Every section, in the HTML page's order.
-pub const SECTIONS: [Section; 15] = [
+pub const SECTIONS: [Section; 16] = [
     Section {
         id: "overview",
         html: overview::html,
@@ -93,6 +94,14 @@ pub const SECTIONS: [Section; 15] = [
         html: idle::html,
         markdown: Shown::As("| Idle by cause"),
         text: Shown::As(", by cause:"),
+    },
+    Section {
+        id: "launches",
+        html: launches::html,
+        markdown: Shown::Not(DETAIL),
+        // The verdict and the first screen say how far the host runs ahead; launch-bound
+        // stretches that cost time are a finding.
+        text: Shown::Not(DETAIL),
     },
     Section {
         id: "breakdown",
