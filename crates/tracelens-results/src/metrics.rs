@@ -55,6 +55,9 @@ pub struct Metrics {
 const NO_MEMORY: &str = "the trace has no allocator totals: record with torch.profiler.profile(profile_memory=True) on PyTorch 1.10 or later";
 /// Why the tensor-core share is missing.
 const NO_KERNELS: &str = "the trace has no kernel time in the window";
+/// Why `host.ahead_ms` is not measured.
+const NO_LINKED_LAUNCHES: &str =
+    "no launch call in the window is linked to its GPU op on the focus device (or all are graph replays)";
 /// Why the memory share is missing.
 const NO_CAPACITY: &str = "the trace does not record the device's memory (deviceProperties)";
 
@@ -265,6 +268,11 @@ impl Metrics {
             r.tensor_core_percent.unwrap_or(0.0),
             Unit::Percent,
         );
+        m.put("host.ahead_ms", ms(r.host_ahead_ns.unwrap_or(0)), Unit::Ms);
+        if r.host_ahead_ns.is_none() {
+            m.not_measured
+                .insert("host.ahead_ms".into(), NO_LINKED_LAUNCHES);
+        }
         m.put(
             "gpu.mfu_percent",
             r.mfu_percent.unwrap_or(0.0),
@@ -475,6 +483,19 @@ mod tests {
         assert!(Metrics::of(&Results::empty())
             .not_measured("gpu.idle_percent")
             .is_none());
+    }
+
+    #[test]
+    fn host_ahead_is_the_verdicts_delay_in_ms_or_not_measured() {
+        let mut r = Results::empty();
+        assert!(Metrics::of(&r)
+            .not_measured("host.ahead_ms")
+            .is_some_and(|why| why.contains("linked")));
+        r.host_ahead_ns = Some(2_500_000);
+        let m = Metrics::of(&r);
+        assert_eq!(m.not_measured("host.ahead_ms"), None);
+        let got = m.get("host.ahead_ms").map(|x| x.value);
+        assert!(got.is_some_and(|v| (v - 2.5).abs() < 1e-9), "{got:?}");
     }
 
     #[test]

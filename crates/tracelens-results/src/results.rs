@@ -153,6 +153,11 @@ pub struct Results {
     /// per operation (none without collectives).
     #[serde(default)]
     pub communication: Option<tracelens_analysis::attribute::communication::Communication>,
+    /// How far the host runs ahead of the focus device: the median delay from a launch call
+    /// to its op's start on its busiest stream (the verdict's figure; none without linked
+    /// launches).
+    #[serde(default)]
+    pub host_ahead_ns: Option<TimeNs>,
 }
 
 /// The device with the largest absolute memory peak, if the trace has allocator totals.
@@ -319,6 +324,7 @@ impl Results {
             memory_peak_bytes: absolute_memory(d).map(|m| m.peak_held_bytes()),
             memory_capacity_bytes: absolute_memory(d).and_then(|m| m.capacity_bytes),
             tensor_core_percent: d.tensor_core_percent,
+            host_ahead_ns: d.verdict.host_ahead_ns,
             mfu_percent: d.efficiency.mfu_percent,
             mfu_gap: if d.efficiency.mfu_percent.is_some() {
                 None
@@ -390,6 +396,7 @@ impl Results {
             memory_peak_bytes: None,
             memory_capacity_bytes: None,
             tensor_core_percent: None,
+            host_ahead_ns: None,
             mfu_percent: None,
             mfu_gap: None,
             operator_gpu: Vec::new(),
