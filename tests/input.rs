@@ -125,6 +125,17 @@ fn a_corrupt_or_empty_zstd_stream_is_one_line() {
 }
 
 #[test]
+fn a_result_document_points_to_tracelens_report() {
+    let stored = tracelens_tests::repo_root().join("tests/snapshots/item_every_step.json");
+    let path = temp("stored.json.gz");
+    std::fs::write(&path, gzip(&std::fs::read(stored).unwrap())).unwrap();
+    assert_eq!(
+        refusal(&path),
+        "a tracelens result document, not a trace: render it with `tracelens report FILE`, or analyse the trace it came from"
+    );
+}
+
+#[test]
 fn archives_and_other_tools_databases_are_named() {
     let path = temp("trace.zip");
     std::fs::write(&path, b"PK\x03\x04\x14\x00\x00\x00").unwrap();

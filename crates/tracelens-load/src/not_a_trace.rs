@@ -33,6 +33,11 @@ pub fn refused_before_sniffing(head: &[u8], compression: Option<Compression>) ->
             }
         ));
     }
+    if is_result_document(head) {
+        return Some(
+            "a tracelens result document, not a trace: render it with `tracelens report FILE`, or analyse the trace it came from".into(),
+        );
+    }
     if is_utf16(head) {
         return Some(
             "UTF-16 text: traces are UTF-8 JSON; convert it with `iconv -f UTF-16 -t UTF-8`".into(),
@@ -57,6 +62,16 @@ pub fn unclaimed(head: &[u8], importers: &[&dyn Importer]) -> String {
         "not a trace: expected {} but found {found} at byte {offset}",
         expected.join(" or ")
     )
+}
+
+/// Whether the bytes open a tracelens result document: a JSON object whose first key is
+/// `"schema_version"` (Chrome traces write `schemaVersion`, and never first).
+fn is_result_document(head: &[u8]) -> bool {
+    let Some((at, b'{')) = first_meaningful_byte(head) else {
+        return false;
+    };
+    first_meaningful_byte(&head[at + 1..])
+        .is_some_and(|(key, _)| head[at + 1 + key..].starts_with(b"\"schema_version\""))
 }
 
 /// Whether the bytes look like UTF-16 text (a byte-order mark, or `{`/`[` next to a NUL).
@@ -91,6 +106,15 @@ mod tests {
         assert!(refused_before_sniffing(&[0xFF, 0xFE, b'{', 0], None)
             .unwrap()
             .starts_with("UTF-16"));
+        assert!(
+            refused_before_sniffing(b"{\n  \"schema_version\": 4,\n  \"tool\"", None)
+                .unwrap()
+                .contains("tracelens report")
+        );
+        assert_eq!(
+            refused_before_sniffing(b"{\"schemaVersion\": 1, \"traceEvents\": []}", None),
+            None
+        );
         // Plain gzip bytes are not refused here: the loader decodes them first.
         assert_eq!(refused_before_sniffing(&[0x1f, 0x8b], None), None);
         assert_eq!(refused_before_sniffing(b"{\"a\":1}", None), None);
