@@ -17,22 +17,24 @@
 //! - [`diagnose`](mod@diagnose): one [`diagnose::detectors::Detector`] per problem,
 //!   producing [`Finding`]s fitted to the environment; [`diagnose()`] runs them all and ranks
 //!   the findings by estimated win; the [`Verdict`] is the one-sentence answer.
-//! - Shared by every stage: [`api`] (what API and op names mean) and [`num`] (number
-//!   conversions).
+//! - Shared by every stage: [`api`] (what API and op names mean), [`finding_kind`] (the kinds
+//!   of problem findings describe) and [`num`] (number conversions).
 //! - [`analyze()`] runs everything once and returns the [`Analysis`].
 #![deny(missing_docs)]
 
 pub mod api;
 pub mod attribute;
 pub mod diagnose;
+pub mod finding_kind;
 pub mod measure;
 pub mod num;
 pub mod predict;
 pub mod views;
 
-pub use diagnose::finding::{Finding, FindingKind, WinKind};
+pub use diagnose::finding::{Finding, WinKind};
 pub use diagnose::verdict::{Verdict, VerdictKind};
 pub use diagnose::{analyze, diagnose, Analysis, CauseTime, Diagnosis};
+pub use finding_kind::FindingKind;
 pub use measure::overview::{overview, Overview, StepSummary};
 pub use measure::utilization::{device_utilization, BusyIdle, DeviceUtilization, WindowSource};
 pub use measure::window::{analysis_window, AnalysisWindow, WindowKind};

@@ -6,7 +6,7 @@ use crate::diff::Diff;
 use crate::results::Results;
 use std::collections::BTreeMap;
 use tracelens_analysis::attribute::idle::IdleCause;
-use tracelens_analysis::diagnose::finding::FindingKind;
+use tracelens_analysis::finding_kind::FindingKind;
 
 /// The unit a metric is measured in; literals in rules convert to it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

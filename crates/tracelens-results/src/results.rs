@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use tracelens_analysis::attribute::idle::IdleCause;
 use tracelens_analysis::diagnose::finding::EvidenceValue;
-use tracelens_analysis::diagnose::finding::{Finding, FindingKind, Severity, WinKind};
+use tracelens_analysis::diagnose::finding::{Finding, Severity, WinKind};
+use tracelens_analysis::finding_kind::FindingKind;
 use tracelens_analysis::{Diagnosis, VerdictKind};
 use tracelens_model::{SourceInfo, TimeNs};
 

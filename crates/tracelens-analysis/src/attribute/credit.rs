@@ -186,7 +186,7 @@ mod tests {
     use super::*;
     use crate::attribute::host_work::HostWork;
     use crate::diagnose::detectors::testing::span_us;
-    use crate::diagnose::finding::FindingKind;
+    use crate::finding_kind::FindingKind;
     use tracelens_model::{Ident, LaneKey, SourceInfo, SpanKind, TraceBuilder, NS_PER_US};
 
     /// Ten rounds of Python work, a launch and a 2 µs kernel (five kernels, each launched

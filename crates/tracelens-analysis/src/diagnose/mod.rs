@@ -21,6 +21,7 @@ use crate::measure::environment::{framework, hardware, Framework, Hardware};
 use crate::measure::threads::ThreadIndex;
 use crate::measure::utilization::{device_work, DeviceWork, GpuOp};
 use crate::measure::window::{analysis_window, AnalysisWindow};
+use crate::predict::critical::{FixPrediction, FixToReplay};
 use crate::views::breakdown::{breakdown, Breakdown};
 use crate::views::kernels::{top_kernels, KernelStat};
 use crate::views::timeline::TimelineView;
@@ -430,7 +431,7 @@ fn diagnose_core(
     let communication = window.as_ref().zip(focus).and_then(|(win, i)| {
         crate::attribute::communication::communication(trace, win, device_idle[i].device, &hw)
     });
-    let mut findings: Vec<Finding> = match &window {
+    let findings: Vec<Finding> = match &window {
         Some(win) => {
             let cx = Context {
                 communication: communication.as_ref(),
@@ -451,42 +452,38 @@ fn diagnose_core(
     let memory = window
         .as_ref()
         .map_or_else(Vec::new, |w| crate::views::memory::device_memory(trace, w));
-    for f in &mut findings {
-        f.fix = crate::views::memory::fit_batch_advice(&f.fix, &memory, &hw);
-    }
     // The critical path and the predictions on one more thread (one pass over the steps'
     // graphs), beside the summaries, the breakdown and the kernel table (they share nothing
     // but the trace).
     let focus_ops = focus.map_or(&[][..], |i| &works[i].ops[..]);
-    let (critical_path, idle, breakdown, top_kernels) = std::thread::scope(|scope| {
-        let findings = &mut findings;
-        let (window, threads) = (window.as_ref(), &threads);
-        let path = scope.spawn(move || match window {
-            Some(win) if focus.is_some() => {
-                crate::predict::critical::critical_path(trace, win, threads, focus_ops, findings)
-            }
-            _ => crate::predict::critical::CriticalPath::default(),
+    let fixes: Vec<FixToReplay> = findings
+        .iter()
+        .map(|f| FixToReplay {
+            kind: f.kind,
+            what_if: f.what_if.as_ref(),
+            upper_bound_per_step_ns: f.estimated_win_per_step_ns,
+        })
+        .collect();
+    let ((critical_path, predictions), idle, breakdown, top_kernels) =
+        std::thread::scope(|scope| {
+            let (window, threads, fixes) = (window.as_ref(), &threads, &fixes[..]);
+            let path = scope.spawn(move || match window {
+                Some(win) if focus.is_some() => {
+                    crate::predict::critical::critical_path(trace, win, threads, focus_ops, fixes)
+                }
+                _ => (
+                    crate::predict::critical::CriticalPath::default(),
+                    vec![None; fixes.len()],
+                ),
+            });
+            let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
+            let breakdown = window.map(|w| breakdown(trace, w));
+            let top = top_kernels(trace, window_iv, 20);
+            (joined(path), idle, breakdown, top)
         });
-        let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
-        let breakdown = window.map(|w| breakdown(trace, w));
-        let top = top_kernels(trace, window_iv, 20);
-        (joined(path), idle, breakdown, top)
-    });
-    for f in &mut findings {
-        if f.predicted_step_ns.is_none() {
-            f.prediction = crate::predict::critical::no_prediction(f.kind).to_string();
-        }
-    }
-    // Ranked by the step time each fix is expected to save: the replay's prediction where
-    // there is one, else the upper bound.
+    drop(fixes);
     let step_ns = window.as_ref().map_or(0, AnalysisWindow::step_ns);
-    findings.sort_by(|a, b| {
-        b.expected_gain_ns(step_ns)
-            .cmp(&a.expected_gain_ns(step_ns))
-            .then(b.estimated_win_ns.cmp(&a.estimated_win_ns))
-            .then(a.kind.cmp(&b.kind))
-            .then(a.title.cmp(&b.title))
-    });
+    let findings = finish_findings(findings, predictions, &memory, &hw, step_ns);
     let wins = WinTotals {
         idle_ns: focus_idle.map_or(0, |d| d.idle_ns),
         gpu_idle_wins_ns: findings
@@ -540,6 +537,37 @@ fn diagnose_core(
         window,
     };
     (diagnosis, device_idle)
+}
+
+/// Every finding after its detector, in one place: the batch advice fitted to the memory
+/// left, the predicted step from the critical path's replay (or why there is none), then the
+/// ranking by the step time each fix is expected to save (the prediction where there is one,
+/// else the upper bound).
+fn finish_findings(
+    mut findings: Vec<Finding>,
+    predictions: Vec<Option<FixPrediction>>,
+    memory: &[crate::views::memory::DeviceMemory],
+    hw: &Hardware,
+    step_ns: TimeNs,
+) -> Vec<Finding> {
+    for (f, p) in findings.iter_mut().zip(predictions) {
+        f.fix = crate::views::memory::fit_batch_advice(&f.fix, memory, hw);
+        match p {
+            Some(p) => {
+                f.predicted_step_ns = Some(p.predicted_step_ns);
+                f.prediction = p.assumption;
+            }
+            None => f.prediction = crate::predict::critical::no_prediction(f.kind).to_string(),
+        }
+    }
+    findings.sort_by(|a, b| {
+        b.expected_gain_ns(step_ns)
+            .cmp(&a.expected_gain_ns(step_ns))
+            .then(b.estimated_win_ns.cmp(&a.estimated_win_ns))
+            .then(a.kind.cmp(&b.kind))
+            .then(a.title.cmp(&b.title))
+    });
+    findings
 }
 
 fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {

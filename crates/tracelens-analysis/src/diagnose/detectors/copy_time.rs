@@ -5,7 +5,8 @@
 use super::gpu_waits::BIG_SHARE_PERCENT;
 use super::{plural, Context, Detector};
 use crate::attribute::copies::DirectionCopies;
-use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
 use crate::num::percent;
 use tracelens_model::{format_ms, CopyDirection};
 

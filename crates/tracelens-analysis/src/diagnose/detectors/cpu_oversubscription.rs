@@ -2,7 +2,8 @@
 //! scheduling data) while the GPU waited.
 
 use super::{Context, Detector, MIN_FINDING_PERCENT};
-use crate::diagnose::finding::{EvidenceValue, Finding, FindingKind, WinKind};
+use crate::diagnose::finding::{EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
 use tracelens_model::format_ms;
 
 /// The launching thread is descheduled while runnable during exposed CPU time.

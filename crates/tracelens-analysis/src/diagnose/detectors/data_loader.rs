@@ -4,7 +4,8 @@
 use super::{Context, Detector};
 use crate::attribute::dataloader::IteratorKind;
 use crate::attribute::idle::IdleCause;
-use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
 use tracelens_model::format_ms;
 
 /// Share of step time in the DataLoader, or of GPU idle it causes, above which it is a finding

@@ -3,7 +3,8 @@
 
 use super::gpu_waits::{short, BIG_SHARE_PERCENT};
 use super::{Context, Detector};
-use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
 use crate::measure::intervals::{intersect, total_ns};
 use rustc_hash::FxHashMap;
 use tracelens_model::{format_ms, TimeNs};

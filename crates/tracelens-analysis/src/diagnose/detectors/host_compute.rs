@@ -6,7 +6,8 @@ use super::launch_bound::launch_overhead_fix;
 use super::{Context, Detector};
 use crate::attribute::host_work::HostWork;
 use crate::attribute::idle::{DeviceIdle, HostPart};
-use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
 use crate::measure::environment::{
     Framework, Program, TorchVersion, FUSED_SGD, OPTIMIZER_FOREACH, TORCH_COMPILE,
 };

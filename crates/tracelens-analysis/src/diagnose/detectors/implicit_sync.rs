@@ -3,7 +3,8 @@
 
 use super::{plural, Context, Detector, MIN_FINDING_PERCENT};
 use crate::attribute::syncs::{SyncSite, SyncTrigger};
-use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
 use crate::measure::environment::{Framework, TorchVersion};
 use crate::measure::window::AnalysisWindow;
 use crate::num::percent;

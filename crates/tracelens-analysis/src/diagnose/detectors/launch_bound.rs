@@ -3,7 +3,8 @@
 //! version and what the step already uses.
 
 use super::{plural, Context, Detector, MIN_FINDING_PERCENT};
-use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
 use crate::measure::environment::{Framework, CUDA_GRAPHS, TORCH_COMPILE};
 use crate::predict::what_if::WhatIf;
 use tracelens_model::format_ms;

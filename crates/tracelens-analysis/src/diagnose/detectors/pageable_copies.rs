@@ -2,7 +2,8 @@
 //! GPU time cannot overlap compute.
 
 use super::{plural, Context, Detector};
-use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, FindingKind, WinKind};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
 use tracelens_model::format_ms;
 
 /// Pageable host memory in copies that no sync finding already counts.

@@ -15,7 +15,7 @@ mod replay;
 mod tests;
 mod walk;
 
-use crate::diagnose::finding::{Finding, FindingKind};
+use crate::finding_kind::FindingKind;
 use crate::measure::threads::ThreadIndex;
 use crate::measure::utilization::GpuOp;
 use crate::measure::window::AnalysisWindow;
@@ -256,27 +256,48 @@ fn representative(ranges: &[StepRange]) -> usize {
     order[order.len() / 2]
 }
 
+/// A fix to replay: the kind of its finding, the change it makes and the finding's upper
+/// bound per step, which a prediction never exceeds.
+pub struct FixToReplay<'a> {
+    /// The finding's kind.
+    pub kind: FindingKind,
+    /// The change its fix makes (none: nothing to replay).
+    pub what_if: Option<&'a WhatIf>,
+    /// The finding's estimated win per step: the most the prediction may save.
+    pub upper_bound_per_step_ns: TimeNs,
+}
+
+/// The step time one fix is predicted to give, and what the prediction assumes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FixPrediction {
+    /// The predicted step (or window) time.
+    pub predicted_step_ns: TimeNs,
+    /// What it assumes, in words.
+    pub assumption: String,
+}
+
 /// The critical path of every step of the window on the focus device (the representative
 /// step's segments and the breakdown by kind of it and of all steps), and the predicted step
-/// of each finding with a [`WhatIf`] (written into the finding) and of all of them together
-/// (`all_fixes`). One pass: each step's graph is built once, walked, then replayed under every
+/// of each fix with a [`WhatIf`] (returned beside the path, one per fix, in order) and of all
+/// of them together (`all_fixes`). One pass: each step's graph is built once, walked, then replayed under every
 /// change, so one graph lives at a time. `ops`: the focus device's GPU work sorted by start.
 ///
 /// A prediction never saves more than the findings' upper bounds (the replay can find a few
 /// microseconds more at step edges) nor adds time.
+#[must_use]
 pub fn critical_path(
     trace: &Trace,
     window: &AnalysisWindow,
     threads: &ThreadIndex,
     ops: &[GpuOp],
-    findings: &mut [Finding],
-) -> CriticalPath {
+    fixes: &[FixToReplay],
+) -> (CriticalPath, Vec<Option<FixPrediction>>) {
     let ranges = step_ranges(trace, window, ops);
     let has_steps = window.has_steps();
     // Without steps, every chunk is the window's: all of them give its segments.
     let representative = representative(&ranges);
     let steps = if has_steps { ranges.len() } else { 1 };
-    let changes = changes_of(trace, window, threads, ops, findings);
+    let changes = changes_of(trace, window, threads, ops, fixes);
     let mut replays: Vec<Replay> = changes
         .iter()
         .map(|(_, c)| Replay::new(c, trace.lanes.len()))
@@ -327,7 +348,8 @@ pub fn critical_path(
         }
     });
     let rep = &ranges[representative];
-    CriticalPath {
+    let (per_fix, all_fixes) = predictions(window, &ranges, steps, &changes, &replays, fixes);
+    let path = CriticalPath {
         step: rep.number,
         interval: Some(if has_steps {
             rep.interval
@@ -338,8 +360,9 @@ pub fn critical_path(
         segments_omitted,
         step_breakdown: shares(&step_totals, 1),
         breakdown: shares(&totals, crate::num::count_i64(steps)),
-        all_fixes: predictions(window, &ranges, steps, &changes, &replays, findings),
-    }
+        all_fixes,
+    };
+    (path, per_fix)
 }
 
 /// Appends the representative step's walk (`raw`, from the step's end back) to `segments` in
@@ -379,19 +402,19 @@ fn append_segments(
     }
 }
 
-/// One change per finding with a what-if, then all of them together (with two or more).
+/// One change per fix with a what-if, then all of them together (with two or more).
 fn changes_of(
     trace: &Trace,
     window: &AnalysisWindow,
     threads: &ThreadIndex,
     ops: &[GpuOp],
-    findings: &[Finding],
+    fixes: &[FixToReplay],
 ) -> Vec<(Vec<usize>, Change)> {
-    let mut changes: Vec<(Vec<usize>, Change)> = findings
+    let mut changes: Vec<(Vec<usize>, Change)> = fixes
         .iter()
         .enumerate()
         .filter_map(|(i, f)| {
-            let what = f.what_if.as_ref()?;
+            let what = f.what_if?;
             let c = change_of(trace, window, threads, ops, what);
             (!c.is_empty()).then_some((vec![i], c))
         })
@@ -408,17 +431,18 @@ fn changes_of(
     changes
 }
 
-/// Writes each finding's predicted step from its replay, and returns the prediction of all
-/// fixes together, when there is one.
+/// Each fix's predicted step from its replay (in the order of `fixes`), and the prediction of
+/// all fixes together, when there is one.
 fn predictions(
     window: &AnalysisWindow,
     ranges: &[StepRange],
     steps: usize,
     changes: &[(Vec<usize>, Change)],
     replays: &[Replay],
-    findings: &mut [Finding],
-) -> Option<StepPrediction> {
+    fixes: &[FixToReplay],
+) -> (Vec<Option<FixPrediction>>, Option<StepPrediction>) {
     let measured = window.step_ns();
+    let mut per_fix = vec![None; fixes.len()];
     let mut all_fixes = None;
     for ((who, _), replay) in changes.iter().zip(replays) {
         let predicted_total: TimeNs = ranges
@@ -427,29 +451,26 @@ fn predictions(
             .map(|(r, d)| (r.interval.dur_ns() + d).max(0))
             .sum();
         // Never past the upper bounds: the wins stay what they say they are.
-        let bound: TimeNs = who
-            .iter()
-            .map(|&i| findings[i].estimated_win_per_step_ns)
-            .sum();
+        let bound: TimeNs = who.iter().map(|&i| fixes[i].upper_bound_per_step_ns).sum();
         let predicted = (predicted_total / crate::num::count_i64(steps))
             .max(measured - bound)
             .min(measured);
         if let [i] = who[..] {
-            let f = &mut findings[i];
-            f.predicted_step_ns = Some(predicted);
-            f.prediction = f
-                .what_if
-                .as_ref()
-                .map(|w| w.assumption().to_string())
-                .unwrap_or_default();
+            per_fix[i] = Some(FixPrediction {
+                predicted_step_ns: predicted,
+                assumption: fixes[i]
+                    .what_if
+                    .map(|w| w.assumption().to_string())
+                    .unwrap_or_default(),
+            });
         } else {
             all_fixes = Some(StepPrediction {
-                findings: who.iter().map(|&i| findings[i].kind).collect(),
+                findings: who.iter().map(|&i| fixes[i].kind).collect(),
                 measured_step_ns: measured,
                 predicted_step_ns: predicted,
                 assumption: "assumes every fix with a prediction is made and each holds as stated on its finding".into(),
             });
         }
     }
-    all_fixes
+    (per_fix, all_fixes)
 }

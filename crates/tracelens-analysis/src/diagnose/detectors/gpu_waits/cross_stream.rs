@@ -4,7 +4,8 @@
 use super::{wait_finding, Context};
 use crate::attribute::idle::IdleCause;
 use crate::diagnose::detectors::Detector;
-use crate::diagnose::finding::{Confidence, Finding, FindingKind};
+use crate::diagnose::finding::{Confidence, Finding};
+use crate::finding_kind::FindingKind;
 
 /// Queued work waits for an event recorded on another stream.
 pub struct CrossStreamWait;

@@ -15,7 +15,8 @@ pub use unexplained::UnexplainedGpuWait;
 
 use super::{plural, Context};
 use crate::attribute::idle::IdleCause;
-use crate::diagnose::finding::{EvidenceValue, Finding, FindingKind, WinKind};
+use crate::diagnose::finding::{EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
 use rustc_hash::FxHashMap;
 use tracelens_model::{format_ms, LaneKey, NameId, SpanKind, TimeNs};
 
