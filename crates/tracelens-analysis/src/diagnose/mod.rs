@@ -329,23 +329,7 @@ fn diagnose_with(
     let window_iv = window.as_ref().map(|w| w.interval);
     std::thread::scope(|scope| {
         let views = scope.spawn(|| busy_views(trace, window_iv));
-        let (mut diagnosis, device_idle) = diagnose_core(trace, works, window, detectors);
-        let views = joined(views);
-        diagnosis.operators = views.operators;
-        diagnosis.operators_by_shape = views.operators_by_shape;
-        diagnosis.regions = views.regions;
-        diagnosis.tensor_core_percent = views.tensor_core_percent;
-        let (window_ns, steps) = diagnosis
-            .window
-            .as_ref()
-            .map_or((0, 1), |w| (w.interval.dur_ns(), w.step_count()));
-        diagnosis.efficiency = views.efficiency.against(
-            trace,
-            crate::measure::peaks::device_peak(&diagnosis.hardware),
-            window_ns,
-            steps,
-        );
-        (diagnosis, device_idle)
+        diagnose_core(trace, works, window, detectors, || joined(views))
     })
 }
 
@@ -356,11 +340,14 @@ fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
+/// Every analysis and detector; `busy_views` hands over the busy-GPU views (computed
+/// beside it) when the diagnosis is assembled, so each field is filled once.
 fn diagnose_core(
     trace: &Trace,
     works: &[DeviceWork],
     window: Option<AnalysisWindow>,
     detectors: &[&dyn Detector],
+    busy_views: impl FnOnce() -> BusyViews,
 ) -> (Diagnosis, Vec<DeviceIdle>) {
     let threads = ThreadIndex::build(trace);
     let fw = framework(trace);
@@ -512,6 +499,16 @@ fn diagnose_core(
         sites: sites.into_iter().take(50).collect(),
     };
     let focus_device = focus.map(|i| device_idle[i].device);
+    let views = busy_views();
+    let (window_ns, step_count) = window
+        .as_ref()
+        .map_or((0, 1), |w| (w.interval.dur_ns(), w.step_count()));
+    let efficiency = views.efficiency.against(
+        trace,
+        crate::measure::peaks::device_peak(&hw),
+        window_ns,
+        step_count,
+    );
     let diagnosis = Diagnosis {
         verdict,
         framework: fw,
@@ -525,12 +522,12 @@ fn diagnose_core(
         launch,
         breakdown,
         top_kernels,
-        tensor_core_percent: None,
-        regions: Vec::new(),
-        operators: Vec::new(),
-        operators_by_shape: Vec::new(),
+        tensor_core_percent: views.tensor_core_percent,
+        regions: views.regions,
+        operators: views.operators,
+        operators_by_shape: views.operators_by_shape,
         memory,
-        efficiency: crate::views::efficiency::Efficiency::default(),
+        efficiency,
         critical_path,
         communication,
         focus_device,
