@@ -3,7 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 use tracelens_analysis::attribute::idle::IdleCause;
-use tracelens_analysis::diagnose::finding::EvidenceValue;
 use tracelens_analysis::diagnose::finding::{Finding, Severity, WinKind};
 use tracelens_analysis::finding_kind::FindingKind;
 use tracelens_analysis::{Diagnosis, VerdictKind};
@@ -33,7 +32,8 @@ pub struct FindingResult {
     pub win_per_step_ns: TimeNs,
     /// The win as a share of the step (or window).
     pub win_percent: f64,
-    /// Occurrences (calls, copies, short kernels) in the window.
+    /// Occurrences (calls, gaps, copies, short kernels) in the window: the count the detector
+    /// named with `Evidence::add_occurrences` (0 when it names none).
     pub count: u64,
     /// Occurrences per step (per window without steps).
     pub count_per_step: f64,
@@ -259,15 +259,7 @@ impl Results {
                     key = format!("{key}#{}", same + 1);
                 }
                 keys.push(key.clone());
-                let count = f
-                    .evidence
-                    .items
-                    .iter()
-                    .find_map(|i| match i.value {
-                        EvidenceValue::Count(n) => Some(n),
-                        _ => None,
-                    })
-                    .unwrap_or(0);
+                let count = f.evidence.occurrences().unwrap_or(0);
                 FindingResult {
                     key,
                     kind: f.kind,

@@ -95,6 +95,10 @@ pub struct Evidence {
     /// mean something inside one import only).
     #[serde(skip)]
     pub span_ids: Vec<u32>,
+    /// Which item counts the problem's occurrences ([`Evidence::add_occurrences`]): the count
+    /// rules and diffs compare. Not serialized: results are made from a live diagnosis.
+    #[serde(skip)]
+    occurrences_at: Option<usize>,
 }
 
 impl Evidence {
@@ -104,6 +108,22 @@ impl Evidence {
             label: label.into(),
             value,
         });
+    }
+
+    /// Adds the count of the problem's occurrences (calls, gaps, copies, short kernels): the
+    /// figure `finding.<kind>.count` and the diff compare. A detector names at most one.
+    pub fn add_occurrences(&mut self, label: impl Into<String>, count: u64) {
+        self.occurrences_at = Some(self.items.len());
+        self.add(label, EvidenceValue::Count(count));
+    }
+
+    /// The count of the problem's occurrences, when the detector gave one.
+    #[must_use]
+    pub fn occurrences(&self) -> Option<u64> {
+        match self.items.get(self.occurrences_at?)?.value {
+            EvidenceValue::Count(n) => Some(n),
+            _ => None,
+        }
     }
 
     /// The value labelled `label`, if any.
@@ -175,5 +195,22 @@ impl Finding {
             .map_or(self.estimated_win_per_step_ns, |p| {
                 (measured_step_ns - p).max(0)
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_occurrence_count_is_the_item_the_detector_named() {
+        let mut e = Evidence::default();
+        assert_eq!(e.occurrences(), None);
+        e.add("blocking API calls", EvidenceValue::Count(7));
+        assert_eq!(e.occurrences(), None, "a count is not the occurrences unless named");
+        e.add_occurrences("calls", 3);
+        e.add("copies", EvidenceValue::Count(9));
+        assert_eq!(e.occurrences(), Some(3));
+        assert_eq!(e.get("calls"), Some(EvidenceValue::Count(3)));
     }
 }

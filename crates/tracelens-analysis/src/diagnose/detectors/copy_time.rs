@@ -100,7 +100,7 @@ fn direction_finding(cx: &Context, dir: CopyDirection, c: &DirectionCopies) -> O
             format!("; issued by {}", sources.join(", "))
         }
     );
-    f.evidence.add("copies", EvidenceValue::Count(c.all.count));
+    f.evidence.add_occurrences("copies", c.all.count);
     f.evidence.add("copied", EvidenceValue::Bytes(c.all.bytes));
     f.evidence
         .add("GPU copy time", EvidenceValue::DurationNs(c.all.gpu_ns));

@@ -60,8 +60,7 @@ impl Detector for DataLoaderStall {
         };
         f.snippet = "loader = DataLoader(ds, batch_size=B, num_workers=4, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)\nfor x, y in loader:\n    x = x.to(device, non_blocking=True)\n    y = y.to(device, non_blocking=True)".into();
         f.win_basis = "GPU idle while the launching thread waited in DataLoader __next__ (upper bound of the recoverable time)".into();
-        f.evidence
-            .add("__next__ calls", EvidenceValue::Count(dl.calls));
+        f.evidence.add_occurrences("__next__ calls", dl.calls);
         f.evidence
             .add("time in __next__", EvidenceValue::DurationNs(dl.next_ns));
         f.evidence.add(

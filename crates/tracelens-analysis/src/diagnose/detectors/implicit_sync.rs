@@ -83,7 +83,7 @@ impl Detector for ImplicitSyncs {
             (f.fix, f.advice, f.snippet) = sync_advice(site, cx.framework);
             f.win_basis = "GPU idle after the sync drained the queue, at most the time the sync blocked the host (the GPU work the CPU work after it could have overlapped)".into();
             f.cpu_cost_per_step_ns = Some(blocked.per_step_ns);
-            f.evidence.add("calls", EvidenceValue::Count(site.count));
+            f.evidence.add_occurrences("calls", site.count);
             f.evidence
                 .add("blocking API calls", EvidenceValue::Count(site.api_calls));
             f.evidence

@@ -38,8 +38,7 @@ impl Detector for LaunchBound {
             win.percent
         );
         f.win_basis = "GPU idle inside runs of short kernels, from launch overhead and the CPU work between launches (upper bound)".into();
-        f.evidence
-            .add("short kernels", EvidenceValue::Count(l.short_kernels));
+        f.evidence.add_occurrences("short kernels", l.short_kernels);
         f.evidence.add(
             "kernels with a launch",
             EvidenceValue::Count(l.kernels_with_launch),

@@ -38,7 +38,7 @@ impl Detector for PageableCopies {
         );
         f.win_basis = "GPU copy time not overlapped by any kernel, which pinned non-blocking copies can overlap with compute (busy time, not idle; upper bound)".into();
         f.cpu_cost_per_step_ns = Some(cx.window.per_step(p.host_blocked_ns));
-        f.evidence.add("copies", EvidenceValue::Count(p.count));
+        f.evidence.add_occurrences("copies", p.count);
         f.evidence.add("copied", EvidenceValue::Bytes(p.bytes));
         f.evidence
             .add("host blocked", EvidenceValue::DurationNs(p.host_blocked_ns));

@@ -162,7 +162,7 @@ fn wait_finding(cx: &Context, cause: IdleCause, kind: FindingKind) -> Option<Wai
         win.percent,
         plural(facts.gaps, "gap"),
     );
-    f.evidence.add("gaps", EvidenceValue::Count(facts.gaps));
+    f.evidence.add_occurrences("gaps", facts.gaps);
     for (s, t) in &streams {
         f.evidence
             .add(format!("waiting stream {s}"), EvidenceValue::DurationNs(*t));
