@@ -1,8 +1,11 @@
 //! One trace event → the model: category to span kind, pid/tid to lane, args to links.
 
-use crate::json::{decode_str, has_fraction, micros_to_ns, text_of, to_i64, to_u64, Fields};
-use crate::scan::{value_extent, Extent};
 use std::collections::BTreeMap;
+use tracelens_chrome_json::json::{
+    decode_str, has_fraction, micros_to_ns, text_of, to_i64, to_u64, Fields, Value,
+};
+use tracelens_chrome_json::scan::{value_extent, Extent};
+use tracelens_chrome_json::EventSink;
 use tracelens_model::{
     profiler_step_number, CollectiveArgs, CollectiveKey, CopyDirection, CopyInfo, FlowInput, Ident,
     KernelLaunch, LaneKey, MemoryDevice, MemoryKind, MemorySample, SpanInput, SpanKind,
@@ -319,6 +322,27 @@ fn is_launch_flow(cat: &str) -> bool {
     ]
     .iter()
     .any(|name| name.eq_ignore_ascii_case(cat))
+}
+
+/// The Kineto dialect of Chrome-trace JSON: events into the model, top-level keys into its
+/// metadata.
+impl EventSink for EventReader {
+    fn event(&mut self, raw: &[u8], offset: u64) {
+        self.read(raw, offset);
+    }
+
+    fn next_event(&mut self, bytes: &[u8], offset: u64) -> usize {
+        self.read_next(bytes, offset)
+    }
+
+    fn top_level(&mut self, key: &str, value: &Value) {
+        crate::metadata::read_top_level(key, value, &mut self.builder.metadata);
+    }
+
+    fn absorb(&mut self, later: Self) {
+        self.builder.absorb(later.builder);
+        self.stats.absorb(later.stats);
+    }
 }
 
 impl EventReader {

@@ -17,25 +17,19 @@
 //! ```
 #![deny(missing_docs)]
 
-mod annotate;
-mod document;
 mod error;
 mod event;
-mod input;
-mod json;
-mod parallel;
-mod scan;
-mod split;
+mod metadata;
 
-pub use annotate::{copy_with_events, CopyStats};
 pub use error::{ImportError, Problem};
 pub use event::kind_of_category;
 
-use document::{read_document, Container, Start};
 use event::EventReader;
-use input::Input;
 use std::io::Read;
 use std::path::Path;
+use tracelens_chrome_json::document::{MAX_METADATA_VALUE_BYTES, MAX_TOP_KEYS};
+use tracelens_chrome_json::input::MAX_VALUE_BYTES;
+use tracelens_chrome_json::{read_document, Container, Document, Input, Start};
 use tracelens_model::{
     first_meaningful_byte, Compression, Detail, FrameworkRange, ImportFailure, Importer,
     Input as OpenedInput, SourceInfo, Trace, Version, WarningKind,
@@ -88,7 +82,13 @@ pub fn import_reader<R: Read>(
     file_bytes: u64,
     compression: Option<Compression>,
 ) -> Result<Trace, ImportError> {
-    import_reader_with_threads(reader, path, file_bytes, compression, parallel::threads())
+    import_reader_with_threads(
+        reader,
+        path,
+        file_bytes,
+        compression,
+        tracelens_chrome_json::parallel::threads(),
+    )
 }
 
 /// [`import_reader`] decoding events on `threads` threads (1: serial). The model is the same
@@ -227,13 +227,13 @@ pub fn import_reader_with_threads<R: Read>(
 }
 
 /// Warnings for the safety limits the document reached.
-fn warn_limits(doc: &document::Document, events: &mut EventReader) {
+fn warn_limits(doc: &Document, events: &mut EventReader) {
     let b = &mut events.builder;
     if doc.oversized_events > 0 {
         let message = format!(
             "{} trace events larger than {} MB were skipped",
             doc.oversized_events,
-            input::MAX_VALUE_BYTES >> 20
+            MAX_VALUE_BYTES >> 20
         );
         b.warn(WarningKind::LimitReached, message, doc.oversized_events);
     }
@@ -241,15 +241,14 @@ fn warn_limits(doc: &document::Document, events: &mut EventReader) {
         let message = format!(
             "metadata value {what} of {} MB is over the {} MB limit; skipped",
             bytes >> 20,
-            document::MAX_METADATA_VALUE_BYTES >> 20
+            MAX_METADATA_VALUE_BYTES >> 20
         );
         b.warn(WarningKind::LimitReached, message, 1);
     }
     if doc.top_keys_dropped > 0 {
         let message = format!(
             "{} top-level keys past the first {} were skipped",
-            doc.top_keys_dropped,
-            document::MAX_TOP_KEYS
+            doc.top_keys_dropped, MAX_TOP_KEYS
         );
         b.warn(WarningKind::LimitReached, message, doc.top_keys_dropped);
     }
@@ -272,7 +271,7 @@ fn describe_byte(b: u8) -> String {
 }
 
 /// Refuses JSON that is not a trace, with a precise reason.
-fn check_is_trace(doc: &document::Document, events: &EventReader) -> Result<(), Problem> {
+fn check_is_trace(doc: &Document, events: &EventReader) -> Result<(), Problem> {
     match doc.container {
         Container::Object if !doc.has_trace_events => {
             if doc.top_keys.iter().any(|k| k == "nodes") {
@@ -331,7 +330,7 @@ fn torch_range(generation: &str) -> FrameworkRange {
 }
 
 /// Names the format generation from the evidence gathered while reading.
-fn generation(doc: &document::Document, events: &EventReader) -> (&'static str, &'static str) {
+fn generation(doc: &Document, events: &EventReader) -> (&'static str, &'static str) {
     let s = &events.stats;
     let old = s.old_categories > s.modern_categories;
     let float_ts = s.ts_with_fraction > 0;

@@ -405,7 +405,7 @@ pub fn open_annotatable(path: &Path) -> Result<Trace, LoadError> {
     Ok(trace)
 }
 
-pub use tracelens_kineto::CopyStats;
+pub use tracelens_chrome_json::CopyStats;
 pub use tracelens_nsys::rules::RuleResult;
 
 /// Writes the annotatable trace at `path` to `out` again, byte for byte, with `events` (JSON
@@ -415,7 +415,7 @@ pub fn write_annotated(
     out: &mut dyn std::io::Write,
     events: &[String],
 ) -> std::io::Result<CopyStats> {
-    tracelens_kineto::copy_with_events(open_decoded(path)?, out, events)
+    tracelens_chrome_json::copy_with_events(open_decoded(path)?, out, events)
 }
 
 /// The decoded bytes of the file at `path` (gzip or zstd undone), for copying it.

@@ -207,7 +207,11 @@ mod tests {
         let mut e = Evidence::default();
         assert_eq!(e.occurrences(), None);
         e.add("blocking API calls", EvidenceValue::Count(7));
-        assert_eq!(e.occurrences(), None, "a count is not the occurrences unless named");
+        assert_eq!(
+            e.occurrences(),
+            None,
+            "a count is not the occurrences unless named"
+        );
         e.add_occurrences("calls", 3);
         e.add("copies", EvidenceValue::Count(9));
         assert_eq!(e.occurrences(), Some(3));

@@ -36,11 +36,13 @@ pub struct Splitter {
 
 impl Splitter {
     /// Bytes scanned so far.
+    #[must_use]
     pub fn scanned(&self) -> usize {
         self.at
     }
 
     /// The length of the run of whole elements found so far (0: none yet).
+    #[must_use]
     pub fn run_len(&self) -> usize {
         self.last_end
     }

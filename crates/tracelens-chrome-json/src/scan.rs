@@ -127,6 +127,7 @@ fn ends_scalar(b: u8) -> bool {
 
 /// Length of the value starting at `bytes[0]` (which must not be whitespace).
 /// `at_eof` says that no more bytes follow, so a scalar may end at the end of `bytes`.
+#[must_use]
 pub fn value_extent(bytes: &[u8], at_eof: bool) -> Extent {
     Scanner::default().resume(bytes, at_eof)
 }
@@ -153,6 +154,7 @@ pub struct Scanner {
 
 impl Scanner {
     /// Bytes of the value scanned so far.
+    #[must_use]
     pub fn scanned(&self) -> usize {
         self.at
     }

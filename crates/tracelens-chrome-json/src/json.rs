@@ -27,6 +27,7 @@ pub struct Fields<'a> {
 
 impl<'a> Fields<'a> {
     /// Fields of the object in `bytes` (which must start with `{`).
+    #[must_use]
     pub fn new(bytes: &'a [u8]) -> Self {
         let ok = bytes.first() == Some(&b'{');
         Fields {
@@ -131,6 +132,7 @@ fn string_len(bytes: &[u8]) -> Option<usize> {
 }
 
 /// Iterates over the raw elements of one array.
+#[must_use]
 pub fn array_elements(bytes: &[u8]) -> Vec<&[u8]> {
     let mut out = Vec::new();
     if bytes.first() != Some(&b'[') {
@@ -164,6 +166,7 @@ fn lossy(bytes: &[u8]) -> Cow<'_, str> {
 
 /// Decodes a JSON string (`raw` includes the quotes). Invalid escapes are kept literally,
 /// raw control characters are accepted and invalid UTF-8 is replaced.
+#[must_use]
 pub fn decode_str(raw: &[u8]) -> Option<Cow<'_, str>> {
     if raw.len() < 2 || raw[0] != b'"' || raw[raw.len() - 1] != b'"' {
         return None;
@@ -230,6 +233,7 @@ pub fn decode_str(raw: &[u8]) -> Option<Cow<'_, str>> {
 }
 
 /// The text of a value that is either a JSON string or a bare token (number, `true`, `N/A`).
+#[must_use]
 pub fn text_of(raw: &[u8]) -> Cow<'_, str> {
     match decode_str(raw) {
         Some(s) => s,
@@ -240,11 +244,13 @@ pub fn text_of(raw: &[u8]) -> Cow<'_, str> {
 /// A number written in microseconds (`1689179597343666`, `1419117003011.565`, `1.4e12`, or
 /// the same inside a string) as exact integer nanoseconds, rounding half away from zero.
 /// No `f64` is involved. `None` for anything that is not a finite number in range.
+#[must_use]
 pub fn micros_to_ns(raw: &[u8]) -> Option<i64> {
     decimal_scaled(unquote(raw), 3)
 }
 
 /// An integer (`42`, `"42"`, `"0x2a"`, `42.0`), for ids, counts and sizes.
+#[must_use]
 pub fn to_i64(raw: &[u8]) -> Option<i64> {
     let t = unquote(raw);
     let s = std::str::from_utf8(t).ok()?.trim();
@@ -255,6 +261,7 @@ pub fn to_i64(raw: &[u8]) -> Option<i64> {
 }
 
 /// A non-negative integer that may exceed `i64` (correlation ids, byte counts).
+#[must_use]
 pub fn to_u64(raw: &[u8]) -> Option<u64> {
     let t = unquote(raw);
     let s = std::str::from_utf8(t).ok()?.trim();
@@ -357,6 +364,7 @@ fn decimal_scaled(text: &[u8], scale: i32) -> Option<i64> {
 }
 
 /// Whether a raw number has a fractional part (`.` present): the ns-precision float scheme.
+#[must_use]
 pub fn has_fraction(raw: &[u8]) -> bool {
     raw.contains(&b'.')
 }
@@ -387,6 +395,7 @@ impl Value {
     /// Parses a raw value tolerantly; broken parts become `Null`, and so does anything
     /// nested deeper than [`MAX_VALUE_DEPTH`] (so the work stays linear in the size and the
     /// stack shallow, whatever the input).
+    #[must_use]
     pub fn parse(raw: &[u8]) -> Value {
         Value::parse_at(raw, 0)
     }
@@ -430,6 +439,7 @@ impl Value {
     }
 
     /// The field `key` of an object (the last one when duplicated).
+    #[must_use]
     pub fn get(&self, key: &str) -> Option<&Value> {
         match self {
             Value::Object(fields) => fields.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
@@ -438,6 +448,7 @@ impl Value {
     }
 
     /// An integer value (numbers and numeric strings).
+    #[must_use]
     pub fn as_i64(&self) -> Option<i64> {
         match self {
             Value::Number(n) | Value::String(n) => to_i64(n.as_bytes()),
@@ -447,6 +458,7 @@ impl Value {
     }
 
     /// A scalar as text (`None` for arrays, objects and null).
+    #[must_use]
     pub fn as_text(&self) -> Option<String> {
         match self {
             Value::Number(n) | Value::String(n) => Some(n.clone()),

@@ -1,11 +1,11 @@
 //! Decoding events on several threads: the main thread cuts the event array into runs of
 //! whole events ([`crate::split`], 64 bytes at a time) and hands batches of them to
-//! workers, each decoding into its own [`EventReader`]; the readers are absorbed in batch
-//! order, which gives exactly the model of a one-thread read (names and lanes first seen in
-//! the same order, spans in the same order). `TRACELENS_THREADS` sets the thread count
+//! workers, each decoding into its own sink ([`EventSink`]); the sinks are absorbed in batch
+//! order, which gives exactly the result of a one-thread read (for the Kineto dialect: names
+//! and lanes first seen in the same order, spans in the same order). `TRACELENS_THREADS` sets the thread count
 //! (default: the cores); 1 is the plain serial path.
 
-use crate::event::EventReader;
+use crate::EventSink;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -30,6 +30,7 @@ struct Piece {
 }
 
 /// Threads to decode with.
+#[must_use]
 pub fn threads() -> usize {
     std::env::var("TRACELENS_THREADS")
         .ok()
@@ -39,24 +40,25 @@ pub fn threads() -> usize {
 }
 
 /// The hand-off to the decoding threads.
-pub struct Decoders {
+pub struct Decoders<S: EventSink> {
     current: Batch,
     next_index: usize,
     to_workers: Option<SyncSender<(usize, Batch)>>,
-    from_workers: Receiver<(usize, EventReader)>,
+    from_workers: Receiver<(usize, S)>,
     /// Batches the workers have decoded, emptied for reuse: the buffers are allocated once
     /// for the whole read, not once per batch.
     recycled: Receiver<Batch>,
     workers: Vec<JoinHandle<()>>,
     /// Decoded batches waiting for an earlier one.
-    pending: std::collections::BTreeMap<usize, EventReader>,
+    pending: std::collections::BTreeMap<usize, S>,
     /// The next batch to absorb.
     next_absorb: usize,
 }
 
-impl Decoders {
+impl<S: EventSink> Decoders<S> {
     /// Starts `n` decoding threads.
-    pub fn start(n: usize) -> Decoders {
+    #[must_use]
+    pub fn start(n: usize) -> Decoders<S> {
         let (to_workers, jobs) = sync_channel::<(usize, Batch)>(n * 2);
         let (results, from_workers) = std::sync::mpsc::channel();
         let (emptied, recycled) = std::sync::mpsc::channel();
@@ -71,11 +73,11 @@ impl Decoders {
                     let Ok(Ok((index, mut batch))) = job else {
                         return;
                     };
-                    let mut reader = EventReader::default();
+                    let mut reader = S::default();
                     for p in &batch.pieces {
                         let bytes = &batch.bytes[p.start..p.end];
                         crate::split::for_each_element(bytes, |rest, at| {
-                            reader.read_next(rest, p.offset + at as u64)
+                            reader.next_event(rest, p.offset + at as u64)
                         });
                     }
                     batch.bytes.clear();
@@ -102,11 +104,10 @@ impl Decoders {
 
     /// Absorbs, in order, the decoded batches that are ready, so each chunk's model is freed
     /// as soon as it joins the whole (memory stays near one model, not two).
-    fn absorb_ready(&mut self, events: &mut EventReader, wait: bool) {
+    fn absorb_ready(&mut self, events: &mut S, wait: bool) {
         loop {
             while let Some(reader) = self.pending.remove(&self.next_absorb) {
-                events.builder.absorb(reader.builder);
-                events.stats.absorb(reader.stats);
+                events.absorb(reader);
                 self.next_absorb += 1;
             }
             if self.next_absorb >= self.next_index {
@@ -128,7 +129,7 @@ impl Decoders {
 
     /// Queues one raw value, or a run of whole events ([`crate::split`]), found at decoded
     /// byte `offset`.
-    pub fn push(&mut self, raw: &[u8], offset: u64, events: &mut EventReader) {
+    pub fn push(&mut self, raw: &[u8], offset: u64, events: &mut S) {
         let start = self.current.bytes.len();
         self.current.bytes.extend_from_slice(raw);
         let end = self.current.bytes.len();
@@ -152,7 +153,7 @@ impl Decoders {
     }
 
     /// Waits for every batch and absorbs them, in order, into `events`.
-    pub fn finish(mut self, events: &mut EventReader) {
+    pub fn finish(mut self, events: &mut S) {
         self.send();
         drop(self.to_workers.take());
         self.absorb_ready(events, true);
