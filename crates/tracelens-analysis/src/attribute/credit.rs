@@ -187,20 +187,12 @@ mod tests {
     use crate::attribute::host_work::HostWork;
     use crate::diagnose::detectors::testing::span_us;
     use crate::finding_kind::FindingKind;
-    use tracelens_model::{Ident, LaneKey, SourceInfo, SpanKind, TraceBuilder, NS_PER_US};
+    use tracelens_model::{SourceInfo, SpanKind, NS_PER_US};
 
     /// Ten rounds of Python work, a launch and a 2 µs kernel (five kernels, each launched
     /// twice); the launch numbered `slow` takes 5 ms instead of 10 µs.
     fn tiny_kernels(python_us: i64, slow: u64) -> tracelens_model::Trace {
-        let mut b = TraceBuilder::new();
-        let cpu = b.lane(LaneKey::Cpu {
-            pid: Ident::Num(1),
-            tid: Ident::Num(1),
-        });
-        let gpu = b.lane(LaneKey::Gpu {
-            device: 0,
-            stream: 7,
-        });
+        let (mut b, cpu, gpu) = crate::diagnose::detectors::testing::thread_and_stream();
         let mut span = |kind, lane, name: &str, start_us: i64, dur_us: i64, corr: Option<u64>| {
             span_us(&mut b, kind, lane, name, (start_us, dur_us), corr);
         };

@@ -251,20 +251,12 @@ pub(super) fn waited_on_other_stream(
 mod tests {
     use crate::attribute::idle::IdleCause;
     use crate::diagnose::detectors::testing::span_us;
-    use tracelens_model::{Ident, LaneKey, SpanKind, Trace, TraceBuilder, NS_PER_US};
+    use tracelens_model::{SpanKind, Trace, NS_PER_US};
 
     /// Two graph replays of two kernels each; the second replay is launched before the first
     /// one ends, so the gap before its first kernel has its launch already issued.
     fn two_replays() -> Trace {
-        let mut b = TraceBuilder::new();
-        let cpu = b.lane(LaneKey::Cpu {
-            pid: Ident::Num(1),
-            tid: Ident::Num(1),
-        });
-        let gpu = b.lane(LaneKey::Gpu {
-            device: 0,
-            stream: 7,
-        });
+        let (mut b, cpu, gpu) = crate::diagnose::detectors::testing::thread_and_stream();
         let mut span = |kind, lane, name: &str, start_us: i64, end_us: i64, corr: u64| {
             span_us(
                 &mut b,

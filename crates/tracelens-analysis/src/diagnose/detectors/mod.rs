@@ -198,6 +198,26 @@ pub(crate) mod testing {
         std::fs::read_to_string(scenario_path(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
     }
 
+    /// A trace builder with one CPU thread (pid 1, tid 1) and one GPU stream (device 0,
+    /// stream 7), and those two lanes: the start of most hand-built test traces.
+    pub(crate) fn thread_and_stream() -> (
+        tracelens_model::TraceBuilder,
+        tracelens_model::LaneId,
+        tracelens_model::LaneId,
+    ) {
+        use tracelens_model::{Ident, LaneKey};
+        let mut b = tracelens_model::TraceBuilder::new();
+        let cpu = b.lane(LaneKey::Cpu {
+            pid: Ident::Num(1),
+            tid: Ident::Num(1),
+        });
+        let gpu = b.lane(LaneKey::Gpu {
+            device: 0,
+            stream: 7,
+        });
+        (b, cpu, gpu)
+    }
+
     /// Adds a span given in µs (start and duration) to a trace being built by hand.
     pub(crate) fn span_us(
         b: &mut tracelens_model::TraceBuilder,

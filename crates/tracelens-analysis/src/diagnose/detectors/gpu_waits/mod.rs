@@ -201,7 +201,7 @@ pub(super) fn short(name: &str) -> String {
 pub(super) mod testing {
     //! A trace whose GPU waits after every launch, and its fixed twin.
     use crate::diagnose::detectors::testing::span_us;
-    use tracelens_model::{Ident, LaneKey, SourceInfo, SpanKind, Trace, TraceBuilder};
+    use tracelens_model::{SourceInfo, SpanKind, Trace};
 
     /// What the GPU waits on after each launch.
     #[derive(Clone, Copy, PartialEq, Eq)]
@@ -219,15 +219,7 @@ pub(super) mod testing {
     /// Five 1 ms steps: a launch at the start of each, its kernel 600 µs later (or 10 µs
     /// later with [`Wait::None`]).
     pub(crate) fn waiting_trace(wait: Wait) -> Trace {
-        let mut b = TraceBuilder::new();
-        let cpu = b.lane(LaneKey::Cpu {
-            pid: Ident::Num(1),
-            tid: Ident::Num(1),
-        });
-        let gpu = b.lane(LaneKey::Gpu {
-            device: 0,
-            stream: 7,
-        });
+        let (mut b, cpu, gpu) = crate::diagnose::detectors::testing::thread_and_stream();
         let kernel = if wait == Wait::Collective {
             "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
         } else {
