@@ -58,7 +58,7 @@ pub(crate) fn html(report: &Report) -> String {
     };
     Html {
         note: format!(
-            "Over the window, per stream: the time from each launch call's start to its op's start. Delays of milliseconds mean the host queued the work well ahead and the stream waited on the GPU, not on the host; delays near the launch call's own length mean the GPU was waiting for the host. {} of {} kernels with a launch call ran shorter than their own launch call.{graphs}",
+            "Over the window, per stream: the time from each launch call's start to its op's start. Delays of milliseconds mean the host queued the work well ahead and the op waited on the device side (earlier work, another stream, an event), not for the host; delays near the launch call's own length mean the GPU was waiting for the host. {} of {} kernels with a launch call ran shorter than their own launch call.{graphs}",
             launch.short_kernels, launch.kernels_with_launch
         ),
         delay_rows,
