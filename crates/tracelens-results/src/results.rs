@@ -237,13 +237,8 @@ impl Results {
         let steps = w.map_or(0, |w| w.step_count() as u64);
         let per = |ns: TimeNs| w.map_or(ns, |w| w.per_step(ns));
         let step_ns = d.verdict.step_ns;
-        let pct = |ns: TimeNs| {
-            if step_ns > 0 {
-                (ns as f64 * 100.0 / step_ns as f64).clamp(0.0, 100.0)
-            } else {
-                0.0
-            }
-        };
+        // Shares of the step with the analysis' own rule (0-100, 0 without a step).
+        let pct = |ns: TimeNs| tracelens_analysis::num::percent(ns, step_ns);
         let idle = d.focus_idle();
         let mut keys: Vec<String> = Vec::new();
         let findings = d
