@@ -84,13 +84,13 @@ pub fn was_cut(reached: &Reached) -> bool {
     reached.load(Ordering::Acquire)
 }
 
-/// An empty Zstandard frame (single segment, content size 0, one empty raw block). Decoding
-/// it first makes every real frame go through the decoder's `reset`, which refuses windows
-/// over 100 MB: a crafted header cannot make it reserve terabytes.
-const EMPTY_ZSTD_FRAME: [u8; 9] = [0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x00, 0x01, 0x00, 0x00];
-
 /// Every frame of a Zstandard stream, one after another (`zstd` writes one frame; `pzstd`
 /// and concatenated files write several), skippable frames skipped.
+///
+/// Each frame gets a fresh decoder: a reused one reserves the whole declared window up front
+/// and refuses windows over 100 MB (`zstd --long` writes 128 MiB ones), while a fresh one
+/// grows its buffer with the data actually decoded, so a crafted header declaring a
+/// terabyte window costs nothing until a terabyte is decoded.
 struct ZstdFrames<R: BufRead> {
     src: R,
     frame: ruzstd::decoding::FrameDecoder,
@@ -99,12 +99,9 @@ struct ZstdFrames<R: BufRead> {
 
 impl<R: BufRead> ZstdFrames<R> {
     fn new(src: R) -> Self {
-        let mut frame = ruzstd::decoding::FrameDecoder::new();
-        // Cannot fail: a constant, valid frame.
-        let _ = frame.init(&EMPTY_ZSTD_FRAME[..]);
         ZstdFrames {
             src,
-            frame,
+            frame: ruzstd::decoding::FrameDecoder::new(),
             in_frame: false,
         }
     }
@@ -116,7 +113,8 @@ impl<R: BufRead> ZstdFrames<R> {
             if self.src.fill_buf()?.is_empty() {
                 return Ok(false);
             }
-            match self.frame.reset(&mut self.src) {
+            self.frame = ruzstd::decoding::FrameDecoder::new();
+            match self.frame.init(&mut self.src) {
                 Ok(()) => return Ok(true),
                 Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
                     length,
@@ -236,6 +234,27 @@ mod tests {
         frame[10] ^= 1;
         let err = decode_all(Compression::Zstd, frame).unwrap_err();
         assert!(err.to_string().contains("checksum"), "{err}");
+    }
+
+    #[test]
+    fn a_declared_terabyte_window_costs_only_what_is_decoded() {
+        // Window descriptor 0xf8: 2^41 bytes; then one raw, last block of 2 bytes.
+        let frame = [
+            0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xf8, 0x11, 0x00, 0x00, b'{', b'}',
+        ];
+        assert_eq!(
+            decode_all(Compression::Zstd, frame.to_vec()).unwrap(),
+            b"{}"
+        );
+        // A 128 MiB window (`zstd --long=27`), followed by a second frame: both decode.
+        let mut two = vec![
+            0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x88, 0x11, 0x00, 0x00, b'{', b'}',
+        ];
+        two.extend_from_slice(&TWO_FRAMES);
+        assert_eq!(
+            decode_all(Compression::Zstd, two).unwrap(),
+            b"{}hello world"
+        );
     }
 
     #[test]
