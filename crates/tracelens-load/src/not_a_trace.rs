@@ -53,6 +53,12 @@ pub fn unclaimed(head: &[u8], importers: &[&dyn Importer]) -> String {
     if head.starts_with(ZIP_MAGIC) {
         return "a ZIP archive, not a trace: unzip it and pass the trace inside".into();
     }
+    if is_pickle(head) {
+        return "a Python pickle, not a timeline trace (a torch.cuda.memory snapshot?): pass the profiler's Chrome trace (export_chrome_trace, tensorboard_trace_handler) or an Nsight Systems export".into();
+    }
+    if is_markup(head) {
+        return "an HTML or XML document, not a trace (a download that returned a web page, or a tracelens HTML report?): pass the trace file itself".into();
+    }
     let expected: Vec<&str> = importers.iter().map(|i| i.expects()).collect();
     let (offset, found) = match first_meaningful_byte(head) {
         Some((offset, byte)) => (offset, describe_byte(byte)),
@@ -62,6 +68,22 @@ pub fn unclaimed(head: &[u8], importers: &[&dyn Importer]) -> String {
         "not a trace: expected {} but found {found} at byte {offset}",
         expected.join(" or ")
     )
+}
+
+/// Whether the bytes open a pickle of protocol 2 or later (`\x80` then the protocol number):
+/// what `torch.cuda.memory._dump_snapshot` and `torch.save` write.
+fn is_pickle(head: &[u8]) -> bool {
+    matches!(head, [0x80, 2..=5, ..])
+}
+
+/// Whether the first meaningful text is a markup tag (`<!DOCTYPE`, `<html`, `<?xml`).
+fn is_markup(head: &[u8]) -> bool {
+    let Some((at, b'<')) = first_meaningful_byte(head) else {
+        return false;
+    };
+    let tag = head[at + 1..].iter().take(8).map(u8::to_ascii_lowercase);
+    let tag: Vec<u8> = tag.collect();
+    tag.starts_with(b"!doctype") || tag.starts_with(b"html") || tag.starts_with(b"?xml")
 }
 
 /// Whether the bytes open a tracelens result document: a JSON object whose first key is
@@ -122,11 +144,15 @@ mod tests {
 
     #[test]
     fn an_unclaimed_input_names_its_first_byte_and_every_format() {
-        let line = unclaimed(b"  \n<html>", crate::IMPORTERS);
+        let line = unclaimed(b"  \n<b>bold</b>", crate::IMPORTERS);
         assert_eq!(
             line,
             "not a trace: expected an Nsight Systems SQLite export or Chrome-trace JSON ('{' or '[') but found '<' at byte 3"
         );
+        assert!(unclaimed(b"\n<!DOCTYPE html><html>", crate::IMPORTERS).starts_with("an HTML"));
+        assert!(unclaimed(b"<?xml version", crate::IMPORTERS).starts_with("an HTML or XML"));
+        assert!(unclaimed(&[0x80, 4, 0x95, 0], crate::IMPORTERS).starts_with("a Python pickle"));
+        assert!(!unclaimed(&[0x80, 9], crate::IMPORTERS).starts_with("a Python pickle"));
         assert!(unclaimed(b"PK\x03\x04rest", crate::IMPORTERS).starts_with("a ZIP archive"));
         assert!(
             unclaimed(&[0xEF, 0xBB, 0xBF, 0x00], crate::IMPORTERS).contains("byte 0x00 at byte 3")
