@@ -33,6 +33,11 @@ pub fn refused_before_sniffing(head: &[u8], compression: Option<Compression>) ->
             }
         ));
     }
+    if is_execution_trace(head) {
+        return Some(
+            "a PyTorch execution trace (ExecutionTraceObserver 'nodes' graph), not a profiler trace: it has no timings; pass the Kineto trace recorded alongside it".into(),
+        );
+    }
     if is_result_document(head) {
         return Some(
             "a tracelens result document, not a trace: render it with `tracelens report FILE`, or analyse the trace it came from".into(),
@@ -86,14 +91,36 @@ fn is_markup(head: &[u8]) -> bool {
     tag.starts_with(b"!doctype") || tag.starts_with(b"html") || tag.starts_with(b"?xml")
 }
 
+/// The first key of the JSON object that opens `head` (its bytes with the quotes), if the
+/// head opens one.
+fn first_key(head: &[u8]) -> Option<&[u8]> {
+    let (at, b'{') = first_meaningful_byte(head)? else {
+        return None;
+    };
+    let rest = &head[at + 1..];
+    let (key, b'"') = first_meaningful_byte(rest)? else {
+        return None;
+    };
+    let len = rest[key + 1..].iter().position(|&b| b == b'"')?;
+    Some(&rest[key..key + len + 2])
+}
+
 /// Whether the bytes open a tracelens result document: a JSON object whose first key is
 /// `"schema_version"` (Chrome traces write `schemaVersion`, and never first).
 fn is_result_document(head: &[u8]) -> bool {
-    let Some((at, b'{')) = first_meaningful_byte(head) else {
-        return false;
-    };
-    first_meaningful_byte(&head[at + 1..])
-        .is_some_and(|(key, _)| head[at + 1 + key..].starts_with(b"\"schema_version\""))
+    first_key(head) == Some(b"\"schema_version\"")
+}
+
+/// Whether the bytes open a PyTorch execution trace (`ExecutionTraceObserver`): an object whose
+/// first key is `"schema"` with a `"nodes"` key after it, which no profiler trace has. Told
+/// here from the first bytes, the file is not read to its end to find that out.
+fn is_execution_trace(head: &[u8]) -> bool {
+    first_key(head) == Some(b"\"schema\"") && contains_bytes(head, b"\"nodes\"")
+}
+
+/// Whether `needle` occurs in `haystack`.
+fn contains_bytes(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// Whether the bytes look like UTF-16 text (a byte-order mark, or `{`/`[` next to a NUL).
@@ -135,6 +162,14 @@ mod tests {
         );
         assert_eq!(
             refused_before_sniffing(b"{\"schemaVersion\": 1, \"traceEvents\": []}", None),
+            None
+        );
+        let et = b"{\n  \"schema\": \"1.0.1\", \"pid\": 5, \"nodes\": [";
+        assert!(refused_before_sniffing(et, None)
+            .unwrap()
+            .starts_with("a PyTorch execution trace"));
+        assert_eq!(
+            refused_before_sniffing(b"{\"schema\": 1, \"traceEvents\": []}", None),
             None
         );
         // Plain gzip bytes are not refused here: the loader decodes them first.
