@@ -84,13 +84,17 @@ pub fn was_cut(reached: &Reached) -> bool {
     reached.load(Ordering::Acquire)
 }
 
+/// Largest zstd window read: 2^27 bytes, the limit `zstd -d` itself applies unless told
+/// `--long`/`--memory`. The decoder keeps up to a window of decoded bytes, so a tiny file
+/// declaring a huge window would otherwise hold everything it decodes.
+const MAX_ZSTD_WINDOW_BYTES: u64 = 1 << 27;
+
 /// Every frame of a Zstandard stream, one after another (`zstd` writes one frame; `pzstd`
 /// and concatenated files write several), skippable frames skipped.
 ///
 /// Each frame gets a fresh decoder: a reused one reserves the whole declared window up front
-/// and refuses windows over 100 MB (`zstd --long` writes 128 MiB ones), while a fresh one
-/// grows its buffer with the data actually decoded, so a crafted header declaring a
-/// terabyte window costs nothing until a terabyte is decoded.
+/// and refuses windows over 100 MB (`zstd --long` writes 128 MiB ones); the window is
+/// checked against [`MAX_ZSTD_WINDOW_BYTES`] from the frame header instead.
 struct ZstdFrames<R: BufRead> {
     src: R,
     frame: ruzstd::decoding::FrameDecoder,
@@ -114,8 +118,26 @@ impl<R: BufRead> ZstdFrames<R> {
                 return Ok(false);
             }
             self.frame = ruzstd::decoding::FrameDecoder::new();
-            match self.frame.init(&mut self.src) {
-                Ok(()) => return Ok(true),
+            let mut header = Recording {
+                inner: &mut self.src,
+                bytes: Vec::new(),
+            };
+            match self.frame.init(&mut header) {
+                Ok(()) => {
+                    let window = window_bytes(&header.bytes).unwrap_or(0);
+                    if window > MAX_ZSTD_WINDOW_BYTES {
+                        return Err(io::Error::new(
+                            io::ErrorKind::Unsupported,
+                            format!(
+                                "the zstd stream needs a {} MiB window, more than the {} MiB that `zstd -d` and tracelens decode by default: decompress it first (`zstd -d --memory={}MB FILE`)",
+                                window >> 20,
+                                MAX_ZSTD_WINDOW_BYTES >> 20,
+                                window.div_ceil(1 << 20)
+                            ),
+                        ));
+                    }
+                    return Ok(true);
+                }
                 Err(FrameDecoderError::ReadFrameHeaderError(ReadFrameHeaderError::SkipFrame {
                     length,
                     ..
@@ -135,6 +157,41 @@ impl<R: BufRead> ZstdFrames<R> {
             }
         }
     }
+}
+
+/// A reader that keeps the first bytes read through it: a frame header (at most 18 bytes).
+struct Recording<'a, R> {
+    inner: &'a mut R,
+    bytes: Vec<u8>,
+}
+
+impl<R: Read> Read for Recording<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(out)?;
+        if self.bytes.len() < 18 {
+            self.bytes.extend_from_slice(&out[..n]);
+        }
+        Ok(n)
+    }
+}
+
+/// The window a zstd frame header declares (RFC 8878 §3.1.1.1): the frame content size for a
+/// single-segment frame, else from the window descriptor.
+fn window_bytes(header: &[u8]) -> Option<u64> {
+    let descriptor = *header.get(4)?;
+    if descriptor & 0x20 == 0 {
+        let w = *header.get(5)?;
+        let base = 1u64 << (10 + u32::from(w >> 3));
+        return Some(base + base / 8 * u64::from(w & 7));
+    }
+    let dict_bytes = [0, 1, 2, 4][usize::from(descriptor & 3)];
+    let size_bytes = [1, 2, 4, 8][usize::from(descriptor >> 6)];
+    let at = 5 + dict_bytes;
+    let field = header.get(at..at + size_bytes)?;
+    let mut le = [0u8; 8];
+    le[..size_bytes].copy_from_slice(field);
+    let size = u64::from_le_bytes(le);
+    Some(if size_bytes == 2 { size + 256 } else { size })
 }
 
 impl<R: BufRead> Read for ZstdFrames<R> {
@@ -237,14 +294,21 @@ mod tests {
     }
 
     #[test]
-    fn a_declared_terabyte_window_costs_only_what_is_decoded() {
-        // Window descriptor 0xf8: 2^41 bytes; then one raw, last block of 2 bytes.
+    fn windows_past_zstds_own_default_limit_are_refused_with_the_way_out() {
+        // Window descriptor 0xf8: 2^41 bytes; then one raw, last block of 2 bytes. The decoder
+        // would keep everything it decodes: refused before any block.
         let frame = [
             0x28, 0xb5, 0x2f, 0xfd, 0x00, 0xf8, 0x11, 0x00, 0x00, b'{', b'}',
         ];
+        let err = decode_all(Compression::Zstd, frame.to_vec()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::Unsupported);
+        assert!(err.to_string().contains("--memory=2097152MB"), "{err}");
+        // A single-segment frame declares its content size as its window (a 2-byte size
+        // field counts from 256).
+        assert_eq!(window_bytes(&[0x28, 0xb5, 0x2f, 0xfd, 0x20, 0x05]), Some(5));
         assert_eq!(
-            decode_all(Compression::Zstd, frame.to_vec()).unwrap(),
-            b"{}"
+            window_bytes(&[0x28, 0xb5, 0x2f, 0xfd, 0x60, 0x00, 0x01]),
+            Some(512)
         );
         // A 128 MiB window (`zstd --long=27`), followed by a second frame: both decode.
         let mut two = vec![

@@ -225,6 +225,9 @@ fn decode_input(
             let (head, error) = read_head_keeping_error(&mut decoded, HEAD_BYTES);
             if head.is_empty() {
                 return Err(match error {
+                    Some(e) if e.kind() == ErrorKind::Unsupported => {
+                        LoadError::Unsupported(e.to_string())
+                    }
                     Some(e) => LoadError::CorruptCompression {
                         compression,
                         detail: e.to_string(),
