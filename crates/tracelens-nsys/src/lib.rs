@@ -42,7 +42,7 @@ pub fn open(path: &Path) -> Result<Db, String> {
     if !NSYS_TABLES.iter().any(|t| db.has(t)) {
         if db.has_name_starting(ROCPD_PREFIX) {
             return Err(
-                "a ROCm profiler database (rocprofv3 rocpd SQLite), not an Nsight Systems export: tracelens does not read rocpd yet; convert it to a Perfetto/Chrome trace (`rocpd convert --output-format pftrace`) or record with torch.profiler, whose traces tracelens reads on ROCm"
+                "a ROCm profiler database (rocprofv3 rocpd SQLite), not an Nsight Systems export: tracelens does not read rocpd yet (nor its Perfetto or OTF2 conversions); for a PyTorch program, a torch.profiler trace recorded on ROCm is read"
                     .into(),
             );
         }
