@@ -117,10 +117,10 @@ if "job" in doc:
     busy = row["gpu_busy_percent"]
     step_ms = max(r["step_ns"] for r in job["ranks"]) / 1e6
 else:
-    r = doc["results"]
-    verdict = r["verdict_text"]
-    busy = r["gpu_busy_percent"] if r.get("gpu_measured", True) else ""
-    step_ms = r["step_ns"] / 1e6
+    v = doc["diagnosis"]["verdict"]
+    verdict = v["text"]
+    busy = v["gpu_busy_percent"] if doc["diagnosis"].get("focus_device") is not None else ""
+    step_ms = v["step_ns"] / 1e6
 # One line each: a value never carries a newline into the outputs file.
 flat = lambda s: " ".join(str(s).split())
 print(f"verdict={flat(verdict)}")

@@ -167,7 +167,7 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
     let v = &d.verdict;
     // Diffs and gates match findings across runs by key: host-compute and copy findings are
     // told apart by what they are (sub-cause, direction), never by their rank in the run.
-    for f in &r.results.findings {
+    for f in &r.results().findings {
         let by_subject = matches!(f.kind, FindingKind::HostCompute | FindingKind::CopyTime);
         if by_subject && (f.key.contains('#') || !f.key.contains(':')) {
             e.push(format!("finding key {} does not name its subject", f.key));

@@ -220,6 +220,29 @@ fn stored_results_give_the_same_rules_and_diff_as_the_traces() {
         v
     };
     assert_eq!(diff(&bad, &good), diff(&bad_json, &good_json));
+    // A document of the former layout (version 4: the same report plus a stored `results`
+    // section, as cached CI baselines hold) still gates and diffs the same; `report` asks
+    // for a new analysis instead of rendering it.
+    let (bad_v4, good_v4) = (dir.join("bad_v4.json"), dir.join("good_v4.json"));
+    for (j, v4) in [(&bad_json, &bad_v4), (&good_json, &good_v4)] {
+        let text = std::fs::read_to_string(j).unwrap();
+        let report = tracelens_report::Report::from_json(&text).unwrap();
+        // Key order as written then: `schema_version` first, `results` last.
+        let current = format!("\"schema_version\": {}", tracelens_report::SCHEMA_VERSION);
+        let body = text.trim_end().strip_suffix('}').unwrap();
+        let results = serde_json::to_string(&report.results()).unwrap();
+        let old = format!("{},\n  \"results\": {results}\n}}\n", body.trim_end()).replacen(
+            &current,
+            "\"schema_version\": 4",
+            1,
+        );
+        std::fs::write(v4, old).unwrap();
+    }
+    assert_eq!(from(&good, &bad), from(&good_v4, &bad_v4));
+    assert_eq!(diff(&bad, &good), diff(&bad_v4, &good_v4));
+    let r = run(&["report", p(&bad_v4), "--format", "md"]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("analyse the trace again"), "{}", r.stderr);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

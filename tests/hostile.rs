@@ -405,7 +405,7 @@ fn ci_output_carries_no_workflow_command_from_the_trace() {
     let doc: serde_json::Value =
         serde_json::from_str(&tracelens(["analyze", &p(&path), "--format", "json"]).stdout)
             .unwrap();
-    for f in doc["results"]["findings"].as_array().unwrap() {
+    for f in doc["diagnosis"]["findings"].as_array().unwrap() {
         let site = f["call_site"].as_str().unwrap_or_default();
         let location = site.split_whitespace().next().unwrap_or_default();
         if let Some((file, _)) = location.rsplit_once(':') {
@@ -793,9 +793,11 @@ fn dash_means_stdout_and_newer_documents_are_refused() {
     assert!(run.stdout.is_empty());
     // A result document from a newer tracelens is refused, not read as if it were ours.
     let run = tracelens(["analyze", trace.to_str().unwrap(), "--format", "json"]);
-    let newer = run
-        .stdout
-        .replacen("\"schema_version\": 4", "\"schema_version\": 99", 1);
+    let newer = run.stdout.replacen(
+        &format!("\"schema_version\": {}", tracelens_report::SCHEMA_VERSION),
+        "\"schema_version\": 99",
+        1,
+    );
     let stored = dir.join("newer.json");
     std::fs::write(&stored, newer).unwrap();
     let run = tracelens(["check", stored.to_str().unwrap()]);

@@ -550,7 +550,6 @@ fn nccl_overlap_matches_an_independent_computation_and_bandwidth_is_per_operatio
     let bw = all_reduce["busbw_gb_per_s"].as_f64().unwrap();
     assert!(bw > 1.0 && bw < 300.0, "{bw}");
     assert_eq!(comm["link"], "NVLink 3 (12 links)");
-    assert!(doc["results"]["communication"].is_object());
 }
 
 /// Writes each rank of `job_dir` as Parquet tables under `tables/rank-N/`.

@@ -64,7 +64,7 @@ fn expectations() -> Vec<Expected> {
         .collect()
 }
 
-/// What the checker finds wrong with one analysed trace (`results` of the JSON output)
+/// What the checker finds wrong with one analysed trace (`diagnosis` of the JSON output)
 /// against what must be present and absent.
 fn problems(
     results: &serde_json::Value,
@@ -111,7 +111,7 @@ fn results_of(trace: &Path) -> serde_json::Value {
     ]);
     assert_eq!(run.code, 0, "{}: {}", trace.display(), run.stderr);
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    doc["results"].clone()
+    doc["diagnosis"].clone()
 }
 
 /// Every expectation names a case the script has, a twin that has expectations too, and a

@@ -36,8 +36,8 @@ def main() -> None:
     assert out.stdout.startswith("tracelens "), out.stdout
     # The module.
     doc = tracelens.analyze(bad)
-    assert doc["schema_version"] == 4, doc["schema_version"]
-    kinds = [f["kind"] for f in doc["results"]["findings"]]
+    assert doc["schema_version"] == 5, doc["schema_version"]
+    kinds = [f["kind"] for f in doc["diagnosis"]["findings"]]
     assert "data_loader_stall" in kinds, kinds
     try:
         tracelens.check(bad)

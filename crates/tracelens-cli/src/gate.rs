@@ -27,7 +27,7 @@ pub fn results_of(path: &Path, stderr: &mut dyn std::io::Write) -> Result<Result
     if input::is_result_document(path) {
         let text = std::fs::read_to_string(path)
             .map_err(|e| fail(stderr, path, input::read_problem(&e)))?;
-        return Results::from_json(&text).map_err(|p| fail(stderr, path, p));
+        return tracelens_results::results_of_document(&text).map_err(|p| fail(stderr, path, p));
     }
     let trace = input::open(path).map_err(|e| fail(stderr, path, e))?;
     // What the gate decides on may be damaged: say so (a bad CRC, a cut file, a stale WAL,

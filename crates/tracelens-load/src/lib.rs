@@ -462,8 +462,8 @@ pub fn open_nsys(path: &Path) -> Result<tracelens_nsys::OpenExport, LoadError> {
     })
 }
 
-/// The first bytes of a file, to tell a result document (JSON with `"schema_version"` and
-/// `"results"`) from a trace without reading it all.
+/// The first bytes of a file, to tell a result document (JSON naming `"schema_version"` and
+/// the tool) from a trace without reading it all.
 pub fn head_of(path: &Path, n: usize) -> std::io::Result<Vec<u8>> {
     let mut f = File::open(path)?;
     read_head(&mut f, n)

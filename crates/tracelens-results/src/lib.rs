@@ -16,7 +16,7 @@ pub mod rules;
 pub use diff::{diff, Diff};
 pub use job::{analyze_job, matching_words, Bottleneck, Job, RankSummary};
 pub use metrics::{Metric, Metrics, Unit};
-pub use report::{Report, ReportError, Tool};
+pub use report::{results_of_document, Report, ReportError, Tool};
 pub use results::SCHEMA_VERSION;
 pub use results::{CategoryResult, FindingResult, Results, STEP_CATEGORIES};
 pub use rules::{parse_rule, Rule, RuleError};

@@ -50,8 +50,6 @@ pub struct Report {
     pub warnings: Vec<Warning>,
     /// The representative step binned by class, for the timeline picture.
     pub timeline: Option<TimelineView>,
-    /// The gate's summary (rules, diffs, jobs).
-    pub results: Results,
 }
 
 /// Why a stored document cannot be read as a [`Report`].
@@ -114,7 +112,6 @@ impl Report {
             tool: Tool::this(),
             input: trace.source.clone(),
             metadata: trace.metadata.clone(),
-            results: Results::of(&trace.source, &diagnosis),
             overview,
             diagnosis,
             links: trace.links.clone(),
@@ -127,6 +124,13 @@ impl Report {
     #[must_use]
     pub fn build(trace: &Trace) -> Report {
         Report::new(trace, tracelens_analysis::analyze(trace))
+    }
+
+    /// The gate's summary (rules, diffs, job rows): a view of the diagnosis, not stored in
+    /// the document.
+    #[must_use]
+    pub fn results(&self) -> Results {
+        Results::of(&self.input, &self.diagnosis)
     }
 
     /// The document as written (pretty-printed, fixed key order, ending with a newline).
@@ -154,5 +158,19 @@ impl Report {
             _ => return Err(ReportError::NotAReport),
         }
         serde_json::from_str(text).map_err(|e| ReportError::Malformed(e.to_string()))
+    }
+}
+
+/// The results of a stored result: a document of this layout (its diagnosis, viewed as
+/// [`Results`]), the `results` section an older document (version 3 or 4) stored, or a bare
+/// results object (a rank's row in `rank.parquet`). Cached CI baselines written by an older
+/// tracelens stay readable this way.
+pub fn results_of_document(text: &str) -> Result<Results, String> {
+    let head: Head = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    match (head.schema_version, head.tool) {
+        (Some(SCHEMA_VERSION), Some(tool)) if tool.name == "tracelens" => Report::from_json(text)
+            .map(|r| r.results())
+            .map_err(|e| e.to_string()),
+        _ => Results::from_json(text),
     }
 }

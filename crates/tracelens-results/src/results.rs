@@ -1,16 +1,17 @@
-//! A run's results that stand on their own: no span ids, no trace needed, readable back from
-//! the JSON document (`results` section) so `check` and `diff` work on a stored result.
+//! A run's results that stand on their own: the figures rules, diffs and job rows compare,
+//! viewed from a [`Diagnosis`] (no span ids, no trace needed) so `check` and `diff` work on a
+//! stored result.
 
 use serde::{Deserialize, Serialize};
 use tracelens_analysis::attribute::idle::IdleCause;
-use tracelens_analysis::diagnose::finding::{Finding, Severity, WinKind};
+use tracelens_analysis::diagnose::finding::{Severity, WinKind};
 use tracelens_analysis::finding_kind::FindingKind;
 use tracelens_analysis::{Diagnosis, VerdictKind};
 use tracelens_model::{SourceInfo, TimeNs};
 
 /// Version of the document layout; bumped on any incompatible change (see
 /// `docs/json-output.md`).
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Version of the `results` layout.
 pub const RESULTS_VERSION: u32 = 1;
@@ -197,38 +198,6 @@ pub struct CategoryResult {
     pub percent_of_step: f64,
 }
 
-/// The stable key of a finding: its kind and what it is about, without numbers.
-fn finding_key(f: &Finding) -> String {
-    // A sync is identified by where it is called, else by what triggers it (the title's
-    // opening words); host compute by its sub-cause, copy time by its direction; other kinds
-    // occur once per run.
-    let subject = match (&f.call_site, f.kind) {
-        (Some(site), _) => site.clone(),
-        (None, FindingKind::HostCompute) => f
-            .sub_cause
-            .map(|s| s.label().to_string())
-            .unwrap_or_default(),
-        (None, FindingKind::CopyTime) => f
-            .title
-            .split_whitespace()
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase(),
-        (None, FindingKind::ImplicitSync) => f
-            .title
-            .split_whitespace()
-            .take_while(|w| !w.chars().any(|c| c.is_ascii_digit()))
-            .collect::<Vec<_>>()
-            .join(" "),
-        (None, _) => String::new(),
-    };
-    if subject.is_empty() {
-        f.kind.label().to_string()
-    } else {
-        format!("{}:{subject}", f.kind.label())
-    }
-}
-
 impl Results {
     /// The results of an analysed trace, read from `source`.
     #[must_use]
@@ -240,23 +209,13 @@ impl Results {
         // Shares of the step with the analysis' own rule (0-100, 0 without a step).
         let pct = |ns: TimeNs| tracelens_analysis::num::percent(ns, step_ns);
         let idle = d.focus_idle();
-        let mut keys: Vec<String> = Vec::new();
         let findings = d
             .findings
             .iter()
             .map(|f| {
-                let mut key = finding_key(f);
-                let same = keys
-                    .iter()
-                    .filter(|k| k.split('#').next() == Some(&key))
-                    .count();
-                if same > 0 {
-                    key = format!("{key}#{}", same + 1);
-                }
-                keys.push(key.clone());
                 let count = f.evidence.occurrences().unwrap_or(0);
                 FindingResult {
-                    key,
+                    key: f.key.clone(),
                     kind: f.kind,
                     title: f.title.clone(),
                     severity: f.severity,
@@ -394,8 +353,10 @@ impl Results {
         }
     }
 
-    /// Reads the results back from a `tracelens analyze --format json` document (its
-    /// `results` section), or from a bare results object.
+    /// Reads results stored as such: a bare results object (a rank's row in
+    /// `rank.parquet`), or the `results` section of a version 3 or 4 analyze document. A
+    /// current document stores none: read it with
+    /// [`results_of_document`](crate::report::results_of_document).
     pub fn from_json(text: &str) -> Result<Results, String> {
         let doc: serde_json::Value =
             serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;

@@ -96,8 +96,12 @@ pub struct Evidence {
     #[serde(skip)]
     pub span_ids: Vec<u32>,
     /// Which item counts the problem's occurrences ([`Evidence::add_occurrences`]): the count
-    /// rules and diffs compare. Not serialized: results are made from a live diagnosis.
-    #[serde(skip)]
+    /// rules and diffs compare, kept in the document so a stored result gives the same count.
+    #[serde(
+        default,
+        rename = "occurrences_item",
+        skip_serializing_if = "Option::is_none"
+    )]
     occurrences_at: Option<usize>,
 }
 
@@ -139,6 +143,11 @@ impl Evidence {
 /// One diagnosed problem.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Finding {
+    /// Stable identity across runs: the kind plus the call site or subject, never a number
+    /// (`implicit_sync:train.py:52 log_loss`), `#2`, `#3` on repeats; given by
+    /// [`Finding::subject_key`] once the findings are ranked.
+    #[serde(default)]
+    pub key: String,
     /// What kind.
     pub kind: FindingKind,
     /// For host-compute findings, which CPU work it is (each sub-cause has its own fix).
@@ -187,6 +196,50 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// The finding's kind and what it is about, without numbers: a sync is identified by
+    /// where it is called, else by what triggers it (the title's opening words); host
+    /// compute by its sub-cause, copy time by its direction; other kinds occur once per run.
+    #[must_use]
+    pub fn subject_key(&self) -> String {
+        let subject = match (&self.call_site, self.kind) {
+            (Some(site), _) => site.clone(),
+            (None, FindingKind::HostCompute) => self
+                .sub_cause
+                .map(|s| s.label().to_string())
+                .unwrap_or_default(),
+            (None, FindingKind::CopyTime) => self
+                .title
+                .split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_ascii_lowercase(),
+            (None, FindingKind::ImplicitSync) => self
+                .title
+                .split_whitespace()
+                .take_while(|w| !w.chars().any(|c| c.is_ascii_digit()))
+                .collect::<Vec<_>>()
+                .join(" "),
+            (None, _) => String::new(),
+        };
+        if subject.is_empty() {
+            self.kind.label().to_string()
+        } else {
+            format!("{}:{subject}", self.kind.label())
+        }
+    }
+
+    /// Gives each finding its [`key`](Finding::key), in order: the subject key, with `#2`,
+    /// `#3` for a second and third finding of the same subject.
+    pub fn assign_keys(findings: &mut [Finding]) {
+        let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for f in findings {
+            let key = f.subject_key();
+            let n = seen.entry(key.clone()).or_insert(0);
+            *n += 1;
+            f.key = if *n > 1 { format!("{key}#{n}") } else { key };
+        }
+    }
+
     /// Step time the fix saves by the best estimate: the predicted saving when the replay
     /// predicts one, else the upper bound per step.
     #[must_use]
@@ -216,5 +269,73 @@ mod tests {
         e.add("copies", EvidenceValue::Count(9));
         assert_eq!(e.occurrences(), Some(3));
         assert_eq!(e.get("calls"), Some(EvidenceValue::Count(3)));
+        // The document keeps which item it is, so a stored result counts the same.
+        let back: Evidence = serde_json::from_str(&serde_json::to_string(&e).unwrap()).unwrap();
+        assert_eq!(back.occurrences(), Some(3));
+        // A crafted index past the items, or at an item that is no count, gives none.
+        let crafted = r#"{"time_ranges":[],"items":[{"label":"x","value":{"percent":1.0}}],"occurrences_item":0}"#;
+        assert_eq!(
+            serde_json::from_str::<Evidence>(crafted)
+                .unwrap()
+                .occurrences(),
+            None
+        );
+        let past = crafted.replace("\"occurrences_item\":0", "\"occurrences_item\":9");
+        assert_eq!(
+            serde_json::from_str::<Evidence>(&past)
+                .unwrap()
+                .occurrences(),
+            None
+        );
+    }
+
+    fn finding(kind: FindingKind, title: &str, call_site: Option<&str>) -> Finding {
+        Finding {
+            key: String::new(),
+            kind,
+            sub_cause: None,
+            title: title.into(),
+            severity: Severity::Low,
+            win_kind: WinKind::GpuIdle,
+            estimated_win_ns: 0,
+            estimated_win_per_step_ns: 0,
+            estimated_win_percent: 0.0,
+            win_basis: String::new(),
+            cpu_cost_per_step_ns: None,
+            evidence: Evidence::default(),
+            call_site: call_site.map(Into::into),
+            fix: String::new(),
+            advice: String::new(),
+            snippet: String::new(),
+            confidence: Confidence::Medium,
+            predicted_step_ns: None,
+            prediction: String::new(),
+            what_if: None,
+        }
+    }
+
+    #[test]
+    fn keys_name_the_subject_never_a_number_and_number_repeats() {
+        let mut f = vec![
+            finding(FindingKind::ImplicitSync, "x", Some("train.py:52 log_loss")),
+            finding(FindingKind::ImplicitSync, "aten::item 12 calls", None),
+            finding(FindingKind::CopyTime, "Host-to-device copies 3 ms", None),
+            finding(FindingKind::DataLoaderStall, "DataLoader 40 %", None),
+            finding(FindingKind::ImplicitSync, "y", Some("train.py:52 log_loss")),
+            finding(FindingKind::ImplicitSync, "z", Some("train.py:52 log_loss")),
+        ];
+        Finding::assign_keys(&mut f);
+        let keys: Vec<&str> = f.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "implicit_sync:train.py:52 log_loss",
+                "implicit_sync:aten::item",
+                "copy_time:host-to-device",
+                "data_loader_stall",
+                "implicit_sync:train.py:52 log_loss#2",
+                "implicit_sync:train.py:52 log_loss#3",
+            ]
+        );
     }
 }

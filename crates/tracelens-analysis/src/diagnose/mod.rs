@@ -539,7 +539,7 @@ fn diagnose_core(
 /// Every finding after its detector, in one place: the batch advice fitted to the memory
 /// left, the predicted step from the critical path's replay (or why there is none), then the
 /// ranking by the step time each fix is expected to save (the prediction where there is one,
-/// else the upper bound).
+/// else the upper bound), and each finding's stable key in that order.
 fn finish_findings(
     mut findings: Vec<Finding>,
     predictions: Vec<Option<FixPrediction>>,
@@ -564,6 +564,7 @@ fn finish_findings(
             .then(a.kind.cmp(&b.kind))
             .then(a.title.cmp(&b.title))
     });
+    Finding::assign_keys(&mut findings);
     findings
 }
 

@@ -146,7 +146,7 @@ pub(crate) fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
         }
     }
     if args.annotate.annotations.is_some() || !args.fail_on.is_empty() {
-        let results = &report.results;
+        let results = &report.results();
         if let Some(lines) = args.annotate.lines(results) {
             out.print_commands(&lines)?;
         }

@@ -61,7 +61,7 @@ impl RankSummary {
                 .window
                 .as_ref()
                 .map(|w| (w.interval.start_ns, w.interval.end_ns)),
-            results: report.results.clone(),
+            results: report.results(),
             collectives,
             steps: d
                 .window

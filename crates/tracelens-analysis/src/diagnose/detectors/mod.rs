@@ -107,6 +107,7 @@ impl Context<'_> {
 
     pub(crate) fn finding(&self, kind: FindingKind, win_kind: WinKind, win: &Win) -> Finding {
         Finding {
+            key: String::new(),
             kind,
             sub_cause: None,
             title: String::new(),
