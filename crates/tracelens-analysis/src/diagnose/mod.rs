@@ -14,7 +14,7 @@ use crate::attribute::idle::{
 };
 use crate::attribute::launch::{launch_report, LaunchReport};
 use crate::attribute::syncs::{find_syncs, group_sync_sites, SyncSite, SyncTrigger};
-use crate::diagnose::detectors::{all_detectors, sync_site_reported, Context, Detector};
+use crate::diagnose::detectors::{all_detectors, sync_site_reported, Analyses, Detector};
 use crate::diagnose::finding::{Finding, WinKind};
 use crate::diagnose::verdict::{verdict, Verdict, VerdictInput};
 use crate::measure::environment::{framework, hardware, Framework, Hardware};
@@ -420,10 +420,8 @@ fn diagnose_core(
     });
     let findings: Vec<Finding> = match &window {
         Some(win) => {
-            let cx = Context {
+            let shared = Analyses {
                 communication: communication.as_ref(),
-                trace,
-                window: win,
                 idle: focus_idle,
                 credit: &credit,
                 sync_sites: &sites,
@@ -432,7 +430,10 @@ fn diagnose_core(
                 launch: &launch,
                 framework: &fw,
             };
-            detectors.iter().flat_map(|d| d.detect(&cx)).collect()
+            detectors
+                .iter()
+                .flat_map(|d| d.detect(&shared.context_for(trace, win, *d)))
+                .collect()
         }
         None => Vec::new(),
     };

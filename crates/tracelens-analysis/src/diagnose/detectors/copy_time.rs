@@ -3,7 +3,7 @@
 //! pinned/pageable split, what is not overlapped with compute, and the ops that issue them.
 
 use super::gpu_waits::BIG_SHARE_PERCENT;
-use super::{plural, Context, Detector};
+use super::{plural, Context, Detector, Input};
 use crate::attribute::copies::DirectionCopies;
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
@@ -21,12 +21,15 @@ impl Detector for CopyTime {
     fn kind(&self) -> FindingKind {
         FindingKind::CopyTime
     }
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Copies, Input::Framework, Input::Idle]
+    }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
-        let Some(device) = cx.idle.map(|d| d.device) else {
+        let Some(device) = cx.idle().map(|d| d.device) else {
             return Vec::new();
         };
-        let Some(copies) = cx.copies.by_device.iter().find(|c| c.device == device) else {
+        let Some(copies) = cx.copies().by_device.iter().find(|c| c.device == device) else {
             return Vec::new();
         };
         copies
@@ -122,7 +125,7 @@ fn direction_finding(cx: &Context, dir: CopyDirection, c: &DirectionCopies) -> O
     }
     f.win_basis = format!("GPU time of {lower} copies not overlapped by any kernel, outside the copies a pageable-copy or sync finding counts (busy time, not idle; upper bound)");
     f.confidence = Confidence::Medium;
-    let pytorch = cx.framework.pytorch();
+    let pytorch = cx.framework().pytorch();
     let offload = c.sources.iter().any(|(n, _, _)| n.contains("FSDP"));
     // DistributedDataParallel is in the trace (its forward region or its reducer).
     let ddp = (0..cx.trace.names.len()).any(|i| {

@@ -1,7 +1,7 @@
 //! CPU oversubscription: the launching thread was descheduled while runnable (Nsight Systems
 //! scheduling data) while the GPU waited.
 
-use super::{Context, Detector, MIN_FINDING_PERCENT};
+use super::{Context, Detector, Input, MIN_FINDING_PERCENT};
 use crate::diagnose::finding::{EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
 use tracelens_model::format_ms;
@@ -17,9 +17,12 @@ impl Detector for CpuOversubscription {
     fn kind(&self) -> FindingKind {
         FindingKind::CpuOversubscription
     }
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Credit, Input::Framework]
+    }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
-        let win = cx.win(cx.credit.oversubscription_ns);
+        let win = cx.win(cx.credit().oversubscription_ns);
         if win.total_ns == 0 || win.percent < MIN_FINDING_PERCENT {
             return Vec::new();
         }
@@ -33,7 +36,7 @@ impl Detector for CpuOversubscription {
         f.win_basis = "GPU idle during which the launching thread was descheduled outside any traced OS wait (upper bound)".into();
         f.evidence
             .add("descheduled", EvidenceValue::DurationNs(win.total_ns));
-        if !cx.framework.pytorch() {
+        if !cx.framework().pytorch() {
             f.fix = "Give the launching thread its core: bound OMP_NUM_THREADS and other thread pools to the free cores and pin the process with taskset or numactl.".into();
             f.advice = "More threads want the cores than there are, so the thread that launches GPU work waits to run: bound the thread pools, pin the process, and check for other jobs on the node.".into();
             f.snippet = "export OMP_NUM_THREADS=4\ntaskset -c 0-7 ./program".into();

@@ -1,7 +1,7 @@
 //! The GPU waits for the DataLoader: `enumerate(DataLoader)#…__next__` on the launching thread
 //! during GPU idle.
 
-use super::{Context, Detector};
+use super::{Context, Detector, Input};
 use crate::attribute::dataloader::IteratorKind;
 use crate::attribute::idle::IdleCause;
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
@@ -23,10 +23,13 @@ impl Detector for DataLoaderStall {
     fn kind(&self) -> FindingKind {
         FindingKind::DataLoaderStall
     }
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Credit, Input::DataLoader, Input::Idle]
+    }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
-        let dl = cx.dataloader;
-        let win = cx.win(cx.credit.data_loader_ns);
+        let dl = cx.dataloader();
+        let win = cx.win(cx.credit().data_loader_ns);
         if win.total_ns == 0
             || (dl.share_percent < DATA_LOADER_SHARE_PERCENT
                 && win.percent < DATA_LOADER_SHARE_PERCENT)
@@ -67,7 +70,7 @@ impl Detector for DataLoaderStall {
             "__next__ share of step time",
             EvidenceValue::Percent(dl.share_percent),
         );
-        if let Some(d) = cx.idle {
+        if let Some(d) = cx.idle() {
             let mut segs: Vec<_> = d
                 .segments
                 .iter()

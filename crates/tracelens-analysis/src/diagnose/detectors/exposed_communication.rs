@@ -2,7 +2,7 @@
 //! the step waits for instead of hiding under compute.
 
 use super::gpu_waits::{short, BIG_SHARE_PERCENT};
-use super::{Context, Detector};
+use super::{Context, Detector, Input};
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
 use crate::measure::intervals::{intersect, total_ns};
@@ -20,9 +20,12 @@ impl Detector for ExposedCommunication {
     fn kind(&self) -> FindingKind {
         FindingKind::ExposedCommunication
     }
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Communication, Input::Framework]
+    }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
-        let Some(comm) = cx.communication else {
+        let Some(comm) = cx.communication() else {
             return Vec::new();
         };
         let exposed = &comm.exposed;
@@ -76,7 +79,7 @@ impl Detector for ExposedCommunication {
         f.confidence = Confidence::Medium;
         f.advice = "While a collective runs alone the device computes nothing; the step is as long as compute plus this exposed communication.".into();
         let top = named.first().map_or("", |(n, _)| n.as_str());
-        (f.fix, f.snippet) = communication_fix(collective_of(top), cx.framework.pytorch());
+        (f.fix, f.snippet) = communication_fix(collective_of(top), cx.framework().pytorch());
         f.what_if = Some(crate::predict::what_if::WhatIf::OverlapCommunication);
         vec![f]
     }

@@ -3,7 +3,7 @@
 //! logging, …), each with its own fix.
 
 use super::launch_bound::launch_overhead_fix;
-use super::{Context, Detector};
+use super::{Context, Detector, Input};
 use crate::attribute::host_work::HostWork;
 use crate::attribute::idle::{DeviceIdle, HostPart};
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
@@ -32,16 +32,19 @@ impl Detector for HostCompute {
     fn kind(&self) -> FindingKind {
         FindingKind::HostCompute
     }
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Credit, Input::Framework, Input::Idle]
+    }
 
     /// One finding per sub-cause worth [`HOST_COMPUTE_FINDING_PERCENT`] of step time (the
     /// largest alone when none is but all together are); the parts split the credited time, so
     /// their wins never overlap.
     fn detect(&self, cx: &Context) -> Vec<Finding> {
-        let total = cx.win(cx.credit.host_compute_ns);
+        let total = cx.win(cx.credit().host_compute_ns);
         if total.total_ns == 0 || total.percent < HOST_COMPUTE_FINDING_PERCENT {
             return Vec::new();
         }
-        let parts = &cx.credit.host_compute_parts;
+        let parts = &cx.credit().host_compute_parts;
         let mut chosen: Vec<&HostPart> = parts
             .iter()
             .filter(|p| cx.win(p.ns).percent >= HOST_COMPUTE_FINDING_PERCENT)
@@ -97,8 +100,8 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
             top.join(", ")
         },
         inside,
-        match (largest, cx.idle) {
-            (true, Some(d)) => os_wait_note(d, cx.credit.host_compute_ns),
+        match (largest, cx.idle()) {
+            (true, Some(d)) => os_wait_note(d, cx.credit().host_compute_ns),
             _ => String::new(),
         }
     );
@@ -110,7 +113,7 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         f.evidence
             .add(format!("region: {n}"), EvidenceValue::DurationNs(*t));
     }
-    if let (true, Some(d)) = (largest, cx.idle) {
+    if let (true, Some(d)) = (largest, cx.idle()) {
         for (n, t) in d.os_waits.iter().take(4) {
             f.evidence
                 .add(format!("OS wait: {n}"), EvidenceValue::DurationNs(*t));
@@ -122,7 +125,7 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         .iter()
         .find(|(n, _)| tracelens_model::PyFrame::parse(n).is_some())
         .map(|(n, _)| n.as_str());
-    (f.fix, f.snippet) = work_fix(cx.framework, part, region, frame);
+    (f.fix, f.snippet) = work_fix(cx.framework(), part, region, frame);
     f.advice = work_advice(part.work).into();
     f.confidence = match part.work {
         HostWork::NotRecorded | HostWork::UserRegion => Confidence::Low,

@@ -1,7 +1,7 @@
 //! Host-blocking syncs (`.item()`, `bool(tensor)`, synchronous copies, `synchronize()`) that
 //! drain the GPU queue, one finding per call site.
 
-use super::{plural, Context, Detector, MIN_FINDING_PERCENT};
+use super::{plural, Context, Detector, Input, MIN_FINDING_PERCENT};
 use crate::attribute::syncs::{SyncSite, SyncTrigger};
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
@@ -25,10 +25,13 @@ impl Detector for ImplicitSyncs {
     fn kind(&self) -> FindingKind {
         FindingKind::ImplicitSync
     }
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Framework, Input::Idle, Input::SyncSites]
+    }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
         let mut out = Vec::new();
-        for site in cx.sync_sites {
+        for site in cx.sync_sites() {
             if site.trigger == SyncTrigger::ProfilerInjected {
                 continue;
             }
@@ -52,7 +55,7 @@ impl Detector for ImplicitSyncs {
             let what = if site.trigger == SyncTrigger::AllocatorFree && !site.apis.is_empty() {
                 // The free calls the trace shows (cudaFree on CUDA, hipFree on ROCm).
                 format!("GPU memory free ({}())", site.apis.join("()/"))
-            } else if cx.framework.pytorch() || site.apis.is_empty() {
+            } else if cx.framework().pytorch() || site.apis.is_empty() {
                 site.trigger.describe().to_string()
             } else {
                 format!("{}()", site.apis.join("()/"))
@@ -80,7 +83,7 @@ impl Detector for ImplicitSyncs {
                     cx.step_time()
                 )
             };
-            (f.fix, f.advice, f.snippet) = sync_advice(site, cx.framework);
+            (f.fix, f.advice, f.snippet) = sync_advice(site, cx.framework());
             f.win_basis = "GPU idle after the sync drained the queue, at most the time the sync blocked the host (the GPU work the CPU work after it could have overlapped)".into();
             f.cpu_cost_per_step_ns = Some(blocked.per_step_ns);
             f.evidence.add_occurrences("calls", site.count);

@@ -2,7 +2,7 @@
 //! starves between launches. Also the fix against per-launch overhead that fits the PyTorch
 //! version and what the step already uses.
 
-use super::{plural, Context, Detector, MIN_FINDING_PERCENT};
+use super::{plural, Context, Detector, Input, MIN_FINDING_PERCENT};
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
 use crate::measure::environment::{Framework, CUDA_GRAPHS, TORCH_COMPILE};
@@ -20,10 +20,13 @@ impl Detector for LaunchBound {
     fn kind(&self) -> FindingKind {
         FindingKind::LaunchBound
     }
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Credit, Input::Framework, Input::Idle, Input::Launch]
+    }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
-        let l = cx.launch;
-        let win = cx.win(cx.credit.launch_bound_ns);
+        let l = cx.launch();
+        let win = cx.win(cx.credit().launch_bound_ns);
         if l.stretch_count == 0 || win.total_ns == 0 || win.percent < MIN_FINDING_PERCENT {
             return Vec::new();
         }
@@ -48,7 +51,7 @@ impl Detector for LaunchBound {
             EvidenceValue::Number(depth),
         );
         f.evidence.time_ranges = l.stretches.iter().map(|s| s.interval).collect();
-        if let Some(idle) = cx.idle {
+        if let Some(idle) = cx.idle() {
             let stretches = l
                 .stretch_intervals
                 .iter()
@@ -57,7 +60,7 @@ impl Detector for LaunchBound {
                 .unwrap_or_default();
             f.what_if = Some(WhatIf::GraphLaunches(stretches));
         }
-        (f.fix, f.snippet) = launch_overhead_fix(cx.framework);
+        (f.fix, f.snippet) = launch_overhead_fix(cx.framework());
         f.advice = "The CPU cannot issue kernels as fast as the GPU runs them: each kernel is shorter than its launch call, so the GPU idles between them. Fewer, larger launches (CUDA graphs, fusion, bigger batches) remove the gaps.".into();
         f.confidence = if cx.reliable() {
             Confidence::Medium

@@ -38,12 +38,32 @@ use crate::measure::window::AnalysisWindow;
 use crate::num::percent;
 use tracelens_model::{TimeNs, Trace};
 
-/// Everything detectors read.
-pub struct Context<'a> {
-    /// The trace.
-    pub trace: &'a Trace,
-    /// The analysis window.
-    pub window: &'a AnalysisWindow,
+/// A shared analysis a detector may read, besides the trace and the window (which every
+/// detector has). A detector names what it reads in [`Detector::reads`]; [`Context`] hands
+/// out only those (a debug build stops at an undeclared read), so what each detector depends
+/// on is stated in one line and checked by every test run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The focus device's idle attribution.
+    Idle,
+    /// Its idle time, credited to findings.
+    Credit,
+    /// Sync call sites.
+    SyncSites,
+    /// Copies.
+    Copies,
+    /// The DataLoader report.
+    DataLoader,
+    /// Launch-bound stretches.
+    Launch,
+    /// What the trace shows of the program's framework (PyTorch, the optimizer).
+    Framework,
+    /// The focus device's communication.
+    Communication,
+}
+
+/// The shared analyses, computed once per diagnosis before any detector runs.
+pub struct Analyses<'a> {
     /// Idle attribution of the focus device (the one the verdict describes).
     pub idle: Option<&'a DeviceIdle>,
     /// Its idle time, credited to findings.
@@ -60,6 +80,92 @@ pub struct Context<'a> {
     pub framework: &'a Framework,
     /// The focus device's communication (none without collectives).
     pub communication: Option<&'a crate::attribute::communication::Communication>,
+}
+
+/// What one detector reads: the trace, the window, and the shared analyses it declared.
+pub struct Context<'a> {
+    /// The trace.
+    pub trace: &'a Trace,
+    /// The analysis window.
+    pub window: &'a AnalysisWindow,
+    shared: &'a Analyses<'a>,
+    declared: &'static [Input],
+}
+
+impl<'a> Analyses<'a> {
+    /// The context `detector` runs in: these analyses, limited to those it declares.
+    #[must_use]
+    pub fn context_for(
+        &'a self,
+        trace: &'a Trace,
+        window: &'a AnalysisWindow,
+        detector: &dyn Detector,
+    ) -> Context<'a> {
+        Context {
+            trace,
+            window,
+            shared: self,
+            declared: detector.reads(),
+        }
+    }
+}
+
+impl<'a> Context<'a> {
+    fn read(&self, input: Input) -> &'a Analyses<'a> {
+        debug_assert!(
+            self.declared.contains(&input),
+            "a detector reads {input:?} without declaring it in Detector::reads"
+        );
+        self.shared
+    }
+
+    /// Idle attribution of the focus device (the one the verdict describes).
+    #[must_use]
+    pub fn idle(&self) -> Option<&'a DeviceIdle> {
+        self.read(Input::Idle).idle
+    }
+
+    /// The focus device's idle time, credited to findings.
+    #[must_use]
+    pub fn credit(&self) -> &'a IdleCredit {
+        self.read(Input::Credit).credit
+    }
+
+    /// Sync call sites (GPU idle measured on the focus device).
+    #[must_use]
+    pub fn sync_sites(&self) -> &'a [SyncSite] {
+        self.read(Input::SyncSites).sync_sites
+    }
+
+    /// Copies.
+    #[must_use]
+    pub fn copies(&self) -> &'a CopyReport {
+        self.read(Input::Copies).copies
+    }
+
+    /// The DataLoader report.
+    #[must_use]
+    pub fn dataloader(&self) -> &'a DataLoaderReport {
+        self.read(Input::DataLoader).dataloader
+    }
+
+    /// Launch-bound stretches.
+    #[must_use]
+    pub fn launch(&self) -> &'a LaunchReport {
+        self.read(Input::Launch).launch
+    }
+
+    /// What the trace shows of PyTorch and the optimizer.
+    #[must_use]
+    pub fn framework(&self) -> &'a Framework {
+        self.read(Input::Framework).framework
+    }
+
+    /// The focus device's communication (none without collectives).
+    #[must_use]
+    pub fn communication(&self) -> Option<&'a crate::attribute::communication::Communication> {
+        self.read(Input::Communication).communication
+    }
 }
 
 /// A finding's win fields.
@@ -101,8 +207,10 @@ impl Context<'_> {
         }
     }
 
+    /// Whether the focus device's idle attribution is reliable (no graph replays hide its
+    /// launches); reads [`Input::Idle`].
     pub(crate) fn reliable(&self) -> bool {
-        self.idle.is_none_or(DeviceIdle::reliable)
+        self.idle().is_none_or(DeviceIdle::reliable)
     }
 
     pub(crate) fn finding(&self, kind: FindingKind, win_kind: WinKind, win: &Win) -> Finding {
@@ -137,6 +245,8 @@ pub trait Detector {
     fn name(&self) -> &'static str;
     /// The kind of the findings it reports.
     fn kind(&self) -> FindingKind;
+    /// The shared analyses it reads (the trace and the window it always has).
+    fn reads(&self) -> &'static [Input];
     /// The findings (possibly none).
     fn detect(&self, cx: &Context) -> Vec<Finding>;
 }
@@ -263,5 +373,33 @@ mod tests {
             );
         }
         assert_eq!(kinds.len(), FindingKind::ALL.len());
+    }
+
+    /// Reads what it does not declare.
+    struct Undeclared;
+
+    impl Detector for Undeclared {
+        fn name(&self) -> &'static str {
+            "undeclared"
+        }
+        fn kind(&self) -> FindingKind {
+            FindingKind::CopyTime
+        }
+        fn reads(&self) -> &'static [Input] {
+            &[Input::Framework]
+        }
+        fn detect(&self, cx: &Context) -> Vec<Finding> {
+            let _ = cx.framework();
+            let _ = cx.copies();
+            Vec::new()
+        }
+    }
+
+    #[test]
+    #[cfg(debug_assertions)]
+    #[should_panic(expected = "reads Copies without declaring it")]
+    fn a_detector_reading_what_it_did_not_declare_stops_a_debug_build() {
+        let trace = testing::scenario("pageable_sync_copy");
+        testing::findings_of(&Undeclared, &trace);
     }
 }

@@ -1,7 +1,7 @@
 //! Copies between pageable host memory and the GPU that no sync finding already counts: their
 //! GPU time cannot overlap compute.
 
-use super::{plural, Context, Detector};
+use super::{plural, Context, Detector, Input};
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
 use tracelens_model::format_ms;
@@ -17,16 +17,19 @@ impl Detector for PageableCopies {
     fn kind(&self) -> FindingKind {
         FindingKind::PageableCopies
     }
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Copies, Input::Framework]
+    }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
-        let p = cx.copies.pageable_unclaimed;
+        let p = cx.copies().pageable_unclaimed;
         if p.count == 0 || p.exposed_ns == 0 {
             return Vec::new();
         }
         let win = cx.win(p.exposed_ns);
         let mut f = cx.finding(FindingKind::PageableCopies, WinKind::ExposedCopy, &win);
         f.what_if = Some(crate::predict::what_if::WhatIf::PinnedCopies(
-            cx.copies.pageable_unclaimed_calls.clone(),
+            cx.copies().pageable_unclaimed_calls.clone(),
         ));
         f.title = format!(
             "{} {} pageable host memory ({:.1} MB, {} of GPU copy time not overlapped with compute, host blocked {})",
@@ -44,13 +47,13 @@ impl Detector for PageableCopies {
             .add("host blocked", EvidenceValue::DurationNs(p.host_blocked_ns));
         f.evidence.add(
             "host-to-device copies serialized with compute",
-            EvidenceValue::Count(cx.copies.htod_serialized_with_compute),
+            EvidenceValue::Count(cx.copies().htod_serialized_with_compute),
         );
         f.evidence.add(
             "pinned copies then synced",
-            EvidenceValue::Count(cx.copies.pinned_copies_then_synced),
+            EvidenceValue::Count(cx.copies().pinned_copies_then_synced),
         );
-        if !cx.framework.pytorch() {
+        if !cx.framework().pytorch() {
             f.fix = "Allocate the host buffers pinned (cudaMallocHost/cudaHostAlloc, or cudaHostRegister an existing buffer) and copy with cudaMemcpyAsync on a stream.".into();
             f.advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels; pinned buffers with async copies can.".into();
             f.snippet = "cudaMallocHost(&host_buf, bytes);            // once, outside the loop\ncudaMemcpyAsync(dev_buf, host_buf, bytes, cudaMemcpyHostToDevice, stream);".into();

@@ -2,7 +2,7 @@
 
 use super::{wait_finding, Context};
 use crate::attribute::idle::IdleCause;
-use crate::diagnose::detectors::Detector;
+use crate::diagnose::detectors::{Detector, Input};
 use crate::diagnose::finding::{Confidence, Finding};
 use crate::finding_kind::FindingKind;
 
@@ -16,13 +16,16 @@ impl Detector for CollectiveWait {
     fn kind(&self) -> FindingKind {
         FindingKind::CollectiveWait
     }
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Credit, Input::Framework, Input::Idle]
+    }
     fn detect(&self, cx: &Context) -> Vec<Finding> {
         let Some(wait) = wait_finding(cx, IdleCause::CollectiveWait, self.kind()) else {
             return Vec::new();
         };
         let mut f = wait.finding;
         f.confidence = Confidence::Medium;
-        f.fix = if cx.framework.pytorch() {
+        f.fix = if cx.framework().pytorch() {
             "Ranks reach the collective at different times or communication runs exposed: compare the ranks with `tracelens job` to find the late one and what it did, and overlap communication with compute (DDP bucket_cap_mb, FSDP forward/backward prefetch).".into()
         } else {
             "Ranks reach the collective at different times or communication runs exposed: compare the ranks with `tracelens job` to find the late one, and issue collectives on their own stream overlapped with independent compute.".into()

@@ -45,7 +45,7 @@ fn largest<K: Clone + Ord>(m: &FxHashMap<K, TimeNs>, n: usize) -> Vec<(K, TimeNs
 
 fn facts(cx: &Context, cause: IdleCause) -> WaitFacts {
     let mut f = WaitFacts::default();
-    let Some(idle) = cx.idle else {
+    let Some(idle) = cx.idle() else {
         return f;
     };
     let trace = cx.trace;
@@ -112,7 +112,7 @@ struct WaitFinding {
 
 /// The finding for the GPU time credited to wait `cause`, when it is a big share of the step.
 fn wait_finding(cx: &Context, cause: IdleCause, kind: FindingKind) -> Option<WaitFinding> {
-    let ns = cx.credit.gpu_waits.get(&cause).copied().unwrap_or(0);
+    let ns = cx.credit().gpu_waits.get(&cause).copied().unwrap_or(0);
     let win = cx.win(ns);
     if ns == 0 || win.percent < BIG_SHARE_PERCENT {
         return None;

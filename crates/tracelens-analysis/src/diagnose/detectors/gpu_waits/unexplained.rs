@@ -3,7 +3,7 @@
 
 use super::{wait_finding, Context};
 use crate::attribute::idle::IdleCause;
-use crate::diagnose::detectors::Detector;
+use crate::diagnose::detectors::{Detector, Input};
 use crate::diagnose::finding::{Confidence, Finding};
 use crate::finding_kind::FindingKind;
 
@@ -17,13 +17,16 @@ impl Detector for UnexplainedGpuWait {
     fn kind(&self) -> FindingKind {
         FindingKind::GpuWait
     }
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Credit, Input::Framework, Input::Idle]
+    }
     fn detect(&self, cx: &Context) -> Vec<Finding> {
         let Some(wait) = wait_finding(cx, IdleCause::GpuWait, self.kind()) else {
             return Vec::new();
         };
         let mut f = wait.finding;
         f.confidence = Confidence::Low;
-        f.fix = if cx.framework.pytorch() {
+        f.fix = if cx.framework().pytorch() {
             "The trace does not say what the queued work waited for: profile the step with Nsight Systems (nsys -t cuda,nvtx,osrt), which records stream waits and events, and in a distributed job compare ranks with `tracelens job`.".into()
         } else {
             "The trace does not say what the queued work waited for: profile with nsys -t cuda (stream waits and events) and, in a distributed job, compare ranks with `tracelens job`.".into()
