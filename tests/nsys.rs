@@ -556,8 +556,14 @@ fn os_runtime_waits_of_the_launching_thread_are_evidence() {
 }
 
 /// Five 1 ms kernels; between them the launching thread runs 3 ms of Python, during which it
-/// is switched out for 2 ms. With `explained`, a traced `pthread_cond_wait` covers the switch.
+/// is switched out for 2 ms, preempted while runnable. With `explained`, a traced
+/// `pthread_cond_wait` covers the switch.
 fn descheduled_export(name: &str, explained: bool) -> PathBuf {
+    descheduled_export_in_state(name, explained, 1)
+}
+
+/// The same, with the switch-outs in thread state `state`.
+fn descheduled_export_in_state(name: &str, explained: bool, state: i64) -> PathBuf {
     let path = temp_export(name);
     let mut e = Export::create(&path, "META_DATA_EXPORT", "3.7.2");
     let mut t = 1_000_000i64;
@@ -565,7 +571,7 @@ fn descheduled_export(name: &str, explained: bool) -> PathBuf {
         e.runtime("cudaLaunchKernel_v7000", 5, 5, t, t + 5_000, i + 1);
         e.kernel("k", 5, 0, 7, t + 10_000, t + 1_010_000, i + 1);
         e.nvtx("python bookkeeping", 5, 5, t + 20_000, Some(t + 3_020_000));
-        e.off_cpu(5, 5, t + 1_500_000, t + 3_500_000);
+        e.off_cpu_in_state(5, 5, t + 1_500_000, t + 3_500_000, state);
         if explained {
             e.osrt("pthread_cond_wait", 5, 5, t + 1_490_000, t + 3_510_000);
         }
@@ -607,6 +613,24 @@ fn runnable_but_not_running_launch_thread_is_cpu_oversubscription() {
         d.findings
     );
     assert_eq!(d.idle[0].os_waits[0].0, "pthread_cond_wait");
+    // A switch-out into a wait the OS trace did not catch (state interruptible) leaves no
+    // off-CPU span; a capture that does not say why (state unknown, every export of the
+    // corpus) keeps the span but makes no oversubscription claim.
+    for (state, spans) in [(2, 0), (0, 5)] {
+        let path = descheduled_export_in_state(&format!("descheduled_state_{state}"), false, state);
+        let t = tracelens_nsys::import_file(&path).unwrap();
+        assert_eq!(t.source.records_thread_states, state != 0);
+        assert_eq!(t.spans_of_kind(SpanKind::OffCpu).count(), spans);
+        let d = diagnose(&t);
+        assert_eq!(d.idle[0].descheduled_ns, 0, "state {state}");
+        assert!(
+            d.findings
+                .iter()
+                .all(|f| f.kind != FindingKind::CpuOversubscription),
+            "state {state}: {:#?}",
+            d.findings
+        );
+    }
 }
 
 #[test]

@@ -31,7 +31,7 @@ CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER
     int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);
 CREATE TABLE OSRT_API (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER NOT NULL, globalTid INTEGER,
     nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, nestingLevel INTEGER, callchainId INTEGER NOT NULL);
-CREATE TABLE SCHED_EVENTS (start INTEGER NOT NULL, cpu INTEGER NOT NULL, isSchedIn INTEGER NOT NULL, globalTid INTEGER);
+CREATE TABLE SCHED_EVENTS (start INTEGER NOT NULL, cpu INTEGER NOT NULL, isSchedIn INTEGER NOT NULL, globalTid INTEGER, threadState INTEGER, threadBlock INTEGER);
 CREATE TABLE ENUM_CUDA_MEM_KIND (id INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, label TEXT NOT NULL);
 INSERT INTO ENUM_CUDA_MEM_KIND VALUES (0,'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE','Pageable'),(1,'CUDA_MEMOPR_MEMORY_KIND_PINNED','Pinned'),
     (2,'CUDA_MEMOPR_MEMORY_KIND_DEVICE','Device'),(3,'CUDA_MEMOPR_MEMORY_KIND_ARRAY','Array'),(4,'CUDA_MEMOPR_MEMORY_KIND_MANAGED','Managed'),
@@ -177,11 +177,17 @@ impl Export {
 
     /// The thread is switched out at `out` and back in at `back`.
     pub fn off_cpu(&mut self, pid: i64, tid: i64, out: i64, back: i64) {
-        for (at, sched_in) in [(out, 0), (back, 1)] {
+        self.off_cpu_in_state(pid, tid, out, back, 1);
+    }
+
+    /// A switch-out in `state` (`ENUM_SAMPLING_THREAD_STATE`: 0 unknown, 1 running, i.e.
+    /// preempted, 2 interruptible wait) and the switch back in.
+    pub fn off_cpu_in_state(&mut self, pid: i64, tid: i64, out: i64, back: i64, state: i64) {
+        for (at, sched_in, state) in [(out, 0, state), (back, 1, 0)] {
             self.conn
                 .execute(
-                    "INSERT INTO SCHED_EVENTS VALUES (?1, 3, ?2, ?3)",
-                    params![at, sched_in, gtid(pid, tid)],
+                    "INSERT INTO SCHED_EVENTS VALUES (?1, 3, ?2, ?3, ?4, NULL)",
+                    params![at, sched_in, gtid(pid, tid), state],
                 )
                 .unwrap();
         }

@@ -206,6 +206,7 @@ pub fn import_reader_with_threads<R: Read>(
         },
         framework: torch_range(generation),
         records_op_inputs: true,
+        records_thread_states: false,
         file_bytes,
         decoded_bytes: input.bytes_read(),
         records_read: stats.events,

@@ -93,6 +93,11 @@ pub struct SourceInfo {
     /// they are missing.
     #[serde(default)]
     pub records_op_inputs: bool,
+    /// Whether the capture says why a thread left the CPU (Nsight Systems 2024.6+ records a
+    /// `threadState` with each switch-out, when it knows it): only then is an off-CPU
+    /// stretch known to be runnable-but-not-running, which a CPU-oversubscription claim needs.
+    #[serde(default)]
+    pub records_thread_states: bool,
     /// Device records of accelerators the model does not analyse (MTIA, NPU, …), per
     /// accelerator: the importer names them, so a trace of one is not "no GPU activity".
     #[serde(default)]

@@ -114,7 +114,10 @@ pub fn credit_idle(
                             }
                         }
                         for piece in own {
+                            // Runnable but not running only when the capture says why
+                            // threads left the CPU; otherwise it may have been a wait.
                             let off_cpu = lane
+                                .filter(|_| trace.source.records_thread_states)
                                 .map_or(0, |l| threads.lane(l).unexplained_off_cpu_within(piece));
                             credit.oversubscription_ns += off_cpu;
                             credit.host_compute_ns += piece.dur_ns() - off_cpu;

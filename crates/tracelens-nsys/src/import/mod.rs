@@ -205,7 +205,7 @@ fn import_with(
     add_kernels(&mut imp, rows);
     read_nvtx(&mut imp)?;
     read_os_runtime(&mut imp)?;
-    read_scheduling(&mut imp)?;
+    let records_thread_states = read_scheduling(&mut imp)?;
     let mut ignored = BTreeMap::new();
     for t in COUNTED_ONLY {
         let n = db.count(t);
@@ -246,6 +246,7 @@ fn import_with(
         // NVTX ranges of operators carry shapes at most (`emit_nvtx(record_shapes=True)`),
         // never dtypes.
         records_op_inputs: false,
+        records_thread_states,
         file_bytes,
         decoded_bytes: file_bytes,
         records_read: read,
@@ -659,17 +660,44 @@ fn read_os_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
     })
 }
 
+/// `ENUM_SAMPLING_THREAD_STATE` of a switch-out: 0 unknown, 1 running (preempted while
+/// runnable), 5 terminated; the others are waits (interruptible, uninterruptible, waiting, …).
+const STATE_UNKNOWN: i64 = 0;
+const STATE_RUNNING: i64 = 1;
+const STATE_TERMINATED: i64 = 5;
+
 /// Context switches (`--cpuctxsw`): each thread's switch-out → next switch-in becomes an
-/// off-CPU span. A thread still out at the end of the trace gets no span.
-fn read_scheduling(imp: &mut Importer) -> rusqlite::Result<()> {
+/// off-CPU span. A thread still out at the end of the trace gets no span. Returns whether
+/// the export says why threads left the CPU (`threadState` known on some switch-out); then
+/// only preemptions (state running) become off-CPU spans, and a switch-out into a wait does
+/// not.
+fn read_scheduling(imp: &mut Importer) -> rusqlite::Result<bool> {
     let t = "SCHED_EVENTS";
     let db = imp.db;
+    let state = if db.has_col(t, "threadState") {
+        db.col(t, "threadState")
+    } else {
+        "NULL".to_string()
+    };
     let sql = format!(
-        "SELECT start, {}, {} FROM {t} ORDER BY {}, start",
+        "SELECT start, {}, {}, {state} FROM {t} ORDER BY {}, start",
         db.col(t, "isSchedIn"),
         db.col(t, "globalTid"),
         db.col(t, "globalTid")
     );
+    // Whether any switch-out says why (every one of the corpus' exports says "unknown").
+    let known_states = db.has(t)
+        && db.has_col(t, "threadState")
+        && db
+            .conn
+            .query_row(
+                &format!(
+                    "SELECT EXISTS (SELECT 1 FROM {t} WHERE \"isSchedIn\" = 0 AND \"threadState\" NOT IN ({STATE_UNKNOWN}, {STATE_TERMINATED}))"
+                ),
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .is_ok_and(|n| n == 1);
     let name = imp.b.intern("[off CPU]");
     let mut out_since: Option<(i64, i64)> = None; // (globalTid, switch-out time)
     imp.scan(t, &sql, |imp, r| {
@@ -677,6 +705,7 @@ fn read_scheduling(imp: &mut Importer) -> rusqlite::Result<()> {
             return;
         };
         match (sched_in, out_since) {
+            (0, _) if known_states && int(r, 3) != Some(STATE_RUNNING) => out_since = None,
             (0, _) => out_since = Some((g, at)),
             (_, Some((tid, since))) if tid == g && at > since => {
                 cpu_span(imp, SpanKind::OffCpu, g, (since, at), name, None);
@@ -684,7 +713,8 @@ fn read_scheduling(imp: &mut Importer) -> rusqlite::Result<()> {
             }
             _ => out_since = None,
         }
-    })
+    })?;
+    Ok(known_states)
 }
 
 #[cfg(test)]

@@ -294,7 +294,11 @@ impl GapContext<'_> {
                                 *out.os_waits.entry(name).or_default() += ns;
                             }
                         }
-                        if seg.cause == IdleCause::HostCompute {
+                        // Off the CPU while runnable only when the capture says why
+                        // threads left it; otherwise the thread may have been waiting.
+                        if seg.cause == IdleCause::HostCompute
+                            && self.trace.source.records_thread_states
+                        {
                             out.descheduled_ns += facts.unexplained_off_cpu_within(seg.interval);
                         }
                     }

@@ -60,8 +60,9 @@ mod tests {
 
     /// Five launches of a 1 ms kernel every 4 ms; between them the launching thread is off
     /// the CPU for 2 ms, inside a traced OS wait when `waiting` (the fixed twin), else
-    /// runnable but not running.
-    fn descheduled(waiting: bool) -> Trace {
+    /// runnable but not running when the capture records why threads leave the CPU
+    /// (`states`).
+    fn descheduled(waiting: bool, states: bool) -> Trace {
         let mut b = TraceBuilder::new();
         let cpu = b.lane(LaneKey::Cpu {
             pid: Ident::Num(5),
@@ -133,12 +134,15 @@ mod tests {
             }
             t += 4_000_000;
         }
-        b.finish(SourceInfo::default())
+        b.finish(SourceInfo {
+            records_thread_states: states,
+            ..SourceInfo::default()
+        })
     }
 
     #[test]
     fn a_runnable_launching_thread_off_the_cpu_is_found_and_a_waiting_one_is_not() {
-        let f = findings_of(&CpuOversubscription, &descheduled(false));
+        let f = findings_of(&CpuOversubscription, &descheduled(false, true));
         assert_eq!(f.len(), 1, "{f:#?}");
         assert!(
             f[0].title.contains("runnable but not running"),
@@ -146,7 +150,15 @@ mod tests {
             f[0].title
         );
 
-        let twin = findings_of(&CpuOversubscription, &descheduled(true));
+        let twin = findings_of(&CpuOversubscription, &descheduled(true, true));
         assert!(twin.is_empty(), "{twin:#?}");
+    }
+
+    #[test]
+    fn without_thread_states_an_off_cpu_stretch_is_no_oversubscription_claim() {
+        // The same switch-outs, from a capture that does not say whether the thread was
+        // runnable (every export of the corpus): it may have been waiting, so no claim.
+        let f = findings_of(&CpuOversubscription, &descheduled(false, false));
+        assert!(f.is_empty(), "{f:#?}");
     }
 }
