@@ -24,6 +24,20 @@ struct Expected {
     must_not: Vec<String>,
     #[serde(default)]
     present: Vec<String>,
+    /// Finding kinds that must not appear (claims the capture cannot support).
+    #[serde(default)]
+    absent: Vec<String>,
+    /// Words the verdict must hold, and must not.
+    #[serde(default)]
+    verdict: Vec<String>,
+    #[serde(default)]
+    verdict_not: Vec<String>,
+    /// Words the program line must hold.
+    #[serde(default)]
+    program: Vec<String>,
+    /// Words no finding's fix, advice or snippet may name: another tool's vocabulary.
+    #[serde(default)]
+    nowhere: Vec<String>,
 }
 
 fn sub_cause(f: &Finding) -> Option<String> {
@@ -44,6 +58,37 @@ fn check(root: &Path, e: &Expected) -> Vec<String> {
     let d = diagnose(&trace);
     let mut errors = Vec::new();
     let at = |what: String| format!("{} ({}): {what}", e.path, e.about);
+    for word in &e.verdict {
+        if !d.verdict.text.contains(word.as_str()) {
+            errors.push(at(format!("verdict lacks {word:?}: {}", d.verdict.text)));
+        }
+    }
+    for word in &e.verdict_not {
+        if d.verdict.text.contains(word.as_str()) {
+            errors.push(at(format!("verdict says {word:?}: {}", d.verdict.text)));
+        }
+    }
+    for word in &e.program {
+        if !d.program.contains(word.as_str()) {
+            errors.push(at(format!("program line lacks {word:?}: {}", d.program)));
+        }
+    }
+    for f in &d.findings {
+        for word in &e.nowhere {
+            for text in [&f.fix, &f.advice, &f.snippet] {
+                if text.contains(word.as_str()) {
+                    errors.push(at(format!("{} names {word:?}: {text}", f.kind.label())));
+                }
+            }
+        }
+        if e.absent.iter().any(|k| k == f.kind.label()) {
+            errors.push(at(format!(
+                "unsupported {} finding: {}",
+                f.kind.label(),
+                f.title
+            )));
+        }
+    }
     // The largest problem: the finding with the largest win (the report ranks by predicted
     // gain, which can put a smaller problem with a surer fix first).
     let largest = d

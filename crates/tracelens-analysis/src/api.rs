@@ -1,5 +1,8 @@
-//! What CUDA/HIP API and ATen op names mean: which calls block the host, which wait on
-//! streams, and which ops trigger a sync.
+//! What names mean, in one place: CUDA/HIP runtime and driver API calls (which block the
+//! host, which wait on streams, which API family launches), ATen ops that trigger a sync,
+//! collective kernels, compiler-generated offload kernels (OpenACC, OpenMP) and MPI calls.
+
+use serde::Serialize;
 
 /// A runtime/driver API name without version suffixes (`_v2`, `_v3020`, `_ptsz`, `_ptds`).
 #[must_use]
@@ -234,4 +237,78 @@ mod tests {
             "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__init__"
         ));
     }
+}
+
+/// The API a program launches GPU work through.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuApi {
+    /// The CUDA runtime API (`cudaLaunchKernel`, `cudaMemcpy`, …).
+    CudaRuntime,
+    /// The CUDA driver API only (`cuLaunchKernel`, …): OpenACC and OpenMP runtimes, Julia,
+    /// Numba.
+    CudaDriver,
+    /// HIP (`hipLaunchKernel`, …).
+    Hip,
+    /// No launch API in the trace.
+    #[default]
+    Unknown,
+}
+
+/// Directive-based offload: the compiler wrote the kernels and the runtime calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Offload {
+    /// OpenACC (NVIDIA HPC compilers name kernels `<routine>_<line>_gpu`).
+    #[serde(rename = "openacc")]
+    OpenAcc,
+    /// OpenMP target offload (`__omp_offloading_*`, `nvkernel_*`).
+    #[serde(rename = "openmp")]
+    OpenMp,
+}
+
+/// The API family of a launch or memory call: the CUDA runtime (`cuda*`), the CUDA driver
+/// (`cu` + an upper-case letter: `cuLaunchKernel`, `cuMemcpyHtoDAsync_v2`) or HIP (`hip*`).
+#[must_use]
+pub fn api_family(name: &str) -> Option<GpuApi> {
+    let n = normalize_api(name);
+    if n.starts_with("hip") && n[3..].starts_with(|c: char| c.is_ascii_uppercase()) {
+        Some(GpuApi::Hip)
+    } else if n.starts_with("cuda") && n[4..].starts_with(|c: char| c.is_ascii_uppercase()) {
+        Some(GpuApi::CudaRuntime)
+    } else if n.starts_with("cu") && n[2..].starts_with(|c: char| c.is_ascii_uppercase()) {
+        Some(GpuApi::CudaDriver)
+    } else {
+        None
+    }
+}
+
+/// The offload model a kernel name comes from: OpenMP target regions (`__omp_offloading_*`
+/// from Clang/AMD, `nvkernel_*` from NVIDIA's compilers) or OpenACC compute regions (NVIDIA
+/// HPC compilers' `<routine>_<line>_gpu`, with a `__red` suffix for reductions).
+#[must_use]
+pub fn offload_kernel(name: &str) -> Option<Offload> {
+    if name.starts_with("__omp_offloading_") || name.starts_with("nvkernel_") {
+        return Some(Offload::OpenMp);
+    }
+    let stem = name.strip_suffix("__red").unwrap_or(name);
+    let line = stem.strip_suffix("_gpu")?;
+    let (routine, digits) = line.rsplit_once('_')?;
+    (!routine.is_empty() && !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
+        .then_some(Offload::OpenAcc)
+}
+
+/// Whether API call `name` submits GPU work (a kernel launch, a copy or a fill), as opposed
+/// to a query or a synchronization.
+#[must_use]
+pub fn submits_gpu_work(name: &str) -> bool {
+    api_family(name).is_some()
+        && (name.contains("Launch") || name.contains("Memcpy") || name.contains("Memset"))
+}
+
+/// Whether `name` is an MPI call (`MPI_Send`, `MPI_Allreduce`; Nsight Systems' MPI trace).
+#[must_use]
+pub fn is_mpi_call(name: &str) -> bool {
+    name.strip_prefix("MPI_")
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
 }

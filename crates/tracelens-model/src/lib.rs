@@ -63,7 +63,7 @@ pub use metadata::{
 };
 pub use names::{table_index, NameId, StringTable};
 pub use python::{parse_call_stack, PyFrame};
-pub use source::{Detail, FrameworkRange, SourceInfo, Version};
+pub use source::{CaptureTool, Detail, FrameworkRange, SourceInfo, Version};
 pub use span::{Span, SpanId, SpanIds, SpanKind, NO_DETAIL};
 pub use split::RankProcess;
 pub use time::{format_ms, format_signed, Interval, TimeNs, NS_PER_MS, NS_PER_S, NS_PER_US};

@@ -49,6 +49,20 @@ pub enum Detail {
     Counts(BTreeMap<String, u64>),
 }
 
+/// The tool that recorded the trace, as its importer knows it: advice on how to profile
+/// again names this tool's options.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaptureTool {
+    /// PyTorch's profiler (Kineto).
+    TorchProfiler,
+    /// NVIDIA Nsight Systems.
+    NsightSystems,
+    /// Not known.
+    #[default]
+    Other,
+}
+
 /// Where the trace came from and how it was read.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct SourceInfo {
@@ -98,6 +112,9 @@ pub struct SourceInfo {
     /// stretch known to be runnable-but-not-running, which a CPU-oversubscription claim needs.
     #[serde(default)]
     pub records_thread_states: bool,
+    /// The tool that recorded the trace.
+    #[serde(default)]
+    pub capture_tool: CaptureTool,
     /// Device records of accelerators the model does not analyse (MTIA, NPU, …), per
     /// accelerator: the importer names them, so a trace of one is not "no GPU activity".
     #[serde(default)]

@@ -181,6 +181,12 @@ pub fn markdown_code_block(lang: &str, code: &str) -> String {
         .chars()
         .filter(|&c| c == '\n' || !(c.is_control() || is_bidi_control(c)))
         .collect();
+    // The info string comes from the document too: a language name, nothing else.
+    let lang: String = lang
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(16)
+        .collect();
     format!("{fence}{lang}\n{body}\n{fence}")
 }
 

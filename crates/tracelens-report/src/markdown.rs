@@ -105,6 +105,9 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
         }
         let _ = writeln!(out, "| Critical path | {} |", esc(&line));
     }
+    if !diagnosis.program.is_empty() {
+        let _ = writeln!(out, "| Program | {} |", esc(&diagnosis.program));
+    }
     let _ = writeln!(
         out,
         "| Trace | {} ({}) |",
@@ -215,7 +218,11 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
             "\n**Fix {}:** {}\n{}",
             i + 1,
             esc(&f.fix),
-            markdown_code_block("python", &f.snippet)
+            if f.snippet.is_empty() {
+                String::new()
+            } else {
+                markdown_code_block(&f.snippet_language, &f.snippet)
+            }
         );
     }
     out

@@ -282,6 +282,9 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
         };
         fact(out, "window", &line);
     }
+    if !d.program.is_empty() {
+        fact(out, "program", &clean(&d.program));
+    }
     // One unnamed GPU: its idle line above already says all the facts line would.
     let lone_unnamed = overview.devices.len() == 1 && overview.devices[0].name.is_none();
     for dev in overview

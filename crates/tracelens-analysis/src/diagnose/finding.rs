@@ -180,6 +180,9 @@ pub struct Finding {
     pub advice: String,
     /// A short code example of the fix.
     pub snippet: String,
+    /// The language the snippet is written in, for a code fence (`python`, `c`, `text`).
+    #[serde(default = "python")]
+    pub snippet_language: String,
     /// How sure.
     pub confidence: Confidence,
     /// The step time predicted by replaying the trace with the fix made (the window without
@@ -193,6 +196,10 @@ pub struct Finding {
     /// import).
     #[serde(skip)]
     pub what_if: Option<crate::predict::what_if::WhatIf>,
+}
+
+fn python() -> String {
+    "python".into()
 }
 
 impl Finding {
@@ -307,6 +314,7 @@ mod tests {
             fix: String::new(),
             advice: String::new(),
             snippet: String::new(),
+            snippet_language: String::new(),
             confidence: Confidence::Medium,
             predicted_step_ns: None,
             prediction: String::new(),

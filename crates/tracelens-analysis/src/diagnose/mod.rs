@@ -2,6 +2,7 @@
 //! ranked by win; the detectors (one per problem), the finding they report and the verdict
 //! every renderer leads with.
 
+pub mod advice;
 pub mod detectors;
 pub mod finding;
 pub mod verdict;
@@ -141,6 +142,9 @@ pub struct Diagnosis {
     pub window: Option<AnalysisWindow>,
     /// What the trace shows of PyTorch and the optimizer (advice is fitted to it).
     pub framework: Framework,
+    /// The program model in words: what program this is and what the capture did not record.
+    #[serde(default)]
+    pub program: String,
     /// What the focus device is and can run (advice names only its precisions).
     pub hardware: Hardware,
     /// Findings, largest estimated win first.
@@ -471,7 +475,7 @@ fn diagnose_core(
         });
     drop(fixes);
     let step_ns = window.as_ref().map_or(0, AnalysisWindow::step_ns);
-    let findings = finish_findings(findings, predictions, &memory, &hw, step_ns);
+    let findings = finish_findings(findings, predictions, &memory, &hw, step_ns, fw.dialect());
     let wins = WinTotals {
         idle_ns: focus_idle.map_or(0, |d| d.idle_ns),
         gpu_idle_wins_ns: findings
@@ -512,6 +516,7 @@ fn diagnose_core(
     );
     let diagnosis = Diagnosis {
         verdict,
+        program: fw.describe_program(trace.source.records_thread_states),
         framework: fw,
         hardware: hw,
         findings,
@@ -540,15 +545,18 @@ fn diagnose_core(
 /// Every finding after its detector, in one place: the batch advice fitted to the memory
 /// left, the predicted step from the critical path's replay (or why there is none), then the
 /// ranking by the step time each fix is expected to save (the prediction where there is one,
-/// else the upper bound), and each finding's stable key in that order.
+/// else the upper bound), and each finding's stable key in that order; each snippet is
+/// labelled with the program's language.
 fn finish_findings(
     mut findings: Vec<Finding>,
     predictions: Vec<Option<FixPrediction>>,
     memory: &[crate::views::memory::DeviceMemory],
     hw: &Hardware,
     step_ns: TimeNs,
+    dialect: crate::measure::environment::Dialect,
 ) -> Vec<Finding> {
     for (f, p) in findings.iter_mut().zip(predictions) {
+        f.snippet_language = crate::diagnose::advice::snippet_language(dialect).into();
         f.fix = crate::views::memory::fit_batch_advice(&f.fix, memory, hw);
         match p {
             Some(p) => {

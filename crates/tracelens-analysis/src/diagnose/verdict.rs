@@ -10,6 +10,7 @@
 use crate::api::is_communication_kernel;
 use crate::attribute::idle::{DeviceIdle, IdleCause};
 use crate::attribute::launch::StreamLaunchDelay;
+use crate::measure::environment::{Framework, Vendor};
 use crate::measure::intervals::{subtract, total_ns, union_sorted};
 use crate::measure::utilization::GpuOp;
 use crate::measure::window::{AnalysisWindow, WindowKind};
@@ -169,6 +170,8 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
                 "No CUDA or ROCm GPU activity: the work ran on an accelerator tracelens does not analyse yet ({})",
                 others.join(", ")
             );
+        } else {
+            v.text = no_gpu_activity(trace, input.framework);
         }
         return v;
     };
@@ -290,14 +293,42 @@ fn bound_by(
             "the GPU itself is the bottleneck; {:.0} % of kernel time is {}: {}",
             top.percent,
             top.class.describe(),
-            if framework.pytorch() {
-                top.class.next_step(hardware, framework)
-            } else {
-                "Nsight Compute (ncu) on the largest kernels shows whether each is compute- or memory-bound".into()
+            match (framework.pytorch(), hardware.vendor) {
+                (true, _) => top.class.next_step(hardware, framework),
+                (false, Vendor::Nvidia) => "Nsight Compute (ncu) on the largest kernels shows whether each is compute- or memory-bound".into(),
+                (false, _) => "a kernel profiler on the largest kernels shows whether each is compute- or memory-bound".into(),
             }
         ),
         None => "the GPU itself is the bottleneck".into(),
     }
+}
+
+/// Why a trace holds no GPU work, as far as it tells: launch calls without GPU records mean
+/// the capture did not record GPU activity; an Nsight Systems capture without any CUDA call
+/// was taken without its CUDA trace; otherwise the program ran nothing on a GPU.
+fn no_gpu_activity(trace: &Trace, fw: &Framework) -> String {
+    let launches = trace
+        .spans
+        .iter()
+        .filter(|s| s.kind.is_api_call() && crate::api::submits_gpu_work(trace.names.get(s.name)))
+        .count();
+    if launches > 0 {
+        let how = match fw.capture {
+            tracelens_model::CaptureTool::TorchProfiler => {
+                "torch.profiler with ProfilerActivity.CUDA"
+            }
+            tracelens_model::CaptureTool::NsightSystems => "nsys profile -t cuda",
+            tracelens_model::CaptureTool::Other => "the profiler's GPU activity enabled",
+        };
+        return format!(
+            "GPU activity not recorded: the trace holds {launches} kernel launch, copy or fill calls but no GPU work to match them, so the capture missed the GPU side (CUPTI activity unavailable, as under WSL, or not enabled): profile again with {how}"
+        );
+    }
+    let api_calls = trace.spans.iter().filter(|s| s.kind.is_api_call()).count();
+    if fw.nsight() && api_calls == 0 {
+        return "No GPU activity recorded: this Nsight Systems capture holds no CUDA trace at all (no API call, kernel or copy), so whether the program used a GPU is not in it: profile again with nsys profile -t cuda".into();
+    }
+    "No GPU activity in this trace: nothing to diagnose on the GPU side".into()
 }
 
 /// The copy direction with the most copy time, and its bytes.

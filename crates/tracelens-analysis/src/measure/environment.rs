@@ -2,6 +2,7 @@
 //! optimizer, whether the step is compiled or replayed as CUDA/HIP graphs. Advice reads it to
 //! suggest only APIs that exist in that version and that the code does not already use.
 
+pub use crate::api::{GpuApi, Offload};
 use serde::Serialize;
 use tracelens_model::{NameId, SpanKind, Trace};
 
@@ -39,6 +40,36 @@ pub struct Framework {
     /// Whether the trace records CPU work at all (ops, annotations, Python frames): without
     /// it, what the CPU did between API calls is not in the trace.
     pub cpu_ops_recorded: bool,
+    /// The API the host launches GPU work through, from the API calls the trace records.
+    #[serde(default)]
+    pub gpu_api: GpuApi,
+    /// Directive-based offload the kernels were compiled from, from their names.
+    #[serde(default)]
+    pub offload: Option<Offload>,
+    /// MPI calls are in the trace (`MPI_*` ranges).
+    #[serde(default)]
+    pub mpi: bool,
+    /// The tool that recorded the trace (how to profile again is said in its options).
+    #[serde(default)]
+    pub capture: tracelens_model::CaptureTool,
+}
+
+/// The words a fix is written in, decided once from the program model: a fix names only
+/// APIs of the program's own runtime, and a program the trace does not identify gets
+/// tool-neutral advice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    /// PyTorch APIs (`torch.*`, DataLoader, `torch.compile`).
+    PyTorch,
+    /// A native program on the CUDA runtime API (C, C++, CUDA Fortran).
+    CudaRuntime,
+    /// OpenACC directives (`!$acc` / `#pragma acc`).
+    OpenAcc,
+    /// OpenMP target directives (`!$omp target` / `#pragma omp target`).
+    OpenMp,
+    /// No program identified (or one whose API tracelens does not write fixes in): what to
+    /// change, in no tool's vocabulary.
+    Neutral,
 }
 
 /// What kind of program the trace comes from.
@@ -60,10 +91,77 @@ pub enum Program {
 }
 
 impl Framework {
-    /// Whether advice may name PyTorch APIs: the trace is PyTorch's, or does not say.
+    /// Whether advice may name PyTorch APIs: the trace is PyTorch's (never for a program the
+    /// trace does not identify).
     #[must_use]
     pub fn pytorch(&self) -> bool {
-        matches!(self.program, Program::PyTorch | Program::Unknown)
+        self.program == Program::PyTorch
+    }
+
+    /// Whether the trace was recorded with Nsight Systems.
+    #[must_use]
+    pub fn nsight(&self) -> bool {
+        self.capture == tracelens_model::CaptureTool::NsightSystems
+    }
+
+    /// The words fixes are written in for this program.
+    #[must_use]
+    pub fn dialect(&self) -> Dialect {
+        match (self.program, self.offload, self.gpu_api) {
+            (Program::PyTorch, _, _) => Dialect::PyTorch,
+            (_, Some(Offload::OpenAcc), _) => Dialect::OpenAcc,
+            (_, Some(Offload::OpenMp), _) => Dialect::OpenMp,
+            (Program::Native | Program::Unknown, None, GpuApi::CudaRuntime) => Dialect::CudaRuntime,
+            _ => Dialect::Neutral,
+        }
+    }
+
+    /// The program model in words (`native program, OpenACC offload, CUDA driver API, MPI;
+    /// CPU work not recorded`), for the report.
+    #[must_use]
+    pub fn describe_program(&self, thread_states_recorded: bool) -> String {
+        let mut parts: Vec<String> = vec![match self.program {
+            Program::PyTorch => match self.describe_torch() {
+                Some(t) => format!("{t} program"),
+                None => "PyTorch program".into(),
+            },
+            Program::Python => "Python program (no PyTorch in the trace)".into(),
+            Program::Native => "native program (C, C++ or Fortran)".into(),
+            Program::Unknown => "program not identified".into(),
+        }];
+        match self.offload {
+            Some(Offload::OpenAcc) => parts.push("OpenACC offload".into()),
+            Some(Offload::OpenMp) => parts.push("OpenMP target offload".into()),
+            None => {}
+        }
+        match self.gpu_api {
+            GpuApi::CudaRuntime => parts.push("CUDA runtime API".into()),
+            GpuApi::CudaDriver => parts.push("CUDA driver API".into()),
+            GpuApi::Hip => parts.push("HIP".into()),
+            GpuApi::Unknown => {}
+        }
+        if self.compiled {
+            parts.push("torch.compile".into());
+        }
+        if self.graphs {
+            parts.push("graph replays".into());
+        }
+        if self.mpi {
+            parts.push("MPI".into());
+        }
+        let mut out = parts.join(", ");
+        let mut missing = Vec::new();
+        if !self.cpu_ops_recorded {
+            missing.push("CPU work");
+        }
+        // Only Nsight Systems can record why threads leave the CPU.
+        if !thread_states_recorded && self.nsight() {
+            missing.push("thread states");
+        }
+        if !missing.is_empty() {
+            out.push_str(&format!("; not recorded: {}", missing.join(", ")));
+        }
+        out
     }
 
     /// Whether the trace's PyTorch is at least `v`: `Some(true)` or `Some(false)` when the
@@ -132,7 +230,13 @@ pub fn framework(trace: &Trace) -> Framework {
             || name.starts_with("autograd::")
             || name.starts_with("Optimizer.")
             || name.contains(".py(");
+        if let Some(kind) = crate::api::offload_kernel(name) {
+            fw.offload.get_or_insert(kind);
+        }
+        fw.mpi |= crate::api::is_mpi_call(name);
     }
+    fw.gpu_api = launch_api(trace);
+    fw.capture = trace.source.capture_tool;
     // Only CPU lanes can hold them (GPU lanes come first in the span table).
     fw.cpu_ops_recorded = trace.lanes.iter().filter(|l| !l.key.is_gpu()).any(|l| {
         trace.spans[l.spans.start as usize..l.spans.end as usize]
@@ -155,6 +259,29 @@ pub fn framework(trace: &Trace) -> Framework {
     fw.torch_min = torch_min;
     fw.torch_max = torch_max.filter(|&m| torch_min.is_none_or(|n| n <= m));
     fw
+}
+
+/// The API the launch calls go through: HIP or the CUDA runtime when any launch call names
+/// it, else the CUDA driver when the launches are `cu*` calls.
+fn launch_api(trace: &Trace) -> GpuApi {
+    let mut seen = rustc_hash::FxHashSet::default();
+    for lane in trace.lanes.iter().filter(|l| !l.key.is_gpu()) {
+        for s in &trace.spans[lane.spans.start as usize..lane.spans.end as usize] {
+            if s.kind.is_api_call() {
+                seen.insert(s.name);
+            }
+        }
+    }
+    let mut api = GpuApi::Unknown;
+    for &name in &seen {
+        match crate::api::api_family(trace.names.get(name)) {
+            Some(GpuApi::Hip) => return GpuApi::Hip,
+            Some(GpuApi::CudaRuntime) => api = GpuApi::CudaRuntime,
+            Some(GpuApi::CudaDriver) if api == GpuApi::Unknown => api = GpuApi::CudaDriver,
+            _ => {}
+        }
+    }
+    api
 }
 
 /// Without PyTorch names in the trace: a native program when the processes that launch GPU

@@ -43,6 +43,9 @@ fn health(report: &Report) -> Vec<(&'static str, String)> {
             s.version_note
         ),
     )];
+    if !diagnosis.program.is_empty() {
+        h.push(("info", format!("Program: {}", diagnosis.program)));
+    }
     if let Some(at) = s.truncated_at_byte {
         h.push((
             "warn",

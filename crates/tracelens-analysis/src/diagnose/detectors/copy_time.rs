@@ -161,16 +161,10 @@ fn direction_finding(cx: &Context, dir: CopyDirection, c: &DirectionCopies) -> O
                 "y = x.view(n, -1)                 # not x.contiguous() when already contiguous\nout = torch.cat(parts, out=buf)    # write into a preallocated buffer".into()
             },
         ),
-        (CopyDirection::DtoD, false) | (CopyDirection::PtoP, false) => (
-            "Avoid the device-to-device copies: operate in place or on views of the buffers, and fuse layout changes into the kernels that read them.".into(),
-            "Device-to-device copies use memory bandwidth the kernels need.".into(),
-            "// read strided data in the consumer kernel instead of cudaMemcpy2DAsync into a packed copy".into(),
-        ),
-        _ => (
-            format!("Copy less and overlap the rest: keep data resident on the GPU, and issue the {lower} copies from pinned buffers with cudaMemcpyAsync on a separate stream so kernels run meanwhile."),
-            "Copies across the host link are bounded by its bandwidth; on the compute stream they serialize with kernels.".into(),
-            "cudaMemcpyAsync(dev, pinned_host, bytes, cudaMemcpyHostToDevice, copy_stream);\ncudaEventRecord(copied, copy_stream);\ncudaStreamWaitEvent(compute_stream, copied, 0);".into(),
-        ),
+        (CopyDirection::DtoD, false) | (CopyDirection::PtoP, false) => {
+            crate::diagnose::advice::device_copies(cx.framework().dialect()).parts()
+        }
+        _ => crate::diagnose::advice::link_copies(lower, cx.framework().dialect()).parts(),
     };
     Some(f)
 }

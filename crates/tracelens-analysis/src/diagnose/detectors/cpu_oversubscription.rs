@@ -37,9 +37,8 @@ impl Detector for CpuOversubscription {
         f.evidence
             .add("descheduled", EvidenceValue::DurationNs(win.total_ns));
         if !cx.framework().pytorch() {
-            f.fix = "Give the launching thread its core: bound OMP_NUM_THREADS and other thread pools to the free cores and pin the process with taskset or numactl.".into();
-            f.advice = "More threads want the cores than there are, so the thread that launches GPU work waits to run: bound the thread pools, pin the process, and check for other jobs on the node.".into();
-            f.snippet = "export OMP_NUM_THREADS=4\ntaskset -c 0-7 ./program".into();
+            (f.fix, f.advice, f.snippet) =
+                crate::diagnose::advice::thread_pools(cx.framework().dialect()).parts();
             return vec![f];
         }
         f.fix = "Give the trainer its cores: set OMP_NUM_THREADS / torch.set_num_threads per process and keep num_workers at or below the free physical cores.".into();

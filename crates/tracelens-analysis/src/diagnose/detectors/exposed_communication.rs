@@ -5,6 +5,7 @@ use super::gpu_waits::{short, BIG_SHARE_PERCENT};
 use super::{Context, Detector, Input};
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
+use crate::measure::environment::Dialect;
 use crate::measure::intervals::{intersect, total_ns};
 use rustc_hash::FxHashMap;
 use tracelens_model::{format_ms, TimeNs};
@@ -79,7 +80,7 @@ impl Detector for ExposedCommunication {
         f.confidence = Confidence::Medium;
         f.advice = "While a collective runs alone the device computes nothing; the step is as long as compute plus this exposed communication.".into();
         let top = named.first().map_or("", |(n, _)| n.as_str());
-        (f.fix, f.snippet) = communication_fix(collective_of(top), cx.framework().pytorch());
+        (f.fix, f.snippet) = communication_fix(collective_of(top), cx.framework().dialect());
         f.what_if = Some(crate::predict::what_if::WhatIf::OverlapCommunication);
         vec![f]
     }
@@ -108,7 +109,8 @@ fn collective_of(kernel: &str) -> Collective {
 }
 
 /// (fix, snippet) for the collective that is most exposed.
-fn communication_fix(c: Collective, pytorch: bool) -> (String, String) {
+fn communication_fix(c: Collective, dialect: Dialect) -> (String, String) {
+    let pytorch = dialect == Dialect::PyTorch;
     match (c, pytorch) {
         (Collective::AllReduce, true) => (
             "Overlap the all-reduce with backward: DDP all-reduces gradient buckets as they fill, so a smaller bucket_cap_mb starts earlier; skip it on accumulation steps with no_sync().".into(),
@@ -128,7 +130,11 @@ fn communication_fix(c: Collective, pytorch: bool) -> (String, String) {
         ),
         (_, false) => (
             "Overlap communication with compute: issue collectives on their own stream as soon as their inputs are ready, and run independent kernels meanwhile; fewer, larger messages cut per-call latency.".into(),
-            "ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm, comm_stream);\nindependent_kernel<<<g, b, 0, compute_stream>>>(...);".into(),
+            if dialect == Dialect::CudaRuntime {
+                "ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm, comm_stream);\nindependent_kernel<<<g, b, 0, compute_stream>>>(...);".into()
+            } else {
+                String::new()
+            },
         ),
     }
 }
@@ -181,11 +187,13 @@ mod tests {
             collective_of("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"),
             Collective::Exchange
         );
-        assert!(communication_fix(Collective::Sharded, true)
+        assert!(communication_fix(Collective::Sharded, Dialect::PyTorch)
             .0
             .contains("FSDP"));
-        assert!(!communication_fix(Collective::AllReduce, false)
-            .0
-            .contains("DDP"));
+        assert!(
+            !communication_fix(Collective::AllReduce, Dialect::CudaRuntime)
+                .0
+                .contains("DDP")
+        );
     }
 }

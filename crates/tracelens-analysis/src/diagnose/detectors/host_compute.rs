@@ -212,10 +212,7 @@ fn work_fix(
             format!("The time is inside {} with nothing finer recorded: profile again with with_stack=True to see its Python lines, then move that work out of the step or overlap it with GPU work.", region.map_or("an annotated region".to_string(), |r| format!("the region {r}"))),
             "with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],\n                            with_stack=True, record_shapes=True) as prof:\n    train_step()".into(),
         ),
-        HostWork::UserRegion => (
-            format!("The time is inside {} with nothing finer recorded: add nested NVTX ranges inside it to see which part of it keeps the GPU waiting.", region.map_or("an annotated range".to_string(), |r| format!("the range {r}"))),
-            "nvtxRangePushA(\"inner phase\");\ninner_phase();\nnvtxRangePop();".into(),
-        ),
+        HostWork::UserRegion => crate::diagnose::advice::inside_range(region, fw.dialect()),
         HostWork::Python if python => (
             match (frame, fw.pytorch()) {
                 (Some(frame), _) => format!("Python at {frame} runs between launches every step: move it out of the step, run it every N steps, or launch the next GPU work before it."),
@@ -224,10 +221,11 @@ fn work_fix(
             },
             "if step % 100 == 0:\n    host_side_work()   # not every step".into(),
         ),
-        _ => (
+        _ if fw.pytorch() => (
             "Launch the next GPU work before the CPU work that follows it, or move that CPU work to another thread, so the queue never drains.".into(),
-            "// enqueue the next kernels first, then do the host work\nkernel<<<grid, block, 0, stream>>>(...);\nhost_work();   // overlaps the queued kernels".into(),
+            "# queue the next GPU work first, then do the host work\nout = model(next_batch)   # launches return at once\nhost_side_work()          # overlaps the queued kernels".into(),
         ),
+        _ => crate::diagnose::advice::overlap_host_work(fw.dialect()),
     }
 }
 
@@ -239,20 +237,14 @@ fn record_fix(fw: &Framework) -> (String, String) {
             "with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],\n                            with_stack=True) as prof:\n    train_step()".into(),
         )
     } else {
-        (
-            "The trace records only API calls, not what the CPU did around them, so the cause is not in it: add NVTX ranges around the host phases and profile with nsys -t cuda,nvtx,osrt.".into(),
-            "nvtxRangePushA(\"prepare batch\");\nprepare_batch();\nnvtxRangePop();\n// nsys profile -t cuda,nvtx,osrt ./program".into(),
-        )
+        crate::diagnose::advice::record_cpu_work(fw.dialect(), fw.nsight())
     }
 }
 
 /// (fix, snippet) for one-time warm-up: measure after it, cache what can be cached.
 fn warm_up_fix(fw: &Framework) -> (String, String) {
     if !fw.pytorch() {
-        return (
-            "This is one-time warm-up (module load, first launches): start the capture after it (nsys --capture-range=cudaProfilerApi with cudaProfilerStart after warm-up) so the profile shows steady-state steps.".into(),
-            "warm_up();\ncudaProfilerStart();   // nsys profile --capture-range=cudaProfilerApi ./program\nrun_steps();\ncudaProfilerStop();".into(),
-        );
+        return crate::diagnose::advice::warm_up(fw.dialect(), fw.nsight());
     }
     let cache = if fw.compiled && fw.at_least(FX_GRAPH_CACHE) != Some(false) {
         " Across runs, keep compiled artifacts in Inductor's cache (PyTorch 2.1+: TORCHINDUCTOR_FX_GRAPH_CACHE=1)."

@@ -136,7 +136,7 @@ pub fn sync_site_reported(site: &SyncSite, window: &AnalysisWindow) -> bool {
 /// (fix, advice, snippet) for a sync site.
 fn sync_advice(site: &SyncSite, fw: &Framework) -> (String, String, String) {
     if !fw.pytorch() {
-        return native_sync_advice(site);
+        return native_sync_advice(site, fw);
     }
     if site.trigger == SyncTrigger::AllocatorFree {
         return allocator_advice(site, fw);
@@ -185,26 +185,16 @@ fn sync_advice(site: &SyncSite, fw: &Framework) -> (String, String, String) {
     (fix.into(), a.into(), s.into())
 }
 
-/// (fix, advice, snippet) for a sync in a program without PyTorch, in runtime calls.
-fn native_sync_advice(site: &SyncSite) -> (String, String, String) {
-    let (fix, advice, snippet): (&str, &str, &str) = match site.trigger {
-        SyncTrigger::AllocatorFree => (
-            "Allocate device buffers once outside the loop and reuse them, or use stream-ordered allocation (cudaMallocAsync/cudaFreeAsync) that does not wait for the device.",
-            "cudaFree and cudaFreeHost wait for the whole device before they return, so the queue drains and the GPU idles until the CPU launches again.",
-            "cudaMallocAsync(&buf, bytes, stream);   // instead of cudaMalloc\n/* kernels using buf */\ncudaFreeAsync(buf, stream);            // no device-wide wait",
-        ),
-        SyncTrigger::StreamSynchronize | SyncTrigger::EventSynchronize => (
-            "Order GPU work with cudaStreamWaitEvent instead of blocking the host, and synchronize only where the host needs a result.",
-            "A stream or event synchronize blocks the CPU until the GPU catches up, so it cannot queue the next work meanwhile.",
-            "cudaEventRecord(done, producer);\ncudaStreamWaitEvent(consumer, done, 0);   // GPU-side ordering, no host block",
-        ),
-        _ => (
-            "Remove device-wide synchronization from the loop; wait on a CUDA event (cudaEventSynchronize) only where the host needs a result.",
-            "A device synchronize or blocking copy waits for every queued kernel, so the GPU idles while the CPU prepares the next launches.",
-            "cudaEventRecord(ready, stream);\n/* queue more work */\ncudaEventSynchronize(ready);   // only when the result is needed",
-        ),
+/// (fix, advice, snippet) for a sync in a program without PyTorch, in its own runtime's
+/// words.
+fn native_sync_advice(site: &SyncSite, fw: &Framework) -> (String, String, String) {
+    use crate::diagnose::advice::{host_wait, HostWait};
+    let wait = match site.trigger {
+        SyncTrigger::AllocatorFree => HostWait::Free,
+        SyncTrigger::StreamSynchronize | SyncTrigger::EventSynchronize => HostWait::StreamOrEvent,
+        _ => HostWait::DeviceOrCopy,
     };
-    (fix.into(), advice.into(), snippet.into())
+    host_wait(wait, fw.dialect()).parts()
 }
 
 /// `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` arrived in PyTorch 2.1.

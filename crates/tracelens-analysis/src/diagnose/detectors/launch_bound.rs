@@ -75,10 +75,7 @@ impl Detector for LaunchBound {
 /// the trace already uses.
 pub(super) fn launch_overhead_fix(fw: &Framework) -> (String, String) {
     if !fw.pytorch() {
-        return (
-            "Capture the launch sequence once in a CUDA graph (cudaStreamBeginCapture ... cudaGraphLaunch) or fuse small kernels, so each launch does more work.".into(),
-            "cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);\n/* the step's kernels */\ncudaStreamEndCapture(stream, &graph);\ncudaGraphInstantiate(&exec, graph, 0);\ncudaGraphLaunch(exec, stream);   // every step".into(),
-        );
+        return crate::diagnose::advice::launch_overhead(fw.dialect());
     }
     if fw.graphs {
         return (
@@ -137,6 +134,7 @@ mod tests {
     fn the_fix_names_only_what_the_recorded_pytorch_has() {
         let graphs = Framework {
             graphs: true,
+            program: crate::measure::environment::Program::PyTorch,
             ..Framework::default()
         };
         assert!(launch_overhead_fix(&graphs)
@@ -144,10 +142,14 @@ mod tests {
             .contains("already replays CUDA graphs"));
         let compiled = Framework {
             compiled: true,
+            program: crate::measure::environment::Program::PyTorch,
             ..Framework::default()
         };
         assert!(launch_overhead_fix(&compiled)
             .0
             .contains("already compiled"));
+        // A program the trace does not identify is told no PyTorch API.
+        let unknown = launch_overhead_fix(&Framework::default()).0;
+        assert!(!unknown.contains("torch"), "{unknown}");
     }
 }

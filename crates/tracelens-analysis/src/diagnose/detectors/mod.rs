@@ -231,6 +231,7 @@ impl Context<'_> {
             fix: String::new(),
             advice: String::new(),
             snippet: String::new(),
+            snippet_language: String::new(),
             confidence: Confidence::Medium,
             predicted_step_ns: None,
             prediction: String::new(),

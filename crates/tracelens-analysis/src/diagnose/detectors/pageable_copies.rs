@@ -54,9 +54,8 @@ impl Detector for PageableCopies {
             EvidenceValue::Count(cx.copies().pinned_copies_then_synced),
         );
         if !cx.framework().pytorch() {
-            f.fix = "Allocate the host buffers pinned (cudaMallocHost/cudaHostAlloc, or cudaHostRegister an existing buffer) and copy with cudaMemcpyAsync on a stream.".into();
-            f.advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels; pinned buffers with async copies can.".into();
-            f.snippet = "cudaMallocHost(&host_buf, bytes);            // once, outside the loop\ncudaMemcpyAsync(dev_buf, host_buf, bytes, cudaMemcpyHostToDevice, stream);".into();
+            (f.fix, f.advice, f.snippet) =
+                crate::diagnose::advice::pageable_copies(cx.framework().dialect()).parts();
             f.confidence = Confidence::High;
             return vec![f];
         }

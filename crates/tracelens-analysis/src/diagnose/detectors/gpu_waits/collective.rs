@@ -26,13 +26,14 @@ impl Detector for CollectiveWait {
         let mut f = wait.finding;
         f.confidence = Confidence::Medium;
         f.fix = if cx.framework().pytorch() {
-            "Ranks reach the collective at different times or communication runs exposed: compare the ranks with `tracelens job` to find the late one and what it did, and overlap communication with compute (DDP bucket_cap_mb, FSDP forward/backward prefetch).".into()
+            "Ranks reach the collective at different times or communication runs exposed: analyse every rank's trace together (tracelens analyze DIR/) to find the late one and what it did, and overlap communication with compute (DDP bucket_cap_mb, FSDP forward/backward prefetch).".into()
         } else {
-            "Ranks reach the collective at different times or communication runs exposed: compare the ranks with `tracelens job` to find the late one, and issue collectives on their own stream overlapped with independent compute.".into()
+            "Ranks reach the collective at different times or communication runs exposed: analyse every rank's trace together (tracelens analyze DIR/) to find the late one, and overlap the collectives with independent compute.".into()
         };
         f.advice = "A collective cannot finish before every rank joins it; this rank's GPU idles until the slowest one arrives.".into();
         f.snippet =
-            "tracelens job rank0.json rank1.json ...   # which rank arrives late, and why".into();
+            "tracelens analyze traces/   # one trace per rank: which rank arrives late, and why"
+                .into();
         vec![f]
     }
 }
@@ -52,7 +53,11 @@ mod tests {
             "{}",
             found[0].title
         );
-        assert!(found[0].fix.contains("tracelens job"), "{}", found[0].fix);
+        assert!(
+            found[0].fix.contains("tracelens analyze DIR/"),
+            "{}",
+            found[0].fix
+        );
     }
 
     #[test]

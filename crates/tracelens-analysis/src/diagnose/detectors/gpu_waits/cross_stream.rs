@@ -6,6 +6,7 @@ use crate::attribute::idle::IdleCause;
 use crate::diagnose::detectors::{Detector, Input};
 use crate::diagnose::finding::{Confidence, Finding};
 use crate::finding_kind::FindingKind;
+use crate::measure::environment::Dialect;
 
 /// Queued work waits for an event recorded on another stream.
 pub struct CrossStreamWait;
@@ -31,10 +32,10 @@ impl Detector for CrossStreamWait {
             None => "Record the event right after the work it guards, on a stream that is not itself waiting, and launch the producing work before the consumer's wait, so the consumer stream never waits on work not yet queued.".into(),
         };
         f.advice = "A stream wait holds queued work until an event on another stream completes. The GPU sat idle, so the awaited work was not running either: it was launched late, behind host work or a blocking call.".into();
-        f.snippet = if cx.framework().pytorch() {
-            "side = torch.cuda.Stream()\nwith torch.cuda.stream(side):\n    produced = producer(x)\n    done = torch.cuda.Event(); done.record(side)   # right after the work\ntorch.cuda.current_stream().wait_event(done)".into()
-        } else {
-            "producer<<<g, b, 0, side>>>(...);\ncudaEventRecord(done, side);          // right after the work it guards\ncudaStreamWaitEvent(main, done, 0);".into()
+        f.snippet = match cx.framework().dialect() {
+            Dialect::PyTorch => "side = torch.cuda.Stream()\nwith torch.cuda.stream(side):\n    produced = producer(x)\n    done = torch.cuda.Event(); done.record(side)   # right after the work\ntorch.cuda.current_stream().wait_event(done)".into(),
+            Dialect::CudaRuntime => "producer<<<g, b, 0, side>>>(...);\ncudaEventRecord(done, side);          // right after the work it guards\ncudaStreamWaitEvent(main, done, 0);".into(),
+            _ => String::new(),
         };
         vec![f]
     }

@@ -26,13 +26,20 @@ impl Detector for UnexplainedGpuWait {
         };
         let mut f = wait.finding;
         f.confidence = Confidence::Low;
-        f.fix = if cx.framework().pytorch() {
-            "The trace does not say what the queued work waited for: profile the step with Nsight Systems (nsys -t cuda,nvtx,osrt), which records stream waits and events, and in a distributed job compare ranks with `tracelens job`.".into()
+        // Only a capture without stream-wait records gains from Nsight Systems; in a job,
+        // every rank's trace read together shows whether another rank held this one.
+        let fw = cx.framework();
+        f.fix = if fw.nsight() {
+            "The trace does not say what the queued work waited for: in a distributed job, analyse every rank's trace together (tracelens analyze DIR/ with one trace per rank) to see whether another rank held this one.".into()
         } else {
-            "The trace does not say what the queued work waited for: profile with nsys -t cuda (stream waits and events) and, in a distributed job, compare ranks with `tracelens job`.".into()
+            "The trace does not say what the queued work waited for: profile the step with Nsight Systems (nsys -t cuda,nvtx,osrt), which records stream waits and events, and in a distributed job analyse every rank's trace together (tracelens analyze DIR/).".into()
         };
         f.advice = "Launched work did not start although the GPU was idle and no stream wait or collective explains it: a dependency the trace does not record (an event, another device, a semaphore).".into();
-        f.snippet = "nsys profile -t cuda,nvtx,osrt python train.py".into();
+        f.snippet = match (fw.nsight(), fw.pytorch()) {
+            (true, _) => "tracelens analyze traces/   # one trace per rank".into(),
+            (false, true) => "nsys profile -t cuda,nvtx,osrt python train.py".into(),
+            (false, false) => "nsys profile -t cuda,nvtx,osrt ./program".into(),
+        };
         vec![f]
     }
 }

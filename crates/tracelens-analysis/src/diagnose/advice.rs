@@ -1,0 +1,398 @@
+//! Fixes that recur across detectors (host synchronization, copies, launch overhead, CPU
+//! work the capture did not record, warm-up, thread pools), written once per [`Dialect`]:
+//! a native CUDA program is told the runtime calls it makes, an OpenACC or OpenMP program
+//! the directives it is written in, and a program the trace does not identify what to
+//! change in no tool's vocabulary. PyTorch's own fixes stay with their detectors, which know
+//! its versions and options.
+
+use crate::measure::environment::Dialect;
+
+/// One fix: the actionable sentence, why, and a short example (empty when no example fits
+/// the program).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fix {
+    /// What to change.
+    pub fix: String,
+    /// Why, in full.
+    pub advice: String,
+    /// A short example in the program's language, or empty.
+    pub snippet: String,
+}
+
+impl Fix {
+    fn new(fix: &str, advice: &str, snippet: &str) -> Fix {
+        Fix {
+            fix: fix.into(),
+            advice: advice.into(),
+            snippet: snippet.into(),
+        }
+    }
+
+    /// `(fix, advice, snippet)`, the way findings store them.
+    #[must_use]
+    pub fn parts(self) -> (String, String, String) {
+        (self.fix, self.advice, self.snippet)
+    }
+}
+
+/// How a host-blocking call waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostWait {
+    /// One stream or one event.
+    StreamOrEvent,
+    /// The whole device, or a synchronous copy or fill.
+    DeviceOrCopy,
+    /// Freeing device or pinned memory (waits for the device).
+    Free,
+}
+
+/// A host-blocking call in a program that is not PyTorch.
+#[must_use]
+pub fn host_wait(wait: HostWait, dialect: Dialect) -> Fix {
+    match (dialect, wait) {
+        (Dialect::CudaRuntime, HostWait::Free) => Fix::new(
+            "Allocate device buffers once outside the loop and reuse them, or use stream-ordered allocation (cudaMallocAsync/cudaFreeAsync) that does not wait for the device.",
+            "cudaFree and cudaFreeHost wait for the whole device before they return, so the queue drains and the GPU idles until the CPU launches again.",
+            "cudaMallocAsync(&buf, bytes, stream);   // instead of cudaMalloc\n/* kernels using buf */\ncudaFreeAsync(buf, stream);            // no device-wide wait",
+        ),
+        (Dialect::CudaRuntime, HostWait::StreamOrEvent) => Fix::new(
+            "Order GPU work with cudaStreamWaitEvent instead of blocking the host, and synchronize only where the host needs a result.",
+            "A stream or event synchronize blocks the CPU until the GPU catches up, so it cannot queue the next work meanwhile.",
+            "cudaEventRecord(done, producer);\ncudaStreamWaitEvent(consumer, done, 0);   // GPU-side ordering, no host block",
+        ),
+        (Dialect::CudaRuntime, HostWait::DeviceOrCopy) => Fix::new(
+            "Remove device-wide synchronization and synchronous copies from the loop: copy with cudaMemcpyAsync into pinned buffers and wait on a CUDA event (cudaEventSynchronize) only where the host needs a result.",
+            "A device synchronize or a synchronous cudaMemcpy waits for every queued kernel, so the GPU idles while the CPU prepares the next launches.",
+            "cudaMemcpyAsync(host_pinned, dev, bytes, cudaMemcpyDeviceToHost, stream);\ncudaEventRecord(ready, stream);\n/* queue more work */\ncudaEventSynchronize(ready);   // only when the result is needed",
+        ),
+        (Dialect::OpenAcc, HostWait::Free) => Fix::new(
+            "Create the device copies once, outside the loop, in a data region (or enter data / exit data around the whole run) instead of allocating and freeing them around each compute region.",
+            "Each free of device memory waits for the whole device, so the queue drains; a data region keeps the arrays on the device across compute regions.",
+            "!$acc data create(tmp)            ! Fortran\n#pragma acc data create(tmp[0:n]) // C/C++\n  ... compute regions using tmp ...\n!$acc end data",
+        ),
+        (Dialect::OpenAcc, _) => Fix::new(
+            "Make compute regions and updates asynchronous (async(q) clauses) and wait (acc wait) only where the host reads the results; keep arrays on the device in a data region so no copy waits in the loop.",
+            "Without async, every compute region and update ends with a wait for the device (the runtime's stream synchronize), so the host cannot queue the next region while the GPU works.",
+            "!$acc parallel loop async(1)     ! Fortran; C/C++: #pragma acc parallel loop async(1)\n  ...\n!$acc update self(x) async(1)\n!$acc wait(1)                    ! only where the host reads x",
+        ),
+        (Dialect::OpenMp, HostWait::Free) => Fix::new(
+            "Map the arrays once around the whole loop (target data, or target enter data / exit data) instead of allocating and freeing device memory per target region.",
+            "Each free of device memory waits for the whole device, so the queue drains; a target data region keeps the arrays on the device across target regions.",
+            "#pragma omp target enter data map(alloc: tmp[0:n])\n/* target regions using tmp */\n#pragma omp target exit data map(delete: tmp[0:n])",
+        ),
+        (Dialect::OpenMp, _) => Fix::new(
+            "Launch target regions with nowait and depend clauses, and wait (taskwait) only where the host needs the results; keep arrays on the device in a target data region so no copy waits in the loop.",
+            "A target region without nowait, and every map of data back to the host, waits for the device, so the host cannot queue the next region while the GPU works.",
+            "#pragma omp target teams distribute parallel for nowait depend(out: a)\nfor (...) { ... }\n#pragma omp taskwait   // only where the host reads a",
+        ),
+        (_, HostWait::Free) => Fix::new(
+            "Allocate device memory once, outside the loop, and reuse it: freeing device memory waits for the whole device.",
+            "Freeing device memory waits for all queued GPU work, so the queue drains and the GPU idles until the host launches again.",
+            "",
+        ),
+        (_, _) => Fix::new(
+            "Wait for the GPU only where the host needs a result: issue copies asynchronously and order dependent GPU work on the device instead of blocking the host.",
+            "A host-blocking wait or synchronous copy drains the GPU's queue, so the GPU idles while the host prepares the next work.",
+            "",
+        ),
+    }
+}
+
+/// Copies to or from pageable host memory, in a program that is not PyTorch.
+#[must_use]
+pub fn pageable_copies(dialect: Dialect) -> Fix {
+    match dialect {
+        Dialect::CudaRuntime => Fix::new(
+            "Allocate the host buffers pinned (cudaMallocHost/cudaHostAlloc, or cudaHostRegister an existing buffer) and copy with cudaMemcpyAsync on a stream.",
+            "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels; pinned buffers with async copies can.",
+            "cudaMallocHost(&host_buf, bytes);            // once, outside the loop\ncudaMemcpyAsync(dev_buf, host_buf, bytes, cudaMemcpyHostToDevice, stream);",
+        ),
+        Dialect::OpenAcc => Fix::new(
+            "Keep the arrays on the device in a data region so they cross the link once, and let the compiler pin host memory (NVIDIA HPC compilers: -gpu=pinned) for the updates that remain.",
+            "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels.",
+            "!$acc data copyin(a) copyout(b)   ! Fortran; C/C++: #pragma acc data copyin(a[0:n]) copyout(b[0:n])\n  ... compute regions ...\n!$acc end data\n! compile with -gpu=pinned",
+        ),
+        Dialect::OpenMp => Fix::new(
+            "Map the arrays once around the loop (target data, or target enter data / exit data) so they cross the link once, and update only what the host reads.",
+            "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels.",
+            "#pragma omp target data map(to: a[0:n]) map(from: b[0:n])\n{\n  /* target regions */\n}",
+        ),
+        Dialect::PyTorch | Dialect::Neutral => Fix::new(
+            "Use page-locked (pinned) host buffers for transfers and issue them asynchronously, or keep the data on the GPU so it crosses the link less often.",
+            "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels.",
+            "",
+        ),
+    }
+}
+
+/// Per-launch overhead (kernels shorter than their launches), in a program that is not
+/// PyTorch: `(fix, snippet)`.
+#[must_use]
+pub fn launch_overhead(dialect: Dialect) -> (String, String) {
+    let (fix, snippet) = match dialect {
+        Dialect::CudaRuntime => (
+            "Capture the launch sequence once in a CUDA graph (cudaStreamBeginCapture ... cudaGraphLaunch) or fuse small kernels, so each launch does more work.",
+            "cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);\n/* the step's kernels */\ncudaStreamEndCapture(stream, &graph);\ncudaGraphInstantiate(&exec, graph, 0);\ncudaGraphLaunch(exec, stream);   // every step",
+        ),
+        Dialect::OpenAcc => (
+            "Give each compute region more work: merge neighbouring loops into one region, collapse nested loops (collapse(n)), and launch the regions with async so launches overlap the running kernels.",
+            "!$acc parallel loop collapse(2) async(1)   ! Fortran; C/C++: #pragma acc parallel loop collapse(2) async(1)\ndo j = 1, ny\n  do i = 1, nx\n    ...\n!$acc wait(1)",
+        ),
+        Dialect::OpenMp => (
+            "Give each target region more work: merge neighbouring loops into one region, collapse nested loops (collapse(n)), and launch the regions with nowait so launches overlap the running kernels.",
+            "#pragma omp target teams distribute parallel for collapse(2) nowait\nfor (int j = 0; j < ny; ++j)\n  for (int i = 0; i < nx; ++i) { ... }\n#pragma omp taskwait",
+        ),
+        Dialect::PyTorch | Dialect::Neutral => (
+            "Launch fewer, larger kernels: fuse small kernels, or record the launch sequence once as a GPU graph and replay it, so each launch does more work.",
+            "",
+        ),
+    };
+    (fix.into(), snippet.into())
+}
+
+/// Copies across the host link that kernels could overlap, in a program that is not
+/// PyTorch; `direction` in words (`host-to-device`).
+#[must_use]
+pub fn link_copies(direction: &str, dialect: Dialect) -> Fix {
+    let advice = "Copies across the host link are bounded by its bandwidth; on the compute stream they serialize with kernels.";
+    match dialect {
+        Dialect::CudaRuntime => Fix {
+            fix: format!("Copy less and overlap the rest: keep data resident on the GPU, and issue the {direction} copies from pinned buffers with cudaMemcpyAsync on a separate stream so kernels run meanwhile."),
+            advice: advice.into(),
+            snippet: "cudaMemcpyAsync(dev, pinned_host, bytes, cudaMemcpyHostToDevice, copy_stream);\ncudaEventRecord(copied, copy_stream);\ncudaStreamWaitEvent(compute_stream, copied, 0);".into(),
+        },
+        Dialect::OpenAcc => Fix {
+            fix: format!("Copy less and overlap the rest: keep arrays on the device in a data region, and make the {direction} updates that remain asynchronous (update ... async(q) on another queue than the compute regions)."),
+            advice: advice.into(),
+            snippet: "!$acc update device(next) async(2)   ! Fortran; C/C++: #pragma acc update device(next[0:n]) async(2)\n!$acc parallel loop async(1)\n  ... compute on current ...\n!$acc wait".into(),
+        },
+        Dialect::OpenMp => Fix {
+            fix: format!("Copy less and overlap the rest: keep arrays on the device in a target data region, and make the {direction} updates that remain asynchronous (target update ... nowait)."),
+            advice: advice.into(),
+            snippet: "#pragma omp target update to(next[0:n]) nowait depend(out: next)\n#pragma omp target teams distribute parallel for nowait depend(in: next)\nfor (...) { ... }\n#pragma omp taskwait".into(),
+        },
+        Dialect::PyTorch | Dialect::Neutral => Fix {
+            fix: format!("Copy less and overlap the rest: keep data resident on the GPU, and issue the {direction} copies asynchronously from pinned buffers so kernels run meanwhile."),
+            advice: advice.into(),
+            snippet: String::new(),
+        },
+    }
+}
+
+/// Device-to-device copies, in a program that is not PyTorch.
+#[must_use]
+pub fn device_copies(dialect: Dialect) -> Fix {
+    Fix::new(
+        "Avoid the device-to-device copies: operate in place or on views of the buffers, and fuse layout changes into the kernels that read them.",
+        "Device-to-device copies use memory bandwidth the kernels need.",
+        if dialect == Dialect::CudaRuntime {
+            "// read strided data in the consumer kernel instead of cudaMemcpy2DAsync into a packed copy"
+        } else {
+            ""
+        },
+    )
+}
+
+/// The capture holds no record of the host's CPU work: how to record it. `nsight` when the
+/// trace is an Nsight Systems export.
+#[must_use]
+pub fn record_cpu_work(dialect: Dialect, nsight: bool) -> (String, String) {
+    let (fix, snippet) = match (dialect, nsight) {
+        (Dialect::OpenAcc, true) => (
+            "The trace records only the runtime's API calls, not what the host did around them, so the cause is not in it: profile again with the OpenACC and OS-runtime traces and CPU sampling (nsys profile -t openacc,cuda,nvtx,osrt -s cpu).",
+            "nsys profile -t openacc,cuda,nvtx,osrt -s cpu ./program",
+        ),
+        (Dialect::OpenMp, true) => (
+            "The trace records only the runtime's API calls, not what the host did around them, so the cause is not in it: profile again with the OpenMP and OS-runtime traces and CPU sampling (nsys profile -t openmp,cuda,nvtx,osrt -s cpu).",
+            "nsys profile -t openmp,cuda,nvtx,osrt -s cpu ./program",
+        ),
+        (Dialect::CudaRuntime, true) => (
+            "The trace records only API calls, not what the CPU did around them, so the cause is not in it: add NVTX ranges around the host phases and profile with nsys -t cuda,nvtx,osrt -s cpu.",
+            "nvtxRangePushA(\"prepare batch\");\nprepare_batch();\nnvtxRangePop();\n// nsys profile -t cuda,nvtx,osrt -s cpu ./program",
+        ),
+        (_, true) => (
+            "The trace records only API calls, not what the CPU did around them, so the cause is not in it: profile again with CPU sampling and the OS-runtime trace (nsys profile -t cuda,nvtx,osrt -s cpu), and mark the host phases with NVTX ranges.",
+            "nsys profile -t cuda,nvtx,osrt -s cpu ./program",
+        ),
+        (_, false) => (
+            "The trace records only API calls, not what the CPU did around them, so the cause is not in it: profile again recording the host's CPU activity and mark its phases with ranges.",
+            "",
+        ),
+    };
+    (fix.into(), snippet.into())
+}
+
+/// One-time warm-up in a program that is not PyTorch: measure after it.
+#[must_use]
+pub fn warm_up(dialect: Dialect, nsight: bool) -> (String, String) {
+    if dialect == Dialect::CudaRuntime {
+        return (
+            "This is one-time warm-up (module load, first launches): start the capture after it (nsys --capture-range=cudaProfilerApi with cudaProfilerStart after warm-up) so the profile shows steady-state steps.".into(),
+            "warm_up();\ncudaProfilerStart();   // nsys profile --capture-range=cudaProfilerApi ./program\nrun_steps();\ncudaProfilerStop();".into(),
+        );
+    }
+    if nsight {
+        return (
+            "This is one-time warm-up (module load, first launches, compilation): start the capture after it — nsys profile --delay=SECONDS, or an NVTX range around the steady-state loop with --capture-range=nvtx — so the profile shows steady-state work.".into(),
+            "nsys profile --capture-range=nvtx --nvtx-capture=steady ./program   # the loop inside an NVTX range named steady".into(),
+        );
+    }
+    (
+        "This is one-time warm-up (module load, first launches, compilation): start the capture after it so the profile shows steady-state work.".into(),
+        String::new(),
+    )
+}
+
+/// Host time inside one annotated range with nothing finer recorded.
+#[must_use]
+pub fn inside_range(range: Option<&str>, dialect: Dialect) -> (String, String) {
+    let what = range.map_or("an annotated range".to_string(), |r| {
+        format!("the range {r}")
+    });
+    match dialect {
+        Dialect::CudaRuntime | Dialect::OpenAcc | Dialect::OpenMp => (
+            format!("The time is inside {what} with nothing finer recorded: add nested NVTX ranges inside it to see which part of it keeps the GPU waiting."),
+            "nvtxRangePushA(\"inner phase\");\ninner_phase();\nnvtxRangePop();".into(),
+        ),
+        Dialect::PyTorch | Dialect::Neutral => (
+            format!("The time is inside {what} with nothing finer recorded: add nested ranges inside it to see which part of it keeps the GPU waiting."),
+            String::new(),
+        ),
+    }
+}
+
+/// Host work between launches that keeps the GPU waiting, in a program that is not PyTorch.
+#[must_use]
+pub fn overlap_host_work(dialect: Dialect) -> (String, String) {
+    let fix = "Launch the next GPU work before the CPU work that follows it, or move that CPU work to another thread, so the queue never drains.";
+    let snippet = match dialect {
+        Dialect::CudaRuntime => "// enqueue the next kernels first, then do the host work\nkernel<<<grid, block, 0, stream>>>(...);\nhost_work();   // overlaps the queued kernels",
+        Dialect::OpenAcc => "!$acc parallel loop async(1)   ! queue the next region first\n  ...\ncall host_work()               ! overlaps the queued region\n!$acc wait(1)",
+        Dialect::OpenMp => "#pragma omp target teams distribute parallel for nowait   // queue first\nfor (...) { ... }\nhost_work();   // overlaps the target region\n#pragma omp taskwait",
+        Dialect::PyTorch | Dialect::Neutral => "",
+    };
+    (fix.into(), snippet.into())
+}
+
+/// The launching thread waits for a core, in a program that is not PyTorch.
+#[must_use]
+pub fn thread_pools(dialect: Dialect) -> Fix {
+    let snippet = match dialect {
+        Dialect::Neutral | Dialect::PyTorch => "",
+        _ => "export OMP_NUM_THREADS=4\ntaskset -c 0-7 ./program",
+    };
+    Fix::new(
+        "Give the launching thread its core: bound OMP_NUM_THREADS and other thread pools to the free cores and pin the process with taskset or numactl.",
+        "More threads want the cores than there are, so the thread that launches GPU work waits to run: bound the thread pools, pin the process, and check for other jobs on the node.",
+        snippet,
+    )
+}
+
+/// The language a snippet of `dialect` is written in, for a Markdown fence.
+#[must_use]
+pub fn snippet_language(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::PyTorch => "python",
+        Dialect::CudaRuntime | Dialect::OpenMp => "c",
+        Dialect::OpenAcc | Dialect::Neutral => "text",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Dialect; 5] = [
+        Dialect::PyTorch,
+        Dialect::CudaRuntime,
+        Dialect::OpenAcc,
+        Dialect::OpenMp,
+        Dialect::Neutral,
+    ];
+
+    /// Every fix of this module, for every dialect.
+    fn every_fix(d: Dialect) -> Vec<String> {
+        let mut out = Vec::new();
+        for w in [
+            HostWait::StreamOrEvent,
+            HostWait::DeviceOrCopy,
+            HostWait::Free,
+        ] {
+            out.extend(<[String; 3]>::from(host_wait(w, d).parts()));
+        }
+        out.extend(<[String; 3]>::from(pageable_copies(d).parts()));
+        out.extend(<[String; 3]>::from(
+            link_copies("host-to-device", d).parts(),
+        ));
+        out.extend(<[String; 3]>::from(device_copies(d).parts()));
+        out.extend(<[String; 3]>::from(thread_pools(d).parts()));
+        for (a, b) in [
+            launch_overhead(d),
+            record_cpu_work(d, true),
+            record_cpu_work(d, false),
+            warm_up(d, true),
+            warm_up(d, false),
+            inside_range(Some("main"), d),
+            overlap_host_work(d),
+        ] {
+            out.push(a);
+            out.push(b);
+        }
+        out
+    }
+
+    #[test]
+    fn each_dialect_names_only_its_own_tools() {
+        let foreign: &[(Dialect, &[&str])] = &[
+            (
+                Dialect::CudaRuntime,
+                &["torch", "!$acc", "#pragma acc", "#pragma omp"],
+            ),
+            (
+                Dialect::OpenAcc,
+                &[
+                    "torch",
+                    "cudaMalloc",
+                    "cudaMemcpy",
+                    "cudaGraph",
+                    "#pragma omp",
+                    "cudaStream",
+                ],
+            ),
+            (
+                Dialect::OpenMp,
+                &[
+                    "torch",
+                    "cudaMalloc",
+                    "cudaMemcpy",
+                    "cudaGraph",
+                    "acc ",
+                    "cudaStream",
+                ],
+            ),
+            (
+                Dialect::Neutral,
+                &[
+                    "torch",
+                    "cudaMalloc",
+                    "cudaMemcpy",
+                    "CUDA graph",
+                    "cudaStream",
+                    "acc ",
+                    "#pragma omp",
+                    "nvtxRange",
+                ],
+            ),
+        ];
+        for (d, words) in foreign {
+            for text in every_fix(*d) {
+                for w in *words {
+                    assert!(!text.contains(w), "{d:?} names {w:?}: {text}");
+                }
+            }
+        }
+        for d in ALL {
+            assert!(every_fix(d).iter().all(|t| !t.contains("tracelens job")));
+        }
+    }
+}
