@@ -88,17 +88,21 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         }
         _ => String::new(),
     };
+    // Work the trace does not record has no names to list: the description says it all.
+    let named = if part.work == HostWork::NotRecorded {
+        String::new()
+    } else if top.is_empty() {
+        ": unnamed CPU work".to_string()
+    } else {
+        format!(": {}", top.join(", "))
+    };
     f.title = format!(
-        "GPU idle {} {} ({:.1} %) while the launching thread {}: {}{}{}",
+        "GPU idle {} {} ({:.1} %) while the launching thread {}{}{}{}",
         format_ms(win.per_step_ns),
         cx.per(),
         win.percent,
         part.work.describe(),
-        if top.is_empty() {
-            "unnamed CPU work".to_string()
-        } else {
-            top.join(", ")
-        },
+        named,
         inside,
         match (largest, cx.idle()) {
             (true, Some(d)) => os_wait_note(d, cx.credit().host_compute_ns),
