@@ -235,19 +235,25 @@ pub fn framework(trace: &Trace) -> Framework {
         }
         fw.mpi |= crate::api::is_mpi_call(name);
     }
-    fw.gpu_api = launch_api(trace);
     fw.capture = trace.source.capture_tool;
     // Only CPU lanes can hold them (GPU lanes come first in the span table).
-    fw.cpu_ops_recorded = trace.lanes.iter().filter(|l| !l.key.is_gpu()).any(|l| {
-        trace.spans[l.spans.start as usize..l.spans.end as usize]
-            .iter()
-            .any(|s| {
-                matches!(
-                    s.kind,
-                    SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::PythonFunction
-                )
-            })
-    });
+    // One pass over the CPU lanes (GPU lanes come first in the span table and hold neither):
+    // whether any CPU work is recorded, and the names the API calls use.
+    let mut api_names = rustc_hash::FxHashSet::default();
+    for lane in trace.lanes.iter().filter(|l| !l.key.is_gpu()) {
+        for s in &trace.spans[lane.spans.start as usize..lane.spans.end as usize] {
+            match s.kind {
+                SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::PythonFunction => {
+                    fw.cpu_ops_recorded = true;
+                }
+                k if k.is_api_call() => {
+                    api_names.insert(s.name);
+                }
+                _ => {}
+            }
+        }
+    }
+    fw.gpu_api = launch_api(&api_names, trace);
     fw.program = if pytorch {
         Program::PyTorch
     } else {
@@ -263,17 +269,9 @@ pub fn framework(trace: &Trace) -> Framework {
 
 /// The API the launch calls go through: HIP or the CUDA runtime when any launch call names
 /// it, else the CUDA driver when the launches are `cu*` calls.
-fn launch_api(trace: &Trace) -> GpuApi {
-    let mut seen = rustc_hash::FxHashSet::default();
-    for lane in trace.lanes.iter().filter(|l| !l.key.is_gpu()) {
-        for s in &trace.spans[lane.spans.start as usize..lane.spans.end as usize] {
-            if s.kind.is_api_call() {
-                seen.insert(s.name);
-            }
-        }
-    }
+fn launch_api(api_names: &rustc_hash::FxHashSet<NameId>, trace: &Trace) -> GpuApi {
     let mut api = GpuApi::Unknown;
-    for &name in &seen {
+    for &name in api_names {
         match crate::api::api_family(trace.names.get(name)) {
             Some(GpuApi::Hip) => return GpuApi::Hip,
             Some(GpuApi::CudaRuntime) => api = GpuApi::CudaRuntime,
