@@ -859,3 +859,93 @@ fn the_analysis_stages_read_only_the_stages_before_them() {
     );
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// Files of the analysis crate that may match names outside `vocabulary/`: the FLOP cost
+/// model's formulas are keyed by the op they price (`aten::addmm` → 2·m·n·k), one table in
+/// one file.
+const NAME_TABLES_OUTSIDE_VOCABULARY: [&str; 1] = ["views/flops.rs"];
+
+/// The marker a line above a string match puts when it matches text of our own, not a name
+/// from a trace.
+const NOT_A_NAME: &str = "// text, not a trace name";
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The lines of non-test code in `src` that match a string literal against a name
+/// (`.contains("…")`, `.starts_with("…")`, …) without the [`NOT_A_NAME`] marker above them.
+fn name_matches(src: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let mut previous = "";
+    for (n, line) in src.lines().enumerate() {
+        if line.trim_start().starts_with("#[cfg(test)]") {
+            break;
+        }
+        let matches = [
+            ".contains(\"",
+            ".starts_with(\"",
+            ".ends_with(\"",
+            ".strip_prefix(\"",
+            ".strip_suffix(\"",
+            " == \"",
+        ]
+        .iter()
+        .any(|m| line.contains(m))
+            || line.contains("matches!(") && line.contains('"');
+        if matches && previous.trim() != NOT_A_NAME {
+            out.push((n + 1, line.trim().to_string()));
+        }
+        previous = line;
+    }
+    out
+}
+
+#[test]
+fn what_names_mean_is_known_only_in_the_vocabulary() {
+    let src = workspace_root().join("crates/tracelens-analysis/src");
+    let mut problems = Vec::new();
+    let mut vocabulary_matches = 0;
+    for file in rust_files_under(&src) {
+        let rel = file.strip_prefix(&src).unwrap().display().to_string();
+        let found = name_matches(&std::fs::read_to_string(&file).unwrap());
+        if rel.starts_with("vocabulary/") {
+            vocabulary_matches += found.len();
+        } else if !NAME_TABLES_OUTSIDE_VOCABULARY.contains(&rel.as_str()) {
+            problems.extend(found.into_iter().map(|(n, l)| format!("{rel}:{n}: {l}")));
+        }
+    }
+    assert!(
+        vocabulary_matches > 20,
+        "the vocabulary matches only {vocabulary_matches} names: is the scan reading it?"
+    );
+    assert!(
+        problems.is_empty(),
+        "name matching outside crates/tracelens-analysis/src/vocabulary/ (ask the vocabulary, \
+         or mark our own text with `{NOT_A_NAME}` on the line above):\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_name_scan_sees_a_match_and_honours_the_marker() {
+    let src = "fn f(n: &str) -> bool {\n    n.starts_with(\"aten::\")\n}\nfn g(t: &str) -> bool {\n    // text, not a trace name\n    t.contains(\"batch size\")\n}\n#[cfg(test)]\nmod tests { fn h(n: &str) -> bool { n.contains(\"x\") } }\n";
+    assert_eq!(
+        name_matches(src),
+        vec![(2, "n.starts_with(\"aten::\")".to_string())]
+    );
+}

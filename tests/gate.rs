@@ -699,3 +699,85 @@ fn a_diff_checks_the_earlier_runs_prediction_against_the_later_run() {
     );
     assert!(row.contains("prediction ±0.0 %"), "{row}");
 }
+
+/// The subcommands that text names as `tracelens <word>`: in the README and docs (inside
+/// backticks) and in the string literals of the analysis crate, where fixes are written.
+fn named_subcommands() -> std::collections::BTreeMap<String, String> {
+    let root = tracelens_tests::repo_root();
+    let mut texts: Vec<(String, String)> = Vec::new();
+    let mut push_dir = |dir: PathBuf, ext: &str| {
+        let mut stack = vec![dir];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == ext) {
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    texts.push((path.display().to_string(), text));
+                }
+            }
+        }
+    };
+    push_dir(root.join("docs"), "md");
+    push_dir(root.join("crates/tracelens-analysis/src"), "rs");
+    texts.push((
+        "README.md".into(),
+        std::fs::read_to_string(root.join("README.md")).unwrap(),
+    ));
+    let mut found = std::collections::BTreeMap::new();
+    for (file, text) in texts {
+        let rust = file.ends_with(".rs");
+        for line in text.lines() {
+            if rust && line.trim_start().starts_with("#[cfg(test)]") {
+                break;
+            }
+            // In Rust sources only string literals count (not `tracelens_model` paths).
+            if rust && !line.contains('"') {
+                continue;
+            }
+            let mut rest = line;
+            while let Some(at) = rest.find("tracelens ") {
+                let before = rest[..at].chars().last();
+                let word: String = rest[at + "tracelens ".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+                    .collect();
+                // `tracelens analyze`, `` `tracelens job` ``: a command, not prose ("tracelens
+                // reads"); prose is told apart by the backtick or quote before it.
+                if matches!(before, Some('`' | '"' | '$' | ' ' | '(')) && !word.is_empty() {
+                    let quoted = matches!(before, Some('`' | '"'));
+                    if quoted || rust {
+                        found.entry(word).or_insert_with(|| file.clone());
+                    }
+                }
+                rest = &rest[at + "tracelens ".len()..];
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_tracelens_command_a_fix_or_doc_names_exists() {
+    let named = named_subcommands();
+    assert!(
+        named.contains_key("analyze") && named.contains_key("check"),
+        "the scan finds the documented commands: {named:?}"
+    );
+    // Words that follow "tracelens " in a literal without being a command.
+    let prose = [
+        "does", "is", "reads", "writes", "can", "cannot", "has", "does-not",
+    ];
+    for (word, file) in named {
+        if prose.contains(&word.as_str()) {
+            continue;
+        }
+        let run = tracelens([word.as_str(), "--help"]);
+        assert_eq!(
+            run.code, 0,
+            "`tracelens {word}` (named in {file}) is not a command: {}",
+            run.stderr
+        );
+    }
+}

@@ -17,12 +17,11 @@
 //! - [`diagnose`](mod@diagnose): one [`diagnose::detectors::Detector`] per problem,
 //!   producing [`Finding`]s fitted to the environment; [`diagnose()`] runs them all and ranks
 //!   the findings by estimated win; the [`Verdict`] is the one-sentence answer.
-//! - Shared by every stage: [`api`] (what API and op names mean), [`finding_kind`] (the kinds
+//! - Shared by every stage: [`vocabulary`] (what API, op, kernel and phase names mean), [`finding_kind`] (the kinds
 //!   of problem findings describe) and [`num`] (number conversions).
 //! - [`analyze()`] runs everything once and returns the [`Analysis`].
 #![deny(missing_docs)]
 
-pub mod api;
 pub mod attribute;
 pub mod diagnose;
 pub mod finding_kind;
@@ -30,6 +29,7 @@ pub mod measure;
 pub mod num;
 pub mod predict;
 pub mod views;
+pub mod vocabulary;
 
 pub use diagnose::finding::{Finding, WinKind};
 pub use diagnose::verdict::{Verdict, VerdictKind};

@@ -2,7 +2,7 @@
 //! (operation, process group, sequence number, bytes moved): what the communication figures
 //! measure and the multi-rank job analysis matches across ranks.
 
-use crate::api::CommunicationNames;
+use crate::vocabulary::kernels::CommunicationNames;
 use serde::{Deserialize, Serialize};
 use tracelens_model::{CollectiveArgs, LaneKey, SpanId, SpanKind, TimeNs, Trace};
 

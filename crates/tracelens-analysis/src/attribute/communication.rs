@@ -10,12 +10,12 @@
 //! kernel time includes waiting for the other ranks, so this is the bandwidth the rank saw,
 //! a lower bound of the link's; the job view measures transfer time from the last arrival.
 
-use crate::api::CommunicationNames;
 use crate::attribute::collectives::{collectives_on, Collective, CollectiveOp};
 use crate::measure::environment::Hardware;
 use crate::measure::intervals::{subtract, total_ns, union};
 use crate::measure::peaks::{link_peak, LinkPeak};
 use crate::measure::window::AnalysisWindow;
+use crate::vocabulary::kernels::CommunicationNames;
 use serde::{Deserialize, Serialize};
 use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace};
 

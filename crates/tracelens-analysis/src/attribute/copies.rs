@@ -109,23 +109,6 @@ impl DeviceCopies {
     }
 }
 
-/// The ops that only move data: a copy's source is the op above them.
-const COPY_PRIMITIVES: &[&str] = &[
-    "aten::copy_",
-    "aten::_to_copy",
-    "aten::to",
-    "aten::empty_strided",
-    "aten::clone",
-    "cudaMemcpyAsync",
-];
-
-/// Ops whose copy is a host read the sync findings own (`.item()`, tensor truth values).
-const SYNC_READ_OPS: &[&str] = &[
-    "aten::_local_scalar_dense",
-    "aten::item",
-    "aten::is_nonzero",
-];
-
 /// The innermost CPU op above the copy primitives around a copy's launch.
 fn copy_source(trace: &Trace, copy: SpanId) -> Option<tracelens_model::NameId> {
     let launch = trace.launch_of(copy)?;
@@ -135,7 +118,7 @@ fn copy_source(trace: &Trace, copy: SpanId) -> Option<tracelens_model::NameId> {
             let s = trace.span(a);
             matches!(s.kind, SpanKind::CpuOp | SpanKind::UserAnnotation)
                 && !trace.is_step_span(a)
-                && !COPY_PRIMITIVES.contains(&trace.names.get(s.name))
+                && !crate::vocabulary::ops::is_copy_primitive(trace.names.get(s.name))
         })
         .map(|a| trace.span(a).name)
 }
@@ -251,8 +234,11 @@ pub fn copy_report(
                         _ => {}
                     }
                     let source = copy_source(trace, id);
-                    let sync_read =
-                        source.is_some_and(|n| SYNC_READ_OPS.contains(&trace.names.get(n)));
+                    let sync_read = source.is_some_and(|n| {
+                        let name = trace.names.get(n);
+                        crate::vocabulary::ops::is_scalar_read_op(name)
+                            || crate::vocabulary::ops::is_truth_value_op(name)
+                    });
                     if !pageable && !sync_read && !claimed.contains(&id) {
                         dir.unclaimed.add(info.bytes, iv.dur_ns(), exposed, host_ns);
                     }

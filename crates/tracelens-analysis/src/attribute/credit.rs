@@ -17,7 +17,7 @@
 //!   verdict reports them).
 
 use crate::attribute::idle::{
-    credit_host_ops, credit_one_time_launches, host_parts, name_host_ops, DeviceIdle, HostPart,
+    credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, DeviceIdle, HostPart,
     HostTime, IdleCause,
 };
 use crate::measure::environment::Framework;
@@ -90,8 +90,8 @@ pub fn credit_idle(
                 IdleCause::HostCompute => {
                     // A kernel's slow first launch (module load) is one-time host work, not
                     // launch overhead: the host-compute finding's warm-up part.
-                    let one_time = lane
-                        .map_or_else(Vec::new, |l| threads.lane(l).one_time_launches_within(iv));
+                    let one_time =
+                        lane.map_or_else(Vec::new, |l| threads.lane(l).one_time_calls_within(iv));
                     let mut cursor = iv.start_ns;
                     let mut rest = Vec::new();
                     for &(launch, _) in &one_time {
@@ -100,7 +100,7 @@ pub fn credit_idle(
                         cursor = launch.end_ns;
                     }
                     rest.push(Interval::new(cursor, iv.end_ns));
-                    credit_one_time_launches(&one_time, &mut host_ops);
+                    credit_one_time_calls(&one_time, &mut host_ops);
                     for part in rest.into_iter().filter(|p| p.dur_ns() > 0) {
                         // Inside a stretch, CPU work up to the gap's dispatch budget is launch
                         // overhead; beyond it the CPU is doing work of its own.

@@ -1,28 +1,16 @@
 //! DataLoader waits: time in the iterator's `__next__` per step, its share of the step, the
 //! GPU idle it caused, and which iterator (single- or multi-process) was used.
 
-use crate::api::is_data_loader;
 use crate::attribute::idle::{DeviceIdle, IdleCause};
 use crate::measure::intervals::{covered_ns, total_ns, union};
 use crate::measure::window::AnalysisWindow;
 use crate::num::percent;
+use crate::vocabulary::ops::is_data_loader;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{SpanKind, TimeNs, Trace};
 
-/// Which DataLoader iterator the trace shows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IteratorKind {
-    /// `_SingleProcessDataLoaderIter`: `num_workers=0`, loading runs on the training thread.
-    SingleProcess,
-    /// `_MultiProcessingDataLoaderIter`: worker processes; the main thread waits for batches.
-    MultiProcess,
-    /// A DataPipe.
-    DataPipe,
-    /// Another iterator name.
-    Other,
-}
+pub use crate::vocabulary::ops::IteratorKind;
 
 /// One step's loading.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -77,15 +65,7 @@ pub fn data_loader_report(
             continue;
         }
         ranges.push(s.interval());
-        let kind = if name.contains("_SingleProcessDataLoaderIter") {
-            IteratorKind::SingleProcess
-        } else if name.contains("_MultiProcessingDataLoaderIter") {
-            IteratorKind::MultiProcess
-        } else if name.starts_with("enumerate(DataPipe)") {
-            IteratorKind::DataPipe
-        } else {
-            IteratorKind::Other
-        };
+        let kind = crate::vocabulary::ops::data_loader_iterator(name);
         // Single-process wins: it is the one to fix.
         iterator = Some(match (iterator, kind) {
             (Some(IteratorKind::SingleProcess), _) => IteratorKind::SingleProcess,

@@ -90,86 +90,19 @@ impl HostWork {
     }
 }
 
-/// Lower-case substrings that name one-time work.
-const WARM_UP: &[&str] = &[
-    "warmup",
-    "warm_up",
-    "compilefusion",
-    "convert_frame.py",
-    "compile_fx",
-    "async_compile",
-    "codecache.py",
-    "autotun",
-    "cudnnfind",
-    "moduleload",
-    "libraryload",
-    "lazy_init",
-    "graph_capture",
-    "cuda_graph_runner",
-    "capture_graph",
-    "cudagraphs.py",
-];
-
-/// Lower-case substrings that name logging and metrics.
-const LOGGING: &[&str] = &[
-    "logging/__init__",
-    "logger",
-    "tqdm",
-    "wandb",
-    "summarywriter",
-    "tensorboard",
-    "add_scalar",
-    "mlflow",
-    "log_metrics",
-    "built-in function print",
-    "builtins.print",
-];
-
-/// Lower-case substrings that name data work on the host.
-const DATA_WORK: &[&str] = &[
-    "numpy",
-    "pil/",
-    "pil.",
-    "torchvision/transforms",
-    "collate",
-    "pin_memory",
-    "to_tensor",
-    "cv2",
-    "decode_image",
-];
-
-/// Lower-case substrings that name garbage collection.
-const GARBAGE_COLLECTION: &[&str] = &["gc.collect", "method collect of", "gc_collect"];
-
-fn any_of(lower: &str, words: &[&str]) -> bool {
-    words.iter().any(|w| lower.contains(w))
-}
-
 /// The sub-cause a name shows by itself (a region, a frame or an op), when it shows one.
 fn by_name(name: &str) -> Option<HostWork> {
-    let lower = name.to_ascii_lowercase();
-    // CUDA graph capture regions ("capture_32_DECODE") are one-time.
-    let capture = lower.starts_with("capture_") || lower.contains("graph capture");
-    if capture || any_of(&lower, WARM_UP) {
-        Some(HostWork::WarmUp)
-    } else if lower.contains("optimizer")
-        || lower.contains("zero_grad")
-        || lower.contains("torch/optim/")
-    {
-        Some(HostWork::Optimizer)
-    } else if any_of(&lower, GARBAGE_COLLECTION) {
-        Some(HostWork::GarbageCollection)
-    } else if any_of(&lower, LOGGING) {
-        Some(HostWork::Logging)
-    } else if any_of(&lower, DATA_WORK) {
-        Some(HostWork::HostDataWork)
-    } else if name.starts_with("CompiledFunction")
-        || name.starts_with("Torch-Compiled")
-        || name.starts_with("TorchDynamo")
-    {
-        Some(HostWork::CompiledRegion)
-    } else {
-        None
+    use crate::vocabulary::{activity, ops};
+    match activity::of(name) {
+        Some(activity::Activity::OneTime) => Some(HostWork::WarmUp),
+        Some(activity::Activity::Optimizer) => Some(HostWork::Optimizer),
+        Some(activity::Activity::GarbageCollection) => Some(HostWork::GarbageCollection),
+        Some(activity::Activity::Logging) => Some(HostWork::Logging),
+        Some(activity::Activity::HostDataWork) => Some(HostWork::HostDataWork),
+        None if ops::is_compiled_region(name) || ops::is_dynamo_call(name) => {
+            Some(HostWork::CompiledRegion)
+        }
+        None => None,
     }
 }
 

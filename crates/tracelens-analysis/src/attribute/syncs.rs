@@ -1,9 +1,12 @@
 //! Host-blocking calls (implicit and explicit syncs): what triggered each, where in the
 //! Python code, how long the CPU was blocked and how much GPU idle it caused.
 
-use crate::api::{is_copy_op, is_data_dependent_op, normalize_api, BlockingKind};
 use crate::attribute::idle::{DeviceIdle, IdleCause};
 use crate::measure::threads::ThreadIndex;
+use crate::vocabulary::api::{normalize_api, BlockingKind};
+use crate::vocabulary::ops::{
+    is_copy_op, is_data_dependent_op, is_scalar_read_op, is_truth_value_op,
+};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{CopyInfo, Interval, MemoryKind, PyFrame, SpanId, SpanKind, TimeNs, Trace};
@@ -151,12 +154,9 @@ pub fn find_syncs(
         let op_names: Vec<&str> = ops.iter().map(|&o| trace.name(o)).collect();
         let call_site = trace.python_frame_where(id, |f| !f.is_library());
         let mut copy = None;
-        let trigger = if op_names.contains(&"aten::is_nonzero") {
+        let trigger = if op_names.iter().any(|n| is_truth_value_op(n)) {
             SyncTrigger::TensorTruthValue
-        } else if op_names
-            .iter()
-            .any(|n| matches!(*n, "aten::item" | "aten::_local_scalar_dense"))
-        {
+        } else if op_names.iter().any(|n| is_scalar_read_op(n)) {
             SyncTrigger::Item
         } else if op_names.iter().any(|n| is_data_dependent_op(n)) {
             SyncTrigger::DataDependentShape

@@ -243,6 +243,22 @@ pub fn warm_up(dialect: Dialect, nsight: bool) -> (String, String) {
     )
 }
 
+/// How to capture the steady state instead of a cold run, for the program and the tool that
+/// recorded it.
+#[must_use]
+pub fn steady_state_capture(
+    dialect: Dialect,
+    capture: tracelens_model::CaptureTool,
+) -> &'static str {
+    use tracelens_model::CaptureTool;
+    match (dialect, capture) {
+        (Dialect::PyTorch, CaptureTool::NsightSystems) => "start the capture after the first iterations (torch.cuda.profiler.start() after warm-up with nsys profile --capture-range=cudaProfilerApi)",
+        (Dialect::PyTorch, _) => "profile later steps with torch.profiler.schedule(wait=1, warmup=2, active=3)",
+        (_, CaptureTool::NsightSystems) => "start the capture after the first iterations (cudaProfilerStart() after warm-up with nsys profile --capture-range=cudaProfilerApi, or --delay)",
+        _ => "start the capture after the first iterations",
+    }
+}
+
 /// Host time inside one annotated range with nothing finer recorded.
 #[must_use]
 pub fn inside_range(range: Option<&str>, dialect: Dialect) -> (String, String) {

@@ -3,6 +3,7 @@
 //! every renderer leads with.
 
 pub mod advice;
+pub mod cold_run;
 pub mod detectors;
 pub mod finding;
 pub mod verdict;
@@ -409,7 +410,7 @@ fn diagnose_core(
         .unwrap_or_default();
     let measured = device_idle.iter().filter(|d| d.extent.is_some()).count();
     let hw = hardware(trace, focus.map(|i| device_idle[i].device));
-    let verdict = verdict(&VerdictInput {
+    let mut verdict = verdict(&VerdictInput {
         trace,
         window: window.as_ref(),
         idle: focus_idle,
@@ -475,7 +476,11 @@ fn diagnose_core(
         });
     drop(fixes);
     let step_ns = window.as_ref().map_or(0, AnalysisWindow::step_ns);
-    let findings = finish_findings(findings, predictions, &memory, &hw, step_ns, fw.dialect());
+    let mut findings = finish_findings(findings, predictions, &memory, &hw, step_ns, fw.dialect());
+    let focus_window_ops = focus.map_or(&[][..], |i| &window_ops[i][..]);
+    if let Some(cold) = cold_run::cold_run(trace, &verdict, focus_window_ops, &findings) {
+        cold_run::mark(&mut verdict, &mut findings, cold, &fw);
+    }
     let wins = WinTotals {
         idle_ns: focus_idle.map_or(0, |d| d.idle_ns),
         gpu_idle_wins_ns: findings

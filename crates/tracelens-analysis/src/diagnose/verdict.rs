@@ -7,7 +7,6 @@
 //! - `gpu_idle`: otherwise; the text names the largest idle cause, and says when the host runs
 //!   far ahead of the GPU (the GPU waits on itself, not on the CPU).
 
-use crate::api::is_communication_kernel;
 use crate::attribute::idle::{DeviceIdle, IdleCause};
 use crate::attribute::launch::StreamLaunchDelay;
 use crate::measure::environment::{Framework, Vendor};
@@ -15,6 +14,7 @@ use crate::measure::intervals::{subtract, total_ns, union_sorted};
 use crate::measure::utilization::GpuOp;
 use crate::measure::window::{AnalysisWindow, WindowKind};
 use crate::views::kernels::{kernel_class, KernelClass};
+use crate::vocabulary::kernels::is_communication_kernel;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{format_ms, CopyDirection, Interval, SpanKind, TimeNs, Trace, NS_PER_MS};
@@ -107,6 +107,32 @@ pub struct Verdict {
     /// Median launch-to-start delay of the device's busiest stream: how far the host runs
     /// ahead.
     pub host_ahead_ns: Option<TimeNs>,
+    /// Set when the window is a cold run: mostly one-time work, no steady state.
+    #[serde(default)]
+    pub cold_run: Option<ColdRun>,
+}
+
+/// What makes a window a cold run (`diagnose::cold_run` decides).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct ColdRun {
+    /// Kernel launches in the window that are their kernel's first in the trace.
+    pub first_launches: u64,
+    /// Kernel launches in the window.
+    pub launches: u64,
+    /// Share of the step (or window) the GPU sits idle while the launching thread does
+    /// one-time work, in percent (the host-compute finding's warm-up part).
+    pub one_time_idle_percent: f64,
+}
+
+impl ColdRun {
+    /// Share of the window's kernel launches that are first launches, in percent.
+    #[must_use]
+    pub fn first_launch_percent(&self) -> f64 {
+        if self.launches == 0 {
+            return 0.0;
+        }
+        (self.first_launches as f64 * 100.0 / self.launches as f64).clamp(0.0, 100.0)
+    }
 }
 
 /// Everything the verdict reads.
@@ -151,6 +177,7 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
         gpu_idle_ns: 0,
         busy_by: BusyBy::default(),
         kernel_classes: Vec::new(),
+        cold_run: None,
         main_cause: None,
         main_cause_percent: 0.0,
         host_ahead_ns: None,
@@ -310,7 +337,10 @@ fn no_gpu_activity(trace: &Trace, fw: &Framework) -> String {
     let launches = trace
         .spans
         .iter()
-        .filter(|s| s.kind.is_api_call() && crate::api::submits_gpu_work(trace.names.get(s.name)))
+        .filter(|s| {
+            s.kind.is_api_call()
+                && crate::vocabulary::api::submits_gpu_work(trace.names.get(s.name))
+        })
         .count();
     if launches > 0 {
         let how = match fw.capture {

@@ -2,7 +2,8 @@
 //! optimizer, whether the step is compiled or replayed as CUDA/HIP graphs. Advice reads it to
 //! suggest only APIs that exist in that version and that the code does not already use.
 
-pub use crate::api::{GpuApi, Offload};
+pub use crate::vocabulary::api::{GpuApi, Offload};
+use crate::vocabulary::{devices, ops};
 use serde::Serialize;
 use tracelens_model::{NameId, SpanKind, Trace};
 
@@ -205,35 +206,21 @@ pub fn framework(trace: &Trace) -> Framework {
     let mut pytorch = !trace.steps.is_empty() || range.min.is_some() || range.max.is_some();
     for i in 0..trace.names.len() {
         let name = trace.names.get(NameId::at(i));
-        if let Some(rest) = name.strip_prefix("Optimizer.step#") {
-            let class = rest.split('.').next().unwrap_or(rest);
+        if let Some(class) = ops::optimizer_step_class(name) {
             if fw.optimizer.as_deref().is_none_or(|o| o > class) {
                 fw.optimizer = Some(class.to_string());
             }
-            if class.contains("Fused") {
-                fw.fused_optimizer = true;
-            }
+            fw.fused_optimizer |= ops::is_fused_optimizer_class(class);
         }
-        if name.starts_with("aten::_fused_adam") || name.starts_with("aten::_fused_sgd") {
-            fw.fused_optimizer = true;
-        }
-        if name.starts_with("aten::_foreach_") {
-            fw.foreach_optimizer = true;
-        }
-        if name.starts_with("CompiledFunction") || name.starts_with("Torch-Compiled Region") {
-            fw.compiled = true;
-        }
-        if name.contains("GraphLaunch") {
-            fw.graphs = true;
-        }
-        pytorch |= name.starts_with("aten::")
-            || name.starts_with("autograd::")
-            || name.starts_with("Optimizer.")
-            || name.contains(".py(");
-        if let Some(kind) = crate::api::offload_kernel(name) {
+        fw.fused_optimizer |= ops::is_fused_optimizer_op(name);
+        fw.foreach_optimizer |= ops::is_foreach_op(name);
+        fw.compiled |= ops::is_compiled_region(name);
+        fw.graphs |= ops::is_graph_launch(name);
+        pytorch |= ops::is_pytorch_name(name);
+        if let Some(kind) = crate::vocabulary::api::offload_kernel(name) {
             fw.offload.get_or_insert(kind);
         }
-        fw.mpi |= crate::api::is_mpi_call(name);
+        fw.mpi |= crate::vocabulary::api::is_mpi_call(name);
     }
     fw.capture = trace.source.capture_tool;
     // Only CPU lanes can hold them (GPU lanes come first in the span table).
@@ -272,7 +259,7 @@ pub fn framework(trace: &Trace) -> Framework {
 fn launch_api(api_names: &rustc_hash::FxHashSet<NameId>, trace: &Trace) -> GpuApi {
     let mut api = GpuApi::Unknown;
     for &name in api_names {
-        match crate::api::api_family(trace.names.get(name)) {
+        match crate::vocabulary::api::api_family(trace.names.get(name)) {
             Some(GpuApi::Hip) => return GpuApi::Hip,
             Some(GpuApi::CudaRuntime) => api = GpuApi::CudaRuntime,
             Some(GpuApi::CudaDriver) if api == GpuApi::Unknown => api = GpuApi::CudaDriver,
@@ -296,11 +283,8 @@ fn program_from_processes(trace: &Trace) -> Program {
         if !launches {
             continue;
         }
-        match lane
-            .process_name
-            .map(|n| trace.names.get(n).to_ascii_lowercase())
-        {
-            Some(name) if name.contains("python") => return Program::Python,
+        match lane.process_name.map(|n| trace.names.get(n)) {
+            Some(name) if ops::is_python_process(name) => return Program::Python,
             Some(_) => named = true,
             None => return Program::Unknown,
         }
@@ -312,18 +296,7 @@ fn program_from_processes(trace: &Trace) -> Program {
     }
 }
 
-/// Who made the GPU.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Vendor {
-    /// NVIDIA (CUDA): `compute` is the compute capability.
-    Nvidia,
-    /// AMD (ROCm/HIP): `compute` is the gfx architecture's major and minor (gfx942: 9.4).
-    Amd,
-    /// The trace does not say.
-    #[default]
-    Unknown,
-}
+pub use crate::vocabulary::devices::Vendor;
 
 /// The hardware facts advice depends on: what the focus device can run.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -361,7 +334,8 @@ impl Hardware {
             (Vendor::Amd, _) => self
                 .name
                 .as_deref()
-                .filter(|n| n.contains("MI2") || n.contains("MI3"))
+                .and_then(devices::instinct_generation)
+                .filter(|&g| g >= 200)
                 .map(|_| true),
             _ => None,
         }
@@ -375,7 +349,8 @@ impl Hardware {
             (Vendor::Amd, _) => self
                 .name
                 .as_deref()
-                .filter(|n| n.contains("MI3"))
+                .and_then(devices::instinct_generation)
+                .filter(|&g| g >= 300)
                 .map(|_| true),
             _ => None,
         }
@@ -413,18 +388,7 @@ pub fn hardware(trace: &Trace, device: Option<i64>) -> Hardware {
         return Hardware::default();
     };
     let name = Some(p.name.clone()).filter(|n| !n.is_empty());
-    let lower = p.name.to_ascii_lowercase();
-    let vendor = if p.warp_size == Some(64) || lower.contains("amd") || lower.contains("instinct") {
-        Vendor::Amd
-    } else if p.warp_size == Some(32)
-        || lower.contains("nvidia")
-        || lower.contains("tesla")
-        || lower.contains("geforce")
-    {
-        Vendor::Nvidia
-    } else {
-        Vendor::Unknown
-    };
+    let vendor = devices::vendor(&p.name, p.warp_size);
     Hardware {
         name,
         vendor,

@@ -1,11 +1,11 @@
 //! Per-thread facts the diagnoses query many times: DataLoader ranges, blocking syncs,
 //! stream-wait calls. Built once per trace.
 
-use crate::api::{
-    blocking_kind, is_async_copy, is_data_loader, is_stream_wait, launched_pageable_copy,
-    BlockingKind,
-};
 use crate::measure::intervals::union;
+use crate::vocabulary::api::{
+    blocking_kind, is_async_copy, is_stream_wait, launched_pageable_copy, BlockingKind,
+};
+use crate::vocabulary::ops::is_data_loader;
 use rustc_hash::FxHashMap;
 use tracelens_model::{Interval, LaneId, NameId, SpanId, SpanKind, TimeNs, Trace};
 
@@ -22,29 +22,16 @@ pub struct ThreadFacts {
     pub os_waits: Vec<(Interval, NameId)>,
     /// Stretches in which the thread was off the CPU, sorted by start.
     pub off_cpu: Vec<Interval>,
-    /// One-time launch calls: the first launch of a kernel that took [`ONE_TIME_LAUNCH_NS`] or
-    /// more (module load, lazy init), sorted by start, with the call's name.
-    pub one_time_launches: Vec<(Interval, NameId)>,
+    /// One-time calls, sorted by start, with the call's name: the first launch of a kernel
+    /// that took [`ONE_TIME_LAUNCH_NS`] or more (module load, lazy init), the thread's first
+    /// API call when it took as long (context creation), and calls whose name is one-time
+    /// work (module and library loads, NVRTC, graph capture and instantiation).
+    pub one_time_calls: Vec<(Interval, NameId)>,
 }
 
 /// A kernel's first launch that takes this long loads its module or initializes the context:
 /// one-time work, not launch overhead (launches take microseconds).
 pub const ONE_TIME_LAUNCH_NS: TimeNs = tracelens_model::NS_PER_MS;
-
-/// Whether an API name launches a kernel.
-fn is_kernel_launch(name: &str) -> bool {
-    [
-        "cudaLaunchKernel",
-        "cudaLaunchCooperativeKernel",
-        "cuLaunchKernel",
-        "hipLaunchKernel",
-        "hipModuleLaunchKernel",
-        "hipExtModuleLaunchKernel",
-        "hipExtLaunchKernel",
-    ]
-    .iter()
-    .any(|p| name.starts_with(p))
-}
 
 /// The launch calls that launch a kernel name for the first time in the trace.
 fn first_launches(trace: &Trace) -> rustc_hash::FxHashSet<SpanId> {
@@ -118,6 +105,7 @@ impl ThreadIndex {
                 let mut os_waits = Vec::new();
                 let mut off_cpu = Vec::new();
                 let mut one_time = Vec::new();
+                let mut seen_call = false;
                 for id in trace.lane_span_ids(LaneId::at(i)) {
                     let s = trace.span(id);
                     let name = trace.names.get(s.name);
@@ -126,6 +114,8 @@ impl ThreadIndex {
                             loads.push(s.interval())
                         }
                         SpanKind::Runtime | SpanKind::Driver => {
+                            let first_call = !seen_call;
+                            seen_call = true;
                             let class =
                                 *classes.entry(s.name).or_insert_with(|| NameClass::of(name));
                             match class {
@@ -141,9 +131,18 @@ impl ThreadIndex {
                                 }
                                 NameClass::StreamWait => waits.push(s.start_ns),
                                 NameClass::Other => {
-                                    if s.dur_ns >= ONE_TIME_LAUNCH_NS
+                                    let slow_first_launch = s.dur_ns >= ONE_TIME_LAUNCH_NS
                                         && firsts.contains(&id)
-                                        && is_kernel_launch(name)
+                                        && crate::vocabulary::api::is_kernel_launch(name);
+                                    // The thread's first slow call creates the context.
+                                    let context_init = first_call && s.dur_ns >= ONE_TIME_LAUNCH_NS;
+                                    let after_previous = one_time.last().is_none_or(
+                                        |(p, _): &(Interval, NameId)| p.end_ns <= s.start_ns,
+                                    );
+                                    if after_previous
+                                        && (slow_first_launch
+                                            || context_init
+                                            || crate::vocabulary::activity::is_one_time(name))
                                     {
                                         one_time.push((s.interval(), s.name));
                                     }
@@ -152,7 +151,7 @@ impl ThreadIndex {
                         }
                         // A wait nested in the previous one (OSRT nesting) is already
                         // counted by it.
-                        SpanKind::OsRuntime if crate::api::is_os_wait(name) => {
+                        SpanKind::OsRuntime if crate::vocabulary::api::is_os_wait(name) => {
                             let nested =
                                 os_waits
                                     .last()
@@ -174,7 +173,7 @@ impl ThreadIndex {
                     stream_waits: waits,
                     os_waits,
                     off_cpu,
-                    one_time_launches: one_time,
+                    one_time_calls: one_time,
                 }
             })
             .collect();
@@ -262,11 +261,11 @@ impl ThreadFacts {
 
     /// The one-time launch calls overlapping `window`, clipped to it, in order.
     #[must_use]
-    pub fn one_time_launches_within(&self, window: Interval) -> Vec<(Interval, NameId)> {
+    pub fn one_time_calls_within(&self, window: Interval) -> Vec<(Interval, NameId)> {
         let first = self
-            .one_time_launches
+            .one_time_calls
             .partition_point(|(iv, _)| iv.end_ns <= window.start_ns);
-        self.one_time_launches[first..]
+        self.one_time_calls[first..]
             .iter()
             .take_while(|(iv, _)| iv.start_ns < window.end_ns)
             .filter_map(|&(iv, n)| iv.clip(window).map(|c| (c, n)))

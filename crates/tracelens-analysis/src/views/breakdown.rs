@@ -3,10 +3,11 @@
 //! DataLoader > CPU Exec > Other. The steps are the analysis window's (stretched to cover the
 //! GPU work they launched, as tb_plugin does); without steps, the window is one block.
 
-use crate::api::is_data_loader;
 use crate::measure::intervals::{covered_ns, union};
 use crate::measure::window::AnalysisWindow;
 use crate::num::percent;
+use crate::vocabulary::kernels::is_communication_kernel;
+use crate::vocabulary::ops::{is_communication_op, is_data_loader};
 use serde::Serialize;
 use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
 
@@ -127,10 +128,6 @@ pub struct Breakdown {
     pub gpu_utilization_percent: f64,
 }
 
-fn is_comm_op(name: &str) -> bool {
-    name.starts_with("nccl:") || name.starts_with("gloo:")
-}
-
 /// Computes the breakdown of `window`.
 pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
     // Steps lie inside the window: nothing outside it is counted.
@@ -141,10 +138,12 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
         let iv = s.interval();
         let role = match s.kind {
             SpanKind::Kernel => {
-                let comm = name.starts_with("nccl")
-                    || trace
-                        .launch_of(SpanId::at(i))
-                        .is_some_and(|l| trace.ancestors(l).any(|a| is_comm_op(trace.name(a))));
+                let comm = is_communication_kernel(name)
+                    || trace.launch_of(SpanId::at(i)).is_some_and(|l| {
+                        trace
+                            .ancestors(l)
+                            .any(|a| is_communication_op(trace.name(a)))
+                    });
                 if comm {
                     3
                 } else {
@@ -159,7 +158,7 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
                     continue;
                 } else if is_data_loader(name) {
                     5
-                } else if is_comm_op(name) {
+                } else if is_communication_op(name) {
                     3
                 } else {
                     6

@@ -260,8 +260,7 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
     }
     // Communication kernels carry no FLOPs: coverage is of the rest.
     let communication = name_flags(trace, |name| {
-        crate::views::kernels::kernel_class(name)
-            == crate::views::kernels::KernelClass::Communication
+        crate::vocabulary::kernels::is_communication_kernel(name)
     });
     counts.gpu_work_ns = trace
         .spans
@@ -283,7 +282,7 @@ type ConvPairs = FxHashMap<ConvShapes, Option<ConvPair>>;
 
 /// The convolution backwards of the trace, for forwards recorded without their stride.
 fn conv_pairs(trace: &Trace, tree: &OpTree) -> ConvPairs {
-    let is_backward = name_flags(trace, |name| name.ends_with("convolution_backward"));
+    let is_backward = name_flags(trace, crate::vocabulary::ops::is_convolution_backward);
     let mut pairs = ConvPairs::default();
     // Each distinct detail (name and shapes) is read once.
     let mut seen: rustc_hash::FxHashSet<(NameId, u32)> = rustc_hash::FxHashSet::default();

@@ -4,6 +4,7 @@
 use crate::measure::environment::{
     Framework, Hardware, TorchVersion, Vendor, OPTIMIZER_FOREACH, TORCH_COMPILE,
 };
+pub use crate::vocabulary::kernels::{kernel_class, KernelClass};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace};
@@ -58,55 +59,7 @@ pub struct LaunchConfig {
     pub shared_memory_bytes: u32,
 }
 
-/// What a kernel does, from its name.
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum KernelClass {
-    /// Matrix multiply in plain FP32 (no tensor cores).
-    GemmFp32,
-    /// Matrix multiply in TF32, FP16, BF16 or FP8.
-    Gemm,
-    /// Convolution.
-    Convolution,
-    /// Attention or softmax.
-    Attention,
-    /// Batch/layer/RMS normalization (cuDNN's `bn_fw_*`/`bn_bw_*` included).
-    Normalization,
-    /// Embedding lookups and sparse-feature ops (`fbgemm_gpu`, `split_embedding_*`).
-    Embedding,
-    /// Elementwise (pointwise) kernels.
-    Elementwise,
-    /// Reductions.
-    Reduction,
-    /// Optimizer updates (multi-tensor apply, fused Adam).
-    Optimizer,
-    /// Collectives (NCCL, RCCL).
-    Communication,
-    /// Anything else.
-    Other,
-}
-
 impl KernelClass {
-    /// In words, for the verdict.
-    #[must_use]
-    pub fn describe(self) -> &'static str {
-        match self {
-            KernelClass::GemmFp32 => "matrix multiplies in FP32",
-            KernelClass::Gemm => "matrix multiplies",
-            KernelClass::Convolution => "convolutions",
-            KernelClass::Attention => "attention and softmax",
-            KernelClass::Normalization => "normalization",
-            KernelClass::Embedding => "embedding lookups",
-            KernelClass::Elementwise => "elementwise kernels",
-            KernelClass::Reduction => "reductions",
-            KernelClass::Optimizer => "optimizer updates",
-            KernelClass::Communication => "collectives",
-            KernelClass::Other => "other kernels",
-        }
-    }
-
     /// The next thing to try when this class dominates a GPU-bound run, naming only the
     /// precisions `hw` has and the APIs `fw`'s PyTorch has.
     #[must_use]
@@ -174,40 +127,6 @@ fn fp32_gemm_step(hw: &Hardware, fw: &Framework) -> String {
     }
 }
 
-/// The class of a kernel name.
-#[must_use]
-pub fn kernel_class(name: &str) -> KernelClass {
-    let n = name.to_ascii_lowercase();
-    let has = |s: &str| n.contains(s);
-    if has("nccl") || has("rccl") {
-        KernelClass::Communication
-    } else if has("flash") || has("fmha") || has("attention") || has("attn") || has("softmax") {
-        KernelClass::Attention
-    } else if has("norm") || has("bn_fw") || has("bn_bw") {
-        // Before convolutions: cuDNN's batch norm kernels carry `cudnn::` too.
-        KernelClass::Normalization
-    } else if has("embedding") || has("fbgemm") {
-        // Before GEMMs: `fbgemm_gpu` kernels are embedding and sparse-feature ops.
-        KernelClass::Embedding
-    } else if has("conv") || has("cudnn") || has("winograd") || has("miopen") || has("igemm") {
-        KernelClass::Convolution
-    } else if has("gemm") || has("cijk_") || has("cutlass") || has("xmma") || has("matmul") {
-        if has("sgemm") || has("_sb_") || has("f32f32_f32") || has("fp32") && !has("tf32") {
-            KernelClass::GemmFp32
-        } else {
-            KernelClass::Gemm
-        }
-    } else if has("multi_tensor") || has("adam") || has("sgd") {
-        KernelClass::Optimizer
-    } else if has("reduce") || has("triton_red") || has("triton_per") {
-        KernelClass::Reduction
-    } else if has("elementwise") || has("triton_poi") || has("pointwise") || has("unrolled") {
-        KernelClass::Elementwise
-    } else {
-        KernelClass::Other
-    }
-}
-
 /// The share of kernel time inside `window` spent in tensor-core kernels (by name), in
 /// percent; `None` without kernel time.
 #[must_use]
@@ -222,9 +141,9 @@ pub fn tensor_core_percent(trace: &Trace, window: Option<Interval>) -> Option<f6
             continue;
         };
         all += iv.dur_ns();
-        let uses = *is_tc
-            .entry(s.name)
-            .or_insert_with(|| crate::views::operators::uses_tensor_cores(trace.names.get(s.name)));
+        let uses = *is_tc.entry(s.name).or_insert_with(|| {
+            crate::vocabulary::kernels::uses_matrix_cores(trace.names.get(s.name))
+        });
         if uses {
             tc += iv.dur_ns();
         }
@@ -318,7 +237,7 @@ pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec
                 mean_ns: a.total / crate::num::count_i64(a.count.max(1)),
                 min_ns: a.min,
                 max_ns: a.max.max(0),
-                tensor_cores: crate::views::operators::uses_tensor_cores(name),
+                tensor_cores: crate::vocabulary::kernels::uses_matrix_cores(name),
                 share_percent: crate::num::percent(a.total, all),
                 launch: trace
                     .kernel_launches
@@ -418,61 +337,5 @@ mod tests {
         assert!(step(&h100).contains("FP8"));
         let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
         assert!(!step(&v100).contains("FP8") && !step(&v100).contains("bf16"));
-    }
-
-    #[test]
-    fn kernel_names_fall_in_their_classes() {
-        for (name, class) in [
-            ("ampere_sgemm_128x64_nn", KernelClass::GemmFp32),
-            (
-                "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
-                KernelClass::Gemm,
-            ),
-            ("Cijk_Alik_Bljk_SB_MT64x64x16", KernelClass::GemmFp32),
-            (
-                "volta_scudnn_128x64_relu_interior_nn_v1",
-                KernelClass::Convolution,
-            ),
-            (
-                "flash_fwd_kernel<Flash_fwd_kernel_traits>",
-                KernelClass::Attention,
-            ),
-            (
-                "void at::native::vectorized_elementwise_kernel<4>",
-                KernelClass::Elementwise,
-            ),
-            (
-                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
-                KernelClass::Communication,
-            ),
-            (
-                "void at::native::batch_norm_collect_statistics_kernel",
-                KernelClass::Normalization,
-            ),
-            // Real names from hta/ns_resolution_trace: cuDNN batch norm is not a convolution.
-            (
-                "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float, float, float, cudnnTensorStruct, float const*)",
-                KernelClass::Normalization,
-            ),
-            (
-                "void cudnn::bn_bw_1C11_singleread<float, 512, true, 1, 2, 0>(cudnn::bn_bw_1C11_args<float>)",
-                KernelClass::Normalization,
-            ),
-            // From hta/trace_filter/sampled_rank-0: fbgemm_gpu kernels are not GEMMs.
-            (
-                "void split_embedding_codegen_forward_unweighted_kernel<c10::Half, c10::Half, float, false, long, 2ul, 32ul>(at::GenericPackedTensorAccessor<c10::Half, 1ul>)",
-                KernelClass::Embedding,
-            ),
-            (
-                "void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)",
-                KernelClass::Embedding,
-            ),
-            (
-                "void at::native::reduce_kernel<512, 1>",
-                KernelClass::Reduction,
-            ),
-        ] {
-            assert_eq!(kernel_class(name), class, "{name}");
-        }
     }
 }

@@ -92,6 +92,7 @@ impl DeviceMemory {
 /// peak is near the limit; unchanged without allocator totals.
 #[must_use]
 pub fn fit_batch_advice(fix: &str, memory: &[DeviceMemory], hw: &Hardware) -> String {
+    // text, not a trace name
     if !fix.to_lowercase().contains("batch size") {
         return fix.to_string();
     }

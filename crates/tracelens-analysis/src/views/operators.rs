@@ -92,88 +92,8 @@ pub struct OperatorTable {
     pub calls: u64,
 }
 
-/// Ops that are matrix multiplies or convolutions (tb_plugin's allowlist): they can use
-/// tensor cores.
-const TENSOR_CORE_OPS: [&str; 24] = [
-    "aten::_convolution",
-    "aten::addmm",
-    "aten::addmm_",
-    "aten::addmv",
-    "aten::addmv_",
-    "aten::baddbmm",
-    "aten::baddbmm_",
-    "aten::bmm",
-    "aten::conv1d",
-    "aten::conv2d",
-    "aten::conv3d",
-    "aten::conv_tbc",
-    "aten::conv_transpose1d",
-    "aten::conv_transpose2d",
-    "aten::conv_transpose3d",
-    "aten::convolution",
-    "aten::cudnn_convolution",
-    "aten::cudnn_convolution_backward_input",
-    "aten::cudnn_convolution_backward_weight",
-    "aten::cudnn_convolution_transpose",
-    "aten::linear",
-    "aten::matmul",
-    "aten::mm",
-    "aten::_scaled_dot_product_flash_attention",
-];
-
-/// Kernel-name fragments of tensor-core kernels (tb_plugin's list, plus the Ampere-and-later
-/// names: `sm80_xmma`, `cutlass` tensor-op kernels, `hmma`/`wgmma`, Hopper cuBLAS `nvjet`,
-/// and AMD's matrix-core (MFMA) kernels: `MI16x16`/`MI32x32` tiles in Tensile names).
-const TENSOR_CORE_KERNELS: [&str; 30] = [
-    "h884",
-    "s884",
-    "h1688",
-    "s1688",
-    "hmma",
-    "i8816",
-    "16816",
-    "dgrad_1x1_stride_2x2",
-    "first_layer_wgrad_kernel",
-    "conv1x1",
-    "conv2d_c1_k1",
-    "direct_group",
-    "xmma_implicit_gemm",
-    "xmma_sparse_conv",
-    "xmma_warp_specialized_implicit_gemm",
-    "xmma_gemm",
-    "xmma_sparse_gemm",
-    "c1688",
-    "tensorop",
-    "wgmma",
-    "gmma",
-    "s16816",
-    "h16816",
-    "bf16816",
-    "flash_fwd",
-    "nvjet",
-    "MI16x16",
-    "MI32x32",
-    "mfma",
-    "MFMA",
-];
-
-/// Whether a kernel name shows a tensor-core kernel.
-#[must_use]
-pub fn uses_tensor_cores(kernel: &str) -> bool {
-    TENSOR_CORE_KERNELS.iter().any(|k| kernel.contains(k))
-}
-
 fn is_op_like(kind: SpanKind) -> bool {
     matches!(kind, SpanKind::CpuOp | SpanKind::UserAnnotation)
-}
-
-/// Whether tb_plugin lists an op of this name (it still passes time up to its parents).
-fn is_listed_name(name: &str) -> bool {
-    !(name.starts_with("ProfilerStep#")
-        || (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
-        || name.starts_with("Optimizer.")
-        || name == "DataParallel.forward"
-        || name == "DistributedDataParallel.forward")
 }
 
 /// "No span" in the index arrays below.
@@ -277,7 +197,7 @@ impl OpTree {
                 owner[k] = owner[p as usize];
             }
         }
-        let tensor_core_kernel = name_flags(trace, uses_tensor_cores);
+        let tensor_core_kernel = name_flags(trace, crate::vocabulary::kernels::uses_matrix_cores);
         let mut child_host: Vec<TimeNs> = vec![0; m];
         let mut device_self: Vec<TimeNs> = vec![0; m];
         let mut tc_self: Vec<TimeNs> = vec![0; m];
@@ -312,7 +232,7 @@ impl OpTree {
         // Totals and eligibility flow up: children sort after their parents, so one pass in
         // reverse order adds each op into the op around it (a merged op's own launches
         // already count in its owner: only its subtree moves up).
-        let eligible_name = name_flags(trace, |name| TENSOR_CORE_OPS.contains(&name));
+        let eligible_name = name_flags(trace, crate::vocabulary::ops::is_matrix_op);
         let mut device_total = device_self.clone();
         let mut tc_total = tc_self.clone();
         let mut eligible: Vec<bool> = ops
@@ -351,7 +271,7 @@ impl OpTree {
         trace: &'a Trace,
         window: Interval,
     ) -> impl Iterator<Item = usize> + 'a {
-        let listed_name = name_flags(trace, is_listed_name);
+        let listed_name = name_flags(trace, crate::vocabulary::ops::is_listed_by_tb_plugin);
         (0..self.ops.len()).filter(move |&k| {
             let i = self.ops[k] as usize;
             let s = &trace.spans[i];

@@ -25,25 +25,15 @@ pub struct RegionStat {
     pub gpu_ns: TimeNs,
 }
 
-/// Ranges PyTorch writes by itself, which other views already cover: the DataLoader (the
-/// breakdown and its finding) and the optimizer hooks (the host-compute sub-causes).
-const AUTOMATIC_RANGES: [&str; 5] = [
-    "ProfilerStep#",
-    "enumerate(DataLoader)#",
-    "enumerate(DataPipe)#",
-    "Optimizer.step#",
-    "Optimizer.zero_grad#",
-];
-
 /// Whether a span of this kind and name is a region: a user range that is not a profiler
 /// step or one of PyTorch's automatic ranges, or an `nn.Module` frame.
 fn is_region_name(kind: SpanKind, name: &str) -> bool {
     match kind {
         SpanKind::UserAnnotation => {
-            !name.is_empty() && !AUTOMATIC_RANGES.iter().any(|a| name.starts_with(a))
+            !name.is_empty() && !crate::vocabulary::ops::is_automatic_range(name)
         }
         // `with_modules=True` writes nn.Module ranges as Python frames.
-        SpanKind::PythonFunction => name.starts_with("nn.Module: "),
+        SpanKind::PythonFunction => crate::vocabulary::ops::is_module_frame(name),
         _ => false,
     }
 }

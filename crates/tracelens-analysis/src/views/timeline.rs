@@ -2,9 +2,10 @@
 //! columns by class ([`TimelineView`]). Renderers draw these runs and never classify spans
 //! themselves.
 
-use crate::api::{blocking_kind, is_async_copy, is_data_loader, launched_pageable_copy};
 use crate::attribute::idle::{DeviceIdle, IdleCause};
 use crate::measure::window::AnalysisWindow;
+use crate::vocabulary::api::{blocking_kind, is_async_copy, launched_pageable_copy};
+use crate::vocabulary::ops::is_data_loader;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{

@@ -10,7 +10,7 @@ use super::records::{
     IdleCause, IdleSegment, UnattributedReason, WaitEvidence, LAUNCH_OVERHEAD_BOUND_NS,
     SYNC_RETURN_TOLERANCE_NS,
 };
-use crate::api::is_communication_kernel;
+use crate::vocabulary::kernels::is_communication_kernel;
 
 /// The op of `ops` (sorted by start) whose end is `t`, looking back a bounded number of ops.
 pub(super) fn last_op_ending_at(ops: &[GpuOp], t: TimeNs) -> Option<SpanId> {
@@ -64,7 +64,7 @@ impl GapAttribution<'_, '_> {
     /// Host-compute time on `lane`, with the CPU ops that ran credited.
     fn host(&mut self, lane: tracelens_model::LaneId, iv: Interval) {
         if let Some(c) = iv.clip(self.gap) {
-            let one_time = self.threads.lane(lane).one_time_launches_within(c);
+            let one_time = self.threads.lane(lane).one_time_calls_within(c);
             credit_host_ops(self.trace, lane, c, &one_time, self.host_ops);
         }
         self.push(IdleCause::HostCompute, iv, None);
@@ -230,7 +230,7 @@ pub(super) fn waited_on_other_stream(
         i -= 1;
         let s = trace.span(SpanId(i));
         if s.kind == SpanKind::CudaSync
-            && trace.names.get(s.name).contains("Wait")
+            && crate::vocabulary::api::is_stream_wait_record(trace.names.get(s.name))
             && s.interval().clip(gap).is_some()
         {
             return true;

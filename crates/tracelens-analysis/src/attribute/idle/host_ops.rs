@@ -160,7 +160,7 @@ fn largest(mut v: Vec<(String, TimeNs)>, n: usize) -> Vec<(String, TimeNs)> {
 fn is_region(trace: &Trace, id: SpanId) -> bool {
     trace.span(id).kind == SpanKind::UserAnnotation
         && !trace.is_step_span(id)
-        && !crate::api::is_data_loader(trace.name(id))
+        && !crate::vocabulary::ops::is_data_loader(trace.name(id))
 }
 
 /// The region and the overriding sub-cause around `id` (itself included when `include_self`).
@@ -201,12 +201,12 @@ pub(crate) fn credit_host_ops(
         credit_ops_in(trace, lane, Interval::new(cursor, launch.start_ns), time);
         cursor = launch.end_ns;
     }
-    credit_one_time_launches(one_time, time);
+    credit_one_time_calls(one_time, time);
     credit_ops_in(trace, lane, Interval::new(cursor, window.end_ns), time);
 }
 
 /// Credits one-time launch calls (clipped) to `time` as warm-up, under the call's name.
-pub(crate) fn credit_one_time_launches(one_time: &[(Interval, NameId)], time: &mut HostTime) {
+pub(crate) fn credit_one_time_calls(one_time: &[(Interval, NameId)], time: &mut HostTime) {
     for &(launch, name) in one_time {
         let key = HostKey {
             op: Some(name),
@@ -231,7 +231,7 @@ fn credit_ops_in(
         let s = trace.span(id);
         s.kind == SpanKind::CpuOp
             && !trace.is_step_span(id)
-            && !crate::api::is_data_loader(trace.names.get(s.name))
+            && !crate::vocabulary::ops::is_data_loader(trace.names.get(s.name))
     };
     let mut add = |id: SpanId, ns: TimeNs| {
         let (region, context) = context_of(trace, id, false);

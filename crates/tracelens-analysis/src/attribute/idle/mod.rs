@@ -30,7 +30,7 @@ mod records;
 
 use gap::{last_op_ending_at, GapAttribution, Outcome};
 pub(crate) use host_ops::{
-    credit_host_ops, credit_one_time_launches, host_parts, name_host_ops, HostTime,
+    credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, HostTime,
 };
 pub use host_ops::{HostPart, BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
 use records::stored_id;

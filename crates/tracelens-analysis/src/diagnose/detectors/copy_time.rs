@@ -126,11 +126,14 @@ fn direction_finding(cx: &Context, dir: CopyDirection, c: &DirectionCopies) -> O
     f.win_basis = format!("GPU time of {lower} copies not overlapped by any kernel, outside the copies a pageable-copy or sync finding counts (busy time, not idle; upper bound)");
     f.confidence = Confidence::Medium;
     let pytorch = cx.framework().pytorch();
-    let offload = c.sources.iter().any(|(n, _, _)| n.contains("FSDP"));
+    let offload = c
+        .sources
+        .iter()
+        .any(|(n, _, _)| crate::vocabulary::ops::is_fsdp(n));
     // DistributedDataParallel is in the trace (its forward region or its reducer).
     let ddp = (0..cx.trace.names.len()).any(|i| {
         let name = cx.trace.names.get(tracelens_model::NameId::at(i));
-        name.starts_with("DistributedDataParallel") || name.contains("Reducer::")
+        crate::vocabulary::ops::is_ddp(name)
     });
     (f.fix, f.advice, f.snippet) = match (dir, pytorch) {
         (CopyDirection::HtoD, true) if offload => (

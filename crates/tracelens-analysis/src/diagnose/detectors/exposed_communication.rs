@@ -7,6 +7,7 @@ use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
 use crate::measure::environment::Dialect;
 use crate::measure::intervals::{intersect, total_ns};
+use crate::vocabulary::kernels::{collective_op, CollectiveOp};
 use rustc_hash::FxHashMap;
 use tracelens_model::{format_ms, TimeNs};
 
@@ -80,51 +81,29 @@ impl Detector for ExposedCommunication {
         f.confidence = Confidence::Medium;
         f.advice = "While a collective runs alone the device computes nothing; the step is as long as compute plus this exposed communication.".into();
         let top = named.first().map_or("", |(n, _)| n.as_str());
-        (f.fix, f.snippet) = communication_fix(collective_of(top), cx.framework().dialect());
+        (f.fix, f.snippet) = communication_fix(collective_op(top), cx.framework().dialect());
         f.what_if = Some(crate::predict::what_if::WhatIf::OverlapCommunication);
         vec![f]
     }
 }
 
-/// What a collective kernel does, from its name.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Collective {
-    AllReduce,
-    Sharded,
-    Exchange,
-    Other,
-}
-
-fn collective_of(kernel: &str) -> Collective {
-    let lower = kernel.to_ascii_lowercase();
-    if lower.contains("allreduce") {
-        Collective::AllReduce
-    } else if lower.contains("allgather") || lower.contains("reducescatter") {
-        Collective::Sharded
-    } else if lower.contains("sendrecv") || lower.contains("alltoall") {
-        Collective::Exchange
-    } else {
-        Collective::Other
-    }
-}
-
 /// (fix, snippet) for the collective that is most exposed.
-fn communication_fix(c: Collective, dialect: Dialect) -> (String, String) {
+fn communication_fix(c: CollectiveOp, dialect: Dialect) -> (String, String) {
     let pytorch = dialect == Dialect::PyTorch;
     match (c, pytorch) {
-        (Collective::AllReduce, true) => (
+        (CollectiveOp::AllReduce, true) => (
             "Overlap the all-reduce with backward: DDP all-reduces gradient buckets as they fill, so a smaller bucket_cap_mb starts earlier; skip it on accumulation steps with no_sync().".into(),
             "model = DDP(model, bucket_cap_mb=25, gradient_as_bucket_view=True)\nwith model.no_sync():        # accumulation steps\n    loss.backward()".into(),
         ),
-        (Collective::Sharded, true) => (
+        (CollectiveOp::Sharded, true) => (
             "Prefetch the all-gathers and reduce-scatters so they overlap compute: FSDP(forward_prefetch=True, backward_prefetch=BackwardPrefetch.BACKWARD_PRE), or shard less (SHARD_GRAD_OP) when memory allows.".into(),
             "model = FSDP(model, forward_prefetch=True,\n             backward_prefetch=BackwardPrefetch.BACKWARD_PRE)".into(),
         ),
-        (Collective::Exchange, true) => (
+        (CollectiveOp::Exchange, true) => (
             "The all-to-all exchange (embedding or expert routing) runs alone: pipeline it with the previous batch's compute (for sharded embeddings, a pipelined train loop such as torchrec's TrainPipelineSparseDist) and cut the bytes exchanged (lower-precision payloads).".into(),
             "# start the next batch's input exchange while this batch computes\npipeline = TrainPipelineSparseDist(model, optimizer, device)\nfor _ in range(steps):\n    pipeline.progress(data_iter)".into(),
         ),
-        (Collective::Other, true) => (
+        (CollectiveOp::Other, true) => (
             "Overlap communication with compute: issue the collective asynchronously (async_op=True) as soon as its input is ready and wait on the handle only where the result is needed.".into(),
             "work = dist.broadcast(t, src=0, async_op=True)\nindependent_compute()\nwork.wait()".into(),
         ),
@@ -176,22 +155,22 @@ mod tests {
     #[test]
     fn the_fix_follows_the_collective() {
         assert_eq!(
-            collective_of("ncclKernel_AllReduce_RING_LL_Sum_float"),
-            Collective::AllReduce
+            collective_op("ncclKernel_AllReduce_RING_LL_Sum_float"),
+            CollectiveOp::AllReduce
         );
         assert_eq!(
-            collective_of("ncclDevKernel_AllGather_RING_LL"),
-            Collective::Sharded
+            collective_op("ncclDevKernel_AllGather_RING_LL"),
+            CollectiveOp::Sharded
         );
         assert_eq!(
-            collective_of("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"),
-            Collective::Exchange
+            collective_op("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t"),
+            CollectiveOp::Exchange
         );
-        assert!(communication_fix(Collective::Sharded, Dialect::PyTorch)
+        assert!(communication_fix(CollectiveOp::Sharded, Dialect::PyTorch)
             .0
             .contains("FSDP"));
         assert!(
-            !communication_fix(Collective::AllReduce, Dialect::CudaRuntime)
+            !communication_fix(CollectiveOp::AllReduce, Dialect::CudaRuntime)
                 .0
                 .contains("DDP")
         );

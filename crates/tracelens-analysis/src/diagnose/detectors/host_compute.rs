@@ -180,7 +180,7 @@ fn work_fix(
             if part
                 .ops
                 .first()
-                .is_some_and(|(n, _)| n.to_ascii_lowercase().contains("zero_grad")) =>
+                .is_some_and(|(n, _)| crate::vocabulary::ops::is_zero_grad(n)) =>
         {
             zero_grad_fix(fw)
         }
@@ -190,7 +190,7 @@ fn work_fix(
                 .regions
                 .iter()
                 .chain(&part.ops)
-                .find_map(|(n, _)| optimizer_class(n));
+                .find_map(|(n, _)| crate::vocabulary::ops::optimizer_class(n));
             match named {
                 Some(class) => optimizer_fix(&Framework {
                     optimizer: Some(class.to_string()),
@@ -246,7 +246,7 @@ fn record_fix(fw: &Framework) -> (String, String) {
 }
 
 /// (fix, snippet) for one-time warm-up: measure after it, cache what can be cached.
-fn warm_up_fix(fw: &Framework) -> (String, String) {
+pub(crate) fn warm_up_fix(fw: &Framework) -> (String, String) {
     if !fw.pytorch() {
         return crate::diagnose::advice::warm_up(fw.dialect(), fw.nsight());
     }
@@ -298,7 +298,7 @@ fn optimizer_fix(fw: &Framework) -> (String, String) {
     let known = fw
         .optimizer
         .as_deref()
-        .is_none_or(|n| TORCH_OPTIMIZERS.contains(&n));
+        .is_none_or(crate::vocabulary::ops::is_torch_optimizer);
     if !known {
         return (
             if fw.foreach_optimizer {
@@ -309,8 +309,8 @@ fn optimizer_fix(fw: &Framework) -> (String, String) {
             "if (step + 1) % accum_steps == 0:\n    optimizer.step(); optimizer.zero_grad(set_to_none=True)".into(),
         );
     }
-    let adam = name.starts_with("Adam");
-    let fusable = adam || name == "SGD" || fw.optimizer.is_none();
+    let adam = crate::vocabulary::ops::is_adam_family(&name);
+    let fusable = adam || crate::vocabulary::ops::is_sgd(&name) || fw.optimizer.is_none();
     let fused_from = if adam { TORCH_COMPILE } else { FUSED_SGD };
     let class = if fw.optimizer.is_some() {
         format!("torch.optim.{name}")
@@ -351,32 +351,6 @@ fn optimizer_fix(fw: &Framework) -> (String, String) {
         }
     }
 }
-
-/// The class in `Optimizer.step#CLASS.step` or `Optimizer.zero_grad#CLASS.zero_grad`.
-fn optimizer_class(name: &str) -> Option<&str> {
-    let rest = name
-        .strip_prefix("Optimizer.step#")
-        .or_else(|| name.strip_prefix("Optimizer.zero_grad#"))?;
-    let class = rest.split('.').next()?;
-    (!class.is_empty()).then_some(class)
-}
-
-/// The optimizer classes of `torch.optim` (the only ones `foreach=`/`fused=` advice fits).
-const TORCH_OPTIMIZERS: &[&str] = &[
-    "SGD",
-    "Adam",
-    "AdamW",
-    "Adagrad",
-    "Adadelta",
-    "Adamax",
-    "ASGD",
-    "NAdam",
-    "RAdam",
-    "RMSprop",
-    "Rprop",
-    "SparseAdam",
-    "LBFGS",
-];
 
 /// When OS waits of the launching thread make up 30 % or more of the host-compute idle, a
 /// clause naming them; else nothing.
@@ -424,14 +398,17 @@ mod tests {
         assert!(optimizer.fix.contains("SGD"), "{}", optimizer.fix);
         let subs: std::collections::BTreeSet<_> = f.iter().map(|x| x.sub_cause).collect();
         assert_eq!(
-            optimizer_class("Optimizer.step#Shampoo.step"),
+            crate::vocabulary::ops::optimizer_class("Optimizer.step#Shampoo.step"),
             Some("Shampoo")
         );
         assert_eq!(
-            optimizer_class("Optimizer.zero_grad#SGD.zero_grad"),
+            crate::vocabulary::ops::optimizer_class("Optimizer.zero_grad#SGD.zero_grad"),
             Some("SGD")
         );
-        assert_eq!(optimizer_class("## optimizer ##"), None);
+        assert_eq!(
+            crate::vocabulary::ops::optimizer_class("## optimizer ##"),
+            None
+        );
         assert_eq!(subs.len(), f.len(), "one finding per sub-cause: {f:#?}");
 
         let twin = findings_of(&HostCompute, &scenario("no_device_sync"));

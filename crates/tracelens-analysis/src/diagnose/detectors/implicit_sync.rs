@@ -203,7 +203,9 @@ const EXPANDABLE_SEGMENTS: TorchVersion = TorchVersion::new(2, 1);
 /// (fix, advice, snippet) for GPU memory freed in the loop, named for the trace's runtime
 /// (CUDA or HIP) and offering `expandable_segments` only where its PyTorch has it.
 fn allocator_advice(site: &SyncSite, fw: &Framework) -> (String, String, String) {
-    let hip = site.apis.iter().any(|a| a.starts_with("hip"));
+    let hip = site.apis.iter().any(|a| {
+        crate::vocabulary::api::api_family(a) == Some(crate::vocabulary::api::GpuApi::Hip)
+    });
     let (runtime, no_cache, alloc_conf) = if hip {
         (
             "hipFree",

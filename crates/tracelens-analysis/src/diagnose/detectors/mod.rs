@@ -10,7 +10,7 @@ mod cpu_oversubscription;
 mod data_loader;
 mod exposed_communication;
 mod gpu_waits;
-mod host_compute;
+pub(crate) mod host_compute;
 mod implicit_sync;
 mod launch_bound;
 mod pageable_copies;
@@ -276,6 +276,7 @@ pub const MIN_FINDING_PERCENT: f64 = 0.5;
 
 /// `1 call`, `2 calls`.
 pub(crate) fn plural(n: u64, word: &str) -> String {
+    // text, not a trace name
     match (n, word.ends_with("ch")) {
         (1, _) => format!("1 {word}"),
         (_, true) => format!("{n} {word}es"),

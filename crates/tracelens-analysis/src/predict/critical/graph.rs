@@ -14,9 +14,9 @@
 //! The recorded start is exactly reproduced. Graphs are built one step at a time, so memory
 //! follows the largest step, not the trace.
 
-use crate::api::BlockingKind;
 use crate::attribute::idle::LAUNCH_OVERHEAD_BOUND_NS;
 use crate::measure::threads::ThreadIndex;
+use crate::vocabulary::api::BlockingKind;
 use tracelens_model::{Interval, LaneId, SpanId, SpanKind, TimeNs, Trace};
 
 /// The edge that set an op's start: its launch, or the previous op on its stream.
@@ -332,10 +332,9 @@ impl<'t> GraphBuilder<'t> {
             });
             let name = trace.span(id).name;
             let communication = kind == SpanKind::Kernel
-                && *self
-                    .communication
-                    .entry(name)
-                    .or_insert_with(|| crate::api::is_communication_kernel(trace.names.get(name)));
+                && *self.communication.entry(name).or_insert_with(|| {
+                    crate::vocabulary::kernels::is_communication_kernel(trace.names.get(name))
+                });
             gpu.push(GpuNode {
                 communication,
                 ..GpuNode::new(id, kind, iv, trace.span(id).lane, launch)

@@ -5,7 +5,7 @@ use super::graph::{GpuNode, HostItem, HostKind, StepGraph, NONE};
 use super::kind::CriticalKind;
 use super::replay::{Change, Replay};
 use super::walk::walk;
-use crate::api::BlockingKind;
+use crate::vocabulary::api::BlockingKind;
 use tracelens_model::{Interval, LaneId, SpanId, SpanKind, TimeNs, Trace};
 
 const HOST: LaneId = LaneId(0);

@@ -1,6 +1,6 @@
-//! What names mean, in one place: CUDA/HIP runtime and driver API calls (which block the
-//! host, which wait on streams, which API family launches), ATen ops that trigger a sync,
-//! collective kernels, compiler-generated offload kernels (OpenACC, OpenMP) and MPI calls.
+//! What API names mean: CUDA/HIP runtime and driver calls (which block the host, which wait on
+//! streams, which family launches, which submit work), OS waits, compiler-generated offload
+//! kernels (OpenACC, OpenMP) and MPI calls.
 
 use serde::Serialize;
 
@@ -112,11 +112,27 @@ pub fn is_stream_wait(name: &str) -> bool {
     )
 }
 
-/// Whether a CPU range is a DataLoader (or DataPipe) fetch, as tb_plugin defines it.
+/// Whether a GPU-lane synchronization record is a stream waiting on an event (Kineto's
+/// `cuda_sync` "Stream Wait Event"), not an event or stream sync of the host.
 #[must_use]
-pub fn is_data_loader(name: &str) -> bool {
-    (name.starts_with("enumerate(DataLoader)#") && name.ends_with(".__next__"))
-        || name.starts_with("enumerate(DataPipe)#")
+pub fn is_stream_wait_record(name: &str) -> bool {
+    name.contains("Wait")
+}
+
+/// Whether an API name launches a kernel.
+#[must_use]
+pub fn is_kernel_launch(name: &str) -> bool {
+    [
+        "cudaLaunchKernel",
+        "cudaLaunchCooperativeKernel",
+        "cuLaunchKernel",
+        "hipLaunchKernel",
+        "hipModuleLaunchKernel",
+        "hipExtModuleLaunchKernel",
+        "hipExtLaunchKernel",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
 }
 
 /// OS calls in which a thread waits for another thread, a process or I/O (not computing).
@@ -150,93 +166,6 @@ pub fn is_os_wait(name: &str) -> bool {
             | "sleep"
             | "clock_nanosleep"
     )
-}
-
-/// ATen ops that copy between host and device (`.to()`, `.cpu()`, `.tolist()`, `.numpy()`).
-#[must_use]
-pub fn is_copy_op(name: &str) -> bool {
-    matches!(
-        name,
-        "aten::copy_" | "aten::_to_copy" | "aten::to" | "aten::cpu" | "aten::_copy_from"
-    )
-}
-
-/// ATen ops whose output shape depends on data, so they read a count back from the GPU.
-#[must_use]
-pub fn is_data_dependent_op(name: &str) -> bool {
-    matches!(
-        name,
-        "aten::nonzero"
-            | "aten::nonzero_numpy"
-            | "aten::masked_select"
-            | "aten::unique"
-            | "aten::_unique"
-            | "aten::_unique2"
-            | "aten::unique_dim"
-            | "aten::unique_consecutive"
-            | "aten::repeat_interleave"
-            | "aten::bincount"
-            | "aten::histc"
-    )
-}
-
-/// Whether a GPU op is a collective's kernel (NCCL, RCCL, MSCCL).
-#[must_use]
-pub fn is_communication_kernel(name: &str) -> bool {
-    let b = name.as_bytes();
-    b.windows(4)
-        .any(|w| w.eq_ignore_ascii_case(b"nccl") || w.eq_ignore_ascii_case(b"rccl"))
-        || name.contains("msccl")
-}
-
-/// [`is_communication_kernel`] asked once per distinct name: a trace launches the same few
-/// kernel names millions of times.
-#[derive(Default)]
-pub struct CommunicationNames(rustc_hash::FxHashMap<tracelens_model::NameId, bool>);
-
-impl CommunicationNames {
-    /// Whether kernel name `name` is a collective's.
-    pub fn is(&mut self, trace: &tracelens_model::Trace, name: tracelens_model::NameId) -> bool {
-        *self
-            .0
-            .entry(name)
-            .or_insert_with(|| is_communication_kernel(trace.names.get(name)))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn normalizes_and_classifies_api_names() {
-        assert_eq!(
-            normalize_api("cudaMemcpy2DAsync_v3020"),
-            "cudaMemcpy2DAsync"
-        );
-        assert_eq!(
-            normalize_api("cudaStreamSynchronize_ptsz"),
-            "cudaStreamSynchronize"
-        );
-        assert_eq!(normalize_api("cuLaunchKernel"), "cuLaunchKernel");
-        assert_eq!(
-            blocking_kind("cudaDeviceSynchronize"),
-            Some(BlockingKind::DeviceSync)
-        );
-        assert_eq!(
-            blocking_kind("hipMemcpyWithStream"),
-            Some(BlockingKind::BlockingCopy)
-        );
-        assert_eq!(blocking_kind("cudaMemcpyAsync"), None);
-        assert_eq!(blocking_kind("cudaStreamQuery"), None);
-        assert!(is_stream_wait("hipStreamWaitEvent"));
-        assert!(is_data_loader(
-            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
-        ));
-        assert!(!is_data_loader(
-            "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__init__"
-        ));
-    }
 }
 
 /// The API a program launches GPU work through.

@@ -1,0 +1,160 @@
+//! Whether the window is a cold run — made mostly of work a program does once (first kernel
+//! launches, module loads, compilation, graph capture) — told by structure: how many of the
+//! window's kernel launches are each kernel's first in the trace, and how much of the idle
+//! time the launching thread spends in one-time work. A cold window says so in the verdict
+//! with how to capture the steady state, and findings whose call site is one-time work get the
+//! warm-up fix, not a steady-state one.
+
+use crate::attribute::host_work::HostWork;
+use crate::diagnose::finding::{Confidence, Finding};
+use crate::diagnose::verdict::{ColdRun, Verdict, VerdictKind};
+use crate::finding_kind::FindingKind;
+use crate::measure::environment::Framework;
+use crate::measure::utilization::GpuOp;
+use rustc_hash::FxHashMap;
+use tracelens_model::{NameId, SpanId, SpanKind, TimeNs, Trace};
+
+/// A window is cold above this share of its kernel launches being first launches, or of its
+/// time being one-time host work.
+pub const COLD_PERCENT: f64 = 50.0;
+
+/// The first kernel of each name in the trace (earliest start).
+fn first_kernels(trace: &Trace) -> rustc_hash::FxHashSet<SpanId> {
+    let mut first: FxHashMap<NameId, (TimeNs, SpanId)> = FxHashMap::default();
+    for (i, s) in trace.spans.iter().enumerate() {
+        if s.kind != SpanKind::Kernel {
+            continue;
+        }
+        first
+            .entry(s.name)
+            .and_modify(|e| {
+                if s.start_ns < e.0 {
+                    *e = (s.start_ns, SpanId::at(i));
+                }
+            })
+            .or_insert((s.start_ns, SpanId::at(i)));
+    }
+    first.into_values().map(|(_, id)| id).collect()
+}
+
+/// The cold run the window is, when it is one: the GPU idles most of the window (a GPU-bound
+/// window's first launches cost the host, not the GPU) and half its launches are first ones
+/// or half its time one-time host work.
+#[must_use]
+pub fn cold_run(
+    trace: &Trace,
+    verdict: &Verdict,
+    ops: &[GpuOp],
+    findings: &[Finding],
+) -> Option<ColdRun> {
+    if verdict.kind != VerdictKind::GpuIdle {
+        return None;
+    }
+    let firsts = first_kernels(trace);
+    let (mut first_launches, mut launches) = (0u64, 0u64);
+    for &(kind, _, id) in ops {
+        if kind == SpanKind::Kernel {
+            launches += 1;
+            first_launches += u64::from(firsts.contains(&id));
+        }
+    }
+    let one_time_idle_percent = findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::HostCompute && f.sub_cause == Some(HostWork::WarmUp))
+        .fold(0.0, |sum, f| sum + f.estimated_win_percent)
+        .min(100.0);
+    let cold = ColdRun {
+        first_launches,
+        launches,
+        one_time_idle_percent,
+    };
+    (cold.first_launch_percent() > COLD_PERCENT || one_time_idle_percent > COLD_PERCENT)
+        .then_some(cold)
+}
+
+/// Says the cold run in the verdict, and gives findings whose call site is one-time work the
+/// warm-up fix at low confidence.
+pub fn mark(verdict: &mut Verdict, findings: &mut [Finding], cold: ColdRun, fw: &Framework) {
+    let mut why = Vec::new();
+    if cold.first_launch_percent() > COLD_PERCENT {
+        why.push(match (cold.first_launches, cold.launches) {
+            (1, 1) => "its only kernel launch is that kernel's first".to_string(),
+            (f, n) if f == n => format!("each of its {n} kernel launches is that kernel's first"),
+            (f, n) => format!("{f} of its {n} kernel launches are the kernel's first"),
+        });
+    }
+    if cold.one_time_idle_percent >= 1.0 {
+        why.push(format!(
+            "one-time work (module loads, compilation, graph capture, first launches) keeps the GPU idle {:.0} %",
+            cold.one_time_idle_percent
+        ));
+    }
+    verdict.text.push_str(&format!(
+        ". This is a cold run, not the steady state: {}; {}",
+        why.join(" and "),
+        crate::diagnose::advice::steady_state_capture(fw.dialect(), fw.capture)
+    ));
+    verdict.cold_run = Some(cold);
+    let (fix, snippet) = crate::diagnose::detectors::host_compute::warm_up_fix(fw);
+    for f in findings.iter_mut() {
+        let one_time_site = f
+            .call_site
+            .as_deref()
+            .is_some_and(crate::vocabulary::activity::is_one_time);
+        if one_time_site && f.sub_cause != Some(HostWork::WarmUp) {
+            f.fix.clone_from(&fix);
+            f.snippet.clone_from(&snippet);
+            f.snippet_language = crate::diagnose::advice::snippet_language(fw.dialect()).into();
+            f.confidence = Confidence::Low;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnose::detectors::testing::{scenario, scenario_text};
+
+    /// `text` with every kernel given a name of its own: each launch becomes its kernel's
+    /// first, as in a capture of the first iteration only.
+    fn every_kernel_new(text: &str) -> tracelens_model::Trace {
+        let mut doc: serde_json::Value = serde_json::from_str(text).unwrap();
+        let events = doc["traceEvents"].as_array_mut().unwrap();
+        for (i, e) in events.iter_mut().enumerate() {
+            if e["cat"] == "kernel" {
+                let name = format!("{}_{i}", e["name"].as_str().unwrap());
+                e["name"] = name.into();
+            }
+        }
+        let text = doc.to_string();
+        tracelens_kineto::import_reader(
+            text.as_bytes(),
+            std::path::Path::new("first_iteration.json"),
+            text.len() as u64,
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_capture_of_first_launches_is_a_cold_run_and_its_steady_twin_is_not() {
+        let steady = crate::diagnose(&scenario("slow_python_between_kernels"));
+        assert_eq!(steady.verdict.cold_run, None, "{}", steady.verdict.text);
+        assert!(!steady.verdict.text.contains("cold run"));
+
+        let cold = crate::diagnose(&every_kernel_new(&scenario_text(
+            "slow_python_between_kernels",
+        )));
+        let run = cold
+            .verdict
+            .cold_run
+            .expect("every launch is a first launch");
+        assert_eq!(run.first_launches, run.launches);
+        assert!(run.one_time_idle_percent >= 0.0 && run.one_time_idle_percent.is_sign_positive());
+        assert!(
+            cold.verdict.text.contains("This is a cold run")
+                && cold.verdict.text.contains("torch.profiler.schedule"),
+            "{}",
+            cold.verdict.text
+        );
+    }
+}

@@ -1,0 +1,302 @@
+//! What kernel names mean: the class of work a kernel does, whether it runs on the matrix
+//! units (NVIDIA tensor cores, AMD matrix cores), whether it is a collective's and which one.
+//! Tested against real names of the corpus, per vendor.
+
+use serde::Serialize;
+
+/// What a kernel does, from its name.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum KernelClass {
+    /// Matrix multiply in plain FP32 (no tensor cores).
+    GemmFp32,
+    /// Matrix multiply in TF32, FP16, BF16 or FP8.
+    Gemm,
+    /// Convolution.
+    Convolution,
+    /// Attention or softmax.
+    Attention,
+    /// Batch/layer/RMS normalization (cuDNN's `bn_fw_*`/`bn_bw_*` included).
+    Normalization,
+    /// Embedding lookups and sparse-feature ops (`fbgemm_gpu`, `split_embedding_*`).
+    Embedding,
+    /// Elementwise (pointwise) kernels.
+    Elementwise,
+    /// Reductions.
+    Reduction,
+    /// Optimizer updates (multi-tensor apply, fused Adam).
+    Optimizer,
+    /// Collectives (NCCL, RCCL, MSCCL, HCCL).
+    Communication,
+    /// Anything else.
+    Other,
+}
+
+impl KernelClass {
+    /// In words, for the verdict.
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            KernelClass::GemmFp32 => "matrix multiplies in FP32",
+            KernelClass::Gemm => "matrix multiplies",
+            KernelClass::Convolution => "convolutions",
+            KernelClass::Attention => "attention and softmax",
+            KernelClass::Normalization => "normalization",
+            KernelClass::Embedding => "embedding lookups",
+            KernelClass::Elementwise => "elementwise kernels",
+            KernelClass::Reduction => "reductions",
+            KernelClass::Optimizer => "optimizer updates",
+            KernelClass::Communication => "collectives",
+            KernelClass::Other => "other kernels",
+        }
+    }
+}
+
+/// The class of a kernel name.
+#[must_use]
+pub fn kernel_class(name: &str) -> KernelClass {
+    let n = name.to_ascii_lowercase();
+    let has = |s: &str| n.contains(s);
+    if is_communication_kernel(name) {
+        KernelClass::Communication
+    } else if has("flash") || has("fmha") || has("attention") || has("attn") || has("softmax") {
+        KernelClass::Attention
+    } else if has("norm") || has("bn_fw") || has("bn_bw") {
+        // Before convolutions: cuDNN's batch norm kernels carry `cudnn::` too.
+        KernelClass::Normalization
+    } else if has("embedding") || has("fbgemm") {
+        // Before GEMMs: `fbgemm_gpu` kernels are embedding and sparse-feature ops.
+        KernelClass::Embedding
+    } else if has("conv") || has("cudnn") || has("winograd") || has("miopen") || has("igemm") {
+        KernelClass::Convolution
+    } else if has("gemm") || has("cijk_") || has("cutlass") || has("xmma") || has("matmul") {
+        if has("sgemm") || has("_sb_") || has("f32f32_f32") || has("fp32") && !has("tf32") {
+            KernelClass::GemmFp32
+        } else {
+            KernelClass::Gemm
+        }
+    } else if has("multi_tensor") || has("adam") || has("sgd") {
+        KernelClass::Optimizer
+    } else if has("reduce") || has("triton_red") || has("triton_per") {
+        KernelClass::Reduction
+    } else if has("elementwise") || has("triton_poi") || has("pointwise") || has("unrolled") {
+        KernelClass::Elementwise
+    } else {
+        KernelClass::Other
+    }
+}
+
+/// Whether a GPU op is a collective's kernel: NCCL, RCCL and MSCCL (`ncclDevKernel_*`,
+/// `ncclKernel_*`, `mscclKernel_*`) or Huawei's HCCL (`hcclAllReduce…`).
+#[must_use]
+pub fn is_communication_kernel(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.windows(4).any(|w| {
+        w.eq_ignore_ascii_case(b"nccl")
+            || w.eq_ignore_ascii_case(b"rccl")
+            || w.eq_ignore_ascii_case(b"hccl")
+    }) || name.contains("msccl")
+}
+
+/// [`is_communication_kernel`] asked once per distinct name: a trace launches the same few
+/// kernel names millions of times.
+#[derive(Default)]
+pub struct CommunicationNames(rustc_hash::FxHashMap<tracelens_model::NameId, bool>);
+
+impl CommunicationNames {
+    /// Whether kernel name `name` is a collective's.
+    pub fn is(&mut self, trace: &tracelens_model::Trace, name: tracelens_model::NameId) -> bool {
+        *self
+            .0
+            .entry(name)
+            .or_insert_with(|| is_communication_kernel(trace.names.get(name)))
+    }
+}
+
+/// The collective a communication kernel runs, for its bus-bandwidth factor.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum CollectiveOp {
+    /// All-reduce: every rank sends and receives about twice the message.
+    AllReduce,
+    /// All-gather or reduce-scatter: sharded data moves once.
+    Sharded,
+    /// Send/receive or all-to-all: point-to-point exchange.
+    Exchange,
+    /// A collective the name does not identify (broadcast, `ncclDevKernel_Generic`).
+    Other,
+}
+
+/// The collective of kernel name `kernel`.
+#[must_use]
+pub fn collective_op(kernel: &str) -> CollectiveOp {
+    let lower = kernel.to_ascii_lowercase();
+    if lower.contains("allreduce") {
+        CollectiveOp::AllReduce
+    } else if lower.contains("allgather") || lower.contains("reducescatter") {
+        CollectiveOp::Sharded
+    } else if lower.contains("sendrecv") || lower.contains("alltoall") {
+        CollectiveOp::Exchange
+    } else {
+        CollectiveOp::Other
+    }
+}
+
+/// Kernel-name fragments of matrix-unit kernels. NVIDIA tensor cores: tb_plugin's list plus
+/// the Ampere-and-later names (`sm80_xmma`, `cutlass` tensor-op kernels, `hmma`/`wgmma`,
+/// Hopper cuBLAS `nvjet`, fused attention `fmha`/`flash_fwd`). AMD matrix cores (MFMA, WMMA):
+/// Tensile/hipBLASLt tiles (`MI16x16x1`, `MI32x32x8`), Composable Kernel `xdl`/`xdlops`
+/// kernels, MIOpen's xdlops implicit GEMMs (`igemm_*_gtcx*`), `mfma`/`wmma` in kernel names.
+const MATRIX_UNIT_KERNELS: [&str; 36] = [
+    "h884",
+    "s884",
+    "h1688",
+    "s1688",
+    "hmma",
+    "i8816",
+    "16816",
+    "dgrad_1x1_stride_2x2",
+    "first_layer_wgrad_kernel",
+    "conv1x1",
+    "conv2d_c1_k1",
+    "direct_group",
+    "xmma_implicit_gemm",
+    "xmma_sparse_conv",
+    "xmma_warp_specialized_implicit_gemm",
+    "xmma_gemm",
+    "xmma_sparse_gemm",
+    "c1688",
+    "tensorop",
+    "wgmma",
+    "gmma",
+    "s16816",
+    "h16816",
+    "bf16816",
+    "flash_fwd",
+    "fmha",
+    "Fmha",
+    "nvjet",
+    "MI16x16",
+    "MI32x32",
+    "mfma",
+    "MFMA",
+    "wmma",
+    "xdl",
+    "_gtcx",
+    "WMMA",
+];
+
+/// Whether a kernel name shows a matrix-unit kernel (tensor cores, matrix cores).
+#[must_use]
+pub fn uses_matrix_cores(kernel: &str) -> bool {
+    MATRIX_UNIT_KERNELS.iter().any(|k| kernel.contains(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_names_fall_in_their_classes() {
+        for (name, class) in [
+            ("ampere_sgemm_128x64_nn", KernelClass::GemmFp32),
+            (
+                "sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
+                KernelClass::Gemm,
+            ),
+            ("Cijk_Alik_Bljk_SB_MT64x64x16", KernelClass::GemmFp32),
+            (
+                "volta_scudnn_128x64_relu_interior_nn_v1",
+                KernelClass::Convolution,
+            ),
+            (
+                "flash_fwd_kernel<Flash_fwd_kernel_traits>",
+                KernelClass::Attention,
+            ),
+            (
+                "void at::native::vectorized_elementwise_kernel<4>",
+                KernelClass::Elementwise,
+            ),
+            (
+                "ncclDevKernel_AllReduce_Sum_f32_RING_LL",
+                KernelClass::Communication,
+            ),
+            (
+                "void at::native::batch_norm_collect_statistics_kernel",
+                KernelClass::Normalization,
+            ),
+            // Real names from hta/ns_resolution_trace: cuDNN batch norm is not a convolution.
+            (
+                "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float, float, float, cudnnTensorStruct, float const*)",
+                KernelClass::Normalization,
+            ),
+            (
+                "void cudnn::bn_bw_1C11_singleread<float, 512, true, 1, 2, 0>(cudnn::bn_bw_1C11_args<float>)",
+                KernelClass::Normalization,
+            ),
+            // From hta/trace_filter/sampled_rank-0: fbgemm_gpu kernels are not GEMMs.
+            (
+                "void split_embedding_codegen_forward_unweighted_kernel<c10::Half, c10::Half, float, false, long, 2ul, 32ul>(at::GenericPackedTensorAccessor<c10::Half, 1ul>)",
+                KernelClass::Embedding,
+            ),
+            (
+                "void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)",
+                KernelClass::Embedding,
+            ),
+            (
+                "void at::native::reduce_kernel<512, 1>",
+                KernelClass::Reduction,
+            ),
+        ] {
+            assert_eq!(kernel_class(name), class, "{name}");
+        }
+    }
+
+    /// Real kernel names of the corpus, per vendor: (name, matrix units, collective).
+    const REAL: [(&str, bool, bool); 14] = [
+        // NVIDIA (hta, kineto samples, Nsight exports).
+        ("volta_sgemm_128x64_nn", false, false),
+        ("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel", true, false),
+        ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(Params)", true, false),
+        ("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT", true, false),
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", false, true),
+        ("ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", false, true),
+        // AMD (TraceLens mi210/mi300, hta amd_trace).
+        ("Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT64x32x128_MI16x16x1_SN_LDSB1_AFC1_AFEM1", true, false),
+        ("igemm_wrw_gtcx2_nhwc_bf16_bx0_ex1_bt256x128x16_wt32x32x8_ws2x1_wr2x2_ta1x4x1x4_1x4x1x64", true, false),
+        ("_ZN2ck16tensor_operation6device37kernel_batched_gemm_xdlops_bwd_weightINS_47GridwiseGemm_bk0mk1", true, false),
+        ("void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16>", true, false),
+        ("_ZN7ck_tile6kentryILi2ENS_38FmhaBatchPrefillWithPagedKVCacheKernelINS_40BlockFmhaBatch", true, false),
+        ("batched_transpose_16x64_pack_1x4_ediv_1x2_half", false, false),
+        ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", false, true),
+        // Huawei Ascend (HCCL).
+        ("hcclAllReduce_RING_fp32", false, true),
+    ];
+
+    #[test]
+    fn real_kernel_names_of_each_vendor_read_right() {
+        for (name, matrix, collective) in REAL {
+            assert_eq!(uses_matrix_cores(name), matrix, "matrix units: {name}");
+            assert_eq!(
+                is_communication_kernel(name),
+                collective,
+                "collective: {name}"
+            );
+            assert_eq!(
+                kernel_class(name) == KernelClass::Communication,
+                collective,
+                "class: {name}"
+            );
+        }
+        // MIOpen's implicit GEMMs without xdlops (`gtc`, not `gtcx`) run on the vector units.
+        assert!(!uses_matrix_cores(
+            "igemm_fwd_gtc_nchw_fp32_bx0_ex1_bt128x128x16"
+        ));
+        assert_eq!(
+            collective_op("ncclDevKernel_AllReduce_Sum_f32_RING_LL"),
+            CollectiveOp::AllReduce
+        );
+        assert_eq!(collective_op("ncclDevKernel_Generic"), CollectiveOp::Other);
+    }
+}
