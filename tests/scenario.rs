@@ -42,7 +42,8 @@ pub struct Scenario {
     /// `torch.cuda.synchronize()` at the end of every step, followed by CPU bookkeeping.
     pub device_sync_every_step: bool,
     /// PyTorch's caching allocator off (`PYTORCH_NO_HIP_MEMORY_CACHING=1`) on ROCm: every step
-    /// frees its activations with `hipFree`, which waits for the device, inside a backward op.
+    /// frees its activations with `hipFree`, which waits for the device and then unmaps the
+    /// memory (10 ms), inside a backward op.
     pub allocator_free_every_step: bool,
     /// Forward kernels per step.
     pub kernels: usize,
@@ -168,6 +169,12 @@ impl Sim {
 
     /// A blocking call that returns when the GPU queue has drained.
     fn blocking(&mut self, api: &str, gpu: &[(&str, &str, i64, &str)]) {
+        self.blocking_then(api, gpu, 3_000);
+    }
+
+    /// A blocking call that returns `own_ns` after the device drained (its own work, such
+    /// as a free unmapping memory).
+    fn blocking_then(&mut self, api: &str, gpu: &[(&str, &str, i64, &str)], own_ns: i64) {
         let start = self.t;
         let mut ops = Vec::new();
         let mut free = self.gpu_free;
@@ -177,7 +184,7 @@ impl Sim {
             free = s + dur;
         }
         self.gpu_free = free;
-        let end = free.max(start + 2_000) + 3_000;
+        let end = free.max(start + 2_000) + own_ns;
         self.launch(api, start, end - start, &ops);
         self.t = end + 1_000;
     }
@@ -345,7 +352,9 @@ pub fn generate(sc: &Scenario) -> String {
         }
         if sc.allocator_free_every_step {
             let start = sim.t;
-            sim.blocking("hipFree", &[]);
+            // Unmapping the freed memory takes 10 ms after the device drained: longer than
+            // the GPU work queued before it, so it costs GPU time even if it did not wait.
+            sim.blocking_then("hipFree", &[], 10_000_000);
             sim.cpu(
                 "cpu_op",
                 "autograd::engine::evaluate_function: ConvolutionBackward0",

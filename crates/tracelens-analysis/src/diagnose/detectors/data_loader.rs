@@ -80,7 +80,9 @@ impl Detector for DataLoaderStall {
             f.evidence.time_ranges = segs.iter().take(5).map(|s| s.interval).collect();
         }
         f.confidence = Confidence::High;
-        f.what_if = Some(crate::predict::what_if::WhatIf::NoDataLoaderWait);
+        f.what_if = Some(crate::predict::what_if::WhatIf::NoDataLoaderWait {
+            workers_added: single,
+        });
         vec![f]
     }
 }

@@ -108,9 +108,13 @@ impl Detector for ImplicitSyncs {
             } else {
                 Confidence::Low
             };
-            f.what_if = Some(crate::predict::what_if::WhatIf::AsyncCalls(
-                site.calls.clone(),
-            ));
+            // A free's cost is the call itself (the caching allocator makes none); other
+            // blocking calls keep their host work and stop waiting for the GPU.
+            f.what_if = Some(if site.trigger == SyncTrigger::AllocatorFree {
+                crate::predict::what_if::WhatIf::RemovedCalls(site.calls.clone())
+            } else {
+                crate::predict::what_if::WhatIf::AsyncCalls(site.calls.clone())
+            });
             out.push(f);
         }
         out
@@ -235,8 +239,7 @@ fn allocator_advice(site: &SyncSite, fw: &Framework) -> (String, String, String)
         "Each {runtime} waits for the whole device before it returns, so the CPU cannot run ahead and the GPU drains its queue. PyTorch's caching allocator reuses freed blocks without calling {runtime}; it is off when {no_cache}=1 is set, and empty_cache() hands every cached block back to the driver."
     );
     let snippet = format!(
-        "# in the job's environment, not inside the loop
-unset {no_cache}
+        "# remove {no_cache}=1 from the job's environment (its launch script, not the loop)
 # and delete per-step calls like:
 # torch.cuda.empty_cache()"
     );

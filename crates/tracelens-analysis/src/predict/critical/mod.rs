@@ -162,7 +162,13 @@ fn change_of(
 ) -> Change {
     let mut c = Change::default();
     match what {
-        WhatIf::NoDataLoaderWait => c.collapse(threads.data_loading_within(window.interval)),
+        WhatIf::NoDataLoaderWait { workers_added } => {
+            c.collapse(threads.data_loading_within(window.interval));
+            if *workers_added {
+                c.slow_host(crate::predict::what_if::WORKER_CONTENTION_SLOWDOWN);
+            }
+        }
+        WhatIf::RemovedCalls(ids) => c.collapse(ids.iter().map(|&id| trace.span(id).interval())),
         WhatIf::AsyncCalls(ids) | WhatIf::PinnedCopies(ids) => {
             c.make_async(ids.iter().map(|id| id.0));
         }

@@ -25,6 +25,9 @@ pub(crate) struct Change {
     free_ops: Vec<Interval>,
     /// Collective kernels hidden under compute (they take no time on their stream).
     hide_communication: bool,
+    /// How much longer the host takes for the same work, as a fraction (CPU shared with
+    /// other processes).
+    host_slowdown: f64,
 }
 
 impl Change {
@@ -59,6 +62,11 @@ impl Change {
         self.free_ops = crate::measure::intervals::union(all);
     }
 
+    /// Makes the host's work take `fraction` longer.
+    pub(crate) fn slow_host(&mut self, fraction: f64) {
+        self.host_slowdown = self.host_slowdown.max(fraction);
+    }
+
     /// Hides collective kernels under compute.
     pub(crate) fn hide_communication(&mut self) {
         self.hide_communication = true;
@@ -70,6 +78,7 @@ impl Change {
         self.make_async(other.async_calls.iter().copied());
         self.free_ops(other.free_ops.iter().copied());
         self.hide_communication |= other.hide_communication;
+        self.slow_host(other.host_slowdown);
     }
 
     /// Whether the change changes nothing.
@@ -78,6 +87,7 @@ impl Change {
             && self.async_calls.is_empty()
             && self.free_ops.is_empty()
             && !self.hide_communication
+            && self.host_slowdown <= 0.0
     }
 
     /// Host time removed before `t`.
@@ -88,6 +98,12 @@ impl Change {
         }
         let r = self.collapse[k - 1];
         self.collapsed_before[k - 1] + (t.min(r.end_ns) - r.start_ns)
+    }
+
+    /// Whether `iv` lies inside one collapsed range (the call is removed with it).
+    fn removes(&self, iv: Interval) -> bool {
+        let k = self.collapse.partition_point(|r| r.start_ns <= iv.start_ns);
+        k > 0 && iv.end_ns <= self.collapse[k - 1].end_ns
     }
 
     fn is_async(&self, span: u32) -> bool {
@@ -103,8 +119,12 @@ impl Change {
 /// A change being replayed over the steps.
 pub(crate) struct Replay<'c> {
     change: &'c Change,
-    /// How far the host runs behind its recorded clock, past the collapsed ranges.
+    /// How far the host runs behind its recorded clock, past the collapsed ranges, at
+    /// `anchor_ns`.
     behind_ns: TimeNs,
+    /// Where the host clock was last set (a blocking call's return, or the first step's
+    /// start): host work after it takes longer by the change's slowdown.
+    anchor_ns: Option<TimeNs>,
     /// New end of the last op of each lane.
     lane_end: Vec<Option<TimeNs>>,
     /// Recorded and replayed end of the previous step.
@@ -120,6 +140,7 @@ impl<'c> Replay<'c> {
         Replay {
             change,
             behind_ns: 0,
+            anchor_ns: None,
             lane_end: vec![None; lanes],
             prev_end: None,
             step_deltas_ns: Vec::new(),
@@ -128,12 +149,29 @@ impl<'c> Replay<'c> {
 
     /// Host time `t` on the replayed clock.
     fn host(&self, t: TimeNs) -> TimeNs {
-        t - self.change.collapsed_at(t) - self.behind_ns
+        let collapsed = self.change.collapsed_at(t);
+        let mut new = t - collapsed - self.behind_ns;
+        if self.change.host_slowdown > 0.0 {
+            if let Some(a) = self.anchor_ns.filter(|&a| a < t) {
+                let worked_ns = (t - a) - (collapsed - self.change.collapsed_at(a));
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_precision_loss,
+                    reason = "a fraction of a step's host time"
+                )]
+                let extra_ns = (worked_ns as f64 * self.change.host_slowdown) as TimeNs;
+                new += extra_ns;
+            }
+        }
+        new
     }
 
     /// Replays one step; `has_steps` false: the step is a chunk of the window, the window
     /// running from its first to its last GPU op.
     pub(crate) fn step(&mut self, g: &StepGraph, has_steps: bool) {
+        if self.anchor_ns.is_none() {
+            self.anchor_ns = Some(g.host_start_ns);
+        }
         let mut host_start = vec![UNSET; g.host.len()];
         let mut gpu_end = vec![UNSET; g.gpu.len()];
         let mut gpu_start = vec![UNSET; g.gpu.len()];
@@ -226,7 +264,8 @@ impl<'c> Replay<'c> {
             return;
         };
         let new_start = host_start[i];
-        if new_start == UNSET {
+        if new_start == UNSET || self.change.removes(Interval::new(h.start_ns, h.end_ns)) {
+            // A removed call neither waits nor returns: the collapse already took its time.
             return;
         }
         let (waited_until, new_waited) = if h.awaited == NONE {
@@ -243,6 +282,7 @@ impl<'c> Replay<'c> {
         };
         // The host now runs this far behind its recorded clock.
         self.behind_ns = h.end_ns - self.change.collapsed_at(h.end_ns) - new_end;
+        self.anchor_ns = Some(h.end_ns);
     }
 
     fn gpu_op(&self, n: &GpuNode, host_start: &[TimeNs], gpu_end: &[TimeNs]) -> (TimeNs, TimeNs) {

@@ -113,6 +113,54 @@ fn an_async_sync_no_longer_waits() {
     assert_eq!(delta(&g, &c), 215 - 225);
 }
 
+/// A launch (0–10), a free that blocks 50 on its own work with nothing queued (10–60), a
+/// launch whose kernel runs 75–95 (60–70), host work to the step's end at 100.
+fn free_between_launches() -> StepGraph {
+    StepGraph::from_parts(
+        vec![
+            item(0, 10, HostKind::Call, 1),
+            item(10, 60, HostKind::Blocking(BlockingKind::AllocatorFree), 2),
+            item(60, 70, HostKind::Call, 3),
+        ],
+        vec![op(5, 8, 0), op(75, 95, 2)],
+        0,
+        100,
+        2,
+    )
+}
+
+#[test]
+fn a_removed_call_takes_its_own_time_with_it() {
+    let g = free_between_launches();
+    let mut c = Change::default();
+    c.collapse([Interval::new(10, 60)]);
+    // The free's 50 vanish, though it is a blocking call (it would otherwise take its
+    // recorded return time again).
+    assert_eq!(delta(&g, &c), -50);
+    // Made asynchronous instead, it keeps its own time: nothing is saved.
+    let mut c = Change::default();
+    c.make_async([2]);
+    assert_eq!(delta(&g, &c), 0);
+}
+
+#[test]
+fn a_slower_host_stretches_host_work_until_a_blocking_call_returns() {
+    // Host-bound: every step's host work takes 10 % longer.
+    let g = free_between_launches();
+    let mut c = Change::default();
+    c.slow_host(0.1);
+    // The free starts at 11 (10 % of 10 later) and returns 50 later, at 61 (its time is its
+    // own); from there the clock is set again: the 40 of host work to the step's end take
+    // 44, and the step ends at 105.
+    assert_eq!(delta(&g, &c), 5);
+    // GPU-bound: the sync absorbs the slower host; the kernel still ends the step.
+    let g = loader_then_kernel();
+    let mut c = Change::default();
+    c.collapse([Interval::new(0, 100)]);
+    c.slow_host(0.1);
+    assert_eq!(delta(&g, &c), -100);
+}
+
 #[test]
 fn the_critical_path_tiles_the_step_and_follows_the_binding_edges() {
     let g = loader_then_kernel();
