@@ -14,7 +14,7 @@ use crate::measure::intervals::{subtract, total_ns, union_sorted};
 use crate::measure::utilization::GpuOp;
 use crate::measure::window::{AnalysisWindow, WindowKind};
 use crate::views::kernels::{kernel_class, KernelClass};
-use crate::vocabulary::kernels::is_communication_kernel;
+use crate::vocabulary::kernels::{is_communication_kernel, kernel_precision, Precision};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{format_ms, CopyDirection, Interval, SpanKind, TimeNs, Trace, NS_PER_MS};
@@ -62,6 +62,10 @@ pub struct KernelClassShare {
     pub class: KernelClass,
     /// Its share of compute-kernel time, in percent.
     pub percent: f64,
+    /// The precision most of its time runs in, where the kernel names show it (for the
+    /// advice only: not stored).
+    #[serde(skip)]
+    pub precision: Option<Precision>,
 }
 
 /// The window a verdict covers.
@@ -321,7 +325,7 @@ fn bound_by(
             top.percent,
             top.class.describe(),
             match (framework.pytorch(), hardware.vendor) {
-                (true, _) => top.class.next_step(hardware, framework),
+                (true, _) => top.class.next_step(hardware, framework, top.precision),
                 (false, Vendor::Nvidia) => "Nsight Compute (ncu) on the largest kernels shows whether each is compute- or memory-bound".into(),
                 (false, _) => "a kernel profiler on the largest kernels shows whether each is compute- or memory-bound".into(),
             }
@@ -433,23 +437,30 @@ fn busy_by(trace: &Trace, ops: &[GpuOp]) -> BusyBy {
     }
 }
 
-/// Compute-kernel time per class, largest first (three at most).
+/// Compute-kernel time per class, largest first (three at most), each with the precision
+/// most of its named time runs in.
 fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
-    let mut classes: FxHashMap<tracelens_model::NameId, KernelClass> = FxHashMap::default();
+    type Read = (KernelClass, Option<Precision>);
+    let mut read: FxHashMap<tracelens_model::NameId, Read> = FxHashMap::default();
     let mut by: FxHashMap<KernelClass, TimeNs> = FxHashMap::default();
+    let mut by_precision: FxHashMap<(KernelClass, Precision), TimeNs> = FxHashMap::default();
     let mut total: TimeNs = 0;
     for &(kind, iv, id) in ops {
         if kind != SpanKind::Kernel {
             continue;
         }
         let name = trace.span(id).name;
-        let class = *classes
-            .entry(name)
-            .or_insert_with(|| kernel_class(trace.names.get(name)));
+        let (class, precision) = *read.entry(name).or_insert_with(|| {
+            let n = trace.names.get(name);
+            (kernel_class(n), kernel_precision(n))
+        });
         if class == KernelClass::Communication {
             continue;
         }
         *by.entry(class).or_default() += iv.dur_ns();
+        if let Some(p) = precision {
+            *by_precision.entry((class, p)).or_default() += iv.dur_ns();
+        }
         total += iv.dur_ns();
     }
     let mut shares: Vec<KernelClassShare> = by
@@ -457,6 +468,11 @@ fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
         .map(|(class, ns)| KernelClassShare {
             class,
             percent: crate::num::percent(ns, total),
+            precision: by_precision
+                .iter()
+                .filter(|((c, _), _)| *c == class)
+                .max_by_key(|&(&(_, p), &ns)| (ns, std::cmp::Reverse(p)))
+                .map(|((_, p), _)| *p),
         })
         .collect();
     shares.sort_by(|a, b| b.percent.total_cmp(&a.percent).then(a.class.cmp(&b.class)));

@@ -191,6 +191,18 @@ impl Framework {
     }
 }
 
+/// A program model a test imposes: program, offload, launch API.
+#[cfg(test)]
+pub(crate) type ImposedProgram = (Program, Option<Offload>, GpuApi);
+
+#[cfg(test)]
+thread_local! {
+    /// A program model a test imposes on every trace this thread reads, to render each
+    /// finding under each model.
+    pub(crate) static IMPOSED_PROGRAM: std::cell::Cell<Option<ImposedProgram>> =
+        const { std::cell::Cell::new(None) };
+}
+
 /// Reads the framework facts of a trace.
 #[must_use]
 pub fn framework(trace: &Trace) -> Framework {
@@ -251,6 +263,12 @@ pub fn framework(trace: &Trace) -> Framework {
     }
     fw.torch_min = torch_min;
     fw.torch_max = torch_max.filter(|&m| torch_min.is_none_or(|n| n <= m));
+    #[cfg(test)]
+    if let Some((program, offload, api)) = IMPOSED_PROGRAM.get() {
+        fw.program = program;
+        fw.offload = offload;
+        fw.gpu_api = api;
+    }
     fw
 }
 
@@ -314,6 +332,18 @@ pub struct Hardware {
 }
 
 impl Hardware {
+    /// The AMD Instinct generation (100, 200, 300), from the device name or else the gfx
+    /// architecture (gfx94x and gfx95x are MI300 and MI350; gfx90x is MI100 or MI200).
+    fn instinct_generation(&self) -> Option<u32> {
+        self.name
+            .as_deref()
+            .and_then(devices::instinct_generation)
+            .or(match self.compute {
+                Some((9, 4 | 5)) => Some(300),
+                _ => None,
+            })
+    }
+
     /// Whether the device has TF32 and bf16 tensor cores: NVIDIA compute capability 8.0+
     /// (Ampere and later); `None` when the trace does not say, or on AMD (bf16 only there,
     /// see [`Hardware::has_bf16`]).
@@ -332,9 +362,7 @@ impl Hardware {
         match (self.vendor, self.compute) {
             (Vendor::Nvidia, Some((major, _))) => Some(major >= 8),
             (Vendor::Amd, _) => self
-                .name
-                .as_deref()
-                .and_then(devices::instinct_generation)
+                .instinct_generation()
                 .filter(|&g| g >= 200)
                 .map(|_| true),
             _ => None,
@@ -347,9 +375,7 @@ impl Hardware {
         match (self.vendor, self.compute) {
             (Vendor::Nvidia, Some((major, minor))) => Some((major, minor) >= (8, 9)),
             (Vendor::Amd, _) => self
-                .name
-                .as_deref()
-                .and_then(devices::instinct_generation)
+                .instinct_generation()
                 .filter(|&g| g >= 300)
                 .map(|_| true),
             _ => None,

@@ -4,6 +4,7 @@
 use crate::measure::environment::{
     Framework, Hardware, TorchVersion, Vendor, OPTIMIZER_FOREACH, TORCH_COMPILE,
 };
+pub use crate::vocabulary::kernels::Precision;
 pub use crate::vocabulary::kernels::{kernel_class, KernelClass};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -61,17 +62,31 @@ pub struct LaunchConfig {
 
 impl KernelClass {
     /// The next thing to try when this class dominates a GPU-bound run, naming only the
-    /// precisions `hw` has and the APIs `fw`'s PyTorch has.
+    /// precisions `hw` has beyond the one its kernels already run in (`precision`, from
+    /// their names) and the APIs `fw`'s PyTorch has.
     #[must_use]
-    pub fn next_step(self, hw: &Hardware, fw: &Framework) -> String {
+    pub fn next_step(self, hw: &Hardware, fw: &Framework, precision: Option<Precision>) -> String {
         match self {
             KernelClass::GemmFp32 => fp32_gemm_step(hw, fw),
             KernelClass::Gemm => {
-                let lower = match (hw.has_bf16(), hw.has_fp8()) {
-                    (_, Some(true)) => "; lower precision (bf16, then FP8) is the next step",
-                    (Some(true), _) => "; bf16 is the lowest precision this GPU runs on its matrix units",
-                    (Some(false), _) => "",
-                    (None, None | Some(false)) => "; lower precision (bf16 on compute capability 8.0+, FP8 on 8.9+) is the next step",
+                let lower = match (precision, hw.has_bf16(), hw.has_fp8()) {
+                    (Some(Precision::Fp4 | Precision::Fp8), _, _) => {
+                        "; they already run in FP8 or lower precision".into()
+                    }
+                    (Some(Precision::Half), _, Some(true)) => "; FP8 is the next step".into(),
+                    (Some(Precision::Half), _, Some(false)) => {
+                        "; they already run in the lowest precision this GPU has on its matrix units".into()
+                    }
+                    (Some(Precision::Half), _, None) => {
+                        format!("; FP8 is the next step ({})", fp8_gpus(hw.vendor))
+                    }
+                    (_, _, Some(true)) => "; lower precision (bf16, then FP8) is the next step".into(),
+                    (_, Some(true), _) => "; bf16 is the lowest precision this GPU runs on its matrix units".into(),
+                    (_, Some(false), _) => String::new(),
+                    (_, None, None | Some(false)) => format!(
+                        "; lower precision ({}) is the next step",
+                        lower_precision_gpus(hw.vendor)
+                    ),
                 };
                 format!("check that matrix dimensions are multiples of 8 and that batch sizes fill the GPU{lower}")
             }
@@ -100,6 +115,24 @@ impl KernelClass {
     }
 }
 
+/// Which GPUs of `vendor` run FP8 on their matrix units, in that vendor's words.
+fn fp8_gpus(vendor: Vendor) -> &'static str {
+    match vendor {
+        Vendor::Nvidia => "on compute capability 8.9+",
+        Vendor::Amd => "on Instinct MI300 and later",
+        Vendor::Unknown => "where the GPU has it",
+    }
+}
+
+/// Which GPUs of `vendor` run bf16 and FP8 on their matrix units, in that vendor's words.
+fn lower_precision_gpus(vendor: Vendor) -> &'static str {
+    match vendor {
+        Vendor::Nvidia => "bf16 on compute capability 8.0+, FP8 on 8.9+",
+        Vendor::Amd => "bf16 on Instinct MI200 and later, FP8 on MI300 and later",
+        Vendor::Unknown => "bf16, or FP8 where the GPU has it",
+    }
+}
+
 /// What speeds up FP32 matrix multiplies on this GPU: TF32 or bf16 from compute capability
 /// 8.0, fp16 with a gradient scaler on 7.x, nothing but bigger matrices without tensor cores;
 /// autocast spelled as the trace's PyTorch has it (`torch.autocast` and bf16 from 1.10,
@@ -123,6 +156,8 @@ fn fp32_gemm_step(hw: &Hardware, fw: &Framework) -> String {
             hw.describe()
         ),
         (Vendor::Amd, _, Some(true)) => "use mixed precision (torch.autocast with bf16) so they run on the matrix cores".into(),
+        (Vendor::Amd, _, _) => "use mixed precision (torch.autocast with bf16 on Instinct MI200 and later) so they run on the matrix cores".into(),
+        (Vendor::Unknown, _, _) => "use mixed precision (torch.autocast with bf16, or fp16 with a GradScaler) so they run on the GPU's matrix units".into(),
         _ => "use mixed precision so they run on tensor cores: TF32 or bf16 on compute capability 8.0+, fp16 autocast with a GradScaler on 7.x".into(),
     }
 }
@@ -278,7 +313,7 @@ mod tests {
 
     #[test]
     fn fp32_matmul_advice_names_only_the_precisions_the_gpu_has() {
-        let step = |hw: &Hardware| KernelClass::GemmFp32.next_step(hw, &Framework::default());
+        let step = |hw: &Hardware| KernelClass::GemmFp32.next_step(hw, &Framework::default(), None);
         let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
         let s = step(&v100);
         assert!(
@@ -297,8 +332,21 @@ mod tests {
         let mi300 = gpu(Vendor::Amd, "AMD Instinct MI300X", (9, 4));
         let s = step(&mi300);
         assert!(s.contains("bf16") && !s.contains("TF32"), "{s}");
-        let unknown = Hardware::default();
-        assert!(step(&unknown).contains("on compute capability 8.0+"));
+        let nvidia = Hardware {
+            vendor: Vendor::Nvidia,
+            ..Hardware::default()
+        };
+        assert!(step(&nvidia).contains("on compute capability 8.0+"));
+        // A GPU of unknown vendor or generation gets no vendor's words.
+        for hw in [
+            Hardware::default(),
+            Hardware {
+                vendor: Vendor::Amd,
+                ..Hardware::default()
+            },
+        ] {
+            assert!(!step(&hw).contains("compute capability"), "{}", step(&hw));
+        }
     }
 
     #[test]
@@ -308,34 +356,65 @@ mod tests {
             ..Framework::default()
         };
         let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
-        let s = KernelClass::GemmFp32.next_step(&v100, &old);
+        let s = KernelClass::GemmFp32.next_step(&v100, &old, None);
         assert!(
             s.contains("torch.cuda.amp.autocast()") && !s.contains("torch.autocast"),
             "{s}"
         );
-        let s = KernelClass::Attention.next_step(&v100, &old);
+        let s = KernelClass::Attention.next_step(&v100, &old, None);
         assert!(!s.contains("scaled_dot_product_attention"), "{s}");
-        let s = KernelClass::Normalization.next_step(&v100, &old);
+        let s = KernelClass::Normalization.next_step(&v100, &old, None);
         assert!(!s.contains("torch.compile"), "{s}");
-        let s = KernelClass::Optimizer.next_step(&v100, &old);
+        let s = KernelClass::Optimizer.next_step(&v100, &old, None);
         assert!(!s.contains("foreach"), "{s}");
         let new = Framework {
             torch_min: Some(TorchVersion::new(2, 4)),
             ..Framework::default()
         };
         assert!(KernelClass::Attention
-            .next_step(&v100, &new)
+            .next_step(&v100, &new, None)
             .starts_with("use torch.nn.functional.scaled_dot_product_attention (flash"));
     }
 
     #[test]
     fn low_precision_matmul_advice_offers_fp8_only_where_it_exists() {
-        let step = |hw: &Hardware| KernelClass::Gemm.next_step(hw, &Framework::default());
+        let step = |hw: &Hardware| KernelClass::Gemm.next_step(hw, &Framework::default(), None);
         let a100 = gpu(Vendor::Nvidia, "NVIDIA A100-SXM4-80GB", (8, 0));
         assert!(!step(&a100).contains("FP8"), "{}", step(&a100));
         let h100 = gpu(Vendor::Nvidia, "NVIDIA H100 80GB HBM3", (9, 0));
         assert!(step(&h100).contains("FP8"));
         let v100 = gpu(Vendor::Nvidia, "Tesla V100-SXM2-16GB", (7, 0));
         assert!(!step(&v100).contains("FP8") && !step(&v100).contains("bf16"));
+        // An AMD GPU is never told NVIDIA's compute capabilities.
+        let amd = Hardware {
+            vendor: Vendor::Amd,
+            ..Hardware::default()
+        };
+        assert!(
+            step(&amd).contains("FP8 on MI300 and later"),
+            "{}",
+            step(&amd)
+        );
+        assert!(!step(&amd).contains("compute capability"));
+    }
+
+    #[test]
+    fn matmul_advice_starts_from_the_precision_the_kernels_already_run_in() {
+        let gemm = |hw: &Hardware, p| KernelClass::Gemm.next_step(hw, &Framework::default(), p);
+        // vLLM's MXFP4 MoE GEMMs on an MI300X (gfx942, no device name in the trace).
+        let mi300 = Hardware {
+            vendor: Vendor::Amd,
+            compute: Some((9, 4)),
+            ..Hardware::default()
+        };
+        let s = gemm(&mi300, Some(Precision::Fp4));
+        assert!(
+            s.ends_with("they already run in FP8 or lower precision"),
+            "{s}"
+        );
+        assert_eq!(mi300.has_fp8(), Some(true));
+        assert!(gemm(&mi300, Some(Precision::Half)).ends_with("FP8 is the next step"));
+        let a100 = gpu(Vendor::Nvidia, "NVIDIA A100-SXM4-80GB", (8, 0));
+        assert!(gemm(&a100, Some(Precision::Half)).contains("lowest precision this GPU has"));
     }
 }

@@ -54,6 +54,54 @@ impl KernelClass {
     }
 }
 
+/// The lowest number format a kernel's name shows it computes in, lowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Precision {
+    /// 4-bit floats (MXFP4, NVFP4).
+    Fp4,
+    /// 8-bit floats (E4M3, E5M2).
+    Fp8,
+    /// bf16 or fp16.
+    Half,
+    /// TF32 (FP32 data on tensor cores).
+    Tf32,
+    /// FP32.
+    Fp32,
+}
+
+/// The precision a kernel's name shows (`…bf16xbf16xmxfp4…` computes with FP4 weights,
+/// hipBLASLt's `Cijk_…_BBS_…` takes bf16, cuBLAS's `sgemm` is FP32), `None` when the name
+/// does not say.
+#[must_use]
+pub fn kernel_precision(name: &str) -> Option<Precision> {
+    let n = name.to_ascii_lowercase();
+    let has = |s: &str| n.contains(s);
+    if has("fp4") || has("e2m1") {
+        Some(Precision::Fp4)
+    } else if has("fp8") || has("e4m3") || has("e5m2") {
+        Some(Precision::Fp8)
+    } else if has("tf32") {
+        Some(Precision::Tf32)
+    } else if has("bf16")
+        || has("bfloat16")
+        || has("f16")
+        || has("half")
+        || has("_bbs_")
+        || has("_hhs_")
+        || has("_bss_")
+        || has("_hss_")
+        || has("h884")
+        || has("h1688")
+        || has("h16816")
+    {
+        Some(Precision::Half)
+    } else if has("sgemm") || has("f32f32_f32") || has("fp32") {
+        Some(Precision::Fp32)
+    } else {
+        None
+    }
+}
+
 /// The class of a kernel name.
 #[must_use]
 pub fn kernel_class(name: &str) -> KernelClass {
@@ -196,6 +244,34 @@ pub fn uses_matrix_cores(kernel: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn precisions_read_from_real_kernel_names() {
+        for (name, precision) in [
+            // vLLM on MI300 (TraceLens corpus): bf16 activations, MXFP4 weights.
+            (
+                "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1",
+                Some(Precision::Fp4),
+            ),
+            (
+                "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT32x32x256_MI16x16x1_SN_LDSB1",
+                Some(Precision::Half),
+            ),
+            (
+                "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64",
+                Some(Precision::Half),
+            ),
+            ("volta_h884gemm_64x64_ldg8_nn", Some(Precision::Half)),
+            ("volta_sgemm_128x64_nn", Some(Precision::Fp32)),
+            (
+                "ampere_tf32_s1688gemm_tf32_128x128_16x3_nt",
+                Some(Precision::Tf32),
+            ),
+            ("kernel_unified_attention_3d", None),
+        ] {
+            assert_eq!(kernel_precision(name), precision, "{name}");
+        }
+    }
 
     #[test]
     fn kernel_names_fall_in_their_classes() {

@@ -294,10 +294,11 @@ pub fn is_graph_launch(name: &str) -> bool {
 }
 
 /// Whether a name is one only PyTorch writes: ATen and autograd ops, optimizer ranges,
-/// Python frames (`file.py(line): function`).
+/// DataLoader fetches, Python frames (`file.py(line): function`).
 #[must_use]
 pub fn is_pytorch_name(name: &str) -> bool {
-    name.starts_with("aten::")
+    is_data_loader(name)
+        || name.starts_with("aten::")
         || name.starts_with("autograd::")
         || name.starts_with("Optimizer.")
         || name.contains(".py(")

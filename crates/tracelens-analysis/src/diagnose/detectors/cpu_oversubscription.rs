@@ -52,7 +52,7 @@ loader = DataLoader(ds, num_workers=min(4, os.cpu_count() // nproc_per_node - 1)
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::testing::findings_of;
     use super::*;
     use tracelens_model::{Ident, LaneKey, SourceInfo, SpanInput, SpanKind, Trace, TraceBuilder};
@@ -61,7 +61,7 @@ mod tests {
     /// the CPU for 2 ms, inside a traced OS wait when `waiting` (the fixed twin), else
     /// runnable but not running when the capture records why threads leave the CPU
     /// (`states`).
-    fn descheduled(waiting: bool, states: bool) -> Trace {
+    pub(in crate::diagnose::detectors) fn descheduled(waiting: bool, states: bool) -> Trace {
         let mut b = TraceBuilder::new();
         let cpu = b.lane(LaneKey::Cpu {
             pid: Ident::Num(5),

@@ -6,6 +6,7 @@ use crate::attribute::dataloader::IteratorKind;
 use crate::attribute::idle::IdleCause;
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
+use crate::measure::environment::Dialect;
 use tracelens_model::format_ms;
 
 /// Share of step time in the DataLoader, or of GPU idle it causes, above which it is a finding
@@ -50,7 +51,15 @@ impl Detector for DataLoaderStall {
                 ""
             }
         );
-        (f.fix, f.advice) = if single {
+        let pytorch = cx.framework().dialect() == Dialect::PyTorch;
+        (f.fix, f.advice) = if !pytorch {
+            // The fetch ranges are PyTorch's own, so this is a PyTorch program unless a
+            // model says otherwise; then the fix is said in no library's words.
+            (
+                "Prepare input batches ahead of the step in parallel workers (processes or threads), so the loop only picks up ready batches; start with 2-4 workers, at most the free physical cores.".into(),
+                "Every batch is loaded and transformed on the thread that launches GPU work, while the GPU waits.".into(),
+            )
+        } else if single {
             (
                 "Load batches in worker processes: DataLoader(..., num_workers=4, pin_memory=True, persistent_workers=True), with num_workers at most the free physical cores.".into(),
                 "With num_workers=0 every batch is loaded and transformed on the training thread while the GPU waits. Worker processes prepare the next batches in parallel: start at 2-4 workers and measure (more workers than physical cores slows everything), use pin_memory=True together with .to(device, non_blocking=True), persistent_workers=True and prefetch_factor. Keep OMP_NUM_THREADS=1 / MKL_NUM_THREADS=1 in workers (cv2/Albumentations threads multiply per worker).".into(),
@@ -61,7 +70,11 @@ impl Detector for DataLoaderStall {
                 "The worker processes do not keep up with the GPU: raise num_workers (not beyond the physical cores), raise prefetch_factor, use persistent_workers=True, make per-sample transforms cheaper or move them to the GPU, and set OMP_NUM_THREADS=1 in workers.".into(),
             )
         };
-        f.snippet = "loader = DataLoader(ds, batch_size=B, num_workers=4, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)\nfor x, y in loader:\n    x = x.to(device, non_blocking=True)\n    y = y.to(device, non_blocking=True)".into();
+        f.snippet = if pytorch {
+            "loader = DataLoader(ds, batch_size=B, num_workers=4, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)\nfor x, y in loader:\n    x = x.to(device, non_blocking=True)\n    y = y.to(device, non_blocking=True)".into()
+        } else {
+            String::new()
+        };
         f.win_basis = "GPU idle while the launching thread waited in DataLoader __next__ (upper bound of the recoverable time)".into();
         f.evidence.add_occurrences("__next__ calls", dl.calls);
         f.evidence

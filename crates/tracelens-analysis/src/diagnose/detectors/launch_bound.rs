@@ -5,7 +5,7 @@
 use super::{plural, Context, Detector, Input, MIN_FINDING_PERCENT};
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
-use crate::measure::environment::{Framework, CUDA_GRAPHS, TORCH_COMPILE};
+use crate::measure::environment::{Dialect, Framework, CUDA_GRAPHS, TORCH_COMPILE};
 use crate::predict::what_if::WhatIf;
 use tracelens_model::format_ms;
 
@@ -61,13 +61,21 @@ impl Detector for LaunchBound {
             f.what_if = Some(WhatIf::GraphLaunches(stretches));
         }
         (f.fix, f.snippet) = launch_overhead_fix(cx.framework());
-        f.advice = "The CPU cannot issue kernels as fast as the GPU runs them: each kernel is shorter than its launch call, so the GPU idles between them. Fewer, larger launches (CUDA graphs, fusion, bigger batches) remove the gaps.".into();
+        f.advice = launch_bound_advice(cx.framework().dialect()).into();
         f.confidence = if cx.reliable() {
             Confidence::Medium
         } else {
             Confidence::Low
         };
         vec![f]
+    }
+}
+
+/// Why short kernels leave the GPU idle, in the program's words.
+fn launch_bound_advice(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::PyTorch | Dialect::CudaRuntime => "The CPU cannot issue kernels as fast as the GPU runs them: each kernel is shorter than its launch call, so the GPU idles between them. Fewer, larger launches (CUDA graphs, fusion, bigger batches) remove the gaps.",
+        Dialect::OpenAcc | Dialect::OpenMp | Dialect::Neutral => "The CPU cannot issue kernels as fast as the GPU runs them: each kernel is shorter than its launch call, so the GPU idles between them. Fewer, larger launches (more work per kernel, fused loops) remove the gaps.",
     }
 }
 

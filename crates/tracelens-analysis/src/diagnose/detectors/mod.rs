@@ -14,6 +14,8 @@ pub(crate) mod host_compute;
 mod implicit_sync;
 mod launch_bound;
 mod pageable_copies;
+#[cfg(test)]
+mod program_models;
 
 pub use copy_time::CopyTime;
 pub use cpu_oversubscription::CpuOversubscription;
