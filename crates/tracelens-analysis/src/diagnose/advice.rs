@@ -315,66 +315,53 @@ pub fn snippet_language(dialect: Dialect) -> &'static str {
 }
 
 /// Words a fix for `dialect` must not contain: another program's APIs and tools.
+/// PyTorch's words: no other program may be told them.
 #[cfg(test)]
-pub(crate) fn foreign_words(dialect: Dialect) -> &'static [&'static str] {
-    match dialect {
-        Dialect::PyTorch => &[
-            "!$acc",
-            "#pragma acc",
-            "#pragma omp",
-            "cudaMallocHost",
-            "cudaMemcpyAsync(",
-            "cudaStreamBeginCapture",
-        ],
-        Dialect::CudaRuntime => &[
-            "torch",
-            "DataLoader",
-            "num_workers",
-            "non_blocking",
-            "pin_memory",
-            "!$acc",
-            "#pragma acc",
-            "#pragma omp",
-        ],
-        Dialect::OpenAcc => &[
-            "torch",
-            "DataLoader",
-            "num_workers",
-            "non_blocking",
-            "pin_memory",
-            "cudaMalloc",
-            "cudaMemcpy",
-            "cudaGraph",
-            "#pragma omp",
-            "cudaStream",
-        ],
-        Dialect::OpenMp => &[
-            "torch",
-            "DataLoader",
-            "num_workers",
-            "non_blocking",
-            "pin_memory",
-            "cudaMalloc",
-            "cudaMemcpy",
-            "cudaGraph",
-            "acc ",
-            "cudaStream",
-        ],
-        Dialect::Neutral => &[
-            "torch",
-            "DataLoader",
-            "num_workers",
-            "non_blocking",
-            "pin_memory",
-            "cudaMalloc",
-            "cudaMemcpy",
-            "CUDA graph",
-            "cudaStream",
-            "acc ",
-            "#pragma omp",
-            "nvtxRange",
-        ],
+const PYTORCH_WORDS: [&str; 5] = [
+    "torch",
+    "DataLoader",
+    "num_workers",
+    "non_blocking",
+    "pin_memory",
+];
+
+/// The CUDA runtime's words: directive and unidentified programs may not be told them.
+#[cfg(test)]
+const CUDA_RUNTIME_WORDS: [&str; 4] = ["cudaMalloc", "cudaMemcpy", "cudaGraph", "cudaStream"];
+
+/// Words a fix for `dialect` must not contain: another program's APIs and tools.
+#[cfg(test)]
+pub(crate) fn foreign_words(dialect: Dialect) -> Vec<&'static str> {
+    let (pytorch, cuda, own): (bool, bool, &[&'static str]) = match dialect {
+        Dialect::PyTorch => (
+            false,
+            false,
+            &[
+                "!$acc",
+                "#pragma acc",
+                "#pragma omp",
+                "cudaMallocHost",
+                "cudaMemcpyAsync(",
+                "cudaStreamBeginCapture",
+            ],
+        ),
+        Dialect::CudaRuntime => (true, false, &["!$acc", "#pragma acc", "#pragma omp"]),
+        Dialect::OpenAcc => (true, true, &["#pragma omp"]),
+        Dialect::OpenMp => (true, true, &["acc "]),
+        Dialect::Neutral => (
+            true,
+            true,
+            &["CUDA graph", "acc ", "#pragma omp", "nvtxRange"],
+        ),
+    };
+    let mut words = own.to_vec();
+    if pytorch {
+        words.extend(PYTORCH_WORDS);
     }
+    if cuda {
+        words.extend(CUDA_RUNTIME_WORDS);
+    }
+    words
 }
 
 #[cfg(test)]
