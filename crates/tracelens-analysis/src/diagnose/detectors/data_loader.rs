@@ -25,7 +25,12 @@ impl Detector for DataLoaderStall {
         FindingKind::DataLoaderStall
     }
     fn reads(&self) -> &'static [Input] {
-        &[Input::Credit, Input::DataLoader, Input::Idle]
+        &[
+            Input::Credit,
+            Input::DataLoader,
+            Input::Framework,
+            Input::Idle,
+        ]
     }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
