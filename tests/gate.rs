@@ -321,6 +321,40 @@ fn real_pairs_diff_and_check() {
     assert_eq!(c.code, 0, "{}", c.stdout);
 }
 
+/// Issue 40: a rule on a figure one trace cannot give (a diff without a baseline, rank
+/// figures of a single trace) is refused, never "holds" — not even under `not`, and not
+/// through `analyze --fail-on`.
+#[test]
+fn rules_without_their_evidence_are_refused_not_passed() {
+    let trace = scenario("item_every_step");
+    for (rule, why) in [
+        ("diff.regression > 0", "pass --baseline"),
+        ("ranks.count < 2", "check the folder of every rank's trace"),
+        ("not (ranks.max_wait_ms > 1)", "not a job"),
+    ] {
+        let r = run(&["check", p(&trace), "--rule", rule]);
+        assert_eq!(r.code, 2, "{rule}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains("is not measured") && r.stderr.contains(why),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+        let r = run(&["analyze", p(&trace), "--no-report", "--fail-on", rule]);
+        assert_eq!(r.code, 2, "analyze --fail-on {rule}: {}", r.stderr);
+    }
+    // With the baseline the diff rule is measured and gates.
+    let r = run(&[
+        "check",
+        p(&trace),
+        "--baseline",
+        p(&trace),
+        "--rule",
+        "diff.regression > 0",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+}
+
 #[test]
 fn a_rules_file_is_read_as_toml() {
     let dir = std::env::temp_dir().join(format!("tracelens-toml-{}", std::process::id()));

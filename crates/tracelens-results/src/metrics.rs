@@ -115,6 +115,25 @@ fn named_metric(name: &str) -> Option<&'static str> {
     }
 }
 
+/// Why a run without `name` in it cannot give it, by the evidence its family needs.
+fn missing_evidence(name: &str) -> &'static str {
+    if name.starts_with("diff.") {
+        NO_BASELINE
+    } else if name.starts_with("ranks.") {
+        NO_JOB
+    } else {
+        NOT_IN_RUN
+    }
+}
+
+/// Why `diff.*` figures are missing.
+const NO_BASELINE: &str = "there is nothing to compare with: pass --baseline with a trace or a stored result of the run before";
+/// Why `ranks.*` figures are missing.
+const NO_JOB: &str =
+    "this is one trace, not a job: check the folder of every rank's trace (tracelens check DIR/)";
+/// Why any other figure is missing.
+const NOT_IN_RUN: &str = "this run does not give it";
+
 /// Whether a rule may name `name`: a fixed metric, or an operator or region metric.
 #[must_use]
 pub fn is_metric_name(name: &str, fixed: &[String]) -> bool {
@@ -341,9 +360,13 @@ impl Metrics {
         if let Some(why) = self.not_measured.get(name) {
             return Some(why);
         }
-        // An operator or region the run does not have: refused, so a misspelt name cannot
-        // pass a gate silently.
-        named_metric(name).filter(|_| !self.map.contains_key(name))
+        if self.map.contains_key(name) {
+            return None;
+        }
+        // Every figure the run does not give is refused, never read as "holds": an operator
+        // or region it does not have (a misspelt name), a diff without a baseline, rank
+        // figures of one trace.
+        Some(named_metric(name).unwrap_or_else(|| missing_evidence(name)))
     }
 
     /// Adds the `diff.*` metrics.
@@ -460,6 +483,27 @@ const NO_MATCHED_COLLECTIVES: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn no_rule_on_any_metric_holds_by_default_on_a_run_without_its_evidence() {
+        // One trace, no baseline, no job: every name a rule may use is measured or refused.
+        let m = Metrics::of(&Results::empty());
+        for name in Metrics::all_names() {
+            assert!(
+                m.get(&name).is_some() || m.not_measured(&name).is_some(),
+                "{name} would hold silently"
+            );
+        }
+        assert_eq!(m.not_measured("diff.regression"), Some(NO_BASELINE));
+        assert_eq!(m.not_measured("ranks.count"), Some(NO_JOB));
+        assert_eq!(m.not_measured("ranks.max_wait_ms"), Some(NO_JOB));
+        // With the evidence, they are measured.
+        let mut with = Metrics::of(&Results::empty());
+        with.add_diff(&Diff::default());
+        with.put_job(&JobFigures::default());
+        assert!(with.not_measured("diff.regression").is_none());
+        assert!(with.not_measured("ranks.count").is_none());
+    }
 
     #[test]
     fn gpu_figures_of_a_cpu_only_run_are_not_measured() {
