@@ -244,5 +244,6 @@ pub fn render_diff_html(d: &Diff) -> String {
         version: env!("CARGO_PKG_VERSION"),
     }
     .render()
+    .map(crate::escape::html_output)
     .expect("the diff template renders")
 }

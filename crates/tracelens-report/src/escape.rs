@@ -1,6 +1,7 @@
-//! Making trace strings inert for the output they go to: GitHub-flavoured Markdown and the
-//! terminal. (HTML is escaped by askama; JSON by serde.) Every renderer that puts a
-//! trace-derived string into Markdown or onto a terminal goes through these functions.
+//! Making trace strings inert for the output they go to: GitHub-flavoured Markdown, the
+//! terminal and HTML. (HTML markup is escaped by askama, JSON by serde; askama leaves bidi
+//! controls in, so every HTML page passes through [`html_output`].) Every renderer that puts
+//! a trace-derived string into Markdown or onto a terminal goes through these functions.
 
 use std::borrow::Cow;
 
@@ -171,6 +172,16 @@ pub fn markdown_text(text: &str) -> String {
     out
 }
 
+/// A whole HTML page, as a last line of defence: bidi controls are removed, so a kernel name
+/// cannot show reversed text in the report (askama escapes markup, not these).
+#[must_use]
+pub fn html_output(page: String) -> String {
+    if !page.chars().any(is_bidi_control) {
+        return page;
+    }
+    page.chars().filter(|&c| !is_bidi_control(c)).collect()
+}
+
 /// A fenced code block holding `code` verbatim: the fence is longer than any run of
 /// backticks inside, so the code cannot close it; control characters other than newlines
 /// are removed.
@@ -193,6 +204,14 @@ pub fn markdown_code_block(lang: &str, code: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn html_output_drops_bidi_controls_and_keeps_the_rest() {
+        let page = "<td>evil\u{202E}lmth.exe\u{2066}x\u{2069}</td> ▶ é".to_owned();
+        assert_eq!(html_output(page), "<td>evillmth.exex</td> ▶ é");
+        let clean = "<p>plain</p>".to_owned();
+        assert_eq!(html_output(clean), "<p>plain</p>");
+    }
 
     #[test]
     fn terminal_text_drops_escapes_and_newlines() {

@@ -35,5 +35,6 @@ pub fn render_html(report: &Report) -> String {
         version: report.tool.version.clone(),
     }
     .render()
+    .map(crate::escape::html_output)
     .expect("the report template renders")
 }

@@ -440,6 +440,7 @@ pub fn render_job_html(job: &Job, source: &str) -> String {
         version: env!("CARGO_PKG_VERSION"),
     }
     .render()
+    .map(crate::escape::html_output)
     .expect("the job template renders")
 }
 
