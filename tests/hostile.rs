@@ -345,6 +345,41 @@ fn terminal_output_carries_no_escape_sequence_from_the_trace() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Issue 40: bidi overrides and isolates in trace strings (a kernel named
+/// `k\u{202E}gpj.exe`) reach no output: HTML kept them while text and Markdown dropped them.
+#[test]
+fn no_output_carries_bidi_controls_from_the_trace() {
+    let dir = scratch("bidi");
+    let path = dir.join("bidi.json");
+    let trace = hostile_names_trace()
+        .replace("k|x\\n<script>", "k\\u202egpj.exe\\u2066x\\u2069")
+        .replace("evil.py(1): f", "evil\\u202e.py(1): f");
+    assert!(trace.contains("u202e"), "the names were replaced");
+    std::fs::write(&path, &trace).unwrap();
+    for format in ["html", "md", "json", "text"] {
+        let out = dir.join(format!("out.{format}"));
+        let run = analyze(&path, &["--format", format, "-o", out.to_str().unwrap()]);
+        assert_eq!(run.code, 0, "{format}: {}", run.stderr);
+        let text = std::fs::read_to_string(&out).unwrap();
+        if format == "json" {
+            // JSON keeps the data as it was (escaped by serde); a reader decides.
+            continue;
+        }
+        for c in ['\u{202E}', '\u{2066}', '\u{2069}'] {
+            assert!(!text.contains(c), "{format} keeps {:?}", c);
+        }
+        // The names are shown without them: the kernel in the HTML's kernel table, the
+        // Python frame in the Markdown's findings (the terminal summary shows neither).
+        let shown = match format {
+            "html" => "gpj.exe",
+            "md" => "evil.py",
+            _ => "",
+        };
+        assert!(text.contains(shown), "{format}: the name is still shown");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 // ---- 3b. CI output: no workflow command from the trace ----
 
 /// A trace whose names carry GitHub workflow commands at every position a wrap could put at
@@ -868,6 +903,66 @@ fn crafted_nesting_and_sizes_end_in_a_clear_outcome() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("needs more than 3 MB of memory"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 40: at the memory budget, a run ended on one thread while another held a lock it
+/// needed (stderr's, stdout's exit flush) or waited on a channel for it: 1 run in 6 of a
+/// 100,000-op trace under 40 MB hung. The over-budget path takes no lock: every run ends,
+/// with the one line and exit 2, well inside a deadline.
+#[test]
+fn every_run_over_the_memory_budget_ends_with_one_line() {
+    let dir = scratch("budget-stress");
+    let path = dir.join("ops.json");
+    let mut events = Vec::with_capacity(100_000);
+    for i in 0..33_334u64 {
+        let t = 10 + i * 20;
+        events.push(format!(r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": {t}, "dur": 8}}"#));
+        events.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 2, "args": {{"correlation": {i}}}}}"#, t + 1));
+        events.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "gemm_{}", "pid": 0, "tid": 7, "ts": {}, "dur": 9, "args": {{"device": 0, "stream": 7, "correlation": {i}}}}}"#, i % 97, t + 4));
+    }
+    std::fs::write(
+        &path,
+        format!("{{\"traceEvents\": [{}]}}", events.join(",\n")),
+    )
+    .unwrap();
+    let out_html = dir.join("out.html");
+    // Budgets from 12 to 26 MB stop the run in every phase: parsing on worker threads,
+    // building the model, the analyses (the whole run peaks near 27 MB). The old path hung
+    // in 11 of 48 such runs.
+    for run in 0..24u32 {
+        let budget = format!("{:.1}M", 12.0 + f64::from((run * 7) % 24) * 0.6);
+        let mut child = exe()
+            .env("TRACELENS_MAX_MEMORY", &budget)
+            .arg("analyze")
+            .arg(&path)
+            .arg("-o")
+            .arg(&out_html)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("run {run} under {budget} hung past 30 s at the memory budget");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(2), "run {run} under {budget}: {err}");
+        assert!(err.contains("of memory"), "run {run} under {budget}: {err}");
+        assert_eq!(err.lines().count(), 1, "run {run} under {budget}: {err}");
+        assert!(
+            !out_html.exists(),
+            "run {run}: a half-written report was left"
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

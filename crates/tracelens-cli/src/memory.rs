@@ -55,24 +55,53 @@ unsafe impl GlobalAlloc for BudgetAllocator {
     }
 }
 
-/// Prints the one-line error and exits 2. Runs inside the allocator: it formats numbers
-/// only (no heap), and later allocations pass unchecked.
+/// Prints the one-line error and exits 2. Runs inside the allocator, on whichever thread
+/// passed the budget, while other threads may hold locks or wait on this one: it takes no
+/// lock and no heap (the line is formatted into a stack buffer and written with one
+/// `write(2)`), removes the output file being written, and ends the process with `_exit`,
+/// which runs no exit handler (the standard library's flush of stdout would wait for a
+/// lock another thread may hold). Later allocations on other threads pass unchecked.
 fn over_budget(live: usize) -> ! {
     let budget = BUDGET_BYTES.load(Ordering::Relaxed);
     let label = INPUT_LABEL.get().map(String::as_str).unwrap_or("tracelens");
-    let mut err = std::io::stderr().lock();
-    let _ = write!(err, "tracelens: error: {label}: needs more than ");
+    let mut buf = [0u8; 1024];
+    let mut line = std::io::Cursor::new(&mut buf[..]);
+    // A label longer than the buffer is cut: the line must fit.
+    let mut cut = label.len().min(300);
+    while !label.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let label = &label[..cut];
+    let _ = write!(line, "tracelens: error: {label}: needs more than ");
     let _ = if budget >= 1_000_000_000 {
-        write!(err, "{:.1} GB", budget as f64 / 1e9)
+        write!(line, "{:.1} GB", budget as f64 / 1e9)
     } else {
-        write!(err, "{} MB", budget / 1_000_000)
+        write!(line, "{} MB", budget / 1_000_000)
     };
     let _ = writeln!(
-        err,
+        line,
         " of memory ({} MB live when it stopped; the budget is TRACELENS_MAX_MEMORY, or 90 % of this machine's memory): raise it, or profile fewer steps",
         live / 1_000_000
     );
-    let _ = err.flush();
+    let len = usize::try_from(line.position()).unwrap_or(0);
+    crate::output::signal_cleanup::remove_now();
+    end_now(&buf[..len])
+}
+
+/// Writes `line` to stderr and ends the process with exit status 2, taking no lock.
+#[cfg(unix)]
+fn end_now(line: &[u8]) -> ! {
+    // SAFETY: `write` and `_exit` are async-signal-safe libc calls on a valid buffer.
+    unsafe {
+        libc::write(libc::STDERR_FILENO, line.as_ptr().cast(), line.len());
+        libc::_exit(crate::EXIT_INPUT)
+    }
+}
+
+/// Writes `line` to stderr and ends the process with exit status 2.
+#[cfg(not(unix))]
+fn end_now(line: &[u8]) -> ! {
+    let _ = std::io::stderr().write_all(line);
     std::process::exit(crate::EXIT_INPUT)
 }
 

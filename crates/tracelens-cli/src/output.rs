@@ -133,7 +133,7 @@ fn random_u64() -> u64 {
 /// Removes the temporary file being written when SIGINT or SIGTERM ends the run, then lets
 /// the signal take its default course.
 #[cfg(unix)]
-mod signal_cleanup {
+pub(crate) mod signal_cleanup {
     use std::ffi::CString;
     use std::os::unix::ffi::OsStrExt;
     use std::path::Path;
@@ -184,6 +184,19 @@ mod signal_cleanup {
         }
     }
 
+    /// Removes the temporary file being written, if any, without a lock or the heap: for a
+    /// run that ends at once (over its memory budget).
+    pub(crate) fn remove_now() {
+        let path = TEMP.swap(std::ptr::null_mut(), Ordering::SeqCst);
+        if !path.is_null() {
+            // SAFETY: `path` is a NUL-terminated string no one else frees once swapped out;
+            // it is leaked, as the process is about to end.
+            unsafe {
+                libc::unlink(path);
+            }
+        }
+    }
+
     impl Drop for Registered {
         fn drop(&mut self) {
             let p = TEMP.swap(std::ptr::null_mut(), Ordering::SeqCst);
@@ -196,7 +209,10 @@ mod signal_cleanup {
 }
 
 #[cfg(not(unix))]
-mod signal_cleanup {
+pub(crate) mod signal_cleanup {
+    /// No cleanup of the temporary file off Unix.
+    pub(crate) fn remove_now() {}
+
     /// No signal cleanup off Unix.
     pub(super) struct Registered;
     impl Registered {
