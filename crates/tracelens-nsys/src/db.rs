@@ -14,6 +14,11 @@ pub struct Db {
     /// Views: never read (a view runs arbitrary SQL), but named when one stands where a
     /// table should.
     views: Vec<String>,
+    /// Tables refused, with why: virtual tables (a module runs on every read) and tables with
+    /// generated or hidden columns (SQL evaluated on every row). Nsight never writes them.
+    refused: Vec<(String, &'static str)>,
+    /// Triggers in the file: never run by a read-only connection, but named.
+    triggers: usize,
     /// A write-ahead log beside the file (`FILE-wal`) and its size: immutable mode does not
     /// read it, so rows in it are missing.
     pub wal: Option<(std::path::PathBuf, u64)>,
@@ -43,17 +48,34 @@ impl Db {
         // and read no faster once the analyses stopped dominating (12.1 and 13.4 s against
         // 11.7 and 13.0 s on that export, alternating runs).
         let _ = conn.pragma_update(None, "mmap_size", 0i64);
+        limit_work(&conn, path);
+        let mut refused = Vec::new();
+        let mut triggers = 0;
         let (names, views) = {
-            let mut stmt = conn
-                .prepare("SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view')")?;
-            let rows =
-                stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
-            let all: Vec<(String, String)> = rows.collect::<Result<_, _>>()?;
-            let (t, v): (Vec<_>, Vec<_>) = all.into_iter().partition(|(_, kind)| kind == "table");
-            (
-                t.into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
-                v.into_iter().map(|(n, _)| n).collect::<Vec<_>>(),
-            )
+            let mut stmt = conn.prepare(
+                "SELECT name, type, coalesce(sql, '') FROM sqlite_master WHERE type IN ('table', 'view', 'trigger')",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })?;
+            let mut t = Vec::new();
+            let mut v = Vec::new();
+            for row in rows {
+                let (name, kind, sql) = row?;
+                match kind.as_str() {
+                    "view" => v.push(name),
+                    "trigger" => triggers += 1,
+                    _ if is_virtual_table(&sql) => {
+                        refused.push((name, "is a virtual table (its module runs on every read)"));
+                    }
+                    _ => t.push(name),
+                }
+            }
+            (t, v)
         };
         let mut wal_path = path.as_os_str().to_owned();
         wal_path.push("-wal");
@@ -64,20 +86,36 @@ impl Db {
             .map(|m| (wal_path, m.len()));
         let mut tables = FxHashMap::default();
         for name in names {
-            let cols: Vec<String> = {
+            // `table_xinfo`, not `table_info`: the latter leaves out generated and hidden
+            // columns, whose expressions run on every row read.
+            let cols: Vec<(String, i64)> = {
                 let mut stmt = conn.prepare(&format!(
-                    "PRAGMA table_info(\"{}\")",
+                    "PRAGMA table_xinfo(\"{}\")",
                     name.replace('"', "\"\"")
                 ))?;
-                let rows = stmt.query_map([], |r| r.get::<_, String>(1))?;
+                let rows = stmt.query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Option<i64>>(6)?.unwrap_or(0),
+                    ))
+                })?;
                 rows.collect::<Result<_, _>>()?
             };
-            tables.insert(name, cols);
+            if cols.iter().any(|(_, hidden)| *hidden != 0) {
+                refused.push((
+                    name,
+                    "has generated or hidden columns (their SQL runs on every row read)",
+                ));
+                continue;
+            }
+            tables.insert(name, cols.into_iter().map(|(c, _)| c).collect());
         }
         Ok(Db {
             conn,
             tables,
             views,
+            refused,
+            triggers,
             wal,
         })
     }
@@ -106,6 +144,17 @@ impl Db {
         for v in self.views_among(&wanted) {
             out.push(format!(
                 "{v} is a view, not a table, in this export: it was not read (a view runs arbitrary SQL)"
+            ));
+        }
+        for (table, why) in &self.refused {
+            out.push(format!(
+                "{table} was not read: it {why}, which Nsight Systems never writes"
+            ));
+        }
+        if self.triggers > 0 {
+            out.push(format!(
+                "the export holds {} triggers: none ran (tracelens only reads), but Nsight Systems never writes one",
+                self.triggers
             ));
         }
         out
@@ -258,6 +307,68 @@ pub(crate) fn text<'a>(row: &'a Row, i: usize) -> Option<&'a str> {
     }
 }
 
+/// The longest string or blob SQLite will make for this connection: no value an export holds
+/// comes near it, and an expression cannot build a larger one.
+const MAX_VALUE_BYTES: i32 = 64 << 20;
+
+/// SQLite virtual machine steps allowed per byte of the file, and at least: reading a real
+/// export whole takes under 0.5 steps per byte on every export of the corpus (0.23 at most,
+/// counted with the progress handler), so 100 per byte stops only an export crafted to make
+/// SQLite compute (an expression evaluated per row, a huge join) — within about a second
+/// for a small file.
+const WORK_STEPS_PER_BYTE: u64 = 100;
+const MIN_WORK_STEPS: u64 = 200_000_000;
+/// Steps between two calls of the progress handler.
+const STEPS_PER_CHECK: i32 = 100_000;
+
+/// Bounds what one connection may make SQLite do: the length of any value, and the virtual
+/// machine steps of all its statements together (in proportion to the file's size). A
+/// statement past the budget fails with SQLite's "interrupted", which [`describe`] explains.
+fn limit_work(conn: &Connection, path: &Path) {
+    let _ = conn.set_limit(
+        rusqlite::limits::Limit::SQLITE_LIMIT_LENGTH,
+        MAX_VALUE_BYTES,
+    );
+    let file_bytes = std::fs::metadata(path).map_or(0, |m| m.len());
+    let budget_steps = file_bytes
+        .saturating_mul(WORK_STEPS_PER_BYTE)
+        .max(MIN_WORK_STEPS);
+    let checks_allowed = budget_steps / u64::from(STEPS_PER_CHECK.unsigned_abs());
+    let mut checks = 0_u64;
+    conn.progress_handler(
+        STEPS_PER_CHECK,
+        Some(move || {
+            checks += 1;
+            checks > checks_allowed
+        }),
+    );
+}
+
+/// Whether a `CREATE TABLE` statement makes a virtual table.
+fn is_virtual_table(sql: &str) -> bool {
+    let words: Vec<String> = sql
+        .split_whitespace()
+        .take(3)
+        .map(str::to_ascii_uppercase)
+        .collect();
+    words.len() == 3 && words[0] == "CREATE" && words[1] == "VIRTUAL" && words[2] == "TABLE"
+}
+
+/// A SQLite error in words a user can act on: an interrupted statement ran past the work
+/// budget of [`limit_work`], a value past [`MAX_VALUE_BYTES`] is too big.
+pub fn describe(e: &rusqlite::Error) -> String {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::OperationInterrupted) => format!(
+            "SQLite ran past its work budget for a file of this size ({WORK_STEPS_PER_BYTE} steps per byte): the export makes it compute, which Nsight Systems exports never do"
+        ),
+        Some(rusqlite::ErrorCode::TooBig) => format!(
+            "a value in the export is larger than {} MB, which Nsight Systems exports never hold",
+            MAX_VALUE_BYTES >> 20
+        ),
+        _ => e.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,5 +378,41 @@ mod tests {
         let g = (1i64 << 48) | (26601 << 24) | 26605;
         assert_eq!(pid_of(g), 26601);
         assert_eq!(tid_of(g), 26605);
+    }
+
+    /// A small file that makes SQLite compute is stopped by the work budget, and a value
+    /// larger than the length limit cannot be built; both errors say why in words.
+    #[test]
+    fn sqlite_work_and_value_sizes_are_bounded() {
+        let path =
+            std::env::temp_dir().join(format!("tracelens-db-budget-{}.sqlite", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        Connection::open(&path)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x INTEGER); INSERT INTO t VALUES (1);")
+            .unwrap();
+        let db = Db::open(&path).unwrap();
+        let spin = db.conn.query_row(
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT count(*) FROM n",
+            [],
+            |r| r.get::<_, i64>(0),
+        );
+        let e = spin.expect_err("an endless query is stopped");
+        assert!(describe(&e).contains("work budget"), "{}", describe(&e));
+        let db = Db::open(&path).unwrap();
+        let big = db
+            .conn
+            .query_row("SELECT length(zeroblob(100000000))", [], |r| {
+                r.get::<_, i64>(0)
+            });
+        let e = big.expect_err("a 100 MB value is refused");
+        assert!(
+            describe(&e).contains("larger than 64 MB"),
+            "{}",
+            describe(&e)
+        );
+        // A real read stays far inside both.
+        assert_eq!(db.count("t"), 1);
+        std::fs::remove_file(&path).unwrap();
     }
 }

@@ -38,7 +38,12 @@ const ROCPD_PREFIX: &str = "rocpd_";
 
 /// Opens an export, checking that it is one. The error is one line, without the path.
 pub fn open(path: &Path) -> Result<Db, String> {
-    let db = Db::open(path).map_err(|e| format!("cannot read the SQLite database: {e}"))?;
+    let db = Db::open(path).map_err(|e| {
+        format!(
+            "cannot read the SQLite database: {}",
+            crate::db::describe(&e)
+        )
+    })?;
     if !NSYS_TABLES.iter().any(|t| db.has(t)) {
         if db.has_name_starting(ROCPD_PREFIX) {
             return Err(
@@ -79,7 +84,10 @@ impl Importer for NsysImporter {
         let export = open_input(input)?;
         let decoded_bytes = std::fs::metadata(&export.file).map_or(0, |m| m.len());
         let mut trace = import::import(&export.db, &export.file, decoded_bytes).map_err(|e| {
-            ImportFailure::Format(format!("cannot read the Nsight Systems export: {e}"))
+            ImportFailure::Format(format!(
+                "cannot read the Nsight Systems export: {}",
+                crate::db::describe(&e)
+            ))
         })?;
         // A piped or compressed export was read from a private copy: name the input as given.
         trace.source.path = path.display().to_string();
@@ -158,6 +166,10 @@ impl Drop for Spooled {
 pub fn import_file(path: &Path) -> Result<Trace, String> {
     let db = open(path)?;
     let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    import::import(&db, path, bytes)
-        .map_err(|e| format!("cannot read the Nsight Systems export: {e}"))
+    import::import(&db, path, bytes).map_err(|e| {
+        format!(
+            "cannot read the Nsight Systems export: {}",
+            crate::db::describe(&e)
+        )
+    })
 }

@@ -263,7 +263,10 @@ fn text(v: &Value) -> Cell {
 
 /// The message for a failed rule query.
 fn sql_problem(e: rusqlite::Error) -> String {
-    format!("cannot read the Nsight Systems export: {e}")
+    format!(
+        "cannot read the Nsight Systems export: {}",
+        crate::db::describe(&e)
+    )
 }
 
 fn query(db: &Db, sql: &str) -> Result<Vec<Vec<Value>>, String> {
