@@ -68,6 +68,25 @@ pub struct Metadata {
 }
 
 impl Metadata {
+    /// Records the arguments of one command line stored one per entry (`(path, value)`, in
+    /// order; `program` the executable when stored apart), redacted as the line they form:
+    /// the value after `--password` is its own entry (see [`crate::redact::redact_argv`]).
+    pub fn add_extra_argv(&mut self, program: &str, args: &[(String, String)]) {
+        let values: Vec<&str> = args.iter().map(|(_, v)| v.as_str()).collect();
+        let redacted = crate::redact::redact_argv(program, &values);
+        for ((path, value), kept) in args.iter().zip(redacted) {
+            if kept == value.as_str() {
+                self.add_extra(path, value);
+            } else {
+                self.add_extra(path, &kept);
+                let path = redact_text(path).into_owned();
+                if !self.redacted.contains(&path) {
+                    self.redacted.push(path);
+                }
+            }
+        }
+    }
+
     /// Records a free-form entry, redacting secret-looking values and shortening long ones.
     pub fn add_extra(&mut self, path: &str, value: &str) {
         if self.extra.len() >= MAX_EXTRA_ENTRIES && !self.extra.contains_key(path) {

@@ -3,21 +3,30 @@
 //!
 //! A *key* is secret when one of its words (split at `_`, `-`, `.`, spaces and camelCase) is
 //! TOKEN(S), AUTH, AUTHORIZATION, COOKIE(S), KEY(S), APIKEY, PASS, PW, SIG, SIGNATURE or DSN,
-//! or when it contains SECRET, PASSWORD, PASSWD, CREDENTIAL, PRIVATEKEY, ACCESSKEY or
-//! CONNECTIONSTRING (so `HF_TOKEN`, `WANDB_API_KEY` and `accessToken` are secret;
+//! or when it contains SECRET, PASSWORD, PASSWD, PASSPHRASE, CREDENTIAL, PRIVATEKEY, ACCESSKEY,
+//! CONNECTIONSTRING, APITOKEN, AUTHTOKEN or SESSIONID (so `HF_TOKEN`, `WANDB_API_KEY`,
+//! `apitoken`, `session_id` and `accessToken` are secret;
 //! `TOKENIZERS_PARALLELISM`, `KEYBOARD` and `PWD` are not). Everything under a secret key is
 //! redacted, at any depth.
 //!
 //! In *free text* (metadata values, names, command lines, URLs) [`redact_text`] replaces:
 //! - `KEY=VALUE` and `KEY:VALUE` pairs with a secret key (env lists, `;`-separated cloud
 //!   connection strings such as `AccountKey=…`, `&`-separated query strings such as `?token=…`);
-//! - the value after a command-line flag with a secret name (`--password=…`, `--token …`);
-//! - the value after `Bearer`, `Basic` and `Authorization:`;
-//! - credentials in URLs (`postgres://user:PASSWORD@host`) and Slack/Discord webhook paths;
-//! - JSON Web Tokens (`eyJ….eyJ….…`) and PEM private keys;
+//! - the value after a command-line flag with a secret name (`--password=…`, `--token …`),
+//!   after `mysql -p…` and `sshpass -p`;
+//! - the value after `Bearer`, `Basic`, `token`, `Authorization:` and a bare `password`,
+//!   `passwd` or `passphrase` (a netrc line);
+//! - credentials in every URL of a word (`postgres://user:PASSWORD@host`, a comma-separated
+//!   list, scheme-relative `//user:PASSWORD@host`) and Slack/Discord webhook paths;
+//! - JSON Web Tokens (`eyJ….eyJ….…`), PEM private keys and PuTTY key files;
 //! - well-known token prefixes anywhere: `hf_`, `ghp_`/`gho_`/`ghs_`/`ghu_`/`ghr_`,
-//!   `github_pat_`, `glpat-`, `xox[abposr]-`, `sk-`/`sk_live_`/`rk_live_`, `AIza`, and AWS
-//!   access key ids (`AKIA…`/`ASIA…`).
+//!   `github_pat_`, `glpat-`, `glrt-`, `glsa_`, `xox[abposr]-`, `xapp-`, `sk-`/`sk_live_`/
+//!   `rk_live_`, `AIza`, Google's `ya29.`, `pypi-`, `npm_`, `dapi`, `hvs.`, `SG.`, `dop_v1_`,
+//!   `r8_`, `gsk_`, and AWS access key ids (`AKIA…`/`ASIA…`);
+//! - all of the above in percent-encoded text (`password%3Dhunter2`), which is decoded.
+//!
+//! An Nsight Systems export stores a command line one argument per row: [`redact_argv`]
+//! redacts a list of arguments as the command line they form.
 
 use std::borrow::Cow;
 
@@ -42,14 +51,18 @@ const SECRET_WORDS: [&str; 14] = [
     "DSN",
 ];
 /// Fragments that make a key secret wherever they appear (after removing separators).
-const SECRET_FRAGMENTS: [&str; 7] = [
+const SECRET_FRAGMENTS: [&str; 11] = [
     "SECRET",
     "PASSWORD",
     "PASSWD",
+    "PASSPHRASE",
     "CREDENTIAL",
     "PRIVATEKEY",
     "ACCESSKEY",
     "CONNECTIONSTRING",
+    "APITOKEN",
+    "AUTHTOKEN",
+    "SESSIONID",
 ];
 
 /// Whether a key (an environment variable, a JSON key, a flag or query parameter name) names
@@ -145,6 +158,31 @@ pub fn is_secret_path(path: &str) -> bool {
     path.split('.').any(is_secret_key)
 }
 
+/// A command line stored one argument per item (`args[0]` the program or the first
+/// argument), redacted as the line they form: an argument after one that announces a secret
+/// (`--password`, `--hf-token`, `sshpass -p`, `Bearer`) is replaced whole, and every argument
+/// is redacted as text. `program` (the executable, when stored apart) gives the context.
+#[must_use]
+pub fn redact_argv<'a>(program: &str, args: &[&'a str]) -> Vec<Cow<'a, str>> {
+    let mut out = Vec::with_capacity(args.len());
+    for (i, arg) in args.iter().enumerate() {
+        let announced = i > 0 && {
+            // The state machine of `redact_text`, asked whether the word after the previous
+            // argument is a secret.
+            // The context is the program and the arguments just before (`sshpass -p`).
+            let before = args[i.saturating_sub(8)..i].join(" ");
+            let probe = format!("{program} {before} x");
+            redact_text(&probe).ends_with(&format!(" {REDACTED}"))
+        };
+        if announced && !arg.starts_with("--") {
+            out.push(Cow::Borrowed(REDACTED));
+        } else {
+            out.push(redact_text(arg));
+        }
+    }
+    out
+}
+
 /// `text` with every credential it holds replaced by [`REDACTED`] (see the module docs).
 /// Borrowed when nothing was found, which is the common case. A replacement can expose
 /// another pattern (a URL whose password ends where a redacted token was), so passes repeat
@@ -175,8 +213,13 @@ fn redact_pass(text: &str) -> Cow<'_, str> {
             return Cow::Owned(format!("{}{REDACTED}", redact_pass(&text[..at])));
         }
     }
+    if let Some(at) = text.find("PuTTY-User-Key-File-") {
+        return Cow::Owned(format!("{}{REDACTED}", redact_pass(&text[..at])));
+    }
     let mut out = String::with_capacity(text.len());
     let mut redact_next = false;
+    // A command whose password flag is `-p` (glued to the value for mysql).
+    let mut program = Program::Other;
     let mut rest = text;
     while !rest.is_empty() {
         let ws = rest
@@ -192,9 +235,37 @@ fn redact_pass(text: &str) -> Cow<'_, str> {
         rest = &rest[end..];
         let lower = word.to_ascii_lowercase();
         let bare = lower.trim_end_matches(':');
-        if matches!(bare, "bearer" | "basic" | "authorization" | "token") {
+        if matches!(bare, "authorization" | "password" | "passwd" | "passphrase") {
             out.push_str(word);
             redact_next = true;
+            continue;
+        }
+        if matches!(bare, "bearer" | "basic" | "token") {
+            out.push_str(word);
+            // After `Authorization` the scheme's token is secret whatever it looks like;
+            // alone, the word announces one only when the next word looks like a credential
+            // (`Qt bearer thread` is a thread name, `import basic` a module).
+            if redact_next
+                || rest
+                    .split_whitespace()
+                    .next()
+                    .is_some_and(looks_like_credential)
+            {
+                redact_next = true;
+            }
+            continue;
+        }
+        match Program::of(&lower) {
+            Program::Other => {}
+            p => program = p,
+        }
+        if program != Program::Other && word.starts_with("-p") && !word.starts_with("--") {
+            out.push_str("-p");
+            match &word[2..] {
+                "" if program == Program::Sshpass => redact_next = true,
+                "" => {}
+                _ => out.push_str(REDACTED),
+            }
             continue;
         }
         // `KEY: value` (YAML, HTTP headers, a dumped dict or JSON object: `'db_password':`,
@@ -234,6 +305,40 @@ fn redact_pass(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Whether a word after `Bearer`, `Basic` or `token` looks like a credential rather than a
+/// word of prose: 8 or more token characters with both a letter and a digit, or 20 or more.
+fn looks_like_credential(word: &str) -> bool {
+    let w = word.trim_matches(|c: char| matches!(c, '"' | '\'' | ',' | ';' | ')' | ']' | '}'));
+    let token_chars = w
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '~' | '+' | '/' | '=' | '-'));
+    let letter = w.chars().any(|c| c.is_ascii_alphabetic());
+    let digit = w.chars().any(|c| c.is_ascii_digit());
+    token_chars && (w.len() >= 20 || (w.len() >= 8 && letter && digit))
+}
+
+/// A program whose password is given with `-p`: mysql's glued to it (`-pSECRET`), sshpass's
+/// glued or as the next argument.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Program {
+    Mysql,
+    Sshpass,
+    Other,
+}
+
+impl Program {
+    /// The program a lower-cased word names (its file name), if one of these.
+    fn of(lower_word: &str) -> Program {
+        let name = lower_word.rsplit(['/', '\\']).next().unwrap_or(lower_word);
+        match name {
+            "mysql" | "mysqldump" | "mysqladmin" | "mysqlimport" | "mysqlshow" | "mysqlcheck"
+            | "mariadb" | "mariadb-dump" => Program::Mysql,
+            "sshpass" => Program::Sshpass,
+            _ => Program::Other,
+        }
+    }
+}
+
 /// The key of a `KEY:` word whose value follows after a space, or of a `KEY` word followed by a
 /// lone `=` or `:`; quotes and an opening brace are not part of the key.
 fn spaced_key<'a>(word: &'a str, rest: &str) -> Option<&'a str> {
@@ -262,15 +367,17 @@ fn spaced_key<'a>(word: &'a str, rest: &str) -> Option<&'a str> {
 
 /// A cheap test that rules out most strings (kernel and operator names) at once.
 fn might_hold_secret(text: &str) -> bool {
+    // Every form needs one of these bytes (`Bearer T`: a space; `hvs.…`: a dot), a
+    // prefix without punctuation (`dapi…`, `AKIA…`), or a JWT.
     let b = text.as_bytes();
-    b.iter().any(|&c| matches!(c, b'=' | b'@' | b'-' | b'_'))
-        || text.contains("eyJ")
+    b.iter().any(|&c| {
+        matches!(c, b'=' | b'@' | b'-' | b'_' | b':' | b'.' | b'%' | b'/')
+            || c.is_ascii_whitespace()
+    }) || text.contains("eyJ")
         || text.contains("AKIA")
         || text.contains("ASIA")
         || text.contains("AIza")
-        || text.contains("ya29.")
-        || text.contains("://")
-        || text.contains(':')
+        || text.contains("dapi")
 }
 
 /// A value after `--token` or `Bearer`, keeping surrounding quotes.
@@ -288,54 +395,120 @@ fn redact_quoted(word: &str) -> String {
 
 /// One whitespace-free word: pairs, URLs, JWTs and prefixed tokens.
 fn redact_word(word: &str) -> String {
-    let word = redact_url_credentials(word);
-    let word = redact_pairs(&word);
-    redact_tokens(&word)
+    let redacted = {
+        let word = redact_url_credentials(word);
+        let word = redact_pairs(&word);
+        redact_tokens(&word)
+    };
+    if redacted != word {
+        return redacted;
+    }
+    // Percent-encoded credentials (`password%3Dhunter2`, `user%3Apass%40host`): the decoded
+    // word, redacted, when that finds one.
+    match percent_decoded(word) {
+        Some(decoded) => {
+            let again = redact_pass(&decoded);
+            if again == decoded {
+                redacted
+            } else {
+                again.into_owned()
+            }
+        }
+        None => redacted,
+    }
 }
 
-/// `scheme://user:password@host` → `scheme://user:<redacted>@host`; webhook paths.
+/// `word` with its `%XX` escapes decoded, when it has one and decodes to UTF-8.
+fn percent_decoded(word: &str) -> Option<String> {
+    let b = word.as_bytes();
+    if !b.contains(&b'%') {
+        return None;
+    }
+    let hex = |c: u8| (c as char).to_digit(16);
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    let mut any = false;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push(u8::try_from(h * 16 + l).unwrap_or(b'?'));
+                i += 3;
+                any = true;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    if !any {
+        return None;
+    }
+    String::from_utf8(out).ok()
+}
+
+/// `scheme://user:password@host` → `scheme://user:<redacted>@host`, for every URL in the
+/// word (a comma-separated list holds several) and scheme-relative `//user:password@host`;
+/// webhook paths.
 fn redact_url_credentials(word: &str) -> Cow<'_, str> {
-    let Some(scheme_end) = word.find("://") else {
+    if !word.contains("//") {
         return Cow::Borrowed(word);
-    };
-    let auth_start = scheme_end + 3;
-    let after = &word[auth_start..];
-    let authority_end = after.find(['/', '?', '#']).unwrap_or(after.len());
-    let authority = &after[..authority_end];
+    }
     let mut out = String::with_capacity(word.len());
-    out.push_str(&word[..auth_start]);
-    match authority.rfind('@') {
-        Some(at) => {
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(found) = word[from..].find("//") {
+        let slashes = from + found;
+        let auth_start = slashes + 2;
+        let scheme = word[..slashes].ends_with(':');
+        let after = &word[auth_start..];
+        let authority_end = after.find(['/', '?', '#']).unwrap_or(after.len());
+        let authority = &after[..authority_end];
+        if let Some(at) = authority.rfind('@') {
             let userinfo = &authority[..at];
             match userinfo.find(':') {
                 Some(colon) => {
-                    out.push_str(&userinfo[..colon + 1]);
+                    out.push_str(&word[copied..auth_start + colon + 1]);
                     out.push_str(REDACTED);
+                    copied = auth_start + at;
                 }
                 // A bare user part of a token URL (`https://TOKEN@github.com`).
-                None if userinfo.len() >= 16 => out.push_str(REDACTED),
-                None => out.push_str(userinfo),
+                None if scheme && userinfo.len() >= 16 => {
+                    out.push_str(&word[copied..auth_start]);
+                    out.push_str(REDACTED);
+                    copied = auth_start + at;
+                }
+                None => {}
             }
-            out.push_str(&authority[at..]);
         }
-        None => out.push_str(authority),
-    }
-    let path = &after[authority_end..];
-    let lower_host = authority.to_ascii_lowercase();
-    let webhook = if lower_host.ends_with("hooks.slack.com") {
-        path.find("/services/").map(|i| i + "/services/".len())
-    } else if lower_host.ends_with("discord.com") || lower_host.ends_with("discordapp.com") {
-        path.find("/webhooks/").map(|i| i + "/webhooks/".len())
-    } else {
-        None
-    };
-    match webhook {
-        Some(cut) => {
-            out.push_str(&path[..cut]);
+        let path_start = auth_start + authority_end;
+        let path = &word[path_start..];
+        let lower_host = authority.to_ascii_lowercase();
+        let webhook = if !scheme {
+            None
+        } else if lower_host.ends_with("hooks.slack.com") {
+            path.find("/services/").map(|i| i + "/services/".len())
+        } else if lower_host.ends_with("discord.com") || lower_host.ends_with("discordapp.com") {
+            path.find("/webhooks/").map(|i| i + "/webhooks/".len())
+        } else {
+            None
+        };
+        if let Some(cut) = webhook {
+            out.push_str(&word[copied..path_start + cut]);
             out.push_str(REDACTED);
+            // The webhook's secret path runs to the end of the URL (the next space or comma).
+            let end = path[cut..]
+                .find(',')
+                .map_or(word.len(), |e| path_start + cut + e);
+            copied = end;
+            from = end;
+            continue;
         }
-        None => out.push_str(path),
+        from = path_start.max(auth_start);
     }
+    if copied == 0 {
+        return Cow::Borrowed(word);
+    }
+    out.push_str(&word[copied..]);
     Cow::Owned(out)
 }
 
@@ -385,31 +558,39 @@ fn redact_pair(piece: &str) -> Cow<'_, str> {
 
 /// Prefixed tokens and JWTs anywhere in a word.
 fn redact_tokens(word: &str) -> String {
-    const PREFIXES: [(&str, usize); 24] = [
-        ("github_pat_", 16),
-        ("pypi-", 16),
-        ("npm_", 30),
-        ("ya29.", 16),
-        ("xapp-", 8),
-        ("glrt-", 16),
-        ("hf_", 16),
-        ("ghp_", 16),
-        ("gho_", 16),
-        ("ghs_", 16),
-        ("ghu_", 16),
-        ("ghr_", 16),
-        ("glpat-", 16),
-        ("xoxa-", 8),
-        ("xoxb-", 8),
-        ("xoxp-", 8),
-        ("xoxo-", 8),
-        ("xoxr-", 8),
-        ("xoxs-", 8),
-        ("sk_live_", 16),
-        ("rk_live_", 16),
-        ("sk-", 16),
-        ("AIza", 30),
-        ("eyJ", 0),
+    // (prefix, fewest body characters, whether the body may hold dots)
+    const PREFIXES: [(&str, usize, bool); 31] = [
+        ("github_pat_", 16, false),
+        ("pypi-", 16, false),
+        ("npm_", 30, false),
+        ("ya29.", 16, true),
+        ("xapp-", 8, false),
+        ("glrt-", 16, false),
+        ("glsa_", 24, false),
+        ("hf_", 16, false),
+        ("ghp_", 16, false),
+        ("gho_", 16, false),
+        ("ghs_", 16, false),
+        ("ghu_", 16, false),
+        ("ghr_", 16, false),
+        ("glpat-", 16, false),
+        ("xoxa-", 8, false),
+        ("xoxb-", 8, false),
+        ("xoxp-", 8, false),
+        ("xoxo-", 8, false),
+        ("xoxr-", 8, false),
+        ("xoxs-", 8, false),
+        ("sk_live_", 16, false),
+        ("rk_live_", 16, false),
+        ("sk-", 16, false),
+        ("AIza", 30, false),
+        ("dapi", 32, false),
+        ("hvs.", 20, true),
+        ("SG.", 20, true),
+        ("dop_v1_", 40, false),
+        ("r8_", 24, false),
+        ("gsk_", 32, false),
+        ("eyJ", 0, false),
     ];
     let bytes = word.as_bytes();
     let token_char = |c: u8| c.is_ascii_alphanumeric() || c == b'_' || c == b'-';
@@ -433,11 +614,11 @@ fn redact_tokens(word: &str) -> String {
         } else if rest.starts_with("eyJ") {
             matched = jwt_len(rest);
         } else {
-            for (prefix, min_body) in PREFIXES {
+            for (prefix, min_body, dots) in PREFIXES {
                 if prefix != "eyJ" && rest.starts_with(prefix) {
                     let body = rest[prefix.len()..]
                         .bytes()
-                        .take_while(|&c| token_char(c))
+                        .take_while(|&c| token_char(c) || (dots && c == b'.'))
                         .count();
                     if body >= min_body {
                         matched = Some(prefix.len() + body);
@@ -620,6 +801,139 @@ mod tests {
         ] {
             assert_eq!(r(&r(t)), r(t), "{t}");
         }
+    }
+
+    /// Issue 40: forms that escaped, as a table of (input, output).
+    #[test]
+    fn secrets_in_every_form() {
+        let putty = "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPrivate-Lines: 1\nAAAAIBx\nPrivate-MAC: ab";
+        let table: &[(&str, &str)] = &[
+            // Forms without `= @ - _ :`: the prefilter let them through.
+            ("NVIDIA Bearer T0ken123", "NVIDIA Bearer <redacted>"),
+            ("Authorization Bearer T", "Authorization Bearer <redacted>"),
+            ("token ghx7Q2vL9pZ", "token <redacted>"),
+            ("basic dXNlcjpwYXNzd29yZA==", "basic <redacted>"),
+            // Every URL of a list, and scheme-relative ones.
+            (
+                "https://a:p1@h1,https://b:p2@h2",
+                "https://a:<redacted>@h1,https://b:<redacted>@h2",
+            ),
+            ("//user:pass@host/db", "//user:<redacted>@host/db"),
+            // netrc, and keys that are one word.
+            (
+                "machine h login u password X",
+                "machine h login u password <redacted>",
+            ),
+            ("PASSPHRASE=x", "PASSPHRASE=<redacted>"),
+            ("apitoken=x", "apitoken=<redacted>"),
+            ("authtoken=x", "authtoken=<redacted>"),
+            ("sessionid=x", "sessionid=<redacted>"),
+            ("session_id=x", "session_id=<redacted>"),
+            // Programs whose password flag is -p.
+            ("mysql -uroot -pS3cret db", "mysql -uroot -p<redacted> db"),
+            (
+                "/usr/bin/mysqldump -pS3cret db",
+                "/usr/bin/mysqldump -p<redacted> db",
+            ),
+            (
+                "sshpass -p S3cret ssh host",
+                "sshpass -p <redacted> ssh host",
+            ),
+            ("sshpass -pS3cret ssh host", "sshpass -p<redacted> ssh host"),
+            // Percent-encoded.
+            (
+                "cb?next=%2Flogin%3Fpassword%3Dhunter2",
+                "cb?next=/login?password=<redacted>",
+            ),
+            (
+                "postgres%3A%2F%2Fuser%3Apass%40host",
+                "postgres://user:<redacted>@host",
+            ),
+            // Prefixes.
+            ("x dapi0123456789abcdef0123456789abcdef y", "x <redacted> y"),
+            ("x hvs.CAESIJ1aBcDeFgHiJkLmNoPqRsTuV y", "x <redacted> y"),
+            (
+                "x 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 y",
+                "x <redacted> y",
+            ),
+            (
+                "x glsa_ABCDEFGHIJKLMNOPQRSTUVWXYZ012345_abcdef01 y",
+                "x <redacted> y",
+            ),
+            (
+                "x dop_v1_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef y",
+                "x <redacted> y",
+            ),
+            (
+                "x r8_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789a y",
+                "x <redacted> y",
+            ),
+            (
+                "x gsk_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghijklmn y",
+                "x <redacted> y",
+            ),
+            (
+                "x ya29.c.b0AXv0zTO2abcdefghijklmnopqrstuvwx y",
+                "x <redacted> y",
+            ),
+            // A PuTTY key file.
+            (putty, "<redacted>"),
+        ];
+        for (input, want) in table {
+            assert_eq!(&r(input), want, "{input}");
+            assert_eq!(r(want), *want, "idempotent: {want}");
+        }
+        // Look-alikes stay.
+        for s in [
+            "MSG.send_batch_kernel",
+            "sessions=4",
+            "password_policy_check",
+            "50% of 3",
+            "mysql_kernel -p",
+            // Found on the corpus: a Qt thread name and a Python traceback.
+            "Qt bearer threa",
+            "import basic  # Import your module",
+            "token embedding lookup",
+            "Microsoft Basic Render Driver",
+        ] {
+            assert_eq!(r(s), s, "{s}");
+        }
+    }
+
+    /// An Nsight Systems export's argv, one argument per row: the value after a secret flag
+    /// is its own row.
+    #[test]
+    fn argv_rows_are_redacted_as_the_command_line_they_form() {
+        let args = [
+            "train.py",
+            "--hf-token",
+            "abc123",
+            "--lr",
+            "3",
+            "--password",
+            "hunter2",
+            "--db=postgres://u:pw@h/x",
+        ];
+        let out: Vec<String> = redact_argv("python", &args)
+            .into_iter()
+            .map(Cow::into_owned)
+            .collect();
+        assert_eq!(
+            out,
+            [
+                "train.py",
+                "--hf-token",
+                "<redacted>",
+                "--lr",
+                "3",
+                "--password",
+                "<redacted>",
+                "--db=postgres://u:<redacted>@h/x"
+            ]
+        );
+        let out = redact_argv("", &["sshpass", "-p", "S3cret", "ssh", "host"]);
+        assert_eq!(out[2], REDACTED);
+        assert_eq!(out[3], "ssh");
     }
 
     #[test]

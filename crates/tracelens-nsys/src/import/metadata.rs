@@ -23,7 +23,24 @@ pub(super) fn read_metadata(db: &Db, meta: &mut Metadata) -> rusqlite::Result<Op
     // The capture settings include the profiled process's whole environment: only the
     // variables that matter for performance are kept (and redacted); the rest are counted.
     let mut env_not_kept = 0_u64;
-    for (name, value) in db.name_values("META_DATA_CAPTURE") {
+    // `PROCESS_N:ARGUMENT_K` rows: one command line, one argument per row, redacted together.
+    let mut argv: std::collections::BTreeMap<&str, Vec<(u64, String, String)>> =
+        std::collections::BTreeMap::new();
+    let mut commands: std::collections::BTreeMap<String, String> = Default::default();
+    let capture = db.name_values("META_DATA_CAPTURE");
+    for (name, value) in &capture {
+        if let Some((process, k)) = name.split_once(":ARGUMENT_") {
+            if let Ok(k) = k.parse::<u64>() {
+                let path = format!("capture.{name}");
+                argv.entry(process)
+                    .or_default()
+                    .push((k, path, value.clone()));
+                continue;
+            }
+        }
+        if let Some(process) = name.strip_suffix(":COMMAND") {
+            commands.insert(process.to_string(), value.clone());
+        }
         if name.ends_with("ENVIRONMENT_VARIABLE") {
             let (key, val) = value.split_once('=').unwrap_or((value.as_str(), ""));
             if tracelens_model::redact::is_performance_env(key) {
@@ -32,8 +49,14 @@ pub(super) fn read_metadata(db: &Db, meta: &mut Metadata) -> rusqlite::Result<Op
                 env_not_kept += 1;
             }
         } else {
-            meta.add_extra(&format!("capture.{name}"), &value);
+            meta.add_extra(&format!("capture.{name}"), value);
         }
+    }
+    for (process, mut args) in argv {
+        args.sort_by_key(|(k, _, _)| *k);
+        let args: Vec<(String, String)> = args.into_iter().map(|(_, p, v)| (p, v)).collect();
+        let program = commands.get(process).map_or("", String::as_str);
+        meta.add_extra_argv(program, &args);
     }
     if env_not_kept > 0 {
         meta.add_extra(
