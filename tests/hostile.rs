@@ -138,7 +138,7 @@ fn output_over_the_input_is_refused_through_any_name() {
 // ---- 2. secrets ----
 
 /// Secret markers: none of these may appear in any output.
-const SECRETS: [&str; 21] = [
+const SECRETS: [&str; 30] = [
     "LISTSECRET1",
     "NESTEDSECRET2",
     "DEEPSECRET3",
@@ -160,6 +160,16 @@ const SECRETS: [&str; 21] = [
     "NPMSECRET19",
     "GOOGLESECRET20",
     "GPUSECRET21",
+    // Issue 40: forms that escaped.
+    "GPUBEARER22",
+    "URLLIST23",
+    "NETRC24",
+    "PASSPHRASE25",
+    "MYSQL26",
+    "SSHPASS27",
+    "PCTSECRET28",
+    "ARGVSECRET29",
+    "SESSION30",
 ];
 
 fn secret_trace() -> String {
@@ -185,7 +195,14 @@ fn secret_trace() -> String {
   "publish": "pypi-AgEIcHlwaS5vcmcPYPISECRET18abcdef",
   "registry": "npm_NPMSECRET19abcdefghijklmnopqrstuvwxyz",
   "gcloud": "ya29.GOOGLESECRET20abcdefgh",
-  "deviceProperties": [{{"id": 0, "name": "A100 password=GPUSECRET21"}}]
+  "mirrors": "https://a:p1@h1,https://u:URLLIST23@h2",
+  "netrc": "machine h login u password NETRC24",
+  "gpg": "PASSPHRASE=PASSPHRASE25",
+  "backup": "mysql -uroot -pMYSQL26 db",
+  "deploy": "sshpass -p SSHPASS27 ssh host",
+  "callback": "next=%2Flogin%3Fpassword%3DPCTSECRET28",
+  "cookie": "sessionid=SESSION30",
+  "deviceProperties": [{{"id": 0, "name": "A100 password=GPUSECRET21"}}, {{"id": 1, "name": "H100 Bearer GPUBEARER22"}}]
 }}"#
     )
 }
@@ -226,6 +243,11 @@ fn nsight_command_lines_and_environment_are_redacted() {
             "CREATE TABLE META_DATA_CAPTURE (name TEXT NOT NULL, value TEXT);
              INSERT INTO META_DATA_CAPTURE VALUES
                ('PROCESS_1:COMMAND', 'python train.py --password=FLAGSECRET4 --token FLAGSECRET5'),
+               ('PROCESS_1:ARGUMENT_0', 'train.py'),
+               ('PROCESS_1:ARGUMENT_1', '--hf-token'),
+               ('PROCESS_1:ARGUMENT_2', 'ARGVSECRET29'),
+               ('PROCESS_1:ARGUMENT_3', '--lr'),
+               ('PROCESS_1:ARGUMENT_4', '3'),
                ('ENVIRONMENT_VARIABLE', 'HF_TOKEN=NESTEDSECRET2'),
                ('ENVIRONMENT_VARIABLE', 'DATABASE_URL=postgres://u:URLSECRET8@db/x'),
                ('ENVIRONMENT_VARIABLE', 'HOME=/home/ALICEHOME'),
@@ -245,6 +267,8 @@ fn nsight_command_lines_and_environment_are_redacted() {
         );
     }
     let run = analyze(&path, &["--format", "json", "-o", "-"]);
+    // The arguments around the secret stay readable.
+    assert!(run.stdout.contains("--hf-token"), "{}", run.stdout);
     assert!(
         run.stdout.contains("capture.env.NCCL_DEBUG"),
         "{}",
@@ -1047,6 +1071,23 @@ fn nsys_exports_say_what_they_could_not_read() {
         .unwrap();
     drop(e);
     assert_says(&path, "CUPTI_ACTIVITY_KIND_KERNEL is a view");
+    // Issue 40: a generated column is SQL run on every row read (12 rows took 5.7 s and
+    // 398 MB); such a table, and a virtual one, is refused by name; triggers never run.
+    let path = dir.join("generated.sqlite");
+    let e = small_export(&path);
+    e.conn
+        .execute_batch(
+            "ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME ADD COLUMN spin INTEGER
+               GENERATED ALWAYS AS (length(hex(zeroblob(50000000)))) VIRTUAL;
+             CREATE TRIGGER t AFTER INSERT ON StringIds BEGIN DELETE FROM StringIds; END;",
+        )
+        .unwrap();
+    drop(e);
+    assert_says(
+        &path,
+        "CUPTI_ACTIVITY_KIND_RUNTIME was not read: it has generated or hidden columns",
+    );
+    assert_says(&path, "the export holds 1 triggers: none ran");
     // Names missing from StringIds are a warning.
     let path = dir.join("names.sqlite");
     let e = small_export(&path);
