@@ -304,6 +304,12 @@ fn the_pr_comment_is_updated_in_place() {
         "{calls}"
     );
     assert!(!calls.contains("--method POST"), "{calls}");
+    // Issue 40: only the bot's own comment is updated, not anyone's that starts with the
+    // marker.
+    assert!(
+        calls.contains(r#".user.login == "github-actions[bot]""#),
+        "{calls}"
+    );
 }
 
 #[test]

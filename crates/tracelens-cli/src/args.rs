@@ -22,7 +22,8 @@ pub(crate) enum Command {
     Analyze(AnalyzeArgs),
     /// Write the trace back with our findings as extra tracks, for Perfetto UI or
     /// chrome://tracing: GPU idle coloured by cause, each finding at its evidence, arrows from
-    /// blocking syncs to the idle they caused.
+    /// blocking syncs to the idle they caused. The input's events are copied byte for byte,
+    /// secrets included: share the report, not the annotated trace, when it may hold any.
     #[command(after_help = ANNOTATE_EXAMPLES)]
     Annotate(AnnotateArgs),
     /// Gate a CI job: evaluate rules on a trace or a stored result; exit 1 when a rule fires.
