@@ -990,6 +990,48 @@ fn every_run_over_the_memory_budget_ends_with_one_line() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Issue 40: shapes that claim more FLOPs than the device can run in the measured time (a
+/// 8192³ bf16 matmul in 1 µs on an H100: over 1,000 PFLOP/s) gave "MFU 100 %", clamped in
+/// silence. No MFU is given, and the view says the shapes and times disagree.
+#[test]
+fn flops_above_the_devices_peak_give_no_mfu_and_say_why() {
+    let dir = scratch("above-peak");
+    let path = dir.join("above.json");
+    let ev = |v: serde_json::Value| v.to_string();
+    let mut events = Vec::new();
+    for step in 0..3_i64 {
+        let t0 = 1_000 + step * 100;
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "user_annotation", "name": format!("ProfilerStep#{step}"), "pid": 1, "tid": 1, "ts": t0, "dur": 90})));
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": t0 + 5, "dur": 20,
+            "args": {"Input Dims": [[8192, 8192], [8192, 8192]], "Input type": ["c10::BFloat16", "c10::BFloat16"]}})));
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": t0 + 10, "dur": 5, "args": {"correlation": step + 1}})));
+        events.push(ev(serde_json::json!({"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_bf16bf16_bf16f32", "pid": 0, "tid": 7, "ts": t0 + 20, "dur": 1,
+            "args": {"device": 0, "stream": 7, "correlation": step + 1}})));
+    }
+    let trace = format!(
+        "{{\"traceEvents\": [{}], \"deviceProperties\": [{}]}}",
+        events.join(", "),
+        ev(
+            serde_json::json!({"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "computeMinor": 0, "totalGlobalMem": 85_000_000_000_u64, "numSms": 132})
+        )
+    );
+    std::fs::write(&path, trace).unwrap();
+    let run = analyze(&path, &["--format", "json", "-o", "-"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let e = &doc["diagnosis"]["efficiency"];
+    assert_eq!(e["device"], "NVIDIA H100 SXM", "{e}");
+    assert!(e["mfu_percent"].is_null(), "{e}");
+    assert_eq!(e["gaps"][0], "above_peak", "{e}");
+    let md = analyze(&path, &["--format", "md", "-o", "-"]);
+    assert!(
+        md.stdout.contains("the shapes and the times disagree"),
+        "{}",
+        md.stdout
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn tracelens_bench_free_kernel() -> &'static str {
     r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 100, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}}, {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 98, "dur": 1, "args": {"correlation": 1}}"#
 }

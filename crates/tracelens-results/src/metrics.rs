@@ -73,6 +73,7 @@ fn no_mfu(gap: tracelens_analysis::views::efficiency::EfficiencyGap) -> &'static
         EfficiencyGap::NoShapes => "the trace has no op input shapes: record with torch.profiler.profile(record_shapes=True)",
         EfficiencyGap::NoKnownOps => "no op the FLOP model knows launched GPU work in the window",
         EfficiencyGap::UnknownDevice => "the device is not in the peak table, so its peak FLOP/s is unknown",
+        EfficiencyGap::AbovePeak => "the counted FLOPs over the measured time exceed the device's peak: the recorded shapes and times disagree",
     }
 }
 

@@ -154,6 +154,10 @@ pub enum EfficiencyGap {
     NoKnownOps,
     /// The device is not in the peak table (achieved rates are still given).
     UnknownDevice,
+    /// The counted FLOPs over the window's time exceed the device's peak: the recorded
+    /// shapes and the measured times disagree (a crafted trace, or shapes that are not the
+    /// launched work's), so no MFU is given rather than one clamped to 100 %.
+    AbovePeak,
 }
 
 /// The efficiency view of the window.
@@ -416,12 +420,16 @@ impl Counts {
             .iter()
             .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
             .map(|&(p, _)| p);
-        let mfu_percent = match (peak, mfu_precision) {
+        let raw_mfu_percent = match (peak, mfu_precision) {
             (Some(peak), Some(p)) if window_ns > 0 => peak
                 .tflops(p)
-                .map(|t| (flops / (window_ns as f64 * t * 1e3) * 100.0).clamp(0.0, 100.0)),
+                .map(|t| (flops / (window_ns as f64 * t * 1e3) * 100.0).max(0.0)),
             _ => None,
         };
+        let mfu_percent = raw_mfu_percent.filter(|&m| m <= 100.0);
+        if raw_mfu_percent.is_some() && mfu_percent.is_none() {
+            gaps.insert(0, EfficiencyGap::AbovePeak);
+        }
         let mut operators: Vec<OpEfficiency> = self
             .ops
             .into_iter()

@@ -86,6 +86,9 @@ fn efficiency_note(d: &tracelens_analysis::Diagnosis) -> String {
 pub(crate) fn line(d: &Diagnosis) -> String {
     use tracelens_analysis::views::efficiency::EfficiencyGap;
     let e = &d.efficiency;
+    if e.gaps.contains(&EfficiencyGap::AbovePeak) {
+        return "the recorded shapes give more FLOPs than the device can run in the measured time, so no MFU: the shapes and the times disagree (the trace is inconsistent or edited)".into();
+    }
     if e.gaps.contains(&EfficiencyGap::FormatWithoutShapes) {
         return "this format carries no operator shapes and dtypes (Nsight Systems; emit_nvtx ranges have shapes at most), so no FLOPs or MFU: record the step with torch.profiler.profile(record_shapes=True) for them".into();
     }
