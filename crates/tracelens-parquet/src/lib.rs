@@ -31,6 +31,9 @@ enum Column {
     I64(Vec<i64>),
     F64(Vec<f64>),
     Text(Vec<String>),
+    /// Text already as Parquet values (a test's many references to one buffer).
+    #[cfg(test)]
+    Bytes(Vec<ByteArray>),
 }
 
 /// A count as Parquet's INT64 (saturating: counts never come near `i64::MAX`).
@@ -39,18 +42,29 @@ fn signed(n: impl TryInto<i64>) -> i64 {
 }
 
 fn write_table(path: &Path, name: &str, columns: Vec<(&str, Column)>) -> Result<(), String> {
+    write_table_with(path, name, columns, WriterProperties::builder().build())
+}
+
+fn write_table_with(
+    path: &Path,
+    name: &str,
+    columns: Vec<(&str, Column)>,
+    props: WriterProperties,
+) -> Result<(), String> {
     let fields: Vec<String> = columns
         .iter()
         .map(|(n, c)| match c {
             Column::I64(_) => format!("REQUIRED INT64 {n};"),
             Column::F64(_) => format!("REQUIRED DOUBLE {n};"),
             Column::Text(_) => format!("REQUIRED BYTE_ARRAY {n} (UTF8);"),
+            #[cfg(test)]
+            Column::Bytes(_) => format!("REQUIRED BYTE_ARRAY {n} (UTF8);"),
         })
         .collect();
     let schema = parse_message_type(&format!("message {name} {{ {} }}", fields.join(" ")))
         .map_err(|e| e.to_string())?;
     let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let props = Arc::new(WriterProperties::builder().build());
+    let props = Arc::new(props);
     let mut writer =
         SerializedFileWriter::new(file, Arc::new(schema), props).map_err(|e| e.to_string())?;
     let mut group = writer.next_row_group().map_err(|e| e.to_string())?;
@@ -66,6 +80,8 @@ fn write_table(path: &Path, name: &str, columns: Vec<(&str, Column)>) -> Result<
                 let bytes: Vec<ByteArray> = v.iter().map(|s| ByteArray::from(s.as_str())).collect();
                 col.typed::<ByteArrayType>().write_batch(&bytes, None, None)
             }
+            #[cfg(test)]
+            Column::Bytes(v) => col.typed::<ByteArrayType>().write_batch(v, None, None),
         }
         .map_err(|e| e.to_string())?;
         col.close().map_err(|e| e.to_string())?;
@@ -277,6 +293,10 @@ pub const MAX_STEP_ROWS: i64 = 1_000_000;
 pub const MAX_COLLECTIVE_ROWS: i64 = 2_000_000;
 /// The most bytes of one text value read back (a rank's results JSON included).
 pub const MAX_TEXT_BYTES: usize = 64 << 20;
+/// The most bytes of text one table may materialise as it is decoded, all rows together:
+/// what decoding builds, not what the footer declares — a dictionary page lets one stored
+/// value stand for every row (2 million real collectives' names take about 200 MB).
+pub const MAX_DECODED_BYTES: usize = 256 << 20;
 
 /// A column a reader needs: its name and physical type.
 type Wanted = (&'static str, parquet::basic::Type);
@@ -343,6 +363,8 @@ fn open_table(
 }
 
 /// Every row of a checked table, mapped by `each` as it streams (never all rows at once).
+/// Only the wanted columns are decoded, and the text they materialise is counted against
+/// [`MAX_DECODED_BYTES`] row by row.
 fn each_row<T>(
     path: &Path,
     wanted: &[Wanted],
@@ -351,8 +373,24 @@ fn each_row<T>(
 ) -> Result<Vec<T>, String> {
     let (reader, positions) = open_table(path, wanted, max_rows)?;
     let at = |e: parquet::errors::ParquetError| format!("{}: {e}", path.display());
-    let iter = reader.get_row_iter(None).map_err(at)?;
+    // Decode the wanted columns alone, in `wanted` order: a column nobody reads costs nothing.
+    let root = reader
+        .metadata()
+        .file_metadata()
+        .schema_descr()
+        .root_schema();
+    let fields = positions
+        .iter()
+        .map(|&i| root.get_fields()[i].clone())
+        .collect();
+    let projection = parquet::schema::types::Type::group_type_builder(root.name())
+        .with_fields(fields)
+        .build()
+        .map_err(at)?;
+    let iter = reader.get_row_iter(Some(projection)).map_err(at)?;
+    let in_order: Vec<usize> = (0..positions.len()).collect();
     let mut out = Vec::new();
+    let mut decoded_bytes = 0usize;
     for row in iter {
         // The row count in the footer can lie: count as rows arrive too.
         if i64::try_from(out.len()).unwrap_or(i64::MAX) >= max_rows {
@@ -362,9 +400,29 @@ fn each_row<T>(
             ));
         }
         let row = row.map_err(at)?;
-        out.push(each(&row, &positions).map_err(at)?);
+        decoded_bytes = decoded_bytes.saturating_add(text_bytes(&row));
+        if decoded_bytes > MAX_DECODED_BYTES {
+            return Err(format!(
+                "{}: more than {MAX_DECODED_BYTES} bytes of text once decoded (by row {}), more than a rank summary holds",
+                path.display(),
+                out.len() + 1
+            ));
+        }
+        out.push(each(&row, &in_order).map_err(at)?);
     }
     Ok(out)
+}
+
+/// The bytes of text and binary values one decoded row holds.
+fn text_bytes(row: &Row) -> usize {
+    use parquet::record::Field;
+    row.get_column_iter()
+        .map(|(_, f)| match f {
+            Field::Str(s) => s.len(),
+            Field::Bytes(b) => b.len(),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// A text value, refused past [`MAX_TEXT_BYTES`].
@@ -599,6 +657,67 @@ mod tests {
         assert!(bytes < 1 << 20, "{bytes}");
         let e = read_rank(&dir).unwrap_err();
         assert!(e.contains("1000001 rows"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_dictionary_bomb_is_refused_by_what_it_decodes_to() {
+        let dir = rank_dir("dictionary-bomb");
+        // One 1 MiB name stored once in a dictionary page and referenced by 4,000 rows: a
+        // 1 MiB file that decodes to 4 GB.
+        let rows = 4_000;
+        let name = ByteArray::from(vec![b'n'; 1 << 20]);
+        let text = |s: &str| Column::Text(vec![s.to_string(); rows]);
+        let props = WriterProperties::builder()
+            .set_dictionary_page_size_limit(4 << 20)
+            .build();
+        write_table_with(
+            &dir.join("collectives.parquet"),
+            "collectives",
+            vec![
+                ("rank", Column::I64(vec![0; rows])),
+                ("idx", Column::I64((0..).take(rows).collect())),
+                ("name", Column::Bytes(vec![name; rows])),
+                ("op", text("all_reduce")),
+                ("process_group", text("")),
+                ("seq", Column::I64(vec![-1; rows])),
+                ("bytes", Column::I64(vec![-1; rows])),
+                ("group_size", Column::I64(vec![-1; rows])),
+                ("algorithm", text("")),
+                ("start_ns", Column::I64(vec![0; rows])),
+                ("dur_ns", Column::I64(vec![1; rows])),
+            ],
+            props,
+        )
+        .unwrap();
+        let bytes = std::fs::metadata(dir.join("collectives.parquet"))
+            .unwrap()
+            .len();
+        assert!(bytes < 4 << 20, "{bytes}");
+        let e = read_rank(&dir).unwrap_err();
+        assert!(e.contains("bytes of text once decoded (by row 256)"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_column_nobody_reads_is_not_decoded() {
+        let dir = rank_dir("unread-column");
+        // An extra column of 1 MiB per row beside the steps: never decoded, never counted.
+        let rows = 400;
+        write_table(
+            &dir.join("steps.parquet"),
+            "steps",
+            vec![
+                ("padding", Column::Text(vec!["p".repeat(1 << 20); rows])),
+                ("rank", Column::I64(vec![0; rows])),
+                ("step", Column::I64((0..).take(rows).collect())),
+                ("dur_ns", Column::I64(vec![5; rows])),
+            ],
+        )
+        .unwrap();
+        let r = read_rank(&dir).unwrap();
+        assert_eq!(r.steps.len(), rows);
+        assert_eq!(r.steps[399], (399, 5));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
