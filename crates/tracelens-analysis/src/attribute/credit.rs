@@ -18,7 +18,7 @@
 
 use crate::attribute::idle::{
     credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, DeviceIdle, HostPart,
-    HostTime, IdleCause,
+    HostTime, IdleCause, SpanContexts,
 };
 use crate::measure::environment::Framework;
 use crate::measure::threads::ThreadIndex;
@@ -72,6 +72,7 @@ pub fn credit_idle(
 ) -> IdleCredit {
     let mut credit = IdleCredit::default();
     let mut host_ops = HostTime::default();
+    let mut contexts = SpanContexts::default();
     for gap in &idle.gaps {
         let lane = gap.lane();
         let mut budget = DISPATCH_BOUND_NS;
@@ -122,7 +123,7 @@ pub fn credit_idle(
                             credit.oversubscription_ns += off_cpu;
                             credit.host_compute_ns += piece.dur_ns() - off_cpu;
                             if let Some(l) = lane {
-                                credit_host_ops(trace, l, piece, &[], &mut host_ops);
+                                credit_host_ops(trace, l, piece, &[], &mut host_ops, &mut contexts);
                             }
                         }
                     }

@@ -189,34 +189,34 @@ fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
     if host.is_empty() {
         return Vec::new();
     }
-    let mut calls: Vec<(TimeNs, TimeNs, SpanId)> = trace
+    // The API calls that launched GPU work, with the hull and count of what each launched.
+    let calls: Vec<LaunchCall> = trace
         .spans
         .iter()
         .enumerate()
         .filter(|(_, s)| s.kind.is_api_call())
-        .map(|(i, s)| (s.start_ns, s.end_ns(), SpanId::at(i)))
+        .filter_map(|(i, s)| {
+            let ops = trace.launched_by(SpanId::at(i));
+            let hull = ops
+                .iter()
+                .map(|&op| trace.span(op).interval())
+                .reduce(|a, b| a.hull(b))?;
+            Some(LaunchCall {
+                id: SpanId::at(i),
+                call: s.interval(),
+                launched: Launched {
+                    hull: Some(hull),
+                    count: ops.len(),
+                },
+            })
+        })
         .collect();
-    calls.sort_unstable();
-    let mut device: Vec<Option<Interval>> = vec![None; host.len()];
-    let mut matched = vec![0usize; host.len()];
-    let mut matched_ops = rustc_hash::FxHashSet::default();
-    for (k, &(_, h)) in host.iter().enumerate() {
-        let from = calls.partition_point(|c| c.0 < h.start_ns);
-        for &(start, end, id) in &calls[from..] {
-            if start >= h.end_ns {
-                break;
-            }
-            if end > h.end_ns {
-                continue;
-            }
-            for &op in trace.launched_by(id) {
-                let iv = trace.span(op).interval();
-                device[k] = Some(device[k].map_or(iv, |d| d.hull(iv)));
-                matched[k] += 1;
-                matched_ops.insert(op);
-            }
-        }
-    }
+    let inside = launched_inside(&host, &calls);
+    let device: Vec<Option<Interval>> = inside.iter().map(|l| l.hull).collect();
+    let matched: Vec<usize> = inside.iter().map(|l| l.count).collect();
+    let matched_ops: rustc_hash::FxHashSet<SpanId> = calls_inside_a_step(&host, &calls)
+        .flat_map(|c| trace.launched_by(c.id).iter().copied())
+        .collect();
     let as_steps = |v: Vec<(i64, Interval)>| {
         v.into_iter()
             .map(|(number, interval)| WindowStep { number, interval })
@@ -263,6 +263,106 @@ fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
         }
     }
     as_steps(out)
+}
+
+/// What the API calls inside one step launched: the hull of the GPU ops and their count.
+#[derive(Clone, Copy, Default)]
+struct Launched {
+    hull: Option<Interval>,
+    count: usize,
+}
+
+impl Launched {
+    fn join(self, other: Launched) -> Launched {
+        Launched {
+            hull: match (self.hull, other.hull) {
+                (Some(a), Some(b)) => Some(a.hull(b)),
+                (a, b) => a.or(b),
+            },
+            count: self.count + other.count,
+        }
+    }
+}
+
+/// An API call that launched GPU work.
+struct LaunchCall {
+    id: SpanId,
+    call: Interval,
+    launched: Launched,
+}
+
+impl LaunchCall {
+    /// The step end the call needs to be inside a step: its end, or one past it for a call
+    /// of no duration (one that starts as the step ends is not inside it).
+    fn reach_ns(&self) -> TimeNs {
+        self.call.end_ns + TimeNs::from(self.call.dur_ns() == 0)
+    }
+}
+
+/// For each host step, what the calls wholly inside it launched (a call starting at or after
+/// the step's start and ending by its end, see [`LaunchCall::reach_ns`]). Steps are taken from the latest start back, each
+/// adding the calls that start at or after it to a Fenwick tree over call ends; a step's
+/// answer is the tree's prefix up to its end. O((steps + calls) log calls): a scan of the
+/// calls per step was quadratic when crafted steps overlap (10,000 overlapping steps took
+/// seconds, 100,000 minutes).
+fn launched_inside(host: &[(i64, Interval)], calls: &[LaunchCall]) -> Vec<Launched> {
+    // Each call's slot in the tree: its rank by end.
+    let mut by_end: Vec<usize> = (0..calls.len()).collect();
+    by_end.sort_unstable_by_key(|&i| calls[i].reach_ns());
+    let ends: Vec<TimeNs> = by_end.iter().map(|&i| calls[i].reach_ns()).collect();
+    let mut slot = vec![0usize; calls.len()];
+    for (rank, &i) in by_end.iter().enumerate() {
+        slot[i] = rank;
+    }
+    let mut by_start: Vec<usize> = (0..calls.len()).collect();
+    by_start.sort_unstable_by_key(|&i| std::cmp::Reverse(calls[i].call.start_ns));
+    let mut steps: Vec<usize> = (0..host.len()).collect();
+    steps.sort_unstable_by_key(|&k| std::cmp::Reverse(host[k].1.start_ns));
+    let mut tree = vec![Launched::default(); calls.len() + 1];
+    let mut out = vec![Launched::default(); host.len()];
+    let mut next = by_start.iter().peekable();
+    for k in steps {
+        let h = host[k].1;
+        while let Some(&&i) = next.peek() {
+            if calls[i].call.start_ns < h.start_ns {
+                break;
+            }
+            let mut at = slot[i] + 1;
+            while at < tree.len() {
+                tree[at] = tree[at].join(calls[i].launched);
+                at += at & at.wrapping_neg();
+            }
+            next.next();
+        }
+        let mut at = ends.partition_point(|&e| e <= h.end_ns);
+        let mut sum = Launched::default();
+        while at > 0 {
+            sum = sum.join(tree[at]);
+            at -= at & at.wrapping_neg();
+        }
+        out[k] = sum;
+    }
+    out
+}
+
+/// The calls wholly inside at least one host step.
+fn calls_inside_a_step<'a>(
+    host: &[(i64, Interval)],
+    calls: &'a [LaunchCall],
+) -> impl Iterator<Item = &'a LaunchCall> {
+    // By start, with the latest end among the steps started so far.
+    let mut by_start: Vec<Interval> = host.iter().map(|h| h.1).collect();
+    by_start.sort_unstable_by_key(|h| h.start_ns);
+    let mut latest_end = Vec::with_capacity(by_start.len());
+    let mut end = TimeNs::MIN;
+    for h in &by_start {
+        end = end.max(h.end_ns);
+        latest_end.push(end);
+    }
+    calls.iter().filter(move |c| {
+        let started = by_start.partition_point(|h| h.start_ns <= c.call.start_ns);
+        started > 0 && latest_end[started - 1] >= c.reach_ns()
+    })
 }
 
 #[cfg(test)]

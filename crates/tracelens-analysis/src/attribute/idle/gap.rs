@@ -54,6 +54,7 @@ pub(super) struct GapAttribution<'a, 'b> {
     pub(super) gap: Interval,
     pub(super) segments: &'b mut Vec<IdleSegment>,
     pub(super) host_ops: &'b mut super::HostTime,
+    pub(super) contexts: &'b mut super::SpanContexts,
 }
 
 impl GapAttribution<'_, '_> {
@@ -65,7 +66,7 @@ impl GapAttribution<'_, '_> {
     fn host(&mut self, lane: tracelens_model::LaneId, iv: Interval) {
         if let Some(c) = iv.clip(self.gap) {
             let one_time = self.threads.lane(lane).one_time_calls_within(c);
-            credit_host_ops(self.trace, lane, c, &one_time, self.host_ops);
+            credit_host_ops(self.trace, lane, c, &one_time, self.host_ops, self.contexts);
         }
         self.push(IdleCause::HostCompute, iv, None);
     }

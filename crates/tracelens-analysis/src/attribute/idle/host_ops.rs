@@ -163,26 +163,91 @@ fn is_region(trace: &Trace, id: SpanId) -> bool {
         && !crate::vocabulary::ops::is_data_loader(trace.name(id))
 }
 
-/// The region and the overriding sub-cause around `id` (itself included when `include_self`).
-fn context_of(trace: &Trace, id: SpanId, include_self: bool) -> (Option<NameId>, Option<HostWork>) {
-    let chain = include_self
-        .then_some(id)
-        .into_iter()
-        .chain(trace.ancestors(id));
-    let mut region = None;
-    let mut context = None;
-    for a in chain {
-        let s = trace.span(a);
-        if region.is_none() && is_region(trace, a) {
-            region = Some(s.name);
+/// What the spans around one span say of it, that span included: the innermost user region,
+/// the innermost overriding sub-cause, the innermost user Python frame and the outermost op.
+#[derive(Clone, Copy, Default)]
+struct Around {
+    region: Option<NameId>,
+    context: Option<HostWork>,
+    user_frame: Option<NameId>,
+    outermost_op: Option<SpanId>,
+}
+
+/// An op the host time is credited to: a CPU op that is not the step or the DataLoader range.
+fn is_op(trace: &Trace, id: SpanId) -> bool {
+    let s = trace.span(id);
+    s.kind == SpanKind::CpuOp
+        && !trace.is_step_span(id)
+        && !crate::vocabulary::ops::is_data_loader(trace.names.get(s.name))
+}
+
+/// [`Around`] of every span asked about, each computed once from its parent's: every idle
+/// gap asks about the spans running in it, and a walk up the enclosing chain per gap made
+/// 1,100 nested ranges around 16,000 launches take minutes.
+#[derive(Default)]
+pub(crate) struct SpanContexts(FxHashMap<SpanId, Around>);
+
+impl SpanContexts {
+    /// [`Around`] of `id`, itself included.
+    fn around(&mut self, trace: &Trace, id: SpanId) -> Around {
+        if let Some(&known) = self.0.get(&id) {
+            return known;
         }
-        if context.is_none()
-            && matches!(s.kind, SpanKind::UserAnnotation | SpanKind::PythonFunction)
-        {
-            context = crate::attribute::host_work::overriding(trace.names.get(s.name));
+        // Up to the nearest span already known (or the outermost), then down, filling in.
+        let mut chain = vec![id];
+        let mut outer = Around::default();
+        let mut at = id;
+        while let Some(p) = trace.parent(at) {
+            if let Some(&known) = self.0.get(&p) {
+                outer = known;
+                break;
+            }
+            chain.push(p);
+            at = p;
+        }
+        for &a in chain.iter().rev() {
+            outer = Self::inside(trace, a, outer);
+            self.0.insert(a, outer);
+        }
+        outer
+    }
+
+    /// [`Around`] of `id` from its parent's.
+    fn inside(trace: &Trace, id: SpanId, outer: Around) -> Around {
+        let s = trace.span(id);
+        let name = trace.names.get(s.name);
+        let framed = matches!(s.kind, SpanKind::UserAnnotation | SpanKind::PythonFunction);
+        Around {
+            region: if is_region(trace, id) {
+                Some(s.name)
+            } else {
+                outer.region
+            },
+            context: framed
+                .then(|| crate::attribute::host_work::overriding(name))
+                .flatten()
+                .or(outer.context),
+            user_frame: if s.kind == SpanKind::PythonFunction
+                && tracelens_model::PyFrame::parse(name).is_some_and(|f| !f.is_library())
+            {
+                Some(s.name)
+            } else {
+                outer.user_frame
+            },
+            outermost_op: outer
+                .outermost_op
+                .or_else(|| is_op(trace, id).then_some(id)),
         }
     }
-    (region, context)
+
+    /// The region and the overriding sub-cause around `id`, itself left out.
+    fn outside(&mut self, trace: &Trace, id: SpanId) -> (Option<NameId>, Option<HostWork>) {
+        let a = trace
+            .parent(id)
+            .map(|p| self.around(trace, p))
+            .unwrap_or_default();
+        (a.region, a.context)
+    }
 }
 
 /// Credits the CPU work running on `lane` during `window` to `time`: one-time launch calls
@@ -195,14 +260,17 @@ pub(crate) fn credit_host_ops(
     window: Interval,
     one_time: &[(Interval, NameId)],
     time: &mut HostTime,
+    contexts: &mut SpanContexts,
 ) {
     let mut cursor = window.start_ns;
     for &(launch, _) in one_time {
-        credit_ops_in(trace, lane, Interval::new(cursor, launch.start_ns), time);
+        let before = Interval::new(cursor, launch.start_ns);
+        credit_ops_in(trace, lane, before, time, contexts);
         cursor = launch.end_ns;
     }
     credit_one_time_calls(one_time, time);
-    credit_ops_in(trace, lane, Interval::new(cursor, window.end_ns), time);
+    let rest = Interval::new(cursor, window.end_ns);
+    credit_ops_in(trace, lane, rest, time, contexts);
 }
 
 /// Credits one-time launch calls (clipped) to `time` as warm-up, under the call's name.
@@ -223,18 +291,13 @@ fn credit_ops_in(
     lane: tracelens_model::LaneId,
     window: Interval,
     time: &mut HostTime,
+    contexts: &mut SpanContexts,
 ) {
     if window.dur_ns() <= 0 {
         return;
     }
-    let op_like = |id: SpanId| {
-        let s = trace.span(id);
-        s.kind == SpanKind::CpuOp
-            && !trace.is_step_span(id)
-            && !crate::vocabulary::ops::is_data_loader(trace.names.get(s.name))
-    };
-    let mut add = |id: SpanId, ns: TimeNs| {
-        let (region, context) = context_of(trace, id, false);
+    let mut add = |contexts: &mut SpanContexts, id: SpanId, ns: TimeNs| {
+        let (region, context) = contexts.outside(trace, id);
         let key = HostKey {
             op: Some(trace.span(id).name),
             region,
@@ -246,17 +309,18 @@ fn credit_ops_in(
     let spans = &trace.spans[range.start as usize..range.end as usize];
     let mut cursor = window.start_ns;
     let mut credited: TimeNs = 0;
-    // The outermost op already running when the window opens.
+    // The outermost op already running when the window opens (enclosing ops end no earlier
+    // than the ops inside them, so the outermost one is running if any is).
     let before = spans.partition_point(|s| s.start_ns <= window.start_ns);
     let innermost = (before > 0).then(|| SpanId(range.start + table_index(before) - 1));
     if let Some(innermost) = innermost {
-        let outer = std::iter::once(innermost)
-            .chain(trace.ancestors(innermost))
-            .filter(|&id| trace.span(id).end_ns() > window.start_ns && op_like(id))
-            .last();
+        let outer = contexts
+            .around(trace, innermost)
+            .outermost_op
+            .filter(|&op| trace.span(op).end_ns() > window.start_ns);
         if let Some(op) = outer {
             let end = trace.span(op).end_ns().min(window.end_ns);
-            add(op, end - cursor);
+            add(contexts, op, end - cursor);
             credited += end - cursor;
             cursor = end;
         }
@@ -266,9 +330,9 @@ fn credit_ops_in(
             break;
         }
         let id = SpanId(range.start + table_index(before + offset));
-        if s.start_ns >= cursor && op_like(id) {
+        if s.start_ns >= cursor && is_op(trace, id) {
             let end = s.end_ns().min(window.end_ns);
-            add(id, end - s.start_ns);
+            add(contexts, id, end - s.start_ns);
             credited += end - s.start_ns;
             cursor = end;
         }
@@ -286,17 +350,11 @@ fn credit_ops_in(
     });
     let key = match running {
         Some(id) => {
-            let frame = std::iter::once(id).chain(trace.ancestors(id)).find(|&a| {
-                let s = trace.span(a);
-                s.kind == SpanKind::PythonFunction
-                    && tracelens_model::PyFrame::parse(trace.names.get(s.name))
-                        .is_some_and(|f| !f.is_library())
-            });
-            let (region, context) = context_of(trace, id, true);
+            let around = contexts.around(trace, id);
             HostKey {
-                op: frame.map(|f| trace.span(f).name),
-                region,
-                context,
+                op: around.user_frame,
+                region: around.region,
+                context: around.context,
             }
         }
         None => HostKey {

@@ -30,7 +30,7 @@ mod records;
 
 use gap::{last_op_ending_at, GapAttribution, Outcome};
 pub(crate) use host_ops::{
-    credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, HostTime,
+    credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, HostTime, SpanContexts,
 };
 pub use host_ops::{HostPart, BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
 use records::stored_id;
@@ -170,6 +170,8 @@ struct GapChunk {
     gaps: Vec<Gap>,
     segments: Vec<IdleSegment>,
     host_ops: HostTime,
+    /// What surrounds each span the chunk's gaps cross, computed once (not merged).
+    contexts: SpanContexts,
     os_waits: FxHashMap<NameId, TimeNs>,
     descheduled_ns: TimeNs,
     unattributed_by_reason: BTreeMap<UnattributedReason, TimeNs>,
@@ -248,6 +250,7 @@ impl GapContext<'_> {
                 gap,
                 segments: &mut out.segments,
                 host_ops: &mut out.host_ops,
+                contexts: &mut out.contexts,
             };
             let outcome = match ender {
                 Some(ender) => {
