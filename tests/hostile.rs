@@ -1392,3 +1392,53 @@ fn extreme_times_do_not_overflow() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 40: `tracelens report` drew a stored result's timeline as stored, so 97 MB of
+/// crafted runs made a 235 MB page. A result read back is held to what an analysis makes
+/// (eleven lanes, one run per column at most): the page stays the size of an honest one.
+#[test]
+fn a_crafted_timeline_cannot_size_the_report() {
+    let (dir, trace) = scratch_with_trace("timeline-bomb");
+    let honest = dir.join("honest.json");
+    let run = analyze(
+        &trace,
+        &["--format", "json", "-o", honest.to_str().unwrap()],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&honest).unwrap()).unwrap();
+    // 40 lanes of 20,000 runs each, overlapping and past the columns.
+    let runs: Vec<serde_json::Value> = (0..20_000)
+        .map(|i| serde_json::json!({"start": i % 3_000, "len": 5, "class": "kernel"}))
+        .collect();
+    let lanes: Vec<serde_json::Value> = (0..40)
+        .map(|i| serde_json::json!({"label": format!("lane {i}"), "runs": runs}))
+        .collect();
+    doc["timeline"]["lanes"] = serde_json::Value::Array(lanes);
+    doc["timeline"]["columns"] = serde_json::json!(4_000_000_000u32);
+    let crafted = dir.join("crafted.json");
+    std::fs::write(&crafted, doc.to_string()).unwrap();
+    let html_of = |result: &Path, name: &str| {
+        let out = dir.join(name);
+        let run = tracelens([
+            "report",
+            result.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        std::fs::read_to_string(out).unwrap()
+    };
+    let honest_html = html_of(&honest, "honest.html");
+    let crafted_html = html_of(&crafted, "crafted.html");
+    assert!(
+        crafted_html.len() < honest_html.len() + (2 << 20),
+        "{} bytes of page from a crafted timeline ({} from the honest one)",
+        crafted_html.len(),
+        honest_html.len()
+    );
+    // Held, not dropped: the lanes it keeps are drawn.
+    assert!(crafted_html.contains("lane 10"), "lane 10 missing");
+    assert!(!crafted_html.contains("lane 11"), "lane 11 drawn");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

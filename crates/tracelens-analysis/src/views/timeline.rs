@@ -78,6 +78,9 @@ const MAX_CPU_LANES: usize = 4;
 /// Most GPU streams drawn.
 const MAX_GPU_LANES: usize = 6;
 
+/// Most lanes a timeline holds: the GPU streams, the idle row and the CPU threads.
+pub const MAX_TIMELINE_LANES: usize = MAX_GPU_LANES + 1 + MAX_CPU_LANES;
+
 /// What a run of columns shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -127,6 +130,32 @@ pub struct TimelineView {
     pub columns: u32,
     /// Lanes, top to bottom.
     pub lanes: Vec<TimelineLane>,
+}
+
+impl TimelineView {
+    /// The view held to what [`build`] makes: at most [`MAX_TIMELINE_LANES`] lanes over
+    /// [`TIMELINE_COLUMNS`] columns, each lane's runs left to right, inside the columns and not
+    /// overlapping (so at most one run per column). A stored result read back is held to it:
+    /// a crafted one cannot make a report of any size (97 MB of runs made a 235 MB page).
+    #[must_use]
+    pub fn bounded(mut self) -> Self {
+        let columns = u32::try_from(TIMELINE_COLUMNS).unwrap_or(u32::MAX);
+        self.columns = columns;
+        self.lanes.truncate(MAX_TIMELINE_LANES);
+        for lane in &mut self.lanes {
+            let mut free_from = 0u32;
+            lane.runs.retain_mut(|r| {
+                if r.start < free_from || r.start >= columns || r.len == 0 {
+                    return false;
+                }
+                r.len = r.len.min(columns - r.start);
+                free_from = r.start + r.len;
+                true
+            });
+            lane.runs.shrink_to_fit();
+        }
+        self
+    }
 }
 
 /// The timeline of the median-length step of `window` (or the whole window without steps) on
