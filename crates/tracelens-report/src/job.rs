@@ -8,7 +8,7 @@ use askama::Template;
 use std::fmt::Write;
 use tracelens_model::format_ms;
 use tracelens_results::job::OperationRow;
-use tracelens_results::{matching_words, Job};
+use tracelens_results::{matching_words, missing_ranks_words, Job};
 
 /// The table's cells of one rank: rank, step, busy, collectives, exposed, overlap, wait, last
 /// arrivals, top idle cause.
@@ -74,6 +74,14 @@ const OPERATION_HEAD: [&str; 6] = [
     "algorithm",
 ];
 
+/// The ranks a page is about: `4 ranks`, or `2 of 8 ranks` when the world is larger.
+fn ranks_title(job: &Job) -> String {
+    match job.world_size {
+        Some(w) if job.missing_ranks > 0 => format!("{} of {w} ranks", job.ranks.len()),
+        _ => format!("{} ranks", job.ranks.len()),
+    }
+}
+
 /// The clock line: the skew the matched calls show.
 fn clock_words(job: &Job) -> Option<String> {
     let c = job.clock.as_ref()?;
@@ -128,10 +136,9 @@ pub fn render_job_text(job: &Job, width: usize) -> String {
             );
         }
     }
-    let mut notes = vec![
-        format!("ranks numbered by {}", job.rank_source),
-        matching_words(job),
-    ];
+    let mut notes: Vec<String> = missing_ranks_words(job).into_iter().collect();
+    notes.push(format!("ranks numbered by {}", job.rank_source));
+    notes.push(matching_words(job));
     notes.extend(clock_words(job));
     if let Some(link) = &job.link {
         notes.push(format!("bandwidth compared with {link} (one node)"));
@@ -150,8 +157,11 @@ pub fn render_job_text(job: &Job, width: usize) -> String {
 #[must_use]
 pub fn render_job_markdown(job: &Job) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "## tracelens: {} ranks\n", job.ranks.len());
+    let _ = writeln!(out, "## tracelens: {}\n", ranks_title(job));
     let _ = writeln!(out, "**{}**\n", esc(&job.verdict));
+    if let Some(m) = missing_ranks_words(job) {
+        let _ = writeln!(out, "{}.\n", esc(&crate::capitalized(&m)));
+    }
     let _ = writeln!(out, "| {} |", HEAD.join(" | "));
     let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---|");
     for c in cells(job) {
@@ -223,6 +233,8 @@ struct Bar {
 #[template(path = "job.html")]
 struct JobPage<'a> {
     job: &'a Job,
+    /// `4 ranks`, or `2 of 8 ranks`.
+    title: String,
     source_id: String,
     head: [&'static str; 9],
     rows: Vec<(bool, [String; 9])>,
@@ -391,10 +403,12 @@ pub fn render_job_html(job: &Job, source: &str) -> String {
         }
     }
     let bars = bars(job);
-    let mut notes = vec![
-        format!("Ranks numbered by {}.", job.rank_source),
-        format!("{}.", crate::capitalized(&matching_words(job))),
-    ];
+    let mut notes: Vec<String> = missing_ranks_words(job)
+        .map(|m| format!("{}.", crate::capitalized(&m)))
+        .into_iter()
+        .collect();
+    notes.push(format!("Ranks numbered by {}.", job.rank_source));
+    notes.push(format!("{}.", crate::capitalized(&matching_words(job))));
     notes.extend(clock_words(job).map(|c| format!("{}.", crate::capitalized(&c))));
     if let Some(link) = &job.link {
         notes.push(format!("Bus bandwidth (nccl-tests definition) compared with {link}, the peer link inside one node; a job across nodes is bounded by its network instead."));
@@ -404,6 +418,7 @@ pub fn render_job_html(job: &Job, source: &str) -> String {
     }
     JobPage {
         job,
+        title: ranks_title(job),
         source_id: crate::source_id(source),
         straggler_note: job
             .straggler

@@ -154,6 +154,12 @@ pub struct Job {
     /// Whether `--as-job` made traces one job that do not show it themselves.
     #[serde(default)]
     pub forced: bool,
+    /// The job's size as the traces claim it (`distributedInfo.world_size`), when they do.
+    #[serde(default)]
+    pub world_size: Option<i64>,
+    /// Ranks of that world not among the traces given (0 when all are, or unknown).
+    #[serde(default)]
+    pub missing_ranks: i64,
     /// The job in one line.
     pub verdict: String,
 }
@@ -321,6 +327,17 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
     let w = waits(&ranks, &matching.calls, clock.as_ref());
     let matched = matching.calls.len();
     let n = ranks.len();
+    // One world size at most (different ones are not one job).
+    let world_size = ranks.iter().find_map(|r| r.world_size);
+    let missing_ranks = world_size.map_or(0, |w| {
+        w.saturating_sub(i64::try_from(n).unwrap_or(i64::MAX))
+            .max(0)
+    });
+    let given = if missing_ranks > 0 {
+        format!("{n} of {} ranks", world_size.unwrap_or(0))
+    } else {
+        format!("{n} ranks")
+    };
     let steps_of = |r: &RankSummary| i64::try_from(r.results.step_count.max(1)).unwrap_or(i64::MAX);
     let rows: Vec<RankRow> = ranks
         .iter()
@@ -495,16 +512,16 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
     };
     let verdict = match (bottleneck, &straggler) {
         (_, None) => format!(
-            "{n} ranks, no collectives matched across them; step time spread {spread:.1} % across ranks{}",
+            "{given}, no collectives matched across them; step time spread {spread:.1} % across ranks{}",
             top_rank_finding
                 .filter(|f| f.win_percent >= 10.0)
                 .map_or_else(String::new, |f| format!("; the largest problem on a rank: {}", f.title))
         ),
-        (Bottleneck::Straggler, Some(s)) => format!("{n} ranks; {}", s.explanation),
+        (Bottleneck::Straggler, Some(s)) => format!("{given}; {}", s.explanation),
         (Bottleneck::SlowTransfer, _) => {
             let o = slowest_op.expect("a slow operation");
             format!(
-                "{n} ranks arrive together (mean wait {} per step), but {} moves {:.1} GB/s of bus bandwidth once all have arrived, {:.0} % of the {} peak: the transfer is slow, not a rank; {} per step of communication is exposed on average",
+                "{given} arrive together (mean wait {} per step), but {} moves {:.1} GB/s of bus bandwidth once all have arrived, {:.0} % of the {} peak: the transfer is slow, not a rank; {} per step of communication is exposed on average",
                 format_ms(mean_wait),
                 o.op.label().replace('_', "-"),
                 o.busbw_gb_per_s.unwrap_or(0.0),
@@ -514,18 +531,18 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
             )
         }
         (Bottleneck::ExposedCommunication, _) => format!(
-            "{n} ranks; communication runs {} per step ({:.1} %) on average with no compute beside it, and no rank is late for long (mean wait {} per step): overlap it with compute",
+            "{given}; communication runs {} per step ({:.1} %) on average with no compute beside it, and no rank is late for long (mean wait {} per step): overlap it with compute",
             format_ms(mean_exposed),
             percent(mean_exposed, mean_step),
             format_ms(mean_wait)
         ),
         (Bottleneck::RankProblem, _) => format!(
-            "{n} ranks; none waits long for another (mean wait {} per step), so each rank's own problem bounds the job: {}",
+            "{given}; none waits long for another (mean wait {} per step), so each rank's own problem bounds the job: {}",
             format_ms(mean_wait),
             top_rank_finding.map_or("", |f| f.title.as_str())
         ),
         (Bottleneck::Balanced, _) => format!(
-            "{n} ranks; neither waiting for a late rank (mean {} per step, {:.1} % of the step) nor communication alone (mean {} per step, {:.1} %) bounds the job; step time spread {spread:.1} % across ranks",
+            "{given}; neither waiting for a late rank (mean {} per step, {:.1} % of the step) nor communication alone (mean {} per step, {:.1} %) bounds the job; step time spread {spread:.1} % across ranks",
             format_ms(mean_wait),
             percent(mean_wait, mean_step),
             format_ms(mean_exposed),
@@ -545,7 +562,23 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
         bottleneck,
         step_time_spread_percent: spread,
         forced,
+        world_size,
+        missing_ranks,
         verdict,
+    })
+}
+
+/// What the figures leave out when the traces are part of a larger job, in words; `None`
+/// when every rank of the world is given (or the traces do not say its size).
+#[must_use]
+pub fn missing_ranks_words(job: &Job) -> Option<String> {
+    (job.missing_ranks > 0).then(|| {
+        format!(
+            "the traces claim a world of {} ranks and {} are given: the other {} are not analysed, so waits, the straggler and the spread are among the ranks given only",
+            job.world_size.unwrap_or(0),
+            job.ranks.len(),
+            job.missing_ranks
+        )
     })
 }
 
@@ -659,6 +692,32 @@ mod tests {
         assert_eq!(job.straggler.as_ref().unwrap().rank, 1);
         assert_eq!(job.ranks[0].wait_ns, 5_000_000);
         assert_eq!(job.clock.as_ref().unwrap().skew_ns, 0);
+    }
+
+    #[test]
+    fn ranks_missing_from_a_claimed_world_are_said() {
+        // All ranks of a world of 2: the job, nothing to add.
+        let job = analyze_job(&together(10_000_000), false).unwrap();
+        assert_eq!((job.world_size, job.missing_ranks), (Some(2), 0));
+        assert!(job.verdict.starts_with("2 ranks"), "{}", job.verdict);
+        assert_eq!(missing_ranks_words(&job), None);
+        // 2 ranks of a claimed world of 2^31-1: part of a job, and every renderer says so.
+        let mut part = together(10_000_000);
+        for r in &mut part {
+            r.world_size = Some(i64::from(i32::MAX));
+        }
+        let job = analyze_job(&part, false).unwrap();
+        assert_eq!(job.missing_ranks, i64::from(i32::MAX) - 2);
+        assert!(
+            job.verdict.starts_with("2 of 2147483647 ranks"),
+            "{}",
+            job.verdict
+        );
+        let words = missing_ranks_words(&job).unwrap();
+        assert!(
+            words.contains("the other 2147483645 are not analysed"),
+            "{words}"
+        );
     }
 
     #[test]
