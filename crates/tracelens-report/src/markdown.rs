@@ -149,8 +149,12 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
                 t.tb_per_s,
                 t.bound
                     .map_or("–", tracelens_analysis::views::efficiency::Bound::label),
-                t.roofline_percent
-                    .map_or_else(|| "–".to_string(), |p| format!("{p:.1} %"))
+                if t.above_roofline {
+                    "above".to_string()
+                } else {
+                    t.roofline_percent
+                        .map_or_else(|| "–".to_string(), |p| format!("{p:.1} %"))
+                }
             );
         }
     }

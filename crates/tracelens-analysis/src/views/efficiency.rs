@@ -69,8 +69,15 @@ pub struct Throughput {
     pub intensity: f64,
     /// The roofline limit at that intensity, when the device's peaks are known.
     pub bound: Option<Bound>,
-    /// Achieved in percent of the roofline's attainable FLOP/s at that intensity.
+    /// Achieved in percent of the roofline's attainable FLOP/s at that intensity; `None`
+    /// above it (see [`Throughput::above_roofline`]) rather than clamped to 100 %.
     pub roofline_percent: Option<f64>,
+    /// Achieved more than the roofline allows: data served from cache (the bytes are the
+    /// least from memory), an algorithm doing fewer FLOPs than the direct count (Winograd
+    /// convolution), a faster unit than the recorded precision (TF32 for FP32), or shapes
+    /// that are not the launched work's.
+    #[serde(default)]
+    pub above_roofline: bool,
 }
 
 impl Throughput {
@@ -103,8 +110,9 @@ impl Throughput {
         };
         self.bound = Some(bound);
         if attainable > 0.0 && self.gpu_ns > 0 {
-            self.roofline_percent =
-                Some((self.tflops_per_s * 100.0 / attainable).clamp(0.0, 100.0));
+            let percent = (self.tflops_per_s * 100.0 / attainable).max(0.0);
+            self.above_roofline = percent > 100.0;
+            self.roofline_percent = (percent <= 100.0).then_some(percent);
         }
     }
 }
@@ -470,5 +478,55 @@ impl Counts {
             operators,
             gaps,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Bound, Throughput};
+    use crate::measure::peaks::{DevicePeak, Precision};
+
+    /// H100 SXM's dense peaks.
+    const H100: DevicePeak = DevicePeak {
+        device: "NVIDIA H100 SXM",
+        fp64: Some(67.0),
+        fp32: 67.0,
+        tf32: Some(494.7),
+        bf16: Some(989.5),
+        fp16: Some(989.5),
+        fp8: Some(1979.0),
+        int8: Some(1979.0),
+        memory_tb_per_s: 3.35,
+    };
+
+    fn rated(flops: f64, bytes: f64, gpu_ns: i64) -> Throughput {
+        let mut t = Throughput {
+            calls: 1,
+            flops,
+            bytes,
+            gpu_ns,
+            ..Throughput::default()
+        };
+        t.rate(Precision::Bf16, Some(&H100));
+        t
+    }
+
+    #[test]
+    fn an_op_above_the_roofline_has_no_percent_and_says_so() {
+        // 500 TFLOP/s of a compute-bound matmul: half the roofline.
+        let t = rated(500e6, 1e6, 1_000);
+        assert_eq!(t.bound, Some(Bound::Compute));
+        assert!(!t.above_roofline);
+        let p = t.roofline_percent.unwrap();
+        assert!((p - 50.53).abs() < 0.01, "{p}");
+        // 5,497 TFLOP/s: more than the device runs. Not clamped to 100 %: no percent, flagged.
+        let t = rated(5_497e6, 1e6, 1_000);
+        assert!(t.above_roofline);
+        assert_eq!(t.roofline_percent, None);
+        // A memory-bound op moving 10 TB/s of its least bytes (served from cache): above too.
+        let t = rated(1e6, 1e7, 1_000);
+        assert_eq!(t.bound, Some(Bound::Memory));
+        assert!(t.above_roofline);
+        assert_eq!(t.roofline_percent, None);
     }
 }

@@ -65,7 +65,11 @@ fn throughput_cells(t: &tracelens_analysis::views::efficiency::Throughput) -> Ve
         format!("{:.3}", t.tb_per_s),
         format!("{:.1}", t.intensity),
         t.bound.map_or("–", Bound::label).to_string(),
-        t.roofline_percent.map_or("–".into(), pct),
+        if t.above_roofline {
+            "above".into()
+        } else {
+            t.roofline_percent.map_or("–".into(), pct)
+        },
     ]
 }
 
@@ -77,7 +81,7 @@ fn efficiency_note(d: &tracelens_analysis::Diagnosis) -> String {
     let mut note = crate::capitalized(&line(d));
     note.push('.');
     if !d.efficiency.classes.is_empty() {
-        note.push_str(" FLOPs from the recorded shapes (2 per multiply-add), bytes the least each op must read and write; an op counts once, at the outermost op the FLOP model knows; time is the GPU time it launched. Bound: compute when FLOPs per byte reach the device's ridge point (peak FLOP/s ÷ bandwidth), else memory; roofline: achieved in percent of what the roofline allows at that intensity.");
+        note.push_str(" FLOPs from the recorded shapes (2 per multiply-add), bytes the least each op must read and write; an op counts once, at the outermost op the FLOP model knows; time is the GPU time it launched. Bound: compute when FLOPs per byte reach the device's ridge point (peak FLOP/s ÷ bandwidth), else memory; roofline: achieved in percent of what the roofline allows at that intensity; \"above\" when an op achieves more than it allows (data served from cache, an algorithm doing fewer FLOPs than the direct count such as Winograd convolution, a faster unit than the recorded precision such as TF32 for FP32, or shapes that are not the launched work's).");
     }
     note
 }
