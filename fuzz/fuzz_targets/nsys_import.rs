@@ -1,6 +1,9 @@
 //! Bytes drive a generated Nsight Systems export (which tables exist, their rows, extreme
 //! values, strings with any bytes), then the importer and the nsys-compatible rules run on
-//! it. Nothing may panic; a query error must come back as an error.
+//! it. Nothing may panic; a query error must come back as an error. The bytes may also give
+//! the export SQL of its own (issue 40): a VIRTUAL generated column with a costly
+//! expression, a trigger, a view in place of a table: each is refused or read within the
+//! progress budget, never run unbounded.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -45,7 +48,7 @@ impl Bytes<'_> {
 fn fill(conn: &Connection, b: &mut Bytes) -> Option<()> {
     let mut next_string = 1i64;
     while let Some(op) = b.byte() {
-        match op % 7 {
+        match op % 10 {
             0 => {
                 let s = b.text()?;
                 conn.execute(
@@ -87,6 +90,31 @@ fn fill(conn: &Connection, b: &mut Bytes) -> Option<()> {
                 conn.execute(
                     "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (?1, ?2, 59, ?3, ?4)",
                     params![b.int()?, b.int()?, b.text()?, b.int()?],
+                )
+                .ok()?;
+            }
+            7 => {
+                // A generated column evaluated on every row read.
+                let t = ["CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "StringIds"]
+                    [b.byte()? as usize % 3];
+                let n = i64::from(b.byte()?) * 100_000;
+                conn.execute_batch(&format!(
+                    "ALTER TABLE {t} ADD COLUMN g{n} INTEGER GENERATED ALWAYS AS (length(hex(zeroblob({n})))) VIRTUAL"
+                ))
+                .ok()?;
+            }
+            8 => {
+                let t = ["CUPTI_ACTIVITY_KIND_KERNEL", "StringIds", "META_DATA_EXPORT"]
+                    [b.byte()? as usize % 3];
+                conn.execute_batch(&format!(
+                    "CREATE TRIGGER IF NOT EXISTS tr_{t} AFTER DELETE ON {t} BEGIN SELECT 1; END"
+                ))
+                .ok()?;
+            }
+            9 => {
+                // A view in place of the kernel table, costly to compute.
+                conn.execute_batch(
+                    "DROP TABLE IF EXISTS CUPTI_ACTIVITY_KIND_KERNEL; CREATE VIEW IF NOT EXISTS CUPTI_ACTIVITY_KIND_KERNEL AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10000000) SELECT x AS start, x + 1 AS end, 0 AS deviceId, 1 AS contextId, 7 AS streamId, x AS correlationId, 1 AS globalPid, 1 AS demangledName, 1 AS shortName FROM c",
                 )
                 .ok()?;
             }

@@ -21,8 +21,10 @@ fn valid() -> &'static PathBuf {
                 name: "ncclKernel_AllReduce".into(),
                 start_ns: 10,
                 dur_ns: 5,
+                ..Collective::default()
             }],
             steps: vec![(0, 100), (1, 110)],
+            ..RankSummary::default()
         };
         tracelens_parquet::write_rank(&dir, &summary).expect("a valid rank");
         dir
