@@ -81,7 +81,53 @@ pub fn all() -> Vec<Hostile> {
                 "100,000 nested Python frames around 4,000 syncs: each sync walks the whole stack",
             write: |o| deep_frames(o, 100_000, 4_000),
         },
+        Hostile {
+            name: "nested_ranges_around_launches.json",
+            attack: "11,000 nested user ranges around 160,000 launches (63 MB): each idle gap walked the enclosing ranges (issue 40)",
+            write: |o| enclosed_launches(o, 11_000, 160_000, false),
+        },
+        Hostile {
+            name: "overlapping_steps.json",
+            attack: "100,000 overlapping ProfilerSteps (50 MB): each step scanned every launch (issue 40)",
+            write: |o| enclosed_launches(o, 100_000, 100_000, true),
+        },
     ]
+}
+
+/// `ranges` user ranges nested around `launches` CPU ops on one thread, each launching one
+/// kernel with idle time before it; overlapping `ProfilerStep#N` ranges when `steps`.
+pub fn enclosed_launches(
+    o: &mut dyn Write,
+    ranges: u64,
+    launches: u64,
+    steps: bool,
+) -> io::Result<()> {
+    let span_us = launches * 100 + ranges * 2 + 1_000;
+    write!(o, "{{\"traceEvents\": [")?;
+    for i in 0..ranges {
+        let name = if steps { "ProfilerStep#" } else { "region_" };
+        write!(
+            o,
+            r#"{{"ph": "X", "cat": "user_annotation", "name": "{name}{i}", "pid": 1, "tid": 1, "ts": {}, "dur": {}}}, "#,
+            10 + i,
+            span_us - 2 * i
+        )?;
+    }
+    let base = 20 + ranges;
+    for j in 0..launches {
+        let t = base + j * 100;
+        let c = j + 1;
+        if j > 0 {
+            write!(o, ", ")?;
+        }
+        write!(
+            o,
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": {t}, "dur": 20}}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {c}}}}}, {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 10, "args": {{"device": 0, "stream": 7, "correlation": {c}}}}}"#,
+            t + 5,
+            t + 12
+        )?;
+    }
+    write!(o, "]}}")
 }
 
 /// `n` CPU threads, each running one op that launches one kernel.
