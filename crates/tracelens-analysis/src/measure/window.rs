@@ -189,34 +189,17 @@ fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
     if host.is_empty() {
         return Vec::new();
     }
-    // The API calls that launched GPU work, with the hull and count of what each launched.
-    let calls: Vec<LaunchCall> = trace
-        .spans
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.kind.is_api_call())
-        .filter_map(|(i, s)| {
-            let ops = trace.launched_by(SpanId::at(i));
-            let hull = ops
-                .iter()
-                .map(|&op| trace.span(op).interval())
-                .reduce(|a, b| a.hull(b))?;
-            Some(LaunchCall {
-                id: SpanId::at(i),
-                call: s.interval(),
-                launched: Launched {
-                    hull: Some(hull),
-                    count: ops.len(),
-                },
-            })
-        })
-        .collect();
-    let inside = launched_inside(&host, &calls);
+    let (inside, matched_ops) = if disjoint(&host) {
+        launched_inside_by_scan(trace, &host)
+    } else {
+        let calls = launch_calls(trace);
+        let matched_ops = calls_inside_a_step(&host, &calls)
+            .flat_map(|c| trace.launched_by(c.id).iter().copied())
+            .collect();
+        (launched_inside(&host, &calls), matched_ops)
+    };
     let device: Vec<Option<Interval>> = inside.iter().map(|l| l.hull).collect();
     let matched: Vec<usize> = inside.iter().map(|l| l.count).collect();
-    let matched_ops: rustc_hash::FxHashSet<SpanId> = calls_inside_a_step(&host, &calls)
-        .flat_map(|c| trace.launched_by(c.id).iter().copied())
-        .collect();
     let as_steps = |v: Vec<(i64, Interval)>| {
         v.into_iter()
             .map(|(number, interval)| WindowStep { number, interval })
@@ -299,8 +282,78 @@ impl LaunchCall {
     }
 }
 
+/// Whether the host steps follow one another without overlapping (every real capture).
+fn disjoint(host: &[(i64, Interval)]) -> bool {
+    host.windows(2).all(|w| w[1].1.start_ns >= w[0].1.end_ns)
+}
+
+/// [`launched_inside`] for steps that do not overlap: one scan of the calls by start, each
+/// call visited by one step at most, with no table beyond the calls' starts and ends (a
+/// 1 GB trace holds millions of calls).
+fn launched_inside_by_scan(
+    trace: &Trace,
+    host: &[(i64, Interval)],
+) -> (Vec<Launched>, rustc_hash::FxHashSet<SpanId>) {
+    let mut calls: Vec<(TimeNs, TimeNs, SpanId)> = trace
+        .spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.kind.is_api_call())
+        .map(|(i, s)| (s.start_ns, s.end_ns(), SpanId::at(i)))
+        .collect();
+    calls.sort_unstable();
+    let mut out = vec![Launched::default(); host.len()];
+    let mut matched_ops = rustc_hash::FxHashSet::default();
+    for (k, &(_, h)) in host.iter().enumerate() {
+        let from = calls.partition_point(|c| c.0 < h.start_ns);
+        for &(start, end, id) in &calls[from..] {
+            if start >= h.end_ns {
+                break;
+            }
+            if end > h.end_ns {
+                continue;
+            }
+            for &op in trace.launched_by(id) {
+                let iv = trace.span(op).interval();
+                out[k] = out[k].join(Launched {
+                    hull: Some(iv),
+                    count: 1,
+                });
+                matched_ops.insert(op);
+            }
+        }
+    }
+    (out, matched_ops)
+}
+
+/// The API calls that launched GPU work, with the hull and count of what each launched.
+fn launch_calls(trace: &Trace) -> Vec<LaunchCall> {
+    trace
+        .spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.kind.is_api_call())
+        .filter_map(|(i, s)| {
+            let ops = trace.launched_by(SpanId::at(i));
+            let hull = ops
+                .iter()
+                .map(|&op| trace.span(op).interval())
+                .reduce(|a, b| a.hull(b))?;
+            Some(LaunchCall {
+                id: SpanId::at(i),
+                call: s.interval(),
+                launched: Launched {
+                    hull: Some(hull),
+                    count: ops.len(),
+                },
+            })
+        })
+        .collect()
+}
+
 /// For each host step, what the calls wholly inside it launched (a call starting at or after
-/// the step's start and ending by its end, see [`LaunchCall::reach_ns`]). Steps are taken from the latest start back, each
+/// the step's start and ending by its end, see [`LaunchCall::reach_ns`]), when steps
+/// overlap (a crafted trace: [`launched_inside_by_scan`] serves real ones). Steps are taken from the latest start back, each
 /// adding the calls that start at or after it to a Fenwick tree over call ends; a step's
 /// answer is the tree's prefix up to its end. O((steps + calls) log calls): a scan of the
 /// calls per step was quadratic when crafted steps overlap (10,000 overlapping steps took
@@ -367,7 +420,67 @@ fn calls_inside_a_step<'a>(
 
 #[cfg(test)]
 mod tests {
-    use super::{AnalysisWindow, StepStats, WindowKind, WindowStep};
+    use super::{
+        calls_inside_a_step, launched_inside, AnalysisWindow, LaunchCall, Launched, StepStats,
+        WindowKind, WindowStep,
+    };
+    use tracelens_model::SpanId;
+
+    #[test]
+    fn overlapping_steps_get_what_a_scan_of_every_call_gives() {
+        // Pseudo-random overlapping steps and calls (zero-length ones at step ends included),
+        // checked against the definition: a call starting in the step and ending by its end.
+        let mut seed = 7u64;
+        let mut next = |m: i64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            i64::try_from(seed >> 33).unwrap() % m
+        };
+        let host: Vec<(i64, Interval)> = (0..60)
+            .map(|k| {
+                let start = next(1_000);
+                (k, Interval::new(start, start + next(300)))
+            })
+            .collect();
+        let calls: Vec<LaunchCall> = (0..400)
+            .map(|i| {
+                let start = next(1_300);
+                let end = start + if i % 5 == 0 { 0 } else { next(40) };
+                let op_start = end + next(50);
+                LaunchCall {
+                    id: SpanId(i),
+                    call: Interval::new(start, end),
+                    launched: Launched {
+                        hull: Some(Interval::new(op_start, op_start + 1 + next(20))),
+                        count: 1 + usize::try_from(next(3)).unwrap(),
+                    },
+                }
+            })
+            .collect();
+        let inside = |h: Interval, c: &LaunchCall| {
+            c.call.start_ns >= h.start_ns && c.call.start_ns < h.end_ns && c.call.end_ns <= h.end_ns
+        };
+        let fast = launched_inside(&host, &calls);
+        for (k, &(_, h)) in host.iter().enumerate() {
+            let slow = calls
+                .iter()
+                .filter(|c| inside(h, c))
+                .fold(Launched::default(), |a, c| a.join(c.launched));
+            assert_eq!(
+                (fast[k].hull, fast[k].count),
+                (slow.hull, slow.count),
+                "step {k}"
+            );
+        }
+        let fast: Vec<u32> = calls_inside_a_step(&host, &calls).map(|c| c.id.0).collect();
+        let slow: Vec<u32> = calls
+            .iter()
+            .filter(|c| host.iter().any(|&(_, h)| inside(h, c)))
+            .map(|c| c.id.0)
+            .collect();
+        assert_eq!(fast, slow);
+    }
     use tracelens_model::Interval;
 
     #[test]
