@@ -8,7 +8,7 @@ use askama::Template;
 use std::fmt::Write;
 use tracelens_model::format_ms;
 use tracelens_results::job::OperationRow;
-use tracelens_results::{matching_words, missing_ranks_words, Job};
+use tracelens_results::{matching_words, missing_ranks_words, ranks_words, Job};
 
 /// The table's cells of one rank: rank, step, busy, collectives, exposed, overlap, wait, last
 /// arrivals, top idle cause.
@@ -73,14 +73,6 @@ const OPERATION_HEAD: [&str; 6] = [
     "of peak",
     "algorithm",
 ];
-
-/// The ranks a page is about: `4 ranks`, or `2 of 8 ranks` when the world is larger.
-fn ranks_title(job: &Job) -> String {
-    match job.world_size {
-        Some(w) if job.missing_ranks > 0 => format!("{} of {w} ranks", job.ranks.len()),
-        _ => format!("{} ranks", job.ranks.len()),
-    }
-}
 
 /// The clock line: the skew the matched calls show.
 fn clock_words(job: &Job) -> Option<String> {
@@ -157,7 +149,7 @@ pub fn render_job_text(job: &Job, width: usize) -> String {
 #[must_use]
 pub fn render_job_markdown(job: &Job) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "## tracelens: {}\n", ranks_title(job));
+    let _ = writeln!(out, "## tracelens: {}\n", ranks_words(job));
     let _ = writeln!(out, "**{}**\n", esc(&job.verdict));
     if let Some(m) = missing_ranks_words(job) {
         let _ = writeln!(out, "{}.\n", esc(&crate::capitalized(&m)));
@@ -418,7 +410,7 @@ pub fn render_job_html(job: &Job, source: &str) -> String {
     }
     JobPage {
         job,
-        title: ranks_title(job),
+        title: ranks_words(job),
         source_id: crate::source_id(source),
         straggler_note: job
             .straggler

@@ -14,7 +14,9 @@ pub mod results;
 pub mod rules;
 
 pub use diff::{diff, Diff};
-pub use job::{analyze_job, matching_words, missing_ranks_words, Bottleneck, Job, RankSummary};
+pub use job::{
+    analyze_job, matching_words, missing_ranks_words, ranks_words, Bottleneck, Job, RankSummary,
+};
 pub use metrics::{Metric, Metrics, Unit};
 pub use report::{results_of_document, Report, ReportError, Tool};
 pub use results::SCHEMA_VERSION;

@@ -198,8 +198,6 @@ fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
             .collect();
         (launched_inside(&host, &calls), matched_ops)
     };
-    let device: Vec<Option<Interval>> = inside.iter().map(|l| l.hull).collect();
-    let matched: Vec<usize> = inside.iter().map(|l| l.count).collect();
     let as_steps = |v: Vec<(i64, Interval)>| {
         v.into_iter()
             .map(|(number, interval)| WindowStep { number, interval })
@@ -209,7 +207,7 @@ fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
         return as_steps(host);
     }
     let mut prev_end = host[0].1.start_ns;
-    if let Some(first_dev) = device[0] {
+    if let Some(first_dev) = inside[0].hull {
         // GPU work from before the first step that is still running delays its start.
         let unmatched_end = trace
             .spans
@@ -229,7 +227,7 @@ fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
     let mut out = Vec::new();
     for (k, &(n, h)) in host.iter().enumerate() {
         let start = prev_end.max(h.start_ns);
-        let end = match device[k] {
+        let end = match inside[k].hull {
             None => h.end_ns.max(start),
             Some(d) => h.end_ns.max(d.end_ns).max(start),
         };
@@ -237,9 +235,9 @@ fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
         prev_end = end;
     }
     if out.len() > 1 {
-        if let Some(last) = matched.iter().rposition(|&m| m > 0) {
+        if let Some(last) = inside.iter().rposition(|l| l.count > 0) {
             let mut keep = last + 1;
-            if last > 0 && (matched[last - 1] as f64) * 0.8 > matched[last] as f64 {
+            if last > 0 && (inside[last - 1].count as f64) * 0.8 > inside[last].count as f64 {
                 keep = last;
             }
             out.truncate(keep);

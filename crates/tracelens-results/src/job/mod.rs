@@ -333,11 +333,7 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
         w.saturating_sub(i64::try_from(n).unwrap_or(i64::MAX))
             .max(0)
     });
-    let given = if missing_ranks > 0 {
-        format!("{n} of {} ranks", world_size.unwrap_or(0))
-    } else {
-        format!("{n} ranks")
-    };
+    let given = ranks_phrase(n, world_size, missing_ranks);
     let steps_of = |r: &RankSummary| i64::try_from(r.results.step_count.max(1)).unwrap_or(i64::MAX);
     let rows: Vec<RankRow> = ranks
         .iter()
@@ -568,6 +564,20 @@ pub fn analyze_job(ranks: &[RankSummary], as_job: bool) -> Result<Job, String> {
     })
 }
 
+/// The ranks given, in words: `4 ranks`, or `2 of 8 ranks` when the world is larger.
+fn ranks_phrase(given: usize, world_size: Option<i64>, missing_ranks: i64) -> String {
+    match world_size {
+        Some(world) if missing_ranks > 0 => format!("{given} of {world} ranks"),
+        _ => format!("{given} ranks"),
+    }
+}
+
+/// The ranks a job is about, in words (its verdict opens with them).
+#[must_use]
+pub fn ranks_words(job: &Job) -> String {
+    ranks_phrase(job.ranks.len(), job.world_size, job.missing_ranks)
+}
+
 /// What the figures leave out when the traces are part of a larger job, in words; `None`
 /// when every rank of the world is given (or the traces do not say its size).
 #[must_use]
@@ -700,6 +710,7 @@ mod tests {
         let job = analyze_job(&together(10_000_000), false).unwrap();
         assert_eq!((job.world_size, job.missing_ranks), (Some(2), 0));
         assert!(job.verdict.starts_with("2 ranks"), "{}", job.verdict);
+        assert_eq!(ranks_words(&job), "2 ranks");
         assert_eq!(missing_ranks_words(&job), None);
         // 2 ranks of a claimed world of 2^31-1: part of a job, and every renderer says so.
         let mut part = together(10_000_000);
@@ -713,6 +724,7 @@ mod tests {
             "{}",
             job.verdict
         );
+        assert_eq!(ranks_words(&job), "2 of 2147483647 ranks");
         let words = missing_ranks_words(&job).unwrap();
         assert!(
             words.contains("the other 2147483645 are not analysed"),
