@@ -205,6 +205,11 @@ pub(crate) struct AnalyzeArgs {
     /// More traces: with TRACE, the ranks of one job.
     #[arg(value_name = "MORE")]
     pub(crate) more: Vec<PathBuf>,
+    /// A profile of the CUDA/HIP graphs' capture, for a trace that replays them: each
+    /// replayed kernel gets the op, shapes and module that launched it at capture. Without
+    /// it, a `capture_traces/` folder beside TRACE is read on its own.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) capture: Option<PathBuf>,
     /// Ranks analysed at once for a multi-rank job (bounds memory to about that many ranks).
     #[arg(long, value_name = "N")]
     pub(crate) jobs: Option<usize>,

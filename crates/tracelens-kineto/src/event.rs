@@ -158,6 +158,12 @@ struct Args<'a> {
     registers: Option<&'a [u8]>,
     shared_memory: Option<&'a [u8]>,
     occupancy: Option<&'a [u8]>,
+    /// The kernel a launch call launched (`hipLaunchKernel`'s `kernel`).
+    kernel: Option<&'a [u8]>,
+    /// A replayed graph node's id (`graph node id`), which PyTorch's graph annotations key.
+    graph_node: Option<&'a [u8]>,
+    /// A graph annotation's module path (`module_fqn`).
+    module_fqn: Option<&'a [u8]>,
     collective: CollectiveFields<'a>,
 }
 
@@ -235,6 +241,9 @@ fn read_args(raw: &[u8]) -> Args<'_> {
             b"registers per thread" => &mut a.registers,
             b"shared memory" => &mut a.shared_memory,
             b"est. achieved occupancy %" => &mut a.occupancy,
+            b"kernel" => &mut a.kernel,
+            b"graph node id" => &mut a.graph_node,
+            b"module_fqn" => &mut a.module_fqn,
             b"Collective name" => &mut a.collective.op,
             b"Process Group Name" | b"Process Group ID" | b"pg_id" => &mut a.collective.group,
             // Kineto's collective sequence number; `Sequence number` is autograd's, on every op.
@@ -567,6 +576,20 @@ impl EventReader {
             if let Some(key) = key {
                 self.builder
                     .add_collective_args(key, args.collective.args());
+            }
+        }
+        if kind.is_api_call() {
+            if let (Some(c), Some(k)) = (input.correlation, args.kernel) {
+                self.builder.add_launched_kernel(c, &text_of(k));
+            }
+        } else if kind.is_gpu_work() && args.graph_node.is_some() {
+            // PyTorch's CUDA-graph annotations: the module path, else the `mark_kernels` name.
+            if let Some(label) = args.module_fqn.or(args.name) {
+                let label = text_of(label);
+                if !label.trim().is_empty() {
+                    self.builder
+                        .add_graph_annotation(lane, start_ns, name, label.trim());
+                }
             }
         }
         let kept = if input.correlation.is_none() && wants_link {

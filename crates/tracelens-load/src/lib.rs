@@ -7,10 +7,12 @@
 //! path ([`LoadError`]); the caller names the file.
 #![deny(missing_docs)]
 
+mod capture;
 pub mod decode;
 pub mod not_a_trace;
 mod pipe;
 
+pub use capture::{attach_captures, CAPTURE_FOLDER, MAX_CAPTURE_FILES};
 pub use decode::InflateBound;
 
 use std::fs::File;

@@ -90,6 +90,7 @@ pub struct TraceBuilder {
     memory: Vec<crate::memory::MemorySample>,
     collective_args: Vec<(CollectiveKey, CollectiveArgs)>,
     collective_args_dropped: u64,
+    graph: crate::graph::GraphNotes,
     /// Trace metadata; importers fill it directly.
     pub metadata: Metadata,
 }
@@ -163,6 +164,7 @@ impl TraceBuilder {
             self.add_collective_args(key, args);
         }
         self.collective_args_dropped += other.collective_args_dropped;
+        self.graph.absorb(other.graph, &names, &lanes);
         self.memory.extend(other.memory.into_iter().map(|mut m| {
             m.lane = lanes[m.lane.0 as usize];
             m
@@ -305,6 +307,27 @@ impl TraceBuilder {
         self.collective_args.push((key, args));
     }
 
+    /// Files the kernel a launch call names (`args.kernel` of `hipLaunchKernel`), by the
+    /// call's correlation id: what a capture trace records of each captured launch
+    /// ([`crate::graph`]). Kept only for calls that fed no recorded GPU op.
+    pub fn add_launched_kernel(&mut self, correlation: u64, kernel: &str) {
+        let kernel = self.intern(kernel);
+        self.graph.launched_kernels.push((correlation, kernel));
+    }
+
+    /// Files the label PyTorch's CUDA-graph annotations gave a replayed GPU op (its
+    /// `module_fqn` or `name`), found again by its lane, start and name ([`crate::graph`]).
+    pub fn add_graph_annotation(
+        &mut self,
+        lane: LaneId,
+        start_ns: TimeNs,
+        name: NameId,
+        label: &str,
+    ) {
+        let label = self.intern(label);
+        self.graph.annotations.push((lane, start_ns, name, label));
+    }
+
     /// Marks `name` as the name of profiler step `number` (PyTorch's `ProfilerStep#N`): the
     /// CPU and GPU ranges of that name become the trace's steps. Importers recognise steps in
     /// their format; the model never matches names.
@@ -415,6 +438,9 @@ impl TraceBuilder {
         nest(&mut trace);
         link_launches(&mut trace, &ids);
         self.attach_collective_args(&mut trace, &ids);
+        crate::graph_match::attach_notes(std::mem::take(&mut self.graph), &mut trace, |i| {
+            ids[i].correlation()
+        });
         check_external_ids(&mut trace, &ids);
         trace.step_names = std::mem::take(&mut self.step_names);
         trace.steps = collect_steps(&trace);
@@ -516,6 +542,9 @@ impl TraceBuilder {
             m.lane = LaneId(remap[m.lane.0 as usize]);
         }
         memory.sort_by_key(|m| m.ts_ns);
+        for a in &mut self.graph.annotations {
+            a.0 = LaneId(remap[a.0 .0 as usize]);
+        }
         trace.memory = memory;
         spans.par_sort_unstable_by(|a, b| {
             let (sa, sb) = (&a.span, &b.span);
@@ -625,7 +654,7 @@ impl TraceBuilder {
                 count: self.long_strings,
             });
         }
-        let l = &trace.links;
+        let l = trace.links.clone();
         if l.gpu_ops == 0 {
             trace.warnings.push(Warning {
                 kind: WarningKind::NoGpuActivity,
@@ -645,16 +674,7 @@ impl TraceBuilder {
                 count: unlinked,
             });
         }
-        if l.graph_launches > 0 {
-            trace.warnings.push(Warning {
-                kind: WarningKind::GraphLaunches,
-                message: format!(
-                    "{} CUDA/HIP graph launches feed {} GPU ops; graph replays are often under-recorded, so idle attribution around them is unreliable",
-                    l.graph_launches, l.graph_launched_ops
-                ),
-                count: l.graph_launches,
-            });
-        }
+        crate::graph_match::refresh_warning(trace);
         // A few mismatches happen in every era (ops starting on the same microsecond); only a
         // majority points at the 2022-04…2024-02 bug.
         if l.external_id_mismatched * 2 > l.external_id_checked {

@@ -104,6 +104,15 @@ pub struct Trace {
     pub memory: Vec<crate::memory::MemorySample>,
     /// The recorded arguments of collective kernels, by kernel ([`Trace::collective_args`]).
     pub(crate) collective_args: Vec<(SpanId, crate::collective::CollectiveArgs)>,
+    /// Launch calls that fed no recorded GPU op, with the kernel each names (a capture
+    /// trace's launches), by span.
+    pub(crate) launched_kernels: Vec<(SpanId, NameId)>,
+    /// Replayed GPU ops with an origin: (GPU op, index into [`Trace::captured_ops`]), by span.
+    pub(crate) graph_origins: Vec<(SpanId, u32)>,
+    /// The ops that launched replayed graph work at capture ([`crate::graph`]).
+    pub captured_ops: Vec<crate::graph::CapturedOp>,
+    /// How replayed graph work got its origins, when it did.
+    pub graph_attribution: Option<crate::graph::GraphAttribution>,
     /// Names the importer marked as profiler steps, with their numbers.
     pub(crate) step_names: rustc_hash::FxHashMap<NameId, i64>,
     pub(crate) parent: Vec<u32>,
@@ -272,6 +281,24 @@ impl Trace {
             }
             Err(_) => &[],
         }
+    }
+
+    /// What launched GPU op `id` when its CUDA/HIP graph was captured, for a replayed op
+    /// with an origin ([`crate::graph`]).
+    #[must_use]
+    pub fn graph_origin(&self, id: SpanId) -> Option<&crate::graph::CapturedOp> {
+        let at = self
+            .graph_origins
+            .binary_search_by_key(&id, |&(span, _)| span)
+            .ok()?;
+        self.captured_ops.get(self.graph_origins[at].1 as usize)
+    }
+
+    /// Every replayed GPU op with an origin, by span: (GPU op, its captured op).
+    pub fn graph_origins(&self) -> impl Iterator<Item = (SpanId, &crate::graph::CapturedOp)> + '_ {
+        self.graph_origins
+            .iter()
+            .filter_map(|&(id, op)| Some((id, self.captured_ops.get(op as usize)?)))
     }
 
     /// Copy details of a memcpy/memset span or a runtime copy call.

@@ -54,6 +54,31 @@ pub fn source_id_in(html_head: &str) -> Option<String> {
 }
 
 /// `1 step`, `2 steps`.
+/// An operator's calls, saying how many were replayed from CUDA/HIP graphs: `24` or
+/// `24 (20 replayed)`.
+fn calls_text(o: &tracelens_analysis::views::operators::OperatorStat) -> String {
+    if o.replayed_calls > 0 {
+        format!("{} ({} replayed)", o.calls, o.replayed_calls)
+    } else {
+        o.calls.to_string()
+    }
+}
+
+/// What the graph attribution gave, for a note under the operator tables.
+fn graph_attribution_note(report: &Report) -> Option<String> {
+    let a = report.graph_attribution.as_ref()?;
+    let from = match (&a.capture_file, a.source) {
+        (Some(f), tracelens_model::OriginSource::CaptureTrace) => format!("the capture trace {f}"),
+        _ => "PyTorch's CUDA-graph annotations".to_string(),
+    };
+    Some(format!(
+        "{} of {} GPU ops replayed from CUDA/HIP graphs ({:.1} %) got the op that launched them at capture, from {from}; a replayed call counts device time only (the host ran no op for it).",
+        a.attributed_ops,
+        a.replayed_ops,
+        a.match_percent()
+    ))
+}
+
 fn plural(n: usize, word: &str) -> String {
     if n == 1 {
         format!("1 {word}")

@@ -119,12 +119,15 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
             out,
             "\n### Top operators (device time over the window)\n\n| operator | calls | device self | device total | host self |\n|---|---:|---:|---:|---:|"
         );
+        if let Some(note) = crate::graph_attribution_note(report) {
+            let _ = writeln!(out, "\n{}\n", esc(&note));
+        }
         for o in diagnosis.operators.iter().take(md_operators) {
             let _ = writeln!(
                 out,
                 "| {} | {} | {} | {} | {} |",
                 esc(&shorten(&o.name, 120)),
-                o.calls,
+                crate::calls_text(o),
                 format_ms(o.device_self_ns),
                 format_ms(o.device_total_ns),
                 format_ms(o.host_self_ns)

@@ -389,7 +389,7 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
                 "{}: GPU time {} in {} calls with the ops inside it, {share:.0} % of the window",
                 clean(&top.name),
                 format_ms(top.device_total_ns),
-                top.calls
+                crate::calls_text(top)
             );
             fact(out, "top op", &line);
         }

@@ -46,6 +46,10 @@ pub struct Report {
     pub diagnosis: Diagnosis,
     /// How launches were linked to GPU ops.
     pub links: LinkStats,
+    /// Where the GPU ops that CUDA/HIP graph launches replayed came from at capture, when a
+    /// capture trace or graph annotations said (`null` otherwise).
+    #[serde(default)]
+    pub graph_attribution: Option<tracelens_model::GraphAttribution>,
     /// What the importer and model builder warn about.
     pub warnings: Vec<Warning>,
     /// The representative step binned by class, for the timeline picture.
@@ -115,6 +119,7 @@ impl Report {
             overview,
             diagnosis,
             links: trace.links.clone(),
+            graph_attribution: trace.graph_attribution.clone(),
             warnings: trace.warnings.clone(),
             timeline,
         }

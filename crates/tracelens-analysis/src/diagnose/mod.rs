@@ -101,7 +101,8 @@ pub struct IdleSummary {
     pub descheduled_ns: TimeNs,
     /// The five largest gaps.
     pub largest_gaps: Vec<GapSummary>,
-    /// GPU ops fed by graph launches in the window.
+    /// GPU ops fed by graph launches in the window that no capture trace or graph
+    /// annotation accounts for.
     pub graph_replay_ops: u64,
     /// False when graph replays make the attribution unreliable.
     pub attribution_reliable: bool,

@@ -173,7 +173,10 @@ use table::*;
 /// 80 GB part).
 #[must_use]
 pub fn device_peak(hw: &Hardware) -> Option<DevicePeak> {
-    let name = hw.name.as_deref()?.to_ascii_lowercase();
+    let name = hw.name.as_deref().unwrap_or("").trim().to_ascii_lowercase();
+    if name.is_empty() {
+        return unnamed_device_peak(hw);
+    }
     let has = |s: &str| name.contains(s);
     // Short model names match whole words only: `T4` is not `T400`, `A10` not `A100`.
     let word = |w: &str| {
@@ -222,6 +225,20 @@ pub fn device_peak(hw: &Hardware) -> Option<DevicePeak> {
         () if has("mi100") => MI100,
         () => return None,
     })
+}
+
+/// The peaks of a device the trace does not name (ROCm's profiler may write `"name": ""`),
+/// from the properties it does record, where only one part has them: gfx 9.4 with 304 CUs
+/// is an MI300X (192 GiB) or MI325X (256 GiB), with 228 CUs an MI300A.
+fn unnamed_device_peak(hw: &Hardware) -> Option<DevicePeak> {
+    const GIB: u64 = 1 << 30;
+    let memory = hw.memory_bytes?;
+    match (hw.compute?, hw.num_sms?) {
+        ((9, 4), 304) if (180 * GIB..=200 * GIB).contains(&memory) => Some(MI300X),
+        ((9, 4), 304) if (240 * GIB..=260 * GIB).contains(&memory) => Some(MI325X),
+        ((9, 4), 228) => Some(MI300A),
+        _ => None,
+    }
 }
 
 /// A GPU's link to its peers inside one node: the interconnect and its peak, per direction.
@@ -339,6 +356,29 @@ mod tests {
         ] {
             assert!(device_peak(&hw(unknown, None, 8)).is_none(), "{unknown}");
         }
+    }
+
+    #[test]
+    fn an_unnamed_device_is_known_only_where_its_properties_name_one_part() {
+        // vllm_decode_full/graph_execution.json.gz: `"name": ""`, gfx 9.4, 304 CUs, 192 GiB.
+        let unnamed = |compute, cus, gib: u64| Hardware {
+            name: Some(String::new()),
+            vendor: Vendor::Amd,
+            compute: Some(compute),
+            num_sms: Some(cus),
+            memory_bytes: Some(gib << 30),
+        };
+        let name = |h: &Hardware| device_peak(h).map(|p| p.device);
+        assert_eq!(
+            name(&unnamed((9, 4), 304, 192)),
+            Some("AMD Instinct MI300X")
+        );
+        assert_eq!(
+            name(&unnamed((9, 4), 304, 256)),
+            Some("AMD Instinct MI325X")
+        );
+        assert_eq!(name(&unnamed((9, 4), 304, 100)), None);
+        assert_eq!(name(&unnamed((9, 0), 110, 64)), None);
     }
 
     #[test]

@@ -270,6 +270,46 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
             .2
             .add(&cost, gpu_ns);
     }
+    // Calls replayed from CUDA/HIP graphs count as the eager calls do, at the op that
+    // launched them at capture (each replayed kernel belongs to one call).
+    for c in crate::views::replayed::replayed_calls(trace, window) {
+        counts.ops_in_window += 1;
+        let Some(detail) = trace
+            .op_details
+            .get(c.detail as usize)
+            .filter(|d| d.input_dims.is_some())
+        else {
+            continue;
+        };
+        counts.ops_with_shapes += 1;
+        if c.device_ns <= 0 {
+            continue;
+        }
+        let cost = *cache
+            .entry((c.op, c.detail))
+            .or_insert_with(|| cost_of(trace, c.op, detail, &pairs));
+        let Some(cost) = cost else {
+            continue;
+        };
+        let mut precision = cost.precision;
+        if precision == Precision::Fp32
+            && cost.class.is_matrix()
+            && c.tensor_core_ns * 2 > c.device_ns
+        {
+            precision = Precision::Tf32;
+        }
+        counts
+            .classes
+            .entry((cost.class, precision))
+            .or_default()
+            .add(&cost, c.device_ns);
+        counts
+            .ops
+            .entry((c.op, c.detail))
+            .or_insert_with(|| (cost.class, precision, Throughput::default()))
+            .2
+            .add(&cost, c.device_ns);
+    }
     // Communication kernels carry no FLOPs: coverage is of the rest.
     let communication = name_flags(trace, |name| {
         crate::vocabulary::kernels::is_communication_kernel(name)

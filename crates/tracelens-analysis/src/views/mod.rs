@@ -11,4 +11,5 @@ pub mod kernels;
 pub mod memory;
 pub mod operators;
 pub mod regions;
+pub(crate) mod replayed;
 pub mod timeline;

@@ -25,6 +25,10 @@ pub struct OperatorStat {
     pub name: String,
     /// Calls inside the window.
     pub calls: u64,
+    /// Of those, calls replayed from CUDA/HIP graphs (device time only;
+    /// [`crate::views::replayed`]).
+    #[serde(default)]
+    pub replayed_calls: u64,
     /// Host time of those calls.
     pub host_total_ns: TimeNs,
     /// Host time minus child ops and the runtime calls made directly.
@@ -90,6 +94,10 @@ pub struct OperatorTable {
     pub by_shape: Vec<OperatorShapeStat>,
     /// Operators seen in the window (calls summed over names).
     pub calls: u64,
+    /// Of those, calls replayed from CUDA/HIP graphs ([`crate::views::replayed`]): device
+    /// time from the replay, no host time.
+    #[serde(default)]
+    pub replayed_calls: u64,
 }
 
 fn is_op_like(kind: SpanKind) -> bool {
@@ -315,6 +323,28 @@ pub(crate) fn operator_table_of(trace: &Trace, tree: &OpTree, window: Interval) 
         by_name[s.name.0 as usize].add(s.dur_ns, tree, k);
         calls += 1;
     }
+    // Calls replayed from CUDA/HIP graphs, where a capture says which op launched them.
+    let listed_name = name_flags(trace, crate::vocabulary::ops::is_listed_by_tb_plugin);
+    let matrix_name = name_flags(trace, crate::vocabulary::ops::is_matrix_op);
+    let mut replayed_calls = 0;
+    for c in crate::views::replayed::replayed_calls(trace, window) {
+        if !listed_name[c.op.0 as usize] {
+            continue;
+        }
+        if let Some(dims) = trace
+            .op_details
+            .get(c.detail as usize)
+            .and_then(|d| d.input_dims)
+        {
+            by_dims
+                .entry((c.op, dims))
+                .or_default()
+                .add_replayed(&c, false);
+        }
+        by_name[c.op.0 as usize].add_replayed(&c, matrix_name[c.op.0 as usize]);
+        calls += 1;
+        replayed_calls += 1;
+    }
     let percent = crate::num::percent;
     let mut operators: Vec<OperatorStat> = by_name
         .into_iter()
@@ -323,6 +353,7 @@ pub(crate) fn operator_table_of(trace: &Trace, tree: &OpTree, window: Interval) 
         .map(|(name, a)| OperatorStat {
             name: trace.names.get(NameId::at(name)).to_string(),
             calls: a.calls,
+            replayed_calls: a.replayed,
             host_total_ns: a.host_total,
             host_self_ns: a.host_self,
             device_total_ns: a.device_total,
@@ -361,6 +392,7 @@ pub(crate) fn operator_table_of(trace: &Trace, tree: &OpTree, window: Interval) 
         operators,
         by_shape,
         calls,
+        replayed_calls,
     }
 }
 
@@ -400,9 +432,23 @@ impl Acc {
     }
 }
 
+impl Acc {
+    /// Adds a call replayed from a graph: device time only.
+    fn add_replayed(&mut self, c: &crate::views::replayed::ReplayedCall, matrix_op: bool) {
+        self.calls += 1;
+        self.replayed += 1;
+        self.device_total += c.device_ns;
+        self.device_self += c.device_ns;
+        self.tc_total += c.tensor_core_ns;
+        self.tc_self += c.tensor_core_ns;
+        self.eligible |= matrix_op || c.tensor_core_ns > 0;
+    }
+}
+
 #[derive(Default, Clone, Copy)]
 struct Acc {
     calls: u64,
+    replayed: u64,
     host_total: TimeNs,
     host_self: TimeNs,
     device_total: TimeNs,

@@ -2,6 +2,9 @@
 //! and HF's annotations, `nn.Module` ranges with `with_modules=True`), each with its host time
 //! and the GPU time of the work launched inside it, nested as the trace nests them.
 //!
+//! Work replayed from CUDA/HIP graphs counts in the scope it had at capture
+//! ([`crate::views::replayed`]): an instance per scope per graph launch, GPU time only.
+//!
 //! A region counts when it starts inside the analysis window; a region inside one of its own
 //! name counts once; profiler steps are the window itself, and the DataLoader and optimizer
 //! ranges PyTorch adds by itself are left to the views that explain them.
@@ -141,6 +144,18 @@ pub fn region_table(trace: &Trace, window: Interval) -> Vec<RegionStat> {
         e.calls += 1;
         e.host_ns += s.dur_ns;
         e.gpu_ns += gpu.get(&p_index(i)).copied().unwrap_or(0);
+    }
+    // Scopes of work replayed from CUDA/HIP graphs: GPU time, no host time.
+    for (scope, calls, gpu_ns) in crate::views::replayed::replayed_scopes(trace, window) {
+        let e = by_name.entry(scope).or_insert_with(|| RegionStat {
+            name: trace.names.get(scope).to_string(),
+            depth: 0,
+            calls: 0,
+            host_ns: 0,
+            gpu_ns: 0,
+        });
+        e.calls += calls;
+        e.gpu_ns += gpu_ns;
     }
     let mut regions: Vec<RegionStat> = by_name.into_values().collect();
     regions.sort_by(|a, b| {

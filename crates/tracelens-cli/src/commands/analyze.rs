@@ -56,6 +56,8 @@ pub(crate) fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     let started = std::time::Instant::now();
     let mut trace =
         progress::open(&args.trace, args.quiet).map_err(|e| fail(out.stderr, &args.trace, e))?;
+    tracelens_load::attach_captures(&mut trace, &args.trace, args.capture.as_deref())
+        .map_err(|(file, e)| fail(out.stderr, &file, e))?;
     if args.redact_path {
         trace.source.path = output::file_name_of(&trace.source.path);
     }

@@ -11,6 +11,7 @@ use tracelens_results::Report;
 struct Html {
     operator_rows: Vec<Vec<String>>,
     operator_shape_rows: Vec<Vec<String>>,
+    graph_note: Option<String>,
 }
 
 /// The section's HTML.
@@ -23,7 +24,7 @@ pub(crate) fn html(report: &Report) -> String {
         .map(|o| {
             vec![
                 shorten(&o.name, NAME_CHARS),
-                o.calls.to_string(),
+                crate::calls_text(o),
                 format_ms(o.device_self_ns),
                 format_ms(o.device_total_ns),
                 format_ms(o.host_self_ns),
@@ -60,6 +61,7 @@ pub(crate) fn html(report: &Report) -> String {
     Html {
         operator_rows,
         operator_shape_rows,
+        graph_note: crate::graph_attribution_note(report),
     }
     .render()
     .expect("the operators template renders")

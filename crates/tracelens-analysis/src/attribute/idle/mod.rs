@@ -102,6 +102,7 @@ fn attribute_idle_in_chunks(
                 trace
                     .launch_of(id)
                     .is_some_and(|l| trace.launched_by(l).len() > 1)
+                    && trace.graph_origin(id).is_none()
             })
             .count() as u64;
     }

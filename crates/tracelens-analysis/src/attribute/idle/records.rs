@@ -81,7 +81,7 @@ impl IdleCause {
             IdleCause::LaunchLatency => "launch overhead",
             IdleCause::CrossStreamWait => "queued work waiting on another stream",
             IdleCause::CollectiveWait => "queued work waiting on a collective",
-            IdleCause::GraphReplay => "inside graph replays the profiler under-records",
+            IdleCause::GraphReplay => "between the kernels of one graph replay",
             IdleCause::GpuWait => "queued work waiting, reason not in the trace",
             IdleCause::Unattributed => "time the trace cannot attribute",
         }
@@ -251,12 +251,14 @@ pub struct DeviceIdle {
     /// `host_compute` time in which the launching thread was off the CPU outside any traced
     /// OS wait (Nsight Systems scheduling trace): runnable but not running.
     pub descheduled_ns: TimeNs,
-    /// Ops in the window launched by graph launches (one launch, many ops).
+    /// Ops in the window launched by graph launches (one launch, many ops) that neither a
+    /// capture trace nor graph annotations account for (no origin at capture).
     pub graph_replay_ops: u64,
 }
 
 impl DeviceIdle {
-    /// Whether the attribution can be trusted: false when graph replays feed the window.
+    /// Whether the attribution can be trusted: false when graph replays that no capture
+    /// evidence accounts for feed the window.
     #[must_use]
     pub fn reliable(&self) -> bool {
         self.graph_replay_ops == 0
