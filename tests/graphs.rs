@@ -253,3 +253,39 @@ fn pytorch_graph_annotations_give_replayed_kernels_their_scope() {
         .iter()
         .any(|w| w.message.contains("one unit")));
 }
+
+#[test]
+fn a_memory_bound_decode_gets_serving_advice_and_a_prefill_heavy_replay_does_not() {
+    let Some(corpus) = corpus_dir("a_memory_bound_decode_gets_serving_advice") else {
+        return;
+    };
+    let verdict = |name: &str, with_capture: bool| {
+        let path = corpus.join("other/TraceLens/inference").join(name);
+        let mut trace = tracelens_load::open(&path).expect("reads");
+        if with_capture {
+            tracelens_load::attach_captures(&mut trace, &path, None).expect("capture reads");
+        }
+        tracelens_results::Report::build(&trace)
+            .diagnosis
+            .verdict
+            .text
+    };
+    // vLLM decode at batch 32 (capture_traces/execution_details.json): its GEMMs read their
+    // weights for 32 rows each, about 32 FLOP per byte of 16-bit weights, far below an
+    // MI300X's ridge point.
+    let decode = verdict("vllm_decode_full/graph_execution.json.gz", true);
+    assert!(decode.contains("memory-bound"), "{decode}");
+    assert!(
+        decode.contains("more rows through each multiply"),
+        "{decode}"
+    );
+    assert!(!decode.contains("multiples of 8"), "{decode}");
+    assert!(!decode.contains("compute capability"), "{decode}");
+    // Without the capture there are no shapes, so no bound is claimed.
+    let unknown = verdict("vllm_decode_full/graph_execution.json.gz", false);
+    assert!(!unknown.contains("memory-bound"), "{unknown}");
+    // The twin: prefill and decode together, whose GEMMs are mostly compute-bound.
+    let prefill = verdict("vllm_prefilldecode_piecewise/graph_execution.json.gz", true);
+    assert!(!prefill.contains("memory-bound"), "{prefill}");
+    assert!(prefill.contains("multiples of 8"), "{prefill}");
+}

@@ -520,6 +520,7 @@ fn diagnose_core(
         window_ns,
         step_count,
     );
+    crate::diagnose::verdict::refine_with_efficiency(&mut verdict, &efficiency, &hw);
     let diagnosis = Diagnosis {
         verdict,
         program: fw.describe_program(trace.source.records_thread_states),

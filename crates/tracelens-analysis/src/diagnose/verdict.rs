@@ -479,3 +479,69 @@ fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
     shares.truncate(3);
     shares
 }
+
+/// Rewrites a GPU-bound verdict's advice when matrix multiplies dominate and the efficiency
+/// view measured most of their counted time below the device's ridge point: such multiplies
+/// stream their operands (weights, KV cache) more than they compute on them, as small batches
+/// do (LLM decode), so dimension and precision-of-compute advice would be wrong. The advice
+/// follows the evidence: more rows per multiply, fewer bits per weight where the GPU runs them.
+pub(crate) fn refine_with_efficiency(
+    v: &mut Verdict,
+    efficiency: &crate::views::efficiency::Efficiency,
+    hw: &crate::measure::environment::Hardware,
+) {
+    use crate::views::efficiency::Bound;
+    use crate::views::flops::OpClass;
+    if v.kind != VerdictKind::GpuBound {
+        return;
+    }
+    let Some(top) = v.kernel_classes.first() else {
+        return;
+    };
+    if !matches!(top.class, KernelClass::Gemm | KernelClass::GemmFp32) {
+        return;
+    }
+    let gemm = efficiency
+        .classes
+        .iter()
+        .filter(|c| c.class == OpClass::Gemm);
+    let (mut all_ns, mut memory_ns, mut flops, mut bytes) = (0, 0, 0.0, 0.0);
+    for c in gemm {
+        all_ns += c.throughput.gpu_ns;
+        if c.throughput.bound == Some(Bound::Memory) {
+            memory_ns += c.throughput.gpu_ns;
+            flops += c.throughput.flops;
+            bytes += c.throughput.bytes;
+        }
+    }
+    if all_ns == 0 || memory_ns * 2 <= all_ns || bytes <= 0.0 {
+        return;
+    }
+    let marker = format!("{}: ", top.class.describe());
+    let Some(at) = v.text.rfind(&marker) else {
+        return;
+    };
+    let ridge = match (efficiency.peak_tflops, efficiency.peak_tb_per_s) {
+        (Some(f), Some(b)) if b > 0.0 => format!(", below this GPU's ridge point of {:.0}", f / b),
+        _ => String::new(),
+    };
+    let fewer_bits = match (top.precision, hw.vendor, hw.has_fp8()) {
+        (Some(Precision::Fp8 | Precision::Fp4), _, _) => {
+            "; their kernels already run in FP8 or fewer bits, so more rows per multiply is the lever"
+        }
+        (_, Vendor::Amd, Some(true)) => {
+            " and store weights in fewer bits: FP8 weights (the Instinct MI300 series runs FP8 on its Matrix Cores) or INT4 weight-only quantization"
+        }
+        (_, _, Some(true)) => {
+            " and store weights in fewer bits: FP8 weights or INT4 weight-only quantization"
+        }
+        _ => " and store weights in fewer bits: INT8 or INT4 weight-only quantization",
+    };
+    let advice = format!(
+        "they run memory-bound ({:.0} FLOP per byte moved{ridge}: {:.0} % of their counted time): each multiply reads its weights for few rows, as small batches and LLM decode do; put more rows through each multiply (a larger batch, more concurrent requests){fewer_bits}",
+        flops / bytes,
+        memory_ns as f64 * 100.0 / all_ns as f64
+    );
+    v.text.truncate(at + marker.len());
+    v.text.push_str(&advice);
+}
