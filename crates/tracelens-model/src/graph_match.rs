@@ -197,6 +197,13 @@ pub fn attach_capture(replay: &mut Trace, capture: &Trace, capture_file: &str) -
         .iter()
         .map(|c| replay.names.lookup(&c.kernel))
         .collect();
+    // Each kernel name's captured launches, in capture order.
+    let mut positions: rustc_hash::FxHashMap<NameId, Vec<usize>> = Default::default();
+    for (j, k) in kernel_ids.iter().enumerate() {
+        if let Some(k) = k {
+            positions.entry(*k).or_default().push(j);
+        }
+    }
     let mut origins: Vec<(SpanId, u32)> = Vec::new();
     // Captured launch index → captured op index in `replay.captured_ops`.
     let mut op_index: rustc_hash::FxHashMap<u64, u32> = Default::default();
@@ -226,8 +233,13 @@ pub fn attach_capture(replay: &mut Trace, capture: &Trace, capture_file: &str) -
         replayed += fed.len() as u64;
         let Some(&first) = fed.first() else { continue };
         let first_name = replay.span(first).name;
-        let find =
-            |from: usize| (from..captured.len()).find(|&j| kernel_ids[j] == Some(first_name));
+        // The first captured launch of the replay's first kernel at or after `from`: a binary
+        // search in that name's positions, so a crafted capture cannot make each launch scan
+        // the whole capture.
+        let find = |from: usize| {
+            let at = positions.get(&first_name)?;
+            at.get(at.partition_point(|&j| j < from)).copied()
+        };
         let Some(mut at) = find(cursor).or_else(|| find(0)) else {
             continue;
         };

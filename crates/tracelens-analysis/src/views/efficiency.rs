@@ -210,6 +210,27 @@ pub(crate) struct Counts {
     ops: FxHashMap<(NameId, u32), (OpClass, Precision, Throughput)>,
 }
 
+impl Counts {
+    /// Counts one op call (`key`: its name and inputs) of `cost` that ran `gpu_ns` on the
+    /// GPU, `tensor_core_ns` of it on tensor cores: FP32 matrix ops mostly on tensor cores
+    /// count as TF32.
+    fn count(&mut self, key: (NameId, u32), cost: &OpCost, gpu_ns: TimeNs, tensor_core_ns: TimeNs) {
+        let mut precision = cost.precision;
+        if precision == Precision::Fp32 && cost.class.is_matrix() && tensor_core_ns * 2 > gpu_ns {
+            precision = Precision::Tf32;
+        }
+        self.classes
+            .entry((cost.class, precision))
+            .or_default()
+            .add(cost, gpu_ns);
+        self.ops
+            .entry(key)
+            .or_insert_with(|| (cost.class, precision, Throughput::default()))
+            .2
+            .add(cost, gpu_ns);
+    }
+}
+
 /// Counts the FLOPs, bytes and GPU time of the window's op calls.
 pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts {
     let mut counts = Counts {
@@ -254,21 +275,7 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
             continue;
         };
         covered[k] = true;
-        let mut precision = cost.precision;
-        if precision == Precision::Fp32 && cost.class.is_matrix() && tree.tc_total[k] * 2 > gpu_ns {
-            precision = Precision::Tf32;
-        }
-        counts
-            .classes
-            .entry((cost.class, precision))
-            .or_default()
-            .add(&cost, gpu_ns);
-        counts
-            .ops
-            .entry((span.name, span.detail))
-            .or_insert_with(|| (cost.class, precision, Throughput::default()))
-            .2
-            .add(&cost, gpu_ns);
+        counts.count((span.name, span.detail), &cost, gpu_ns, tree.tc_total[k]);
     }
     // Calls replayed from CUDA/HIP graphs count as the eager calls do, at the op that
     // launched them at capture (each replayed kernel belongs to one call).
@@ -291,24 +298,7 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
         let Some(cost) = cost else {
             continue;
         };
-        let mut precision = cost.precision;
-        if precision == Precision::Fp32
-            && cost.class.is_matrix()
-            && c.tensor_core_ns * 2 > c.device_ns
-        {
-            precision = Precision::Tf32;
-        }
-        counts
-            .classes
-            .entry((cost.class, precision))
-            .or_default()
-            .add(&cost, c.device_ns);
-        counts
-            .ops
-            .entry((c.op, c.detail))
-            .or_insert_with(|| (cost.class, precision, Throughput::default()))
-            .2
-            .add(&cost, c.device_ns);
+        counts.count((c.op, c.detail), &cost, c.device_ns, c.tensor_core_ns);
     }
     // Communication kernels carry no FLOPs: coverage is of the rest.
     let communication = name_flags(trace, |name| {
