@@ -289,3 +289,24 @@ fn a_memory_bound_decode_gets_serving_advice_and_a_prefill_heavy_replay_does_not
     assert!(!prefill.contains("memory-bound"), "{prefill}");
     assert!(prefill.contains("multiples of 8"), "{prefill}");
 }
+
+#[test]
+fn check_decides_on_the_replay_as_analyze_reads_it() {
+    let Some(corpus) = corpus_dir("check_decides_on_the_replay_as_analyze_reads_it") else {
+        return;
+    };
+    let path = corpus.join("other/TraceLens/inference/vllm_decode_full/graph_execution.json.gz");
+    // MFU needs the replayed ops' shapes, which only the capture beside the trace gives.
+    let run = tracelens([
+        "check".into(),
+        path.into_os_string(),
+        "--rule".into(),
+        "gpu.mfu_percent > 0.01".into(),
+    ]);
+    assert_eq!(run.code, 1, "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("measured: gpu.mfu_percent"),
+        "{}",
+        run.stdout
+    );
+}

@@ -29,7 +29,9 @@ pub fn results_of(path: &Path, stderr: &mut dyn std::io::Write) -> Result<Result
             .map_err(|e| fail(stderr, path, input::read_problem(&e)))?;
         return tracelens_results::results_of_document(&text).map_err(|p| fail(stderr, path, p));
     }
-    let trace = input::open(path).map_err(|e| fail(stderr, path, e))?;
+    let mut trace = input::open(path).map_err(|e| fail(stderr, path, e))?;
+    // A replay's capture traces, found as analyze finds them, so both decide on one answer.
+    input::attach_captures(&mut trace, path, None).map_err(|(f, e)| fail(stderr, &f, e))?;
     // What the gate decides on may be damaged: say so (a bad CRC, a cut file, a stale WAL,
     // missing names, limits reached), as analyze does.
     for w in &trace.warnings {

@@ -264,6 +264,8 @@ pub(crate) fn job_of(
                 .with_max_len(1)
                 .map(|f| {
                     let mut trace = input::open(f).map_err(|e| (f.clone(), e.to_string()))?;
+                    input::attach_captures(&mut trace, f, None)
+                        .map_err(|(c, e)| (c, e.to_string()))?;
                     if redact_path {
                         trace.source.path = output::file_name_of(&trace.source.path);
                     }
