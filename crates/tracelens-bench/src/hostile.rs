@@ -120,14 +120,25 @@ pub fn enclosed_launches(
         if j > 0 {
             write!(o, ", ")?;
         }
-        write!(
-            o,
-            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": {t}, "dur": 20}}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {c}}}}}, {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 10, "args": {{"device": 0, "stream": 7, "correlation": {c}}}}}"#,
-            t + 5,
-            t + 12
-        )?;
+        launched_op(o, 1, c, (t, 20), (t + 5, 5), (t + 12, 10))?;
     }
     write!(o, "]}}")
+}
+
+/// One `aten::add` on thread `tid` whose `cudaLaunchKernel` (correlation `c`) launches kernel
+/// `k` on stream 7; each part as (start µs, duration µs).
+fn launched_op(
+    o: &mut dyn Write,
+    tid: u64,
+    c: u64,
+    (op_ts, op_dur): (u64, u64),
+    (call_ts, call_dur): (u64, u64),
+    (kernel_ts, kernel_dur): (u64, u64),
+) -> io::Result<()> {
+    write!(
+        o,
+        r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": {tid}, "ts": {op_ts}, "dur": {op_dur}}}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": {tid}, "ts": {call_ts}, "dur": {call_dur}, "args": {{"correlation": {c}}}}}, {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {kernel_ts}, "dur": {kernel_dur}, "args": {{"device": 0, "stream": 7, "correlation": {c}}}}}"#
+    )
 }
 
 /// `n` CPU threads, each running one op that launches one kernel.
@@ -140,12 +151,7 @@ pub fn threads(o: &mut dyn Write, n: u64) -> io::Result<()> {
         if i > 0 {
             write!(o, ", ")?;
         }
-        write!(
-            o,
-            r#"{{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": {tid}, "ts": {t}, "dur": 15}}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": {tid}, "ts": {}, "dur": 2, "args": {{"correlation": {c}}}}}, {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 3, "args": {{"device": 0, "stream": 7, "correlation": {c}}}}}"#,
-            t + 12,
-            t + 14
-        )?;
+        launched_op(o, tid, c, (t, 15), (t + 12, 2), (t + 14, 3))?;
     }
     write!(o, "]}}")
 }

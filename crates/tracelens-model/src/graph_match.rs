@@ -107,7 +107,7 @@ pub fn refresh_warning(trace: &mut Trace) {
             )
         }
         None => format!(
-            "{head}; no capture trace or graph annotations say which op launched them, so each replay is one unit (pass --capture FILE, or export with cuda_graph_annotations), and idle attribution inside replays is less certain"
+            "{head}; no capture trace or graph annotations say which op launched them, so each replay is one unit (a profile of the graphs' capture, given with --capture FILE, names them), and idle attribution inside replays is less certain"
         ),
     };
     trace.warnings.push(Warning {

@@ -72,7 +72,7 @@ fn graph_attribution_note(report: &Report) -> Option<String> {
         _ => "PyTorch's CUDA-graph annotations".to_string(),
     };
     Some(format!(
-        "{} of {} GPU ops replayed from CUDA/HIP graphs ({:.1} %) got the op that launched them at capture, from {from}; a replayed call counts device time only (the host ran no op for it).",
+        "{} of {} GPU ops replayed from CUDA/HIP graphs ({:.1} %) got the op or scope that launched them at capture, from {from}; a replayed call counts device time only (the host ran no op for it).",
         a.attributed_ops,
         a.replayed_ops,
         a.match_percent()

@@ -196,7 +196,7 @@ fn render_idle(out: &mut String, d: &Diagnosis, width: usize) {
         if !idle.attribution_reliable {
             out.push_str(&wrap(
                 &format!(
-                    "({} GPU ops come from graph replays: the attribution is unreliable)",
+                    "({} GPU ops come from graph replays no capture accounts for: the attribution is less certain)",
                     idle.graph_replay_ops
                 ),
                 width,

@@ -290,7 +290,7 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
         }
     }
     if !idle.reliable() {
-        text.push_str(" (graph replays: attribution unreliable)");
+        text.push_str(" (graph replays no capture accounts for: attribution less certain)");
     }
     v.text = text;
     v
@@ -530,7 +530,7 @@ pub(crate) fn refine_with_efficiency(
             "; their kernels already run in FP8 or fewer bits, so more rows per multiply is the lever"
         }
         (_, Vendor::Amd, Some(true)) => {
-            " and store weights in fewer bits: FP8 weights (the Instinct MI300 series runs FP8 on its Matrix Cores) or INT4 weight-only quantization"
+            " and store weights in fewer bits: FP8 weights (this Instinct GPU runs FP8 on its Matrix Cores) or INT4 weight-only quantization"
         }
         (_, _, Some(true)) => {
             " and store weights in fewer bits: FP8 weights or INT4 weight-only quantization"

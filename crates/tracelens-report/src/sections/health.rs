@@ -75,7 +75,7 @@ fn health(report: &Report) -> Vec<(&'static str, String)> {
             h.push((
                 "warn",
                 format!(
-                    "GPU {}: {} ops come from CUDA/HIP graph replays, which are often under-recorded; idle figures and their attribution are unreliable",
+                    "GPU {}: {} ops come from CUDA/HIP graph replays that no capture trace or graph annotation accounts for; idle figures and their attribution around them are less certain",
                     d.device, d.graph_replay_ops
                 ),
             ));
