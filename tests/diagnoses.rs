@@ -4,7 +4,7 @@
 //! rewrites them after a deliberate change to the simulator.
 
 use serde_json::Value;
-use tracelens_tests::scenario::{generate, InputCopy, Loader, Scenario};
+use tracelens_tests::scenario::{generate, Compiled, InputCopy, Loader, Scenario};
 use tracelens_tests::{fixtures_dir, tracelens};
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
@@ -105,6 +105,28 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
             "graph_replay_fully_recorded",
             Scenario {
                 graph_replay_recorded_every: Some(1),
+                ..d()
+            },
+        ),
+        (
+            "compiled_breaks_and_recompile",
+            Scenario {
+                compiled: Some(Compiled {
+                    graph_breaks: 2,
+                    recompile_at_step: Some(3),
+                    cuda_graphs: true,
+                }),
+                ..d()
+            },
+        ),
+        (
+            "compiled_full_graph",
+            Scenario {
+                compiled: Some(Compiled {
+                    graph_breaks: 0,
+                    recompile_at_step: None,
+                    cuda_graphs: true,
+                }),
                 ..d()
             },
         ),
@@ -350,4 +372,100 @@ fn cpu_slower_than_the_gpu_is_host_compute_and_the_default_loop_is_not() {
         "{:#?}",
         findings(&twin)
     );
+}
+
+/// The torch.compile section of a document: its figures and its problems' kinds.
+fn compiled(doc: &Value) -> (&Value, Vec<String>) {
+    let c = &doc["diagnosis"]["compiled"];
+    let problems = c["advice"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|p| p["problem"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    (&c["run"], problems)
+}
+
+#[test]
+fn torch_compile_recompiles_and_graph_breaks_are_found_and_the_full_graph_twin_is_clean() {
+    let doc = analyze("compiled_breaks_and_recompile");
+    let (run, problems) = compiled(&doc);
+    assert_eq!(
+        problems,
+        ["recompiles", "graph_breaks", "eager_graph_runs"],
+        "{run}"
+    );
+    // Planted: 2 breaks in each of 6 steps, resumed at forward lines 85 and 86.
+    assert_eq!(run["graph_breaks"], 12);
+    assert_eq!(run["break_sites"][0]["site"], "train.py: forward line 85");
+    assert!(run["eager_between_ns"].as_i64().unwrap() > 0, "{run}");
+    // One recompile of frame 0 (compile id 1) in step 3, 20 ms of compilation.
+    assert_eq!(run["recompiles"], 1);
+    let recompile = &run["listed"][0];
+    assert_eq!(
+        (
+            &recompile["frame"],
+            &recompile["compile_id"],
+            &recompile["step"]
+        ),
+        (&Value::from(0), &Value::from(1), &Value::from(3))
+    );
+    assert_eq!(recompile["function"], "train.py:80 forward");
+    assert!((20_000_000..20_100_000).contains(&run["recompile_ns"].as_i64().unwrap()));
+    // The first run of the recompiled code is eager (3 graph calls); the rest replay graphs.
+    assert_eq!(run["graph_replays"]["eager_runs"], 3);
+    assert_eq!(run["graph_replays"]["replays"], 15);
+    let twin = analyze("compiled_full_graph");
+    let (run, problems) = compiled(&twin);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(
+        (
+            &run["graph_breaks"],
+            &run["recompiles"],
+            &run["compilations"]
+        ),
+        (&Value::from(0), &Value::from(0), &Value::from(0))
+    );
+    assert_eq!(run["graph_replays"]["eager_runs"], 0);
+}
+
+#[test]
+fn a_recompile_on_new_input_shapes_is_told_from_a_guard_on_something_else() {
+    use tracelens_tests::scenario::Scenario;
+    let dir = std::env::temp_dir().join(format!("tracelens-recompile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("recompile_new_shapes.json");
+    std::fs::write(
+        &path,
+        generate(&Scenario {
+            compiled: Some(Compiled {
+                graph_breaks: 0,
+                recompile_at_step: Some(2),
+                cuda_graphs: false,
+            }),
+            ..Scenario::default()
+        }),
+    )
+    .unwrap();
+    let run = tracelens([
+        "analyze".into(),
+        path.clone().into_os_string(),
+        "--format".into(),
+        "json".into(),
+    ]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let (run, problems) = compiled(&doc);
+    assert_eq!(problems, ["recompiles"], "{run}");
+    // Its aten::mm ran on a batch of 48 after the recompile, 32 before.
+    assert_eq!(run["listed"][0]["cause"], "shapes_changed", "{run}");
+    let advice = &doc["diagnosis"]["compiled"]["advice"][0];
+    assert!(advice["fix"].as_str().unwrap().contains("mark_dynamic"));
+    assert!(advice["title"]
+        .as_str()
+        .unwrap()
+        .contains("input shapes the earlier code never saw"));
 }

@@ -55,6 +55,25 @@ pub struct Scenario {
     pub op_cpu_us: f64,
     /// Forward pass replayed as one CUDA graph, of which only every `n`-th kernel is recorded.
     pub graph_replay_recorded_every: Option<usize>,
+    /// Forward pass compiled with `torch.compile` (PyTorch 2.5+ names).
+    pub compiled: Option<Compiled>,
+}
+
+/// A `torch.compile`d forward, as PyTorch 2.5+ records it: `TorchDynamo Cache Lookup`, then
+/// `Torch-Compiled Region: F/C` around `## Call CompiledFxGraph … ##` and the Inductor
+/// kernels' `triton_*` ops, one `aten::mm` with recorded shapes per graph.
+#[derive(Clone, Copy, Debug)]
+pub struct Compiled {
+    /// Graph breaks in the forward: each runs one eager `aten::index` and enters the next
+    /// graph through a resume frame nested in the region before it.
+    pub graph_breaks: usize,
+    /// The step in which the batch dimension changes (32 → 48) and frame 0 is compiled again
+    /// (20 ms of `_compile.compile_inner (dynamo_timed)`); every later region is `0/1`.
+    pub recompile_at_step: Option<usize>,
+    /// `mode="reduce-overhead"`: each graph call replays one CUDA graph, except the first
+    /// call after a recompile, which runs its kernels one by one (CUDA graph trees warm a new
+    /// graph up before recording it).
+    pub cuda_graphs: bool,
 }
 
 impl Default for Scenario {
@@ -71,6 +90,7 @@ impl Default for Scenario {
             launch_us: 6.0,
             op_cpu_us: 15.0,
             graph_replay_recorded_every: None,
+            compiled: None,
         }
     }
 }
@@ -165,6 +185,180 @@ impl Sim {
         let end = launch_at + launch_dur + ns(sc.op_cpu_us / 2.0);
         self.cpu("cpu_op", op, start, end);
         self.t = end + 2_000;
+    }
+
+    /// A CPU span with `args` (a JSON object's members, without braces).
+    fn cpu_args(&mut self, cat: &str, name: &str, start: i64, end: i64, args: &str) {
+        self.ev(format!(
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": {PID}, "tid": {PID}, "ts": {}, "dur": {}, "args": {{{args}}}}}"#,
+            us(start),
+            us(end - start)
+        ));
+    }
+
+    /// One compiled graph's call: its kernels launched one by one (`cuLaunchKernel` under
+    /// `triton_*` ops, one `aten::mm` with shapes), or replayed as one CUDA graph.
+    fn graph_call(&mut self, g: usize, kernels: usize, batch: u32, replay: bool, sc: &Scenario) {
+        let start = self.t;
+        self.t += 3_000;
+        let k_dur = ns(sc.kernel_us);
+        if replay {
+            let at = self.t;
+            let first = (at + 12_000).max(self.gpu_free);
+            let names: Vec<String> = (0..kernels)
+                .map(|k| format!("triton_poi_fused_{g}_{k}"))
+                .collect();
+            let ops: Vec<(&str, &str, i64, i64, &str)> = names
+                .iter()
+                .enumerate()
+                .map(|(k, n)| (n.as_str(), "kernel", first + count(k) * k_dur, k_dur, ""))
+                .collect();
+            self.launch("cudaGraphLaunch", at, 10_000, &ops);
+            self.gpu_free = first + count(kernels) * k_dur;
+            self.t = at + 12_000;
+        } else {
+            for k in 0..kernels {
+                let op_start = self.t;
+                if k == 0 {
+                    let at = op_start + 4_000;
+                    let s = (at + 8_000).max(self.gpu_free);
+                    self.launch(
+                        "cudaLaunchKernel",
+                        at,
+                        ns(sc.launch_us),
+                        &[("sm90_xmma_gemm_bf16_kernel", "kernel", s, k_dur, "")],
+                    );
+                    self.gpu_free = s + k_dur;
+                    self.t = at + ns(sc.launch_us) + 4_000;
+                    self.cpu_args(
+                        "cpu_op",
+                        "aten::mm",
+                        op_start,
+                        self.t,
+                        &format!(r#""Input Dims": [[{batch}, 512], [512, 512]], "Input type": ["c10::BFloat16", "c10::BFloat16"]"#),
+                    );
+                } else {
+                    let name = format!("triton_poi_fused_{g}_{k}");
+                    let at = op_start + 2_000;
+                    let s = (at + 8_000).max(self.gpu_free);
+                    self.launch(
+                        "cuLaunchKernel",
+                        at,
+                        ns(sc.launch_us),
+                        &[(name.as_str(), "kernel", s, k_dur, "")],
+                    );
+                    self.gpu_free = s + k_dur;
+                    self.t = at + ns(sc.launch_us) + 2_000;
+                    self.cpu("cpu_op", &name, op_start, self.t);
+                }
+                self.t += 1_000;
+            }
+        }
+        let end = self.t;
+        self.cpu(
+            "user_annotation",
+            &format!("## Call CompiledFxGraph f{g}graphhash ##"),
+            start,
+            end,
+        );
+        self.t = end + 2_000;
+    }
+
+    /// A `torch.compile`d forward of `sc.kernels` kernels in `c.graph_breaks + 1` graphs.
+    fn compiled_forward(&mut self, c: Compiled, step: usize, sc: &Scenario) {
+        let fwd_start = self.t;
+        self.t += 1_000;
+        let lookup = self.t;
+        self.t += 8_000;
+        self.cpu("cpu_op", "TorchDynamo Cache Lookup", lookup, self.t);
+        let recompiled = c.recompile_at_step.is_some_and(|r| step >= r);
+        let first_after = c.recompile_at_step == Some(step);
+        if first_after {
+            let start = self.t;
+            let end = start + 20_000_000;
+            self.cpu(
+                "cpu_op",
+                "_compile.compile_inner (dynamo_timed)",
+                start,
+                end,
+            );
+            self.cpu(
+                "cpu_op",
+                "compile_fx_inner (dynamo_timed)",
+                start + 2_000_000,
+                end - 1_000_000,
+            );
+            self.cpu(
+                "python_function",
+                "torch/_dynamo/convert_frame.py(1000): __call__",
+                start - 500,
+                end + 500,
+            );
+            self.t = end + 2_000;
+        }
+        let compile_id = u32::from(recompiled);
+        let batch = if recompiled { 48 } else { 32 };
+        let replay = c.cuda_graphs && !first_after;
+        let graphs = c.graph_breaks + 1;
+        // Regions nest: each break's resume frame runs inside the region before it.
+        let mut open = Vec::new();
+        for g in 0..graphs {
+            let resume = self.t;
+            if g > 0 {
+                self.t += 1_000;
+            }
+            let region = self.t;
+            self.t += 2_000;
+            let pre = self.t;
+            self.t += 5_000;
+            self.cpu("cpu_op", "Pregraph bytecode", pre, self.t);
+            let kernels = sc.kernels / graphs + usize::from(g < sc.kernels % graphs);
+            self.graph_call(g, kernels, batch, replay, sc);
+            if g + 1 < graphs {
+                // The break: an op Dynamo cannot trace runs eagerly.
+                let op = self.t;
+                let at = op + 5_000;
+                let s = (at + 8_000).max(self.gpu_free);
+                self.launch(
+                    "cudaLaunchKernel",
+                    at,
+                    ns(sc.launch_us),
+                    &[("index_elementwise_kernel", "kernel", s, 20_000, "")],
+                );
+                self.gpu_free = s + 20_000;
+                self.t = at + ns(sc.launch_us) + 30_000;
+                self.cpu("cpu_op", "aten::index", op, self.t);
+                self.t += 2_000;
+            }
+            open.push((g, resume, region));
+        }
+        for (g, resume, region) in open.into_iter().rev() {
+            let frame = g;
+            let id = if g == 0 { compile_id } else { 0 };
+            self.cpu(
+                "cpu_op",
+                &format!("Torch-Compiled Region: {frame}/{id}"),
+                region,
+                self.t,
+            );
+            self.t += 1_000;
+            if g > 0 {
+                self.cpu(
+                    "python_function",
+                    &format!("train.py(80): torch_dynamo_resume_in_forward_at_{}", 84 + g),
+                    resume,
+                    self.t,
+                );
+                self.t += 1_000;
+            }
+        }
+        self.cpu(
+            "python_function",
+            "train.py(80): forward",
+            fwd_start,
+            self.t,
+        );
+        self.t += 2_000;
     }
 
     /// A blocking call that returns when the GPU queue has drained.
@@ -274,6 +468,11 @@ pub fn generate(sc: &Scenario) -> String {
         }
         // Forward and backward.
         match sc.graph_replay_recorded_every {
+            None if sc.compiled.is_some() => {
+                if let Some(c) = sc.compiled {
+                    sim.compiled_forward(c, step, sc);
+                }
+            }
             None => {
                 for k in 0..sc.kernels {
                     let op = ["aten::linear", "aten::relu", "aten::add"][k % 3];

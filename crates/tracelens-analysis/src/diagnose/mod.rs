@@ -4,6 +4,7 @@
 
 pub mod advice;
 pub mod cold_run;
+pub mod compiled;
 pub mod detectors;
 pub mod finding;
 pub mod verdict;
@@ -197,6 +198,10 @@ pub struct Diagnosis {
     pub communication: Option<crate::attribute::communication::Communication>,
     /// The device the verdict describes (the most busy time in the window), if any.
     pub focus_device: Option<i64>,
+    /// torch.compile in the window: compilation, recompiles, graph breaks, graph replays of
+    /// compiled code, and what to do about them (none without compiled code).
+    #[serde(default)]
+    pub compiled: Option<crate::diagnose::compiled::CompiledReport>,
 }
 
 impl Diagnosis {
@@ -301,12 +306,14 @@ struct BusyViews {
     regions: Vec<crate::views::regions::RegionStat>,
     tensor_core_percent: Option<f64>,
     efficiency: crate::views::efficiency::Counts,
+    compiled: Option<crate::views::compiled::CompiledRun>,
 }
 
-fn busy_views(trace: &Trace, window_iv: Option<tracelens_model::Interval>) -> BusyViews {
-    let Some(w) = window_iv else {
+fn busy_views(trace: &Trace, window: Option<&AnalysisWindow>) -> BusyViews {
+    let Some(window) = window else {
         return BusyViews::default();
     };
+    let (w, window_iv) = (window.interval, Some(window.interval));
     let tree = crate::views::operators::OpTree::build(trace);
     let efficiency = crate::views::efficiency::measure(trace, &tree, w);
     let table = crate::views::operators::operator_table_of(trace, &tree, w);
@@ -321,6 +328,7 @@ fn busy_views(trace: &Trace, window_iv: Option<tracelens_model::Interval>) -> Bu
         regions,
         tensor_core_percent: crate::views::kernels::tensor_core_percent(trace, window_iv),
         efficiency,
+        compiled: crate::views::compiled::compiled_run(trace, window),
     }
 }
 
@@ -332,9 +340,10 @@ fn diagnose_with(
     window: Option<AnalysisWindow>,
     detectors: &[&dyn Detector],
 ) -> (Diagnosis, Vec<DeviceIdle>) {
-    let window_iv = window.as_ref().map(|w| w.interval);
+    // The views' own copy of the window (its steps: a few hundred bytes per step).
+    let views_window = window.clone();
     std::thread::scope(|scope| {
-        let views = scope.spawn(|| busy_views(trace, window_iv));
+        let views = scope.spawn(move || busy_views(trace, views_window.as_ref()));
         diagnose_core(trace, works, window, detectors, || joined(views))
     })
 }
@@ -521,7 +530,11 @@ fn diagnose_core(
         step_count,
     );
     crate::diagnose::verdict::refine_with_efficiency(&mut verdict, &efficiency, &hw);
+    let compiled = views
+        .compiled
+        .map(|run| crate::diagnose::compiled::report(run, &fw, &hw));
     let diagnosis = Diagnosis {
+        compiled,
         verdict,
         program: fw.describe_program(trace.source.records_thread_states),
         framework: fw,

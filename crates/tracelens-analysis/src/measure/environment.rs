@@ -227,6 +227,17 @@ pub fn framework(trace: &Trace) -> Framework {
         fw.fused_optimizer |= ops::is_fused_optimizer_op(name);
         fw.foreach_optimizer |= ops::is_foreach_op(name);
         fw.compiled |= ops::is_compiled_region(name);
+        // PyTorch names compiled regions since 2.2, with frame and compile ids since 2.5.
+        if let Some(crate::vocabulary::compiled::CompiledName::Region { frame, .. }) =
+            crate::vocabulary::compiled::of(name)
+        {
+            let since = if frame.is_some() {
+                TorchVersion::new(2, 5)
+            } else {
+                TorchVersion::new(2, 2)
+            };
+            torch_min = torch_min.max(Some(since));
+        }
         fw.graphs |= ops::is_graph_launch(name);
         pytorch |= ops::is_pytorch_name(name);
         if let Some(kind) = crate::vocabulary::api::offload_kernel(name) {

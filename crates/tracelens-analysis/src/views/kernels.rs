@@ -99,6 +99,9 @@ impl KernelClass {
                 None => "use torch.nn.functional.scaled_dot_product_attention (PyTorch 2.0+; flash / memory-efficient kernels) instead of explicit matmul + softmax".into(),
                 Some(false) => "use a fused attention kernel (a FlashAttention or xFormers package) instead of explicit matmul + softmax".into(),
             },
+            KernelClass::Normalization | KernelClass::Elementwise | KernelClass::Reduction if fw.compiled => {
+                "these are memory-bound and the code is already compiled: look for graph breaks and ops the compiler left unfused (the torch.compile section), and keep activations in lower precision to cut memory traffic".into()
+            }
             KernelClass::Normalization | KernelClass::Elementwise | KernelClass::Reduction => match fw.at_least(TORCH_COMPILE) {
                 Some(true) => "these are memory-bound: fuse them (torch.compile, fused layers) to cut memory traffic".into(),
                 None => "these are memory-bound: fuse them (torch.compile on PyTorch 2.0+, fused layers) to cut memory traffic".into(),

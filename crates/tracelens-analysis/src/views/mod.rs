@@ -5,6 +5,7 @@
 
 pub mod annotations;
 pub mod breakdown;
+pub mod compiled;
 pub mod efficiency;
 pub mod flops;
 pub mod kernels;

@@ -4,6 +4,7 @@
 
 pub mod activity;
 pub mod api;
+pub mod compiled;
 pub mod devices;
 pub mod kernels;
 pub mod ops;

@@ -278,13 +278,21 @@ pub fn is_zero_grad(name: &str) -> bool {
 /// `Torch-Compiled Region`).
 #[must_use]
 pub fn is_compiled_region(name: &str) -> bool {
-    name.starts_with("CompiledFunction") || name.starts_with("Torch-Compiled")
+    matches!(
+        crate::vocabulary::compiled::of(name),
+        Some(
+            crate::vocabulary::compiled::CompiledName::Region { .. }
+                | crate::vocabulary::compiled::CompiledName::GraphCall
+        )
+    ) && !name.starts_with("## Call")
 }
 
 /// Whether a name is TorchDynamo's per-call work (its cache lookup).
 #[must_use]
 pub fn is_dynamo_call(name: &str) -> bool {
-    name.starts_with("TorchDynamo")
+    crate::vocabulary::compiled::of(name)
+        == Some(crate::vocabulary::compiled::CompiledName::Bookkeeping)
+        && name.starts_with("TorchDynamo")
 }
 
 /// Whether a name replays a CUDA/HIP graph (`cudaGraphLaunch`, `hipGraphLaunch`).

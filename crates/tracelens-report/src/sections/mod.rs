@@ -7,6 +7,7 @@
 pub(crate) mod breakdown;
 pub(crate) mod cells;
 pub(crate) mod communication;
+pub(crate) mod compiled;
 pub(crate) mod copies;
 pub(crate) mod critical_path;
 pub(crate) mod efficiency;
@@ -70,7 +71,7 @@ const PICTURE: &str =
 const DETAIL: &str = "a detail table: what of it costs time is a finding the summary lists";
 
 /// Every section, in the HTML page's order.
-pub const SECTIONS: [Section; 16] = [
+pub const SECTIONS: [Section; 17] = [
     Section {
         id: "overview",
         html: overview::html,
@@ -152,6 +153,12 @@ pub const SECTIONS: [Section; 16] = [
         html: regions::html,
         markdown: Shown::As("| Regions |"),
         text: Shown::As("regions"),
+    },
+    Section {
+        id: "compiled",
+        html: compiled::html,
+        markdown: Shown::As("| torch.compile |"),
+        text: Shown::As("compile"),
     },
     Section {
         id: "operators",
