@@ -81,6 +81,9 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
     if let Some(line) = crate::sections::compiled::line(diagnosis) {
         let _ = writeln!(out, "| torch.compile | {} |", esc(&line));
     }
+    if let Some(line) = crate::sections::serving::line(diagnosis) {
+        let _ = writeln!(out, "| Serving | {} |", esc(&line));
+    }
     for m in &diagnosis.memory {
         let _ = writeln!(
             out,

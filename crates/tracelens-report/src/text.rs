@@ -379,6 +379,9 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
     if let Some(line) = crate::sections::compiled::line(d) {
         fact(out, "compile", &clean(&line));
     }
+    if let Some(line) = crate::sections::serving::line(d) {
+        fact(out, "serving", &clean(&line));
+    }
     // A busy GPU: the operator with the most device time is the next place to look.
     if d.verdict.kind == tracelens_analysis::VerdictKind::GpuBound {
         let window_ns = d.window.as_ref().map_or(0, |w| w.interval.dur_ns());

@@ -7,6 +7,7 @@ pub mod cold_run;
 pub mod compiled;
 pub mod detectors;
 pub mod finding;
+pub mod inference;
 pub mod verdict;
 
 use crate::attribute::copies::{copy_report, CopyReport};
@@ -202,6 +203,10 @@ pub struct Diagnosis {
     /// compiled code, and what to do about them (none without compiled code).
     #[serde(default)]
     pub compiled: Option<crate::diagnose::compiled::CompiledReport>,
+    /// The serving view of an LLM-inference trace: the engine's iterations by phase, decode's
+    /// bandwidth and serving advice (none without engine iterations).
+    #[serde(default)]
+    pub serving: Option<crate::diagnose::inference::ServingReport>,
 }
 
 impl Diagnosis {
@@ -307,6 +312,7 @@ struct BusyViews {
     tensor_core_percent: Option<f64>,
     efficiency: crate::views::efficiency::Counts,
     compiled: Option<crate::views::compiled::CompiledRun>,
+    inference: Option<crate::views::inference::InferenceRun>,
 }
 
 fn busy_views(trace: &Trace, window: Option<&AnalysisWindow>) -> BusyViews {
@@ -329,6 +335,7 @@ fn busy_views(trace: &Trace, window: Option<&AnalysisWindow>) -> BusyViews {
         tensor_core_percent: crate::views::kernels::tensor_core_percent(trace, window_iv),
         efficiency,
         compiled: crate::views::compiled::compiled_run(trace, window),
+        inference: crate::views::inference::inference_run(trace, window),
     }
 }
 
@@ -533,8 +540,15 @@ fn diagnose_core(
     let compiled = views
         .compiled
         .map(|run| crate::diagnose::compiled::report(run, &fw, &hw));
+    let serving = views
+        .inference
+        .map(|run| crate::diagnose::inference::report(run, &efficiency, &hw, &verdict));
+    if let Some(s) = &serving {
+        crate::diagnose::inference::add_to_verdict(&mut verdict, s);
+    }
     let diagnosis = Diagnosis {
         compiled,
+        serving,
         verdict,
         program: fw.describe_program(trace.source.records_thread_states),
         framework: fw,

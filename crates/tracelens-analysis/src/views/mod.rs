@@ -8,6 +8,7 @@ pub mod breakdown;
 pub mod compiled;
 pub mod efficiency;
 pub mod flops;
+pub mod inference;
 pub mod kernels;
 pub mod memory;
 pub mod operators;

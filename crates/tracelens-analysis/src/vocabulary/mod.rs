@@ -8,3 +8,4 @@ pub mod compiled;
 pub mod devices;
 pub mod kernels;
 pub mod ops;
+pub mod serving;

@@ -20,6 +20,7 @@ pub(crate) mod memory;
 pub(crate) mod operators;
 pub(crate) mod overview;
 pub(crate) mod regions;
+pub(crate) mod serving;
 pub(crate) mod summary;
 pub(crate) mod syncs;
 pub(crate) mod timeline;
@@ -71,7 +72,7 @@ const PICTURE: &str =
 const DETAIL: &str = "a detail table: what of it costs time is a finding the summary lists";
 
 /// Every section, in the HTML page's order.
-pub const SECTIONS: [Section; 17] = [
+pub const SECTIONS: [Section; 18] = [
     Section {
         id: "overview",
         html: overview::html,
@@ -159,6 +160,12 @@ pub const SECTIONS: [Section; 17] = [
         html: compiled::html,
         markdown: Shown::As("| torch.compile |"),
         text: Shown::As("compile"),
+    },
+    Section {
+        id: "serving",
+        html: serving::html,
+        markdown: Shown::As("| Serving |"),
+        text: Shown::As("serving"),
     },
     Section {
         id: "operators",
