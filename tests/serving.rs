@@ -99,6 +99,10 @@ fn the_corpus_inference_traces_get_a_serving_view_that_matches_the_oracles() {
     let report = tracelens_results::Report::build(&trace);
     let serving = report.diagnosis.serving.as_ref().unwrap();
     let b = serving.decode_bandwidth.expect("decode bandwidth");
+    // The kernel table names the op that launched each replayed kernel at capture.
+    let gemm = &report.diagnosis.top_kernels[0];
+    assert!(gemm.name.starts_with("Cijk_"), "{}", gemm.name);
+    assert_eq!(gemm.launched_by.as_deref(), Some("aten::mm"));
     let model_bytes = model_bytes as f64;
     assert!(
         (b.bytes_per_iteration - model_bytes).abs() <= model_bytes * 0.01,

@@ -47,12 +47,6 @@ pub struct CompiledReport {
     pub advice: Vec<CompileAdvice>,
 }
 
-fn ms(ns: i64) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "a duration in ms for display")]
-    let v = ns as f64 / 1e6;
-    format!("{v:.1} ms")
-}
-
 fn plural(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
         format!("1 {one}")
@@ -128,7 +122,7 @@ fn recompiles(run: &CompiledRun, logs: bool) -> CompileAdvice {
     let title = format!(
         "torch.compile recompiled {what} {} after warm-up ({} of compilation in the window{step}){because}",
         plural(run.recompiles, "time", "times").replace("1 time", "once"),
-        ms(run.recompile_ns)
+        tracelens_model::format_ms(run.recompile_ns)
     );
     let see = if logs {
         "TORCH_LOGS=recompiles prints the guard that failed at each recompile. "
@@ -165,7 +159,7 @@ fn graph_breaks(run: &CompiledRun, logs: bool, custom_op: bool) -> CompileAdvice
     let title = format!(
         "{:.1} graph breaks per step split the compiled code{at}; {} per step in eager ops between the compiled graphs",
         run.breaks_per_step(),
-        ms(run.eager_between_ns / i64::try_from(run.steps.max(1)).unwrap_or(1))
+        tracelens_model::format_ms(run.eager_between_ns / i64::try_from(run.steps.max(1)).unwrap_or(1))
     );
     let see = if logs {
         "TORCH_LOGS=graph_breaks prints each break and its reason. "

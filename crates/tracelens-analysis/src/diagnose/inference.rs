@@ -71,12 +71,6 @@ pub const MIN_COVERAGE_PERCENT: f64 = 50.0;
 /// A decode batch below this many requests leaves the GPU reading weights for few tokens.
 const SMALL_DECODE_BATCH: f64 = 64.0;
 
-fn ms(ns: TimeNs) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "a duration for display")]
-    let v = ns as f64 / 1e6;
-    format!("{v:.2} ms")
-}
-
 #[expect(
     clippy::cast_precision_loss,
     reason = "durations and counts for ratios"
@@ -178,8 +172,8 @@ pub fn report(
             problem: ServingProblem::HostBetweenIterations,
             title: format!(
                 "The host spends {} between iterations (scheduling, input preparation, output processing), against {} of GPU work per iteration",
-                ms(run.between_iterations_ns / i64::try_from(run.gaps).unwrap_or(1)),
-                ms(busy / i64::try_from(iterations.max(1)).unwrap_or(1))
+                tracelens_model::format_ms(run.between_iterations_ns / i64::try_from(run.gaps).unwrap_or(1)),
+                tracelens_model::format_ms(busy / i64::try_from(iterations.max(1)).unwrap_or(1))
             ),
             fix: format!(
                 "Overlap the scheduling of the next iteration with the current one: {}.",
@@ -200,8 +194,8 @@ pub fn report(
                 problem: ServingProblem::LongPrefill,
                 title: format!(
                     "A prefill iteration takes {} of GPU time, a decode iteration {}: decodes wait behind each prefill",
-                    ms(p.gpu_busy_ns / i64::try_from(p.iterations).unwrap_or(1)),
-                    ms(d.gpu_busy_ns / i64::try_from(d.iterations).unwrap_or(1))
+                    tracelens_model::format_ms(p.gpu_busy_ns / i64::try_from(p.iterations).unwrap_or(1)),
+                    tracelens_model::format_ms(d.gpu_busy_ns / i64::try_from(d.iterations).unwrap_or(1))
                 ),
                 fix: format!(
                     "Chunk long prompts so each iteration carries a bounded prefill beside the decodes: {}.",

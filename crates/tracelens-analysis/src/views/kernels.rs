@@ -8,7 +8,7 @@ pub use crate::vocabulary::kernels::Precision;
 pub use crate::vocabulary::kernels::{kernel_class, KernelClass};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
-use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace};
+use tracelens_model::{Interval, NameId, SpanId, SpanKind, TimeNs, Trace};
 
 /// One kernel name's totals.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -32,6 +32,10 @@ pub struct KernelStat {
     /// Whether the name shows a tensor-core kernel.
     #[serde(default)]
     pub tensor_cores: bool,
+    /// The framework op that launched most of its time (for a kernel replayed from a
+    /// CUDA/HIP graph, the op that launched it at capture), when the trace says.
+    #[serde(default)]
+    pub launched_by: Option<String>,
     /// Share of all kernel time, in percent.
     pub share_percent: f64,
     /// The launch configuration of its longest call, when the trace records launches.
@@ -276,6 +280,7 @@ pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec
                 min_ns: a.min,
                 max_ns: a.max.max(0),
                 tensor_cores: crate::vocabulary::kernels::uses_matrix_cores(name),
+                launched_by: None,
                 share_percent: crate::num::percent(a.total, all),
                 launch: trace
                     .kernel_launches
@@ -298,7 +303,56 @@ pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec
             .then_with(|| a.name.cmp(&b.name))
     });
     stats.truncate(limit);
+    launched_by(trace, window, &mut stats);
     stats
+}
+
+/// Fills each listed kernel's `launched_by`: the op with the most of its time, from the
+/// capture for a replayed kernel, else the innermost framework op around its launch call.
+fn launched_by(trace: &Trace, window: Option<Interval>, stats: &mut [KernelStat]) {
+    let listed: FxHashMap<&str, usize> = stats
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.name.as_str(), i))
+        .collect();
+    let mut names: FxHashMap<NameId, Option<usize>> = FxHashMap::default();
+    let mut time: FxHashMap<(usize, NameId), TimeNs> = FxHashMap::default();
+    for (i, s) in trace.spans.iter().enumerate() {
+        if s.kind != SpanKind::Kernel {
+            continue;
+        }
+        let row = *names
+            .entry(s.name)
+            .or_insert_with(|| listed.get(trace.names.get(s.name)).copied());
+        let Some(row) = row else { continue };
+        let Some(iv) = window.map_or(Some(s.interval()), |w| s.interval().clip(w)) else {
+            continue;
+        };
+        let id = SpanId::at(i);
+        let op = match trace.graph_origin(id) {
+            Some(origin) => origin.op,
+            None => trace.launch_of(id).and_then(|api| {
+                trace
+                    .ancestors(api)
+                    .take(8)
+                    .find(|&a| trace.span(a).kind == SpanKind::CpuOp)
+                    .map(|a| trace.span(a).name)
+            }),
+        };
+        if let Some(op) = op {
+            *time.entry((row, op)).or_default() += iv.dur_ns();
+        }
+    }
+    let mut best: FxHashMap<usize, (TimeNs, NameId)> = FxHashMap::default();
+    for ((row, op), ns) in time {
+        let e = best.entry(row).or_insert((ns, op));
+        if (ns, std::cmp::Reverse(op.0)) > (e.0, std::cmp::Reverse(e.1 .0)) {
+            *e = (ns, op);
+        }
+    }
+    for (row, (_, op)) in best {
+        stats[row].launched_by = Some(trace.names.get(op).to_string());
+    }
 }
 
 #[cfg(test)]

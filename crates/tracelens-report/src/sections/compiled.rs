@@ -40,6 +40,10 @@ pub(crate) fn html(report: &Report) -> String {
     page.render().expect("the torch.compile template renders")
 }
 
+/// Why graph breaks are not counted in a trace without compiled regions.
+const NO_REGIONS: &str =
+    "graph breaks not measured: the trace has no Torch-Compiled Region ranges (PyTorch writes them since 2.2)";
+
 fn facts(run: &CompiledRun) -> Vec<(String, String)> {
     let mut out = vec![
         (
@@ -63,6 +67,16 @@ fn facts(run: &CompiledRun) -> Vec<(String, String)> {
         "recompiles".into(),
         format!("{} ({})", run.recompiles, format_ms(run.recompile_ns)),
     ));
+    if let Some(g) = run.graph_replays {
+        out.push((
+            "graph replays / eager runs".into(),
+            format!("{} / {}", g.replays, g.eager_runs),
+        ));
+    }
+    if run.region_calls == 0 {
+        out.push(("graph breaks".into(), NO_REGIONS.into()));
+        return out;
+    }
     out.push((
         "graph breaks".into(),
         format!(
@@ -72,12 +86,6 @@ fn facts(run: &CompiledRun) -> Vec<(String, String)> {
             format_ms(run.eager_between_ns)
         ),
     ));
-    if let Some(g) = run.graph_replays {
-        out.push((
-            "graph replays / eager runs".into(),
-            format!("{} / {}", g.replays, g.eager_runs),
-        ));
-    }
     out
 }
 
@@ -111,23 +119,20 @@ fn compile_rows(run: &CompiledRun) -> Vec<Vec<String>> {
 pub(crate) fn line(d: &Diagnosis) -> Option<String> {
     let c = d.compiled.as_ref()?;
     let run = &c.run;
-    let mut parts = vec![format!(
-        "{} compiled-region calls, {} compiled-graph calls",
-        run.region_calls, run.graph_calls
-    )];
+    let mut calls = Vec::new();
+    if run.region_calls > 0 {
+        calls.push(counted(run.region_calls, "compiled-region call"));
+    }
+    if run.graph_calls > 0 {
+        calls.push(counted(run.graph_calls, "compiled-graph call"));
+    }
+    let mut parts = vec![calls.join(", ")];
     if run.compilations > 0 {
-        let n = |count: u64, one: &str| {
-            if count == 1 {
-                format!("1 {one}")
-            } else {
-                format!("{count} {one}s")
-            }
-        };
         parts.push(format!(
             "{} ({}), {} among them",
-            n(run.compilations, "compilation"),
+            counted(run.compilations, "compilation"),
             format_ms(run.compile_ns),
-            n(run.recompiles, "recompile")
+            counted(run.recompiles, "recompile")
         ));
     }
     if run.graph_breaks > 0 {
@@ -142,8 +147,20 @@ pub(crate) fn line(d: &Diagnosis) -> Option<String> {
             g.eager_runs, g.replays
         ));
     }
-    if c.advice.is_empty() {
+    if run.region_calls == 0 {
+        parts.push(NO_REGIONS.into());
+    } else if c.advice.is_empty() {
         parts.push("no recompiles or graph breaks".into());
     }
+    parts.retain(|p| !p.is_empty());
     Some(parts.join("; "))
+}
+
+/// `1 recompile`, `3 recompiles`.
+fn counted(n: u64, one: &str) -> String {
+    if n == 1 {
+        format!("1 {one}")
+    } else {
+        format!("{n} {one}s")
+    }
 }

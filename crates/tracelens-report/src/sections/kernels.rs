@@ -1,5 +1,5 @@
-//! The top kernels by GPU time: count, times, share, occupancy, launch configuration and
-//! tensor-core use.
+//! The top kernels by GPU time: the op that launched them, count, times, share, occupancy,
+//! launch configuration and tensor-core use.
 
 use super::cells::{pct, NAME_CHARS};
 use askama::Template;
@@ -22,6 +22,9 @@ pub(crate) fn html(report: &Report) -> String {
         .map(|k| {
             vec![
                 shorten(&k.name, NAME_CHARS),
+                k.launched_by
+                    .as_deref()
+                    .map_or_else(|| "–".into(), |op| shorten(op, NAME_CHARS)),
                 k.count.to_string(),
                 format_ms(k.total_ns),
                 format_ms(k.mean_ns),
