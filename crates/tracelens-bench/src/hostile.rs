@@ -91,7 +91,77 @@ pub fn all() -> Vec<Hostile> {
             attack: "100,000 overlapping ProfilerSteps (50 MB): each step scanned every launch (issue 40)",
             write: |o| enclosed_launches(o, 100_000, 100_000, true),
         },
+        Hostile {
+            name: "nested_compiled_regions.json",
+            attack: "50,000 nested Torch-Compiled Regions, 50,000 compilations and 50,000 launches inside (issue 41): each compilation searched every region, each launch walked the nesting",
+            write: |o| nested_compiled(o, 50_000),
+        },
+        Hostile {
+            name: "nested_serving_iterations.json",
+            attack: "50,000 nested engine iteration ranges around 50,000 launches (issue 41): each iteration scanned the launches of all inside it",
+            write: |o| nested_iterations(o, 50_000),
+        },
     ]
+}
+
+/// `n` `Torch-Compiled Region`s nested on one thread, and inside the innermost `n`
+/// compilations each followed by a launch.
+pub fn nested_compiled(o: &mut dyn Write, n: u64) -> io::Result<()> {
+    write!(o, "{{\"traceEvents\": [")?;
+    let total_us = 10 * n + 1_000_000;
+    for i in 0..n {
+        write!(
+            o,
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "Torch-Compiled Region: {i}/1", "pid": 1, "tid": 1, "ts": {}, "dur": {}}}, "#,
+            1_000 + i,
+            total_us - 2 * i
+        )?;
+    }
+    let base = 1_000 + n + 10;
+    for j in 0..n {
+        let t = base + j * 10;
+        if j > 0 {
+            write!(o, ", ")?;
+        }
+        write!(
+            o,
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "_compile.compile_inner (dynamo_timed)", "pid": 1, "tid": 1, "ts": {t}, "dur": 3}}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 2, "args": {{"correlation": {}}}}}, {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 3, "args": {{"device": 0, "stream": 7, "correlation": {}}}}}"#,
+            t + 5,
+            j + 1,
+            t + 8,
+            j + 1
+        )?;
+    }
+    write!(o, "]}}")
+}
+
+/// `n` labelled engine iterations nested on one thread around `n` launches.
+pub fn nested_iterations(o: &mut dyn Write, n: u64) -> io::Result<()> {
+    write!(o, "{{\"traceEvents\": [")?;
+    let total_us = 10 * n + 1_000_000;
+    for i in 0..n {
+        write!(
+            o,
+            r#"{{"ph": "X", "cat": "user_annotation", "name": "execute_{i}_context_0(sq0sk0sqsq0sqsk0)_generation_1(sq1sk9sqsq1sqsk9)", "pid": 1, "tid": 1, "ts": {}, "dur": {}}}, "#,
+            1_000 + i,
+            total_us - 2 * i
+        )?;
+    }
+    let base = 1_000 + n + 10;
+    for j in 0..n {
+        let t = base + j * 10;
+        if j > 0 {
+            write!(o, ", ")?;
+        }
+        write!(
+            o,
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {t}, "dur": 2, "args": {{"correlation": {}}}}}, {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 3, "args": {{"device": 0, "stream": 7, "correlation": {}}}}}"#,
+            j + 1,
+            t + 3,
+            j + 1
+        )?;
+    }
+    write!(o, "]}}")
 }
 
 /// `ranges` user ranges nested around `launches` CPU ops on one thread, each launching one

@@ -119,6 +119,10 @@ impl CompiledRun {
 /// "No span".
 const NONE: u32 = u32::MAX;
 
+/// How many torch.compile spans deep a walk goes: regions nest one level per graph break, so
+/// a crafted trace nested deeper cannot make every launch's walk long.
+const MAX_NESTING: usize = 64;
+
 fn index(i: usize) -> u32 {
     u32::try_from(i).unwrap_or(NONE)
 }
@@ -167,7 +171,7 @@ pub fn compiled_run(trace: &Trace, window: &AnalysisWindow) -> Option<CompiledRu
     // The nearest enclosing compiled region of a marker (skipping graph calls and
     // bookkeeping), bounded like every ancestor walk.
     let region_around = |mut m: u32| {
-        for _ in 0..tracelens_model::MAX_ANCESTORS {
+        for _ in 0..MAX_NESTING {
             if m == NONE {
                 return NONE;
             }
@@ -185,7 +189,7 @@ pub fn compiled_run(trace: &Trace, window: &AnalysisWindow) -> Option<CompiledRu
     // region where the trace records no graph calls (PyTorch writes both since 2.2).
     let has_graph_calls = names.contains(&Some(CompiledName::GraphCall));
     let unit_around = |mut m: u32| {
-        for _ in 0..tracelens_model::MAX_ANCESTORS {
+        for _ in 0..MAX_NESTING {
             if m == NONE {
                 return NONE;
             }
@@ -288,20 +292,30 @@ pub fn compiled_run(trace: &Trace, window: &AnalysisWindow) -> Option<CompiledRu
         });
     }
     let first_step = window.steps.first().map(|s| s.number);
-    let mut listed: Vec<Compilation> = compiles
+    let mut all: Vec<(usize, Compilation)> = compiles
         .into_iter()
-        .map(|i| compilation(trace, window, i, &regions, first_step))
+        .map(|i| (i, compilation(trace, window, i, &regions, first_step)))
         .collect();
-    run.compilations = listed.len() as u64;
-    run.compile_ns = listed.iter().map(|c| c.dur_ns).sum();
-    run.recompiles = listed.iter().filter(|c| c.recompile).count() as u64;
-    run.recompile_ns = listed
+    run.compilations = all.len() as u64;
+    run.compile_ns = all.iter().map(|(_, c)| c.dur_ns).sum();
+    run.recompiles = all.iter().filter(|(_, c)| c.recompile).count() as u64;
+    run.recompile_ns = all
         .iter()
-        .filter(|c| c.recompile)
-        .map(|c| c.dur_ns)
+        .filter(|(_, c)| c.recompile)
+        .map(|(_, c)| c.dur_ns)
         .sum();
-    listed.sort_by_key(|c| (!c.recompile, c.start_ns));
-    listed.truncate(MAX_LISTED);
+    all.sort_by_key(|(_, c)| (!c.recompile, c.start_ns));
+    all.truncate(MAX_LISTED);
+    // The compiled function, from the Python frames, for the listed ones only.
+    let mut listed: Vec<Compilation> = all
+        .into_iter()
+        .map(|(i, mut c)| {
+            c.function = trace
+                .python_frame_where(SpanId::at(i), |f| !f.is_library())
+                .map(|f| format!("{}:{} {}", f.file, f.line, f.function));
+            c
+        })
+        .collect();
     let mut causes = FxHashMap::default();
     for c in listed.iter_mut().filter(|c| c.recompile) {
         let cause = *causes
@@ -325,6 +339,7 @@ fn name_of_marker(
 fn break_site(trace: &Trace, i: usize, frame: Option<u32>) -> String {
     trace
         .ancestors(SpanId::at(i))
+        .take(MAX_NESTING)
         .filter(|&a| trace.span(a).kind == SpanKind::PythonFunction)
         .find_map(|a| compiled::graph_break_site(trace.name(a)))
         .unwrap_or_else(|| match frame {
@@ -343,13 +358,13 @@ fn compilation(
     first_step: Option<i64>,
 ) -> Compilation {
     let s = &trace.spans[i];
-    let after = regions
-        .iter()
-        .filter(|(r, _, _)| {
-            let rs = &trace.spans[*r];
-            rs.lane == s.lane && rs.start_ns >= s.end_ns()
-        })
-        .min_by_key(|(r, _, _)| trace.spans[*r].start_ns);
+    // `regions` is in span order: by lane, then by start within a lane.
+    let lane = trace.lane(s.lane).spans.clone();
+    let (lane_start, lane_end) = (lane.start as usize, lane.end as usize);
+    let at = regions.partition_point(|&(r, _, _)| {
+        r < lane_start || (r < lane_end && trace.spans[r].start_ns < s.end_ns())
+    });
+    let after = regions.get(at).filter(|&&(r, _, _)| r < lane_end);
     let (frame, compile_id) = after.map_or((None, None), |&(_, f, c)| (f, c));
     // The profiler step on the compiling thread (the host runs ahead of the GPU's steps).
     let step = trace
@@ -361,16 +376,13 @@ fn compilation(
         Some(c) => c >= 1,
         None => step.is_some() && step != first_step,
     };
-    let function = trace
-        .python_frame_where(SpanId::at(i), |f| !f.is_library())
-        .map(|f| format!("{}:{} {}", f.file, f.line, f.function));
     Compilation {
         start_ns: s.start_ns,
         dur_ns: s.dur_ns,
         step,
         frame,
         compile_id,
-        function,
+        function: None,
         recompile,
         cause: None,
     }

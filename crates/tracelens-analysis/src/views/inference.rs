@@ -190,8 +190,18 @@ pub fn inference_run(trace: &Trace, window: &AnalysisWindow) -> Option<Inference
     steps.sort_by_key(|&(i, _)| trace.spans[i].start_ns);
     let mut listed = Vec::with_capacity(steps.len());
     let mut previous_end: Option<(LaneId, TimeNs)> = None;
+    // Where the last iteration taken on each lane ends: a range inside it is not another
+    // iteration (and each lane's ranges are scanned once).
+    let mut taken_until: rustc_hash::FxHashMap<LaneId, TimeNs> = rustc_hash::FxHashMap::default();
     for &(i, label) in &steps {
         let s = &trace.spans[i];
+        if taken_until
+            .get(&s.lane)
+            .is_some_and(|&end| s.start_ns < end)
+        {
+            continue;
+        }
+        taken_until.insert(s.lane, s.end_ns());
         let work = work_inside(trace, s.lane, s.interval());
         // An iteration counts when its host range or the GPU work it launched is in the
         // window (the GPU runs behind the host).
