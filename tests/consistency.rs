@@ -490,6 +490,16 @@ pub fn advice_context_errors(d: &tracelens_analysis::Diagnosis) -> Vec<String> {
             texts.push((format!("{:?} finding", f.kind), text.clone()));
         }
     }
+    for a in d.compiled.iter().flat_map(|c| &c.advice) {
+        for text in [&a.title, &a.fix, &a.snippet] {
+            texts.push(("torch.compile advice".to_string(), text.clone()));
+        }
+    }
+    for a in d.serving.iter().flat_map(|s| &s.advice) {
+        for text in [&a.title, &a.fix] {
+            texts.push(("serving advice".to_string(), text.clone()));
+        }
+    }
     let mut e = Vec::new();
     for (what, text) in &texts {
         for (word, why) in &banned {

@@ -84,101 +84,62 @@ pub fn all() -> Vec<Hostile> {
         Hostile {
             name: "nested_ranges_around_launches.json",
             attack: "11,000 nested user ranges around 160,000 launches (63 MB): each idle gap walked the enclosing ranges (issue 40)",
-            write: |o| enclosed_launches(o, 11_000, 160_000, false),
+            write: |o| enclosed_launches(o, 11_000, 160_000, Nest::UserRanges),
         },
         Hostile {
             name: "overlapping_steps.json",
             attack: "100,000 overlapping ProfilerSteps (50 MB): each step scanned every launch (issue 40)",
-            write: |o| enclosed_launches(o, 100_000, 100_000, true),
+            write: |o| enclosed_launches(o, 100_000, 100_000, Nest::Steps),
         },
         Hostile {
             name: "nested_compiled_regions.json",
-            attack: "50,000 nested Torch-Compiled Regions, 50,000 compilations and 50,000 launches inside (issue 41): each compilation searched every region, each launch walked the nesting",
-            write: |o| nested_compiled(o, 50_000),
+            attack: "50,000 nested Torch-Compiled Regions around 50,000 launches, each after a compilation (issue 41): each compilation searched every region, each launch walked the nesting",
+            write: |o| enclosed_launches(o, 50_000, 50_000, Nest::CompiledRegions),
         },
         Hostile {
             name: "nested_serving_iterations.json",
             attack: "50,000 nested engine iteration ranges around 50,000 launches (issue 41): each iteration scanned the launches of all inside it",
-            write: |o| nested_iterations(o, 50_000),
+            write: |o| enclosed_launches(o, 50_000, 50_000, Nest::ServingIterations),
         },
     ]
 }
 
-/// `n` `Torch-Compiled Region`s nested on one thread, and inside the innermost `n`
-/// compilations each followed by a launch.
-pub fn nested_compiled(o: &mut dyn Write, n: u64) -> io::Result<()> {
-    write!(o, "{{\"traceEvents\": [")?;
-    let total_us = 10 * n + 1_000_000;
-    for i in 0..n {
-        write!(
-            o,
-            r#"{{"ph": "X", "cat": "cpu_op", "name": "Torch-Compiled Region: {i}/1", "pid": 1, "tid": 1, "ts": {}, "dur": {}}}, "#,
-            1_000 + i,
-            total_us - 2 * i
-        )?;
-    }
-    let base = 1_000 + n + 10;
-    for j in 0..n {
-        let t = base + j * 10;
-        if j > 0 {
-            write!(o, ", ")?;
-        }
-        write!(
-            o,
-            r#"{{"ph": "X", "cat": "cpu_op", "name": "_compile.compile_inner (dynamo_timed)", "pid": 1, "tid": 1, "ts": {t}, "dur": 3}}, {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 2, "args": {{"correlation": {}}}}}, {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 3, "args": {{"device": 0, "stream": 7, "correlation": {}}}}}"#,
-            t + 5,
-            j + 1,
-            t + 8,
-            j + 1
-        )?;
-    }
-    write!(o, "]}}")
+/// What the nested ranges of [`enclosed_launches`] are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nest {
+    /// User ranges (`region_N`).
+    UserRanges,
+    /// Overlapping `ProfilerStep#N` ranges.
+    Steps,
+    /// `Torch-Compiled Region: N/1` ops, a compilation before each launch.
+    CompiledRegions,
+    /// Labelled serving iterations (`execute_N_context_0(…)_generation_1(…)`).
+    ServingIterations,
 }
 
-/// `n` labelled engine iterations nested on one thread around `n` launches.
-pub fn nested_iterations(o: &mut dyn Write, n: u64) -> io::Result<()> {
-    write!(o, "{{\"traceEvents\": [")?;
-    let total_us = 10 * n + 1_000_000;
-    for i in 0..n {
-        write!(
-            o,
-            r#"{{"ph": "X", "cat": "user_annotation", "name": "execute_{i}_context_0(sq0sk0sqsq0sqsk0)_generation_1(sq1sk9sqsq1sqsk9)", "pid": 1, "tid": 1, "ts": {}, "dur": {}}}, "#,
-            1_000 + i,
-            total_us - 2 * i
-        )?;
-    }
-    let base = 1_000 + n + 10;
-    for j in 0..n {
-        let t = base + j * 10;
-        if j > 0 {
-            write!(o, ", ")?;
-        }
-        write!(
-            o,
-            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {t}, "dur": 2, "args": {{"correlation": {}}}}}, {{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": {}, "dur": 3, "args": {{"device": 0, "stream": 7, "correlation": {}}}}}"#,
-            j + 1,
-            t + 3,
-            j + 1
-        )?;
-    }
-    write!(o, "]}}")
-}
-
-/// `ranges` user ranges nested around `launches` CPU ops on one thread, each launching one
-/// kernel with idle time before it; overlapping `ProfilerStep#N` ranges when `steps`.
+/// `ranges` ranges of kind `nest` nested around `launches` CPU ops on one thread, each
+/// launching one kernel with idle time before it.
 pub fn enclosed_launches(
     o: &mut dyn Write,
     ranges: u64,
     launches: u64,
-    steps: bool,
+    nest: Nest,
 ) -> io::Result<()> {
     let span_us = launches * 100 + ranges * 2 + 1_000;
     write!(o, "{{\"traceEvents\": [")?;
     for i in 0..ranges {
-        let name = if steps { "ProfilerStep#" } else { "region_" };
+        let (cat, name) = match nest {
+            Nest::UserRanges => ("user_annotation", format!("region_{i}")),
+            Nest::Steps => ("user_annotation", format!("ProfilerStep#{i}")),
+            Nest::CompiledRegions => ("cpu_op", format!("Torch-Compiled Region: {i}/1")),
+            Nest::ServingIterations => (
+                "user_annotation",
+                format!("execute_{i}_context_0(sq0sk0sqsq0sqsk0)_generation_1(sq1sk9sqsq1sqsk9)"),
+            ),
+        };
         write!(
             o,
-            r#"{{"ph": "X", "cat": "user_annotation", "name": "{name}{i}", "pid": 1, "tid": 1, "ts": {}, "dur": {}}}, "#,
+            r#"{{"ph": "X", "cat": "{cat}", "name": "{name}", "pid": 1, "tid": 1, "ts": {}, "dur": {}}}, "#,
             10 + i,
             span_us - 2 * i
         )?;
@@ -189,6 +150,13 @@ pub fn enclosed_launches(
         let c = j + 1;
         if j > 0 {
             write!(o, ", ")?;
+        }
+        if nest == Nest::CompiledRegions {
+            write!(
+                o,
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "_compile.compile_inner (dynamo_timed)", "pid": 1, "tid": 1, "ts": {}, "dur": 30}}, "#,
+                t + 40
+            )?;
         }
         launched_op(o, 1, c, (t, 20), (t + 5, 5), (t + 12, 10))?;
     }

@@ -58,7 +58,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 /// The report of `run`, its problems fitted to the PyTorch version and the GPU's vendor.
 #[must_use]
 pub fn report(run: CompiledRun, fw: &Framework, hw: &Hardware) -> CompiledReport {
-    let logs = fw.at_least(TORCH_LOGS) == Some(true);
+    let logs = fw.at_least(TORCH_LOGS);
     let mut advice = Vec::new();
     if run.recompiles > 0 {
         advice.push(recompiles(&run, logs));
@@ -76,10 +76,10 @@ pub fn report(run: CompiledRun, fw: &Framework, hw: &Hardware) -> CompiledReport
         } else {
             "CUDA graph"
         };
-        let why = if logs {
-            "TORCH_LOGS=perf_hints prints why a graph was skipped (CPU tensors, inputs mutated outside the graph, dynamic shapes). "
-        } else {
-            ""
+        let why = match logs {
+            Some(true) => "TORCH_LOGS=perf_hints prints why a graph was skipped (CPU tensors, inputs mutated outside the graph, dynamic shapes). ",
+            None => "TORCH_LOGS=perf_hints (PyTorch 2.1+) prints why a graph was skipped (CPU tensors, inputs mutated outside the graph, dynamic shapes). ",
+            Some(false) => "",
         };
         advice.push(CompileAdvice {
             problem: CompileProblem::EagerGraphRuns,
@@ -97,7 +97,7 @@ pub fn report(run: CompiledRun, fw: &Framework, hw: &Hardware) -> CompiledReport
     CompiledReport { run, advice }
 }
 
-fn recompiles(run: &CompiledRun, logs: bool) -> CompileAdvice {
+fn recompiles(run: &CompiledRun, logs: Option<bool>) -> CompileAdvice {
     let first = run.listed.iter().find(|c| c.recompile);
     let what = first
         .and_then(|c| {
@@ -124,10 +124,10 @@ fn recompiles(run: &CompiledRun, logs: bool) -> CompileAdvice {
         plural(run.recompiles, "time", "times").replace("1 time", "once"),
         tracelens_model::format_ms(run.recompile_ns)
     );
-    let see = if logs {
-        "TORCH_LOGS=recompiles prints the guard that failed at each recompile. "
-    } else {
-        "Upgrade to PyTorch 2.1+ for TORCH_LOGS=recompiles, which prints the guard that failed. "
+    let see = match logs {
+        Some(true) => "TORCH_LOGS=recompiles prints the guard that failed at each recompile. ",
+        None => "TORCH_LOGS=recompiles (PyTorch 2.1+) prints the guard that failed at each recompile. ",
+        Some(false) => "Upgrade to PyTorch 2.1+ for TORCH_LOGS=recompiles, which prints the guard that failed. ",
     };
     let (fix, snippet) = match cause {
         RecompileCause::ShapesChanged => (
@@ -151,7 +151,7 @@ fn recompiles(run: &CompiledRun, logs: bool) -> CompileAdvice {
     }
 }
 
-fn graph_breaks(run: &CompiledRun, logs: bool, custom_op: bool) -> CompileAdvice {
+fn graph_breaks(run: &CompiledRun, logs: Option<bool>, custom_op: bool) -> CompileAdvice {
     let at = run
         .break_sites
         .first()
@@ -161,10 +161,10 @@ fn graph_breaks(run: &CompiledRun, logs: bool, custom_op: bool) -> CompileAdvice
         run.breaks_per_step(),
         tracelens_model::format_ms(run.eager_between_ns / i64::try_from(run.steps.max(1)).unwrap_or(1))
     );
-    let see = if logs {
-        "TORCH_LOGS=graph_breaks prints each break and its reason. "
-    } else {
-        "torch._dynamo.explain lists each break and its reason. "
+    let see = match logs {
+        Some(true) => "TORCH_LOGS=graph_breaks prints each break and its reason. ",
+        None => "TORCH_LOGS=graph_breaks (PyTorch 2.1+; before it, torch._dynamo.explain) prints each break and its reason. ",
+        Some(false) => "torch._dynamo.explain lists each break and its reason. ",
     };
     let wrap = if custom_op {
         " or wrap it as a custom op (torch.library.custom_op) the compiler can keep in the graph"

@@ -150,57 +150,39 @@ pub fn compiled_run(trace: &Trace, window: &AnalysisWindow) -> Option<CompiledRu
             None
         }
     };
-    // The nearest enclosing (or own) torch.compile span of every span: a parent sorts before
-    // its children, so one pass in index order.
+    // The nearest enclosing (or own) torch.compile span of every span, filled in the main
+    // pass below: a parent sorts before its children.
     let n = trace.spans.len();
     let mut marker = vec![NONE; n];
-    for i in 0..n {
-        marker[i] = if name_of(i).is_some() {
-            index(i)
-        } else {
-            trace
-                .parent(SpanId::at(i))
-                .map_or(NONE, |p| marker[p.0 as usize])
-        };
-    }
-    let enclosing = |i: usize| {
+    let enclosing = |marker: &[u32], i: usize| {
         trace
             .parent(SpanId::at(i))
             .map_or(NONE, |p| marker[p.0 as usize])
     };
-    // The nearest enclosing compiled region of a marker (skipping graph calls and
-    // bookkeeping), bounded like every ancestor walk.
-    let region_around = |mut m: u32| {
+    // The nearest torch.compile span from marker `m` outwards that `want`s its name, bounded.
+    let nearest = |marker: &[u32], mut m: u32, want: &dyn Fn(CompiledName) -> bool| {
         for _ in 0..MAX_NESTING {
             if m == NONE {
                 return NONE;
             }
-            if matches!(name_of(m as usize), Some(CompiledName::Region { .. })) {
+            if name_of(m as usize).is_some_and(want) {
                 return m;
             }
-            m = enclosing(m as usize);
+            m = enclosing(marker, m as usize);
         }
         NONE
     };
+    let is_region = |c: CompiledName| matches!(c, CompiledName::Region { .. });
     let w = window.interval;
     // Spans that overlap the window count (the host runs ahead of the GPU's window).
     let in_window = |s: &tracelens_model::Span| s.start_ns < w.end_ns && s.end_ns() > w.start_ns;
     // What a launch is counted under for graph replays: its compiled graph's call, or its
     // region where the trace records no graph calls (PyTorch writes both since 2.2).
     let has_graph_calls = names.contains(&Some(CompiledName::GraphCall));
-    let unit_around = |mut m: u32| {
-        for _ in 0..MAX_NESTING {
-            if m == NONE {
-                return NONE;
-            }
-            match name_of(m as usize) {
-                Some(CompiledName::GraphCall) => return m,
-                Some(CompiledName::Region { .. }) if !has_graph_calls => return m,
-                _ => {}
-            }
-            m = enclosing(m as usize);
-        }
-        NONE
+    let is_unit = |c: CompiledName| match c {
+        CompiledName::GraphCall => true,
+        CompiledName::Region { .. } => !has_graph_calls,
+        _ => false,
     };
     let mut run = CompiledRun {
         steps: window.step_count() as u64,
@@ -214,6 +196,11 @@ pub fn compiled_run(trace: &Trace, window: &AnalysisWindow) -> Option<CompiledRu
     let mut launches: FxHashMap<u32, (bool, bool)> = FxHashMap::default();
     for i in 0..n {
         let s = &trace.spans[i];
+        marker[i] = if name_of(i).is_some() {
+            index(i)
+        } else {
+            enclosing(&marker, i)
+        };
         if !in_window(s) {
             continue;
         }
@@ -221,7 +208,7 @@ pub fn compiled_run(trace: &Trace, window: &AnalysisWindow) -> Option<CompiledRu
             let name = trace.name(SpanId::at(i));
             let graph = crate::vocabulary::ops::is_graph_launch(name);
             if graph || crate::vocabulary::api::is_kernel_launch(name) {
-                let r = unit_around(enclosing(i));
+                let r = nearest(&marker, enclosing(&marker, i), &is_unit);
                 if r != NONE {
                     let e = launches.entry(r).or_default();
                     e.0 |= graph;
@@ -234,7 +221,7 @@ pub fn compiled_run(trace: &Trace, window: &AnalysisWindow) -> Option<CompiledRu
             Some(CompiledName::Region { frame, compile }) => {
                 frames.extend(frame);
                 regions.push((i, frame, compile));
-                let outer = region_around(enclosing(i));
+                let outer = nearest(&marker, enclosing(&marker, i), &is_region);
                 if outer == NONE {
                     run.region_calls += 1;
                     run.region_ns += s.dur_ns;
@@ -246,10 +233,9 @@ pub fn compiled_run(trace: &Trace, window: &AnalysisWindow) -> Option<CompiledRu
             }
             Some(CompiledName::GraphCall) => run.graph_calls += 1,
             Some(CompiledName::Compile)
-                if !matches!(
-                    name_of_marker(&name_of, enclosing(i)),
-                    Some(CompiledName::Compile)
-                ) =>
+                if nearest(&marker, enclosing(&marker, i), &|c| {
+                    c == CompiledName::Compile
+                }) == NONE =>
             {
                 compiles.push(i);
             }
@@ -264,7 +250,7 @@ pub fn compiled_run(trace: &Trace, window: &AnalysisWindow) -> Option<CompiledRu
             if s.kind != SpanKind::CpuOp || !in_window(s) {
                 continue;
             }
-            let m = enclosing(i);
+            let m = enclosing(&marker, i);
             if m == NONE || !broken.contains(&m) {
                 continue;
             }
@@ -326,13 +312,6 @@ pub fn compiled_run(trace: &Trace, window: &AnalysisWindow) -> Option<CompiledRu
     run.listed = listed;
     let anything = run.region_calls + run.graph_calls + run.compilations > 0;
     anything.then_some(run)
-}
-
-fn name_of_marker(
-    name_of: &impl Fn(usize) -> Option<CompiledName>,
-    m: u32,
-) -> Option<CompiledName> {
-    (m != NONE).then(|| name_of(m as usize)).flatten()
 }
 
 /// The break before nested region `i`: the resume function's Python frame, else its frame.

@@ -165,7 +165,19 @@ pub fn inference_run(trace: &Trace, window: &AnalysisWindow) -> Option<Inference
         .map(|k| serving::iteration_label(trace.names.get(NameId::at(k))))
         .collect();
     let has_labels = labels.iter().any(Option::is_some);
-    let mut engine = None;
+    // Without batch labels, the engines' step frames mark the iterations.
+    let step_frames: Vec<bool> = if has_labels {
+        Vec::new()
+    } else {
+        (0..trace.names.len())
+            .map(|k| serving::is_engine_step_frame(trace.names.get(NameId::at(k))))
+            .collect()
+    };
+    if !has_labels && !step_frames.contains(&true) {
+        return None;
+    }
+    let engine = (0..trace.names.len())
+        .find_map(|k| serving::engine_of_frame(trace.names.get(NameId::at(k))));
     let mut steps = Vec::new();
     let w = window.interval;
     for (i, s) in trace.spans.iter().enumerate() {
@@ -175,14 +187,8 @@ pub fn inference_run(trace: &Trace, window: &AnalysisWindow) -> Option<Inference
                     steps.push((i, Some(l)));
                 }
             }
-            SpanKind::PythonFunction => {
-                let name = trace.names.get(s.name);
-                if engine.is_none() {
-                    engine = serving::engine_of_frame(name);
-                }
-                if !has_labels && serving::is_engine_step_frame(name) {
-                    steps.push((i, None));
-                }
+            SpanKind::PythonFunction if !has_labels && step_frames[s.name.0 as usize] => {
+                steps.push((i, None));
             }
             _ => {}
         }

@@ -23,7 +23,6 @@ const WARM_UP: &[&str] = &[
     "warmup",
     "warm_up",
     "compilefusion",
-    "convert_frame.py",
     "compile_fx",
     "async_compile",
     "codecache.py",
@@ -36,16 +35,13 @@ const WARM_UP: &[&str] = &[
     "cuda_graph_runner",
     "capture_graph",
     "cudagraphs.py",
-    // torch.compile's phases as dynamo_timed records them.
-    "compile_inner",
+    // torch.compile's phases beyond those `compiled::of` names (its `(dynamo_timed)` ranges
+    // and `convert_frame.py` frames): Inductor's and AOTAutograd's Python frames.
     "call_user_compiler",
     "aot_dispatch",
     "create_aot_dispatcher",
     "graphlowering",
     "compile_to_module",
-    "entire_frame_compile",
-    "backend_compile",
-    "inductor_compile",
     "fx_codegen_and_compile",
     "benchmark_all_configs",
     "pycodecache",
@@ -109,7 +105,9 @@ pub fn of(name: &str) -> Option<Activity> {
     let lower = name.to_ascii_lowercase();
     // CUDA graph capture regions ("capture_32_DECODE") are one-time.
     let capture = lower.starts_with("capture_") || lower.contains("graph capture");
-    if capture || any_of(&lower, WARM_UP) {
+    let compile = crate::vocabulary::compiled::of(name)
+        == Some(crate::vocabulary::compiled::CompiledName::Compile);
+    if capture || compile || any_of(&lower, WARM_UP) {
         Some(Activity::OneTime)
     } else if lower.contains("optimizer")
         || lower.contains("zero_grad")

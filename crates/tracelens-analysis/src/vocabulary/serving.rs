@@ -96,7 +96,8 @@ fn phase(text: &str) -> Option<PhaseBatch> {
 /// The engine a Python frame's file belongs to.
 #[must_use]
 pub fn engine_of_frame(name: &str) -> Option<Engine> {
-    let file = name.split_once('(').map_or(name, |(f, _)| f);
+    // A Python frame: `path/to/file.py(line): function`.
+    let (file, _) = name.split_once(".py(")?;
     if file.contains("vllm/") {
         Some(Engine::Vllm)
     } else if file.contains("sglang/") {
