@@ -393,3 +393,40 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A program the trace shows is not PyTorch reads no PyTorch API in any output: the HTML
+/// page, the Markdown and the terminal summaries of every native program in the corpus'
+/// `diverse/` folder (notes on missing figures included, not only findings).
+#[test]
+fn a_native_program_reads_no_pytorch_in_any_output() {
+    use tracelens_analysis::measure::environment::Program;
+    let Some(root) = tracelens_tests::corpus_dir("a_native_program_reads_no_pytorch") else {
+        return;
+    };
+    let mut native = 0;
+    for path in walk(&root.join("diverse")) {
+        let Ok(trace) = tracelens_load::open(&path) else {
+            continue;
+        };
+        let report = tracelens_report::Report::build(&trace);
+        if report.diagnosis.framework.program != Program::Native {
+            continue;
+        }
+        native += 1;
+        for (what, text) in [
+            ("html", tracelens_report::render_html(&report)),
+            ("markdown", tracelens_report::render_markdown(&report)),
+            ("text", tracelens_report::render_text(&report, true)),
+        ] {
+            assert!(
+                !text.contains("torch"),
+                "{} ({what}): {}",
+                path.display(),
+                text.lines()
+                    .find(|l| l.contains("torch"))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    assert!(native >= 3, "only {native} native programs in diverse/");
+}

@@ -57,6 +57,16 @@ impl SyncTrigger {
             SyncTrigger::ProfilerInjected => "profiler start/stop sync",
         }
     }
+
+    /// [`SyncTrigger::describe`] for the program the trace shows: a program that is not
+    /// PyTorch did not write `torch.cuda.synchronize()` (the API column names its call).
+    #[must_use]
+    pub fn describe_for(self, pytorch: bool) -> &'static str {
+        match self {
+            SyncTrigger::DeviceSynchronize if !pytorch => "device synchronize",
+            _ => self.describe(),
+        }
+    }
 }
 
 /// One host-blocking call.

@@ -93,11 +93,23 @@ pub(crate) fn line(d: &Diagnosis) -> String {
     if e.gaps.contains(&EfficiencyGap::AbovePeak) {
         return "the recorded shapes give more FLOPs than the device can run in the measured time, so no MFU: the shapes and the times disagree (the trace is inconsistent or edited)".into();
     }
+    // How to get shapes is said only to a PyTorch program: nothing else records them.
+    let pytorch = d.framework.pytorch();
     if e.gaps.contains(&EfficiencyGap::FormatWithoutShapes) {
-        return "this format carries no operator shapes and dtypes (Nsight Systems; emit_nvtx ranges have shapes at most), so no FLOPs or MFU: record the step with torch.profiler.profile(record_shapes=True) for them".into();
+        return if pytorch {
+            "this format carries no operator shapes and dtypes (Nsight Systems; emit_nvtx ranges have shapes at most), so no FLOPs or MFU: record the step with torch.profiler.profile(record_shapes=True) for them"
+        } else {
+            "this format carries no operator shapes and dtypes (Nsight Systems), so no FLOPs or MFU"
+        }
+        .into();
     }
     if e.gaps.contains(&EfficiencyGap::NoOperators) {
-        return "no framework operators in the window, so no FLOPs or MFU (they come from PyTorch profiler operators recorded with record_shapes=True)".into();
+        return if pytorch {
+            "no framework operators in the window, so no FLOPs or MFU (they come from PyTorch profiler operators recorded with record_shapes=True)"
+        } else {
+            "no framework operators in the window, so no FLOPs or MFU"
+        }
+        .into();
     }
     if e.gaps.contains(&EfficiencyGap::NoShapes) {
         return "operators are recorded without input shapes, so no FLOPs or MFU: record with torch.profiler.profile(record_shapes=True)".into();

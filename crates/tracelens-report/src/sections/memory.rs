@@ -98,7 +98,12 @@ fn memory_row(m: &tracelens_analysis::views::memory::DeviceMemory) -> Vec<String
 fn memory_note(d: &tracelens_analysis::Diagnosis) -> String {
     use tracelens_analysis::views::memory::PeakBasis;
     if d.memory.is_empty() {
-        return "No allocator samples in the window: record with torch.profiler.profile(profile_memory=True) to see peaks and headroom.".into();
+        return if d.framework.pytorch() {
+            "No allocator samples in the window: record with torch.profiler.profile(profile_memory=True) to see peaks and headroom."
+        } else {
+            "No allocator samples in the window: this capture records none, so no peaks or headroom."
+        }
+        .into();
     }
     if d.memory
         .iter()

@@ -25,7 +25,9 @@ pub(crate) fn html(report: &Report) -> String {
         .take(MAX_SYNC_ROWS)
         .map(|s| {
             vec![
-                s.trigger.describe().to_string(),
+                s.trigger
+                    .describe_for(diagnosis.framework.pytorch())
+                    .to_string(),
                 s.call_site.clone().unwrap_or_else(|| "–".into()),
                 s.apis.join(", "),
                 s.count.to_string(),

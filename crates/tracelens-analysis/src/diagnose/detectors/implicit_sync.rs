@@ -56,7 +56,9 @@ impl Detector for ImplicitSyncs {
                 // The free calls the trace shows (cudaFree on CUDA, hipFree on ROCm).
                 format!("GPU memory free ({}())", site.apis.join("()/"))
             } else if cx.framework().pytorch() || site.apis.is_empty() {
-                site.trigger.describe().to_string()
+                site.trigger
+                    .describe_for(cx.framework().pytorch())
+                    .to_string()
             } else {
                 format!("{}()", site.apis.join("()/"))
             };
