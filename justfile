@@ -75,7 +75,7 @@ fuzz seconds="60":
     command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
     mkdir -p fuzz/corpus/kineto_import fuzz/corpus/nsys_import fuzz/corpus/trace_strings fuzz/corpus/rule_parser fuzz/corpus/parquet_read
     cp fixtures/kineto/*.json fixtures/scenarios/*.json fixtures/fuzz/*.json fuzz/corpus/kineto_import/ 2>/dev/null || true
-    cd fuzz && for t in kineto_import nsys_import trace_strings rule_parser parquet_read; do cargo +nightly fuzz run $t -- -max_total_time={{seconds}} -rss_limit_mb=2048 -max_len=1048576 2>&1 | grep -E "^(#[0-9]+ +DONE|Done|==[0-9]+==)|SUMMARY|panicked" ; done
+    cd fuzz && for t in kineto_import nsys_import trace_strings rule_parser parquet_read memory_snapshot; do cargo +nightly fuzz run $t -- -max_total_time={{seconds}} -rss_limit_mb=2048 -max_len=1048576 2>&1 | grep -E "^(#[0-9]+ +DONE|Done|==[0-9]+==)|SUMMARY|panicked" ; done
 
 # Crafted inputs that once crashed or ran away: exit code, seconds and peak memory of each.
 hostile tracelens="target/release/tracelens":

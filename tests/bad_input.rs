@@ -60,7 +60,7 @@ fn empty_file() {
 fn text_that_is_not_json() {
     expect(
         "not_json.txt",
-        "not a trace: expected an Nsight Systems SQLite export or Chrome-trace JSON ('{' or '[') but found 'h' at byte 0",
+        "not a trace: expected an Nsight Systems SQLite export or Chrome-trace JSON ('{' or '[') or a PyTorch memory snapshot (a pickle, protocol 2 to 5) but found 'h' at byte 0",
     );
 }
 
@@ -68,7 +68,7 @@ fn text_that_is_not_json() {
 fn binary_junk() {
     expect(
         "binary.bin",
-        "not a trace: expected an Nsight Systems SQLite export or Chrome-trace JSON ('{' or '[') but found byte 0x00 at byte 0",
+        "not a trace: expected an Nsight Systems SQLite export or Chrome-trace JSON ('{' or '[') or a PyTorch memory snapshot (a pickle, protocol 2 to 5) but found byte 0x00 at byte 0",
     );
 }
 

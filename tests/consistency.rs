@@ -387,7 +387,76 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
             }
         }
     }
+    memory_errors(t, d, &mut e);
     e
+}
+
+/// GPU memory: the level the view computes from the samples' sizes equals the allocator's
+/// own total at every sample; the categories add up to the allocated level at the window's
+/// peak and at every step's, none negative; reserved holds at least what is allocated.
+pub fn memory_errors(t: &Trace, d: &tracelens_analysis::Diagnosis, e: &mut Vec<String>) {
+    use tracelens_analysis::views::memory::{allocated_levels, gpu_samples, PeakBasis};
+    use tracelens_analysis::views::memory_blocks::MemoryCategory;
+    for m in d
+        .memory
+        .iter()
+        .filter(|m| m.basis == PeakBasis::AllocatorTotals)
+    {
+        let samples = gpu_samples(t, m.device);
+        let levels = allocated_levels(&samples, true);
+        if let Some((i, s)) = samples
+            .iter()
+            .enumerate()
+            .find(|(i, s)| s.total_allocated != Some(levels[*i]))
+        {
+            e.push(format!(
+                "GPU {}: allocated level {} at sample {i} differs from the trace's total {:?}",
+                m.device, levels[i], s.total_allocated
+            ));
+        }
+        if let Some(p) = m.peak_percent() {
+            in_range(e, "memory.peak_percent", p);
+        }
+        let peaks = m
+            .composition
+            .iter()
+            .map(|c| {
+                (
+                    "window peak".to_string(),
+                    m.peak_allocated_bytes,
+                    c.categories,
+                )
+            })
+            .chain(m.points.iter().filter_map(|p| {
+                Some((
+                    format!("point at {}", p.start_ns),
+                    p.peak_allocated_bytes,
+                    p.at_peak?,
+                ))
+            }));
+        for (what, peak, c) in peaks {
+            if c.total() != peak {
+                e.push(format!(
+                    "GPU {} {what}: categories sum to {}, allocated {peak}",
+                    m.device,
+                    c.total()
+                ));
+            }
+            if let Some(k) = MemoryCategory::ALL.iter().find(|&&k| c.get(k) < 0) {
+                e.push(format!("GPU {} {what}: {k:?} is negative", m.device));
+            }
+        }
+        for p in &m.points {
+            if p.peak_reserved_bytes
+                .is_some_and(|r| r < p.peak_allocated_bytes)
+            {
+                e.push(format!(
+                    "GPU {} point at {}: reserved {:?} below allocated {}",
+                    m.device, p.start_ns, p.peak_reserved_bytes, p.peak_allocated_bytes
+                ));
+            }
+        }
+    }
 }
 
 /// A report read back from its JSON renders byte for byte what the report rendered directly

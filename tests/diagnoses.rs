@@ -4,7 +4,7 @@
 //! rewrites them after a deliberate change to the simulator.
 
 use serde_json::Value;
-use tracelens_tests::scenario::{generate, Compiled, InputCopy, Loader, Scenario};
+use tracelens_tests::scenario::{generate, Compiled, InputCopy, Loader, MemoryPlan, Scenario};
 use tracelens_tests::{fixtures_dir, tracelens};
 
 fn scenarios() -> Vec<(&'static str, Scenario)> {
@@ -127,6 +127,22 @@ fn scenarios() -> Vec<(&'static str, Scenario)> {
                     recompile_at_step: None,
                     cuda_graphs: true,
                 }),
+                ..d()
+            },
+        ),
+        (
+            "memory_kept_every_step",
+            Scenario {
+                memory: Some(MemoryPlan {
+                    kept_per_step: 50_000_000,
+                }),
+                ..d()
+            },
+        ),
+        (
+            "memory_freed_every_step",
+            Scenario {
+                memory: Some(MemoryPlan { kept_per_step: 0 }),
                 ..d()
             },
         ),
@@ -468,4 +484,106 @@ fn a_recompile_on_new_input_shapes_is_told_from_a_guard_on_something_else() {
         .as_str()
         .unwrap()
         .contains("input shapes the earlier code never saw"));
+}
+
+/// GPU 0's memory view and the memory problems of a scenario.
+fn memory(doc: &Value) -> (&Value, Vec<String>) {
+    let problems = doc["diagnosis"]["memory_advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["problem"].as_str().unwrap().to_string())
+        .collect();
+    (&doc["diagnosis"]["memory"][0], problems)
+}
+
+#[test]
+fn memory_kept_every_step_is_a_leak_at_its_line_and_the_freed_twin_is_flat() {
+    let doc = analyze("memory_kept_every_step");
+    let (m, problems) = memory(&doc);
+    assert_eq!(problems, ["leak"], "{m}");
+    // Planted: `running_loss += loss` keeps 50 MB from each of 6 steps at train.py:57.
+    let g = &m["growth"];
+    assert_eq!(g["per_step_bytes"], 50_000_000, "{g}");
+    assert_eq!(g["kept_bytes_per_step"], 50_000_000, "{g}");
+    assert_eq!(g["kept_sites"][0]["op"], "aten::add");
+    assert_eq!(g["kept_sites"][0]["line"], "train.py:57 train_step");
+    assert_eq!(g["kept_sites"][0]["blocks"], 4, "the middle steps 1-4");
+    let advice = &doc["diagnosis"]["memory_advice"][0];
+    assert!(advice["title"]
+        .as_str()
+        .unwrap()
+        .contains("aten::add at train.py:57 train_step"));
+    assert!(advice["fix"].as_str().unwrap().contains("loss.item()"));
+    // Categories by lifetime, as planted: 40 activations of 8 MB freed in the backward,
+    // 10 gradients of 4 MB kept from step 0's backward, 2 GB of weights from before the
+    // capture; at the last step's peak 5 kept blocks and 16 MB of optimizer state persist.
+    let c = &m["composition"]["categories"];
+    assert_eq!(c["activations"], 40 * 8_388_608, "{c}");
+    assert_eq!(c["gradients"], 10 * 4_194_304, "{c}");
+    assert_eq!(c["before_capture"], 2_000_000_000i64, "{c}");
+    assert_eq!(c["persistent"], 5 * 50_000_000 + 16_777_216, "{c}");
+    assert_eq!(c["temporaries"], 2_097_152, "{c}");
+    // Every step is a point; its categories add up to its peak.
+    let points = m["points"].as_array().unwrap();
+    assert_eq!(points.len(), 6);
+    for p in points {
+        let sum: i64 = p["at_peak"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|v| v.as_i64().unwrap())
+            .sum();
+        assert_eq!(sum, p["peak_allocated_bytes"].as_i64().unwrap(), "{p}");
+    }
+
+    let twin = analyze("memory_freed_every_step");
+    let (m, problems) = memory(&twin);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(m["growth"]["per_step_bytes"], 0, "{m}");
+    assert_eq!(m["growth"]["kept_bytes_per_step"], 0);
+    // `+= loss.item()`: the op's result is freed inside it.
+    assert_eq!(m["composition"]["categories"]["persistent"], 16_777_216);
+}
+
+#[test]
+fn memory_growth_and_headroom_are_rule_metrics() {
+    let path = fixtures_dir()
+        .join("scenarios")
+        .join("memory_kept_every_step.json");
+    let check = |rule: &str| {
+        tracelens([
+            "check".into(),
+            path.clone().into_os_string(),
+            "--rule".into(),
+            rule.into(),
+        ])
+    };
+    let r = check("memory.growth_mb_per_step > 10");
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("memory.growth_mb_per_step = 50"),
+        "{}",
+        r.stdout
+    );
+    let twin = fixtures_dir()
+        .join("scenarios")
+        .join("memory_freed_every_step.json");
+    let r = tracelens([
+        "check".into(),
+        twin.into_os_string(),
+        "--rule".into(),
+        "memory.growth_mb_per_step > 10".into(),
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // The scenario's trace has no device memory size: headroom is not measured, and says why.
+    let r = check("memory.headroom_percent < 10");
+    assert!(
+        r.code != 0
+            && r.stderr.contains("memory.headroom_percent is not measured")
+            && r.stderr.contains("deviceProperties"),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
 }

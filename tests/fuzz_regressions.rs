@@ -18,7 +18,7 @@ fn every_fuzz_regression_runs_clean() {
             assert_eq!(tracelens_model::redact::redact_text(&once), once, "{name}");
             let _ = tracelens_report::escape::markdown_text(&text);
             let _ = tracelens_report::escape::terminal_text(&text);
-        } else if name.ends_with(".json") || name.ends_with(".gz") {
+        } else if name.ends_with(".json") || name.ends_with(".gz") || name.ends_with(".pickle") {
             if let Ok(trace) = tracelens_load::open_bytes(bytes, Path::new(&name)) {
                 let report = tracelens_report::Report::build(&trace);
                 let _ = tracelens_report::render_text(&report, false);

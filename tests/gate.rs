@@ -569,6 +569,14 @@ fn memory_metrics_gate_and_say_when_not_recorded() {
     );
     let r = run(&["check", p(&path), "--rule", "memory.peak_gb > 8.5"]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    // Headroom is what the peak leaves of the device: 100 - 80 %.
+    let r = run(&["check", p(&path), "--rule", "memory.headroom_percent < 25"]);
+    assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("memory.headroom_percent = 20.0 %"),
+        "{}",
+        r.stdout
+    );
     let doc: serde_json::Value =
         serde_json::from_str(&run(&["analyze", p(&path), "--format", "json"]).stdout).unwrap();
     assert_eq!(doc["overview"]["cpu_threads"], 1);

@@ -57,6 +57,31 @@ pub struct Scenario {
     pub graph_replay_recorded_every: Option<usize>,
     /// Forward pass compiled with `torch.compile` (PyTorch 2.5+ names).
     pub compiled: Option<Compiled>,
+    /// `profile_memory=True`: the allocator's `[memory]` samples, with a backward pass.
+    pub memory: Option<MemoryPlan>,
+}
+
+/// What the allocator sees, recorded with `profile_memory=True` (PyTorch 2.x fields: address,
+/// bytes, totals allocated and reserved). 2 GB of weights are allocated before the profiler
+/// starts; each forward op allocates an 8 MB activation that a backward op
+/// (`autograd::engine::evaluate_function: AddmmBackward0`) frees; each backward op allocates
+/// and frees a 2 MB temporary; step 0's backward allocates 4 MB gradients kept across steps
+/// (`zero_grad(set_to_none=False)`) and step 0's optimizer 16 MB of state.
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryPlan {
+    /// `running_loss += loss` at `train.py:57`: each step's `aten::add` allocates this many
+    /// bytes that are never freed. 0 for the fixed twin (`running_loss += loss.item()`: the
+    /// same op's result is freed inside it).
+    pub kept_per_step: i64,
+}
+
+/// The allocator's state in the simulation.
+#[derive(Default)]
+struct Allocator {
+    allocated: i64,
+    reserved: i64,
+    next_addr: u64,
+    ev: u64,
 }
 
 /// A `torch.compile`d forward, as PyTorch 2.5+ records it: `TorchDynamo Cache Lookup`, then
@@ -91,6 +116,7 @@ impl Default for Scenario {
             op_cpu_us: 15.0,
             graph_replay_recorded_every: None,
             compiled: None,
+            memory: None,
         }
     }
 }
@@ -101,6 +127,7 @@ struct Sim {
     t: i64,
     gpu_free: i64,
     corr: u64,
+    alloc: Allocator,
 }
 
 const PID: u32 = 4242;
@@ -361,6 +388,52 @@ impl Sim {
         self.t += 2_000;
     }
 
+    /// A `[memory]` sample at `ts` of `bytes` (negative: a free) at `addr`; returns `addr`.
+    fn memory(&mut self, ts: i64, bytes: i64, addr: u64) -> u64 {
+        let a = &mut self.alloc;
+        a.allocated += bytes;
+        // The caching allocator reserves in 20 MB segments and keeps them.
+        let needed = (a.allocated + 20_971_519) / 20_971_520 * 20_971_520;
+        a.reserved = a.reserved.max(needed);
+        a.ev += 1;
+        let (allocated, reserved, ev) = (a.allocated, a.reserved, a.ev);
+        self.ev(format!(
+            r#"{{"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": {PID}, "tid": {PID}, "ts": {}, "args": {{"Total Reserved": {reserved}, "Total Allocated": {allocated}, "Bytes": {bytes}, "Addr": {addr}, "Device Id": 0, "Device Type": 1, "Ev Idx": {ev}}}}}"#,
+            us(ts)
+        ));
+        addr
+    }
+
+    /// An allocation of `bytes` at `ts` at a new address; returns the address.
+    fn allocate(&mut self, ts: i64, bytes: i64) -> u64 {
+        self.alloc.next_addr += 1 << 24;
+        let addr = 0x7f00_0000_0000 + self.alloc.next_addr;
+        self.memory(ts, bytes, addr)
+    }
+
+    /// The backward pass of `activations` (addresses of 8 MB blocks, freed in reverse): one
+    /// backward op per activation, each with a kernel and a 2 MB temporary; in step 0 each
+    /// fourth op also allocates a 4 MB gradient kept across steps.
+    fn backward(&mut self, activations: &[u64], step: usize, sc: &Scenario) {
+        for (k, &addr) in activations.iter().enumerate().rev() {
+            let start = self.t;
+            self.op_with_kernel("aten::mm", "sm90_xmma_gemm_bf16_kernel", sc);
+            let end = self.t - 2_000;
+            let tmp = self.allocate(start + 500, 2_097_152);
+            self.memory(start + 1_000, -2_097_152, tmp);
+            if step == 0 && k % 4 == 0 {
+                self.allocate(start + 1_500, 4_194_304);
+            }
+            self.memory(end - 500, -8_388_608, addr);
+            self.cpu(
+                "cpu_op",
+                "autograd::engine::evaluate_function: AddmmBackward0",
+                start - 100,
+                end + 100,
+            );
+        }
+    }
+
     /// A blocking call that returns when the GPU queue has drained.
     fn blocking(&mut self, api: &str, gpu: &[(&str, &str, i64, &str)]) {
         self.blocking_then(api, gpu, 3_000);
@@ -393,7 +466,12 @@ pub fn generate(sc: &Scenario) -> String {
         t: 1_000_000,
         gpu_free: 1_000_000,
         corr: 0,
+        alloc: Allocator::default(),
     };
+    if sc.memory.is_some() {
+        // Weights loaded before the profiler started: only the totals know them.
+        sim.alloc.allocated = 2_000_000_000;
+    }
     for step in 0..sc.steps {
         let step_start = sim.t;
         let gpu_first = sim.gpu_free.max(step_start);
@@ -474,9 +552,17 @@ pub fn generate(sc: &Scenario) -> String {
                 }
             }
             None => {
+                let mut activations = Vec::new();
                 for k in 0..sc.kernels {
                     let op = ["aten::linear", "aten::relu", "aten::add"][k % 3];
+                    let start = sim.t;
                     sim.op_with_kernel(op, "sm90_xmma_gemm_bf16_kernel", sc);
+                    if sc.memory.is_some() {
+                        activations.push(sim.allocate(start + 1_000, 8_388_608));
+                    }
+                }
+                if sc.memory.is_some() {
+                    sim.backward(&activations, step, sc);
                 }
             }
             Some(every) => {
@@ -507,12 +593,34 @@ pub fn generate(sc: &Scenario) -> String {
         for _ in 0..3 {
             sim.op_with_kernel("aten::_foreach_add_", "multi_tensor_apply_kernel", sc);
         }
+        if sc.memory.is_some() && step == 0 {
+            sim.allocate(opt_start + 1_000, 16_777_216);
+        }
         sim.cpu(
             "user_annotation",
             "Optimizer.step#SGD.step",
             opt_start,
             sim.t,
         );
+        if let Some(plan) = sc.memory {
+            // running_loss += loss (kept) or += loss.item() (freed in the op).
+            let start = sim.t + 1_000;
+            let kept = plan.kept_per_step > 0;
+            let bytes = if kept { plan.kept_per_step } else { 4_194_304 };
+            let addr = sim.allocate(start + 1_000, bytes);
+            if !kept {
+                sim.memory(start + 3_000, -bytes, addr);
+            }
+            sim.t = start + 5_000;
+            sim.cpu("cpu_op", "aten::add", start, sim.t);
+            sim.cpu(
+                "python_function",
+                "train.py(57): train_step",
+                start - 500,
+                sim.t + 500,
+            );
+            sim.t += 2_000;
+        }
         if sc.item_every.is_some_and(|n| step % n == n - 1) {
             // total_loss += loss.item(): an async copy into pinned memory, then a stream sync.
             let start = sim.t;

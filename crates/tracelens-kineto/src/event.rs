@@ -426,6 +426,7 @@ impl EventReader {
         let mut bytes = None;
         let mut allocated = None;
         let mut reserved = None;
+        let mut addr = None;
         if e.args.first() == Some(&b'{') {
             for (k, v) in Fields::new(e.args) {
                 let slot = match k {
@@ -434,6 +435,7 @@ impl EventReader {
                     b"Bytes" => &mut bytes,
                     b"Total Allocated" => &mut allocated,
                     b"Total Reserved" => &mut reserved,
+                    b"Addr" => &mut addr,
                     _ => continue,
                 };
                 *slot = to_i64(v);
@@ -450,6 +452,8 @@ impl EventReader {
             lane,
             device: MemoryDevice::from_kineto(device_type.unwrap_or(0), device_id.unwrap_or(-1)),
             bytes,
+            addr: addr.and_then(|a| u64::try_from(a).ok()),
+            call_stack: None,
             total_allocated: allocated,
             total_reserved: reserved,
         });

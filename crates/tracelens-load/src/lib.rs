@@ -82,6 +82,7 @@ impl<R: Read> Read for Counted<R> {
 pub const IMPORTERS: &[&dyn Importer] = &[
     &tracelens_nsys::NsysImporter,
     &tracelens_kineto::KinetoImporter,
+    &tracelens_snapshot::SnapshotImporter,
 ];
 
 /// Whether a file name looks like a trace of some format (a folder of ranks is scanned for

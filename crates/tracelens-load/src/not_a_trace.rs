@@ -182,7 +182,7 @@ mod tests {
         let line = unclaimed(b"  \n<b>bold</b>", crate::IMPORTERS);
         assert_eq!(
             line,
-            "not a trace: expected an Nsight Systems SQLite export or Chrome-trace JSON ('{' or '[') but found '<' at byte 3"
+            "not a trace: expected an Nsight Systems SQLite export or Chrome-trace JSON ('{' or '[') or a PyTorch memory snapshot (a pickle, protocol 2 to 5) but found '<' at byte 3"
         );
         assert!(unclaimed(b"\n<!DOCTYPE html><html>", crate::IMPORTERS).starts_with("an HTML"));
         assert!(unclaimed(b"<?xml version", crate::IMPORTERS).starts_with("an HTML or XML"));

@@ -167,6 +167,7 @@ impl TraceBuilder {
         self.graph.absorb(other.graph, &names, &lanes);
         self.memory.extend(other.memory.into_iter().map(|mut m| {
             m.lane = lanes[m.lane.0 as usize];
+            m.call_stack = remap(m.call_stack);
             m
         }));
         self.flows

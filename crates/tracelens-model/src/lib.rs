@@ -60,7 +60,9 @@ pub use import::{first_meaningful_byte, Compression, ImportFailure, Importer, In
 pub use inputs::{KernelLaunch, OpDetail};
 pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
 pub use link::NESTING_TOLERANCE_NS;
-pub use memory::{MemoryDevice, MemorySample};
+pub use memory::{
+    format_bytes, AllocatorState, MemoryDevice, MemorySample, OutOfMemory, SegmentState,
+};
 pub use metadata::{
     shorten, DeviceProperties, DistributedInfo, Metadata, MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS,
 };

@@ -58,6 +58,9 @@ pub enum CaptureTool {
     TorchProfiler,
     /// NVIDIA Nsight Systems.
     NsightSystems,
+    /// PyTorch's memory snapshot (`torch.cuda.memory._dump_snapshot`): the caching
+    /// allocator's history and state, no timeline of work.
+    MemorySnapshot,
     /// Not known.
     #[default]
     Other,

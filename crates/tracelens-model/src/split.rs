@@ -135,7 +135,12 @@ impl Trace {
         }
         for m in &self.memory {
             if let Some(lane) = lane_map[m.lane.0 as usize] {
-                b.add_memory(crate::memory::MemorySample { lane, ..*m });
+                let call_stack = m.call_stack.map(|n| b.intern(self.names.get(n)));
+                b.add_memory(crate::memory::MemorySample {
+                    lane,
+                    call_stack,
+                    ..*m
+                });
             }
         }
         for w in &self.warnings {

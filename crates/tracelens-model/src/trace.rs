@@ -102,6 +102,9 @@ pub struct Trace {
     pub links: LinkStats,
     /// Allocator samples, in time order (empty unless recorded with `profile_memory=True`).
     pub memory: Vec<crate::memory::MemorySample>,
+    /// The caching allocator's segments, failed requests and settings, when the input is a
+    /// PyTorch memory snapshot.
+    pub allocator: Option<crate::memory::AllocatorState>,
     /// The recorded arguments of collective kernels, by kernel ([`Trace::collective_args`]).
     pub(crate) collective_args: Vec<(SpanId, crate::collective::CollectiveArgs)>,
     /// Launch calls that fed no recorded GPU op, with the kernel each names (a capture

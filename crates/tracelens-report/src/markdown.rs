@@ -91,6 +91,14 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
             esc(&crate::sections::memory::line(m))
         );
     }
+    for a in &diagnosis.memory_advice {
+        let _ = writeln!(
+            out,
+            "| GPU memory problem | {}. **Fix:** {} |",
+            esc(&a.title),
+            esc(&a.fix)
+        );
+    }
     if diagnosis.window.is_some() {
         let _ = writeln!(
             out,

@@ -4,13 +4,14 @@
 //! flow arrows from each blocking sync to the idle it caused, and a track of the representative
 //! step's critical path (a slice per segment) with flow arrows where it enters a thread (from
 //! that thread) and where it moves between host and GPU, so the path reads as a chain of
-//! arrows. Every event has category
+//! arrows; each GPU's allocated and reserved memory as counters, with an instant at the
+//! peak. Every event has category
 //! `tracelens`, which the importer skips, so an annotated trace analyses like the original.
 //!
 //! Times are written back in the trace's own unit (µs, three decimals = the ns we read).
 
 use serde_json::{json, Value};
-use tracelens_analysis::views::annotations::{CriticalMark, IdleTrack, TraceId};
+use tracelens_analysis::views::annotations::{CriticalMark, IdleTrack, MemoryTrack, TraceId};
 use tracelens_analysis::Diagnosis;
 
 /// Our process id: far from real pids, so Perfetto shows it as its own process.
@@ -21,6 +22,8 @@ const FINDINGS_TID: i64 = 1;
 const CRITICAL_TID: i64 = 2;
 /// Tracks of GPU idle: this plus the device index.
 const IDLE_TID_BASE: i64 = 100;
+/// Tracks of GPU memory's peak marker: this plus the device index.
+const MEMORY_TID_BASE: i64 = 200;
 
 /// A time in the trace's µs (the `ts` Perfetto shows for a Kineto trace), from our ns, written exactly (an f64 would lose the last
 /// digits of epoch timestamps).
@@ -78,6 +81,7 @@ pub fn annotation_events(
     d: &Diagnosis,
     tracks: &[IdleTrack],
     critical: &[CriticalMark],
+    memory: &[MemoryTrack],
 ) -> Vec<String> {
     let mut out = vec![
         meta("process_name", None, json!({"name": "tracelens analysis"})),
@@ -185,5 +189,37 @@ pub fn annotation_events(
             );
         }
     }
+    memory_events(&mut out, memory);
     out
+}
+
+/// Each GPU's memory: `GPU N memory (MB)` counters of allocated and reserved, and an instant
+/// at the window's peak on a track of its own.
+fn memory_events(out: &mut Vec<String>, memory: &[MemoryTrack]) {
+    let mb = |b: i64| (b as f64 / 1e6 * 1000.0).round() / 1000.0;
+    for m in memory {
+        let name = format!("GPU {} memory (MB)", m.device);
+        for c in &m.counters {
+            let mut args = json!({"allocated": mb(c.allocated_bytes)});
+            if let Some(r) = c.reserved_bytes {
+                args["reserved"] = json!(mb(r));
+            }
+            let event = json!({
+                "ph": "C", "cat": "tracelens", "pid": ANNOTATION_PID, "name": name, "args": args
+            });
+            out.push(timed(event, c.ts_ns, None));
+        }
+        let Some((at, bytes)) = m.peak else { continue };
+        let tid = MEMORY_TID_BASE + m.device;
+        out.push(meta(
+            "thread_name",
+            Some(tid),
+            json!({"name": format!("GPU {} memory peak", m.device)}),
+        ));
+        let event = json!({
+            "ph": "i", "s": "t", "cat": "tracelens", "pid": ANNOTATION_PID, "tid": tid,
+            "name": format!("GPU {} peak: {} allocated", m.device, tracelens_model::format_bytes(bytes)),
+        });
+        out.push(timed(event, at, None));
+    }
 }

@@ -373,6 +373,13 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
     if let Some(m) = d.memory.first() {
         fact(out, "memory", &clean(&crate::sections::memory::line(m)));
     }
+    for a in &d.memory_advice {
+        fact(
+            out,
+            "memory!",
+            &clean(&format!("{}. Fix: {}", a.title, a.fix)),
+        );
+    }
     if let Some(line) = crate::sections::regions::line(d) {
         fact(out, "regions", &clean(&line));
     }

@@ -58,6 +58,8 @@ const NO_KERNELS: &str = "the trace has no kernel time in the window";
 /// Why `host.ahead_ms` is not measured.
 const NO_LINKED_LAUNCHES: &str =
     "no launch call in the window is linked to its GPU op on the focus device (or all are graph replays)";
+/// Why the memory growth is missing.
+const NO_GROWTH: &str = "the window has fewer than three profiled steps with allocator samples";
 /// Why the memory share is missing.
 const NO_CAPACITY: &str = "the trace does not record the device's memory (deviceProperties)";
 
@@ -284,6 +286,27 @@ impl Metrics {
         };
         m.put("memory.peak_percent", percent.unwrap_or(0.0), Unit::Percent);
         m.put(
+            "memory.headroom_percent",
+            percent.map_or(0.0, |p| 100.0 - p),
+            Unit::Percent,
+        );
+        m.put(
+            "memory.growth_mb_per_step",
+            r.memory_growth_bytes_per_step
+                .map_or(0.0, |b| b as f64 / 1e6),
+            Unit::Count,
+        );
+        if r.memory_growth_bytes_per_step.is_none() {
+            m.not_measured.insert(
+                "memory.growth_mb_per_step".into(),
+                if r.memory_peak_bytes.is_none() {
+                    NO_MEMORY
+                } else {
+                    NO_GROWTH
+                },
+            );
+        }
+        m.put(
             "kernel.tensor_core_percent",
             r.tensor_core_percent.unwrap_or(0.0),
             Unit::Percent,
@@ -322,14 +345,13 @@ impl Metrics {
             m.not_measured.insert("memory.peak_gb".into(), NO_MEMORY);
         }
         if percent.is_none() {
-            m.not_measured.insert(
-                "memory.peak_percent".into(),
-                if r.memory_peak_bytes.is_none() {
-                    NO_MEMORY
-                } else {
-                    NO_CAPACITY
-                },
-            );
+            let why = if r.memory_peak_bytes.is_none() {
+                NO_MEMORY
+            } else {
+                NO_CAPACITY
+            };
+            m.not_measured.insert("memory.peak_percent".into(), why);
+            m.not_measured.insert("memory.headroom_percent".into(), why);
         }
         if !r.gpu_measured {
             // GPU busy and idle, idle by cause and the wins (GPU idle a fix gives back) need a

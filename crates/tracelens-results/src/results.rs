@@ -131,6 +131,10 @@ pub struct Results {
     /// That device's memory.
     #[serde(default)]
     pub memory_capacity_bytes: Option<i64>,
+    /// The fastest growth of GPU memory alive at step ends, bytes per step, over the devices
+    /// with allocator totals (none under three steps).
+    #[serde(default)]
+    pub memory_growth_bytes_per_step: Option<i64>,
     /// Share of kernel time in tensor-core kernels, in percent (none without kernels).
     #[serde(default)]
     pub tensor_core_percent: Option<f64>,
@@ -270,6 +274,14 @@ impl Results {
                 .collect(),
             memory_peak_bytes: absolute_memory(d).map(|m| m.peak_held_bytes()),
             memory_capacity_bytes: absolute_memory(d).and_then(|m| m.capacity_bytes),
+            memory_growth_bytes_per_step: d
+                .memory
+                .iter()
+                .filter(|m| {
+                    m.basis == tracelens_analysis::views::memory::PeakBasis::AllocatorTotals
+                })
+                .filter_map(|m| m.growth.as_ref().map(|g| g.per_step_bytes))
+                .max(),
             tensor_core_percent: d.tensor_core_percent,
             host_ahead_ns: d.verdict.host_ahead_ns,
             mfu_percent: d.efficiency.mfu_percent,
@@ -342,6 +354,7 @@ impl Results {
             step_breakdown: Vec::new(),
             memory_peak_bytes: None,
             memory_capacity_bytes: None,
+            memory_growth_bytes_per_step: None,
             tensor_core_percent: None,
             host_ahead_ns: None,
             mfu_percent: None,

@@ -8,6 +8,7 @@ pub mod compiled;
 pub mod detectors;
 pub mod finding;
 pub mod inference;
+pub mod memory;
 pub mod verdict;
 
 use crate::attribute::copies::{copy_report, CopyReport};
@@ -187,6 +188,9 @@ pub struct Diagnosis {
     /// GPU memory per device over the window (empty without `profile_memory=True`).
     #[serde(default)]
     pub memory: Vec<crate::views::memory::DeviceMemory>,
+    /// The memory problems those figures show, each with its fix (none without them).
+    #[serde(default)]
+    pub memory_advice: Vec<crate::diagnose::memory::MemoryAdvice>,
     /// FLOPs, achieved TFLOP/s and TB/s, roofline bounds and MFU (needs recorded shapes).
     #[serde(default)]
     pub efficiency: crate::views::efficiency::Efficiency,
@@ -487,7 +491,10 @@ fn diagnose_core(
                 ),
             });
             let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
-            let breakdown = window.map(|w| breakdown(trace, w));
+            // A memory snapshot has no work to break down.
+            let breakdown = window
+                .filter(|w| w.kind != crate::measure::window::WindowKind::MemoryExtent)
+                .map(|w| breakdown(trace, w));
             let top = top_kernels(trace, window_iv, 20);
             (joined(path), idle, breakdown, top)
         });
@@ -546,7 +553,9 @@ fn diagnose_core(
     if let Some(s) = &serving {
         crate::diagnose::inference::add_to_verdict(&mut verdict, s);
     }
+    let memory_advice = crate::diagnose::memory::advice(&memory, &fw, &hw);
     let diagnosis = Diagnosis {
+        memory_advice,
         compiled,
         serving,
         verdict,

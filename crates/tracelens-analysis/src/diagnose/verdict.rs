@@ -352,11 +352,16 @@ fn no_gpu_activity(trace: &Trace, fw: &Framework) -> String {
                 "torch.profiler with ProfilerActivity.CUDA"
             }
             tracelens_model::CaptureTool::NsightSystems => "nsys profile -t cuda",
-            tracelens_model::CaptureTool::Other => "the profiler's GPU activity enabled",
+            tracelens_model::CaptureTool::Other | tracelens_model::CaptureTool::MemorySnapshot => {
+                "the profiler's GPU activity enabled"
+            }
         };
         return format!(
             "GPU activity not recorded: the trace holds {launches} kernel launch, copy or fill calls but no GPU work to match them, so the capture missed the GPU side (CUPTI activity unavailable, as under WSL, or not enabled): profile again with {how}"
         );
+    }
+    if fw.capture == tracelens_model::CaptureTool::MemorySnapshot {
+        return "A PyTorch memory snapshot: it records the caching allocator's history and segments, not the GPU's work, so there is no busy or idle time to diagnose; the memory section says where the memory went".into();
     }
     let api_calls = trace.spans.iter().filter(|s| s.kind.is_api_call()).count();
     if fw.nsight() && api_calls == 0 {

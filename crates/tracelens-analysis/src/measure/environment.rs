@@ -246,6 +246,8 @@ pub fn framework(trace: &Trace) -> Framework {
         fw.mpi |= crate::vocabulary::api::is_mpi_call(name);
     }
     fw.capture = trace.source.capture_tool;
+    // A memory snapshot is PyTorch's own format.
+    pytorch |= fw.capture == tracelens_model::CaptureTool::MemorySnapshot;
     // Only CPU lanes can hold them (GPU lanes come first in the span table).
     // One pass over the CPU lanes (GPU lanes come first in the span table and hold neither):
     // whether any CPU work is recorded, and the names the API calls use.

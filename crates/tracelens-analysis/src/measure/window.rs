@@ -4,7 +4,8 @@
 //! With `ProfilerStep#N` ranges the window is the profiled steps, each step being the CPU
 //! `ProfilerStep#N` range extended to the end of the GPU work launched inside it (the
 //! TensorBoard profiler plugin's definition, so the step time equals its overview). Without
-//! steps it is the first to the last GPU op of the trace; without GPU work, the CPU extent.
+//! steps it is the first to the last GPU op of the trace; without GPU work, the CPU extent;
+//! with nothing but allocator samples (a memory snapshot), their extent.
 //! Idle time, idle causes, findings, the verdict and the breakdown all use this window and its
 //! one step figure.
 
@@ -21,6 +22,8 @@ pub enum WindowKind {
     GpuExtent,
     /// No steps and no GPU work: the first to the last CPU event.
     CpuExtent,
+    /// No event but the allocator's samples (a memory snapshot): the first to the last.
+    MemoryExtent,
 }
 
 impl WindowKind {
@@ -31,6 +34,7 @@ impl WindowKind {
             WindowKind::ProfiledSteps => "the profiled steps (CPU ProfilerStep#N ranges extended to the end of the GPU work they launched)",
             WindowKind::GpuExtent => "first to last GPU op (the trace has no ProfilerStep#N ranges)",
             WindowKind::CpuExtent => "first to last CPU event (no steps, no GPU work)",
+            WindowKind::MemoryExtent => "first to last allocator sample (the capture records memory only)",
         }
     }
 }
@@ -151,14 +155,22 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
     }
     let (kind, interval) = match gpu_extent {
         Some(e) => (WindowKind::GpuExtent, e),
-        None => (
-            WindowKind::CpuExtent,
-            trace
-                .spans
-                .iter()
-                .map(|s| s.interval())
-                .reduce(|a, b| a.hull(b))?,
-        ),
+        None => match trace
+            .spans
+            .iter()
+            .map(|s| s.interval())
+            .reduce(|a, b| a.hull(b))
+        {
+            Some(cpu) => (WindowKind::CpuExtent, cpu),
+            None => {
+                let (first, last) = (trace.memory.first()?, trace.memory.last()?);
+                // End past the last sample: the window is half-open.
+                (
+                    WindowKind::MemoryExtent,
+                    Interval::new(first.ts_ns, last.ts_ns.saturating_add(1)),
+                )
+            }
+        },
     };
     let d = interval.dur_ns();
     Some(AnalysisWindow {

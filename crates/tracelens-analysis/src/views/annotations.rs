@@ -1,7 +1,8 @@
 //! GPU idle and the critical path ready to be written back into a trace as tracks (`tracelens
 //! annotate`): each device's idle segments by cause, and for sync drains the thread and time
 //! of the blocking call that caused them; the critical path's segments with the thread each
-//! host segment runs on; so the writer needs nothing but this data.
+//! host segment runs on; each GPU's allocated and reserved memory as counters with its peak;
+//! so the writer needs nothing but this data.
 
 use crate::attribute::idle::{DeviceIdle, IdleCause};
 use tracelens_model::{Ident, Interval, LaneKey, TimeNs, Trace};
@@ -115,6 +116,67 @@ pub fn idle_tracks(trace: &Trace, device_idle: &[DeviceIdle]) -> Vec<IdleTrack> 
                     }),
                 })
                 .collect(),
+        })
+        .collect()
+}
+
+/// Counter values per device at most: a longer run keeps each slice's highest sample.
+const MAX_COUNTER_POINTS: usize = 20_000;
+
+/// One value of the memory counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryCounter {
+    /// When.
+    pub ts_ns: TimeNs,
+    /// Allocated bytes after it (the allocator's level).
+    pub allocated_bytes: i64,
+    /// Reserved bytes after it, when recorded.
+    pub reserved_bytes: Option<i64>,
+}
+
+/// One GPU's memory as counters, with its peak.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryTrack {
+    /// The GPU index.
+    pub device: i64,
+    /// The counters, in time order (at most 20,000: each slice's highest sample).
+    pub counters: Vec<MemoryCounter>,
+    /// The window's allocated peak: when and how much (the memory view's figure).
+    pub peak: Option<(TimeNs, i64)>,
+}
+
+/// The memory tracks of every GPU with allocator totals, the peaks from `memory` (the
+/// diagnosis's view, so the marker and the report agree).
+#[must_use]
+pub fn memory_tracks(
+    trace: &Trace,
+    memory: &[crate::views::memory::DeviceMemory],
+) -> Vec<MemoryTrack> {
+    use crate::views::memory::{allocated_levels, gpu_samples, PeakBasis};
+    memory
+        .iter()
+        .filter(|m| m.basis == PeakBasis::AllocatorTotals)
+        .map(|m| {
+            let samples = gpu_samples(trace, m.device);
+            let levels = allocated_levels(&samples, true);
+            let every = samples.len().div_ceil(MAX_COUNTER_POINTS).max(1);
+            let counters = samples
+                .chunks(every)
+                .zip(levels.chunks(every))
+                .filter_map(|(s, l)| {
+                    let (i, &level) = l.iter().enumerate().max_by_key(|&(_, v)| *v)?;
+                    Some(MemoryCounter {
+                        ts_ns: s[i].ts_ns,
+                        allocated_bytes: level,
+                        reserved_bytes: s[i].total_reserved,
+                    })
+                })
+                .collect();
+            MemoryTrack {
+                device: m.device,
+                counters,
+                peak: Some((m.peak_at_ns, m.peak_allocated_bytes)),
+            }
         })
         .collect()
 }

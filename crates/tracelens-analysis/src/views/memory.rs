@@ -56,6 +56,159 @@ pub struct DeviceMemory {
     pub allocated_bytes: i64,
     /// Peak per step (empty without steps).
     pub steps: Vec<StepMemory>,
+    /// Reserved bytes at the allocated peak, when recorded: minus the peak, what the
+    /// allocator holds but no tensor uses then.
+    #[serde(default)]
+    pub reserved_at_peak_bytes: Option<i64>,
+    /// The level by category per step, or per slice of a window without steps.
+    #[serde(default)]
+    pub points: Vec<crate::views::memory_timeline::MemoryPoint>,
+    /// What is alive at the peak and who allocated it (none without block addresses and
+    /// allocator totals).
+    #[serde(default)]
+    pub composition: Option<crate::views::memory_timeline::PeakComposition>,
+    /// The growth of memory alive at step ends (none under three steps).
+    #[serde(default)]
+    pub growth: Option<crate::views::memory_timeline::Growth>,
+    /// Times the reserved total shrank in the window (the cache was emptied).
+    #[serde(default)]
+    pub reserved_drops: u64,
+    /// Steps in which it shrank.
+    #[serde(default)]
+    pub reserved_drop_steps: u64,
+    /// How much larger a batch would fit, an estimate (none without categories or capacity).
+    #[serde(default)]
+    pub batch_fit: Option<BatchFit>,
+    /// What only a memory snapshot knows: the allocator's segments and failed requests
+    /// (none for a profiler trace).
+    #[serde(default)]
+    pub allocator: Option<AllocatorSummary>,
+}
+
+/// The caching allocator's own state on one device, from a memory snapshot.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct AllocatorSummary {
+    /// Segments (reservations from the driver) when the snapshot was taken.
+    pub segments: u64,
+    /// Of them, expandable.
+    pub expandable_segments: u64,
+    /// Bytes reserved in them.
+    pub reserved_bytes: i64,
+    /// Bytes allocated in them.
+    pub allocated_bytes: i64,
+    /// Bytes free inside them (reserved minus active).
+    pub free_in_segments_bytes: i64,
+    /// The largest free block: the largest request the cache serves without the driver.
+    pub largest_free_block_bytes: i64,
+    /// Free blocks.
+    pub free_blocks: u64,
+    /// `expandable_segments` as the snapshot's settings record it.
+    pub expandable_setting: Option<bool>,
+    /// Requests that failed, in time order.
+    pub out_of_memory: Vec<OomSummary>,
+}
+
+/// One failed request.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct OomSummary {
+    /// When.
+    pub at_ns: TimeNs,
+    /// Bytes requested.
+    pub requested_bytes: i64,
+    /// Free on the device then, as the driver said.
+    pub device_free_bytes: Option<i64>,
+    /// Allocated then (the level before it).
+    pub allocated_bytes: i64,
+    /// Reserved then.
+    pub reserved_bytes: Option<i64>,
+    /// Who allocated what was alive then, most bytes first.
+    pub alive_sites: Vec<crate::views::memory_blocks::AllocationSite>,
+}
+
+impl AllocatorSummary {
+    fn of(
+        state: &tracelens_model::AllocatorState,
+        device: i64,
+        samples: &[&tracelens_model::MemorySample],
+        levels: &[i64],
+        oom_sites: Vec<Vec<crate::views::memory_blocks::AllocationSite>>,
+    ) -> AllocatorSummary {
+        let segs: Vec<_> = state
+            .segments
+            .iter()
+            .filter(|s| s.device == device)
+            .collect();
+        let sum = |f: fn(&tracelens_model::SegmentState) -> i64| {
+            segs.iter().fold(0i64, |acc, s| acc.saturating_add(f(s)))
+        };
+        let (reserved, active) = (sum(|s| s.total_bytes), sum(|s| s.active_bytes));
+        let ooms = state.out_of_memory.iter().filter(|o| o.device == device);
+        AllocatorSummary {
+            segments: segs.len() as u64,
+            expandable_segments: segs.iter().filter(|s| s.expandable).count() as u64,
+            reserved_bytes: reserved,
+            allocated_bytes: sum(|s| s.allocated_bytes),
+            free_in_segments_bytes: reserved.saturating_sub(active).max(0),
+            largest_free_block_bytes: segs
+                .iter()
+                .map(|s| s.largest_free_block_bytes)
+                .max()
+                .unwrap_or(0),
+            free_blocks: segs.iter().map(|s| u64::from(s.free_blocks)).sum(),
+            expandable_setting: state.expandable_segments,
+            out_of_memory: ooms
+                .zip(
+                    oom_sites
+                        .into_iter()
+                        .chain(std::iter::repeat_with(Vec::new)),
+                )
+                .map(|(o, alive_sites)| {
+                    let before = samples.partition_point(|m| m.ts_ns <= o.ts_ns);
+                    let at = before.checked_sub(1);
+                    OomSummary {
+                        at_ns: o.ts_ns,
+                        requested_bytes: o.requested_bytes,
+                        device_free_bytes: o.device_free_bytes,
+                        allocated_bytes: at.map_or(0, |i| levels[i]),
+                        reserved_bytes: at.and_then(|i| samples[i].total_reserved),
+                        alive_sites,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// How much larger a batch would fit: an estimate from the peak's composition, assuming the
+/// memory that scales with the batch (activations, temporaries, other intermediates) grows
+/// linearly with it and the rest (weights, gradients, optimizer state, memory held before
+/// the capture, the allocator's unused reserve at the peak) does not. The CUDA/HIP context
+/// and other processes' memory are not in the trace and not counted.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct BatchFit {
+    /// The batch could grow about this many times (below 1: the peak is already over).
+    pub times: f64,
+    /// Bytes at the peak that scale with the batch.
+    pub scaling_bytes: i64,
+    /// Bytes at the peak that do not.
+    pub fixed_bytes: i64,
+}
+
+impl BatchFit {
+    fn estimate(m: &DeviceMemory) -> Option<BatchFit> {
+        let cap = m.capacity_bytes.filter(|&c| c > 0)?;
+        let c = &m.composition.as_ref()?.categories;
+        let scaling = c.scaling();
+        let slack = m
+            .reserved_at_peak_bytes
+            .map_or(0, |r| r.saturating_sub(m.peak_allocated_bytes).max(0));
+        let fixed = c.total().saturating_sub(scaling).saturating_add(slack);
+        (scaling > 0).then(|| BatchFit {
+            times: (cap.saturating_sub(fixed) as f64 / scaling as f64).max(0.0),
+            scaling_bytes: scaling,
+            fixed_bytes: fixed,
+        })
+    }
 }
 
 impl DeviceMemory {
@@ -161,26 +314,14 @@ fn one_device(
     w: tracelens_model::Interval,
     device: i64,
 ) -> Option<DeviceMemory> {
-    let samples: Vec<_> = trace
-        .memory
-        .iter()
-        .filter(|m| m.device == MemoryDevice::Gpu(device))
-        .collect();
+    let samples = gpu_samples(trace, device);
     let absolute = samples.iter().all(|m| m.total_allocated.is_some());
     let basis = if absolute {
         PeakBasis::AllocatorTotals
     } else {
         PeakBasis::GrowthSinceFirstSample
     };
-    // The level after each sample: the allocator's total, or the running sum.
-    let mut running = 0i64;
-    let levels: Vec<i64> = samples
-        .iter()
-        .map(|m| {
-            running = running.saturating_add(m.bytes);
-            m.total_allocated.filter(|_| absolute).unwrap_or(running)
-        })
-        .collect();
+    let levels = allocated_levels(&samples, absolute);
     let inside = |ts: TimeNs| w.start_ns <= ts && ts < w.end_ns;
     let mut peak: Option<(i64, usize)> = None;
     let mut peak_reserved: Option<i64> = None;
@@ -217,7 +358,28 @@ fn one_device(
             });
         }
     }
-    Some(DeviceMemory {
+    let with_blocks = absolute && samples.iter().all(|m| m.addr.is_some());
+    let oom_at: Vec<TimeNs> = trace.allocator.as_ref().map_or_else(Vec::new, |a| {
+        a.out_of_memory
+            .iter()
+            .filter(|o| o.device == device)
+            .map(|o| o.ts_ns)
+            .collect()
+    });
+    let t = crate::views::memory_timeline::timeline(
+        trace,
+        window,
+        &samples,
+        &levels,
+        at,
+        with_blocks,
+        &oom_at,
+    );
+    let allocator = trace
+        .allocator
+        .as_ref()
+        .map(|a| AllocatorSummary::of(a, device, &samples, &levels, t.alive_at.clone()));
+    let mut out = DeviceMemory {
         device,
         basis,
         peak_allocated_bytes,
@@ -235,7 +397,47 @@ fn one_device(
         frees,
         allocated_bytes,
         steps,
-    })
+        reserved_at_peak_bytes: sample.total_reserved.filter(|_| absolute),
+        points: t.points,
+        composition: t.composition,
+        growth: t.growth,
+        reserved_drops: t.reserved_drops,
+        reserved_drop_steps: t.reserved_drop_steps,
+        batch_fit: None,
+        allocator,
+    };
+    out.batch_fit = BatchFit::estimate(&out);
+    Some(out)
+}
+
+/// The allocated level after each of one device's `samples` (in time order): the running sum
+/// of their sizes, from the first sample's total minus its own size when the trace has the
+/// allocator's totals (`absolute`), else from zero (growth since the first sample).
+#[must_use]
+pub fn allocated_levels(samples: &[&tracelens_model::MemorySample], absolute: bool) -> Vec<i64> {
+    let base = samples
+        .first()
+        .filter(|_| absolute)
+        .and_then(|m| m.total_allocated.map(|t| t.saturating_sub(m.bytes)))
+        .unwrap_or(0);
+    let mut running = base;
+    samples
+        .iter()
+        .map(|m| {
+            running = running.saturating_add(m.bytes);
+            running
+        })
+        .collect()
+}
+
+/// One GPU's samples, in time order.
+#[must_use]
+pub fn gpu_samples(trace: &Trace, device: i64) -> Vec<&tracelens_model::MemorySample> {
+    trace
+        .memory
+        .iter()
+        .filter(|m| m.device == MemoryDevice::Gpu(device))
+        .collect()
 }
 
 /// The outermost CPU operator running on `lane` at `ts` (`aten::conv2d`, not the
@@ -279,6 +481,14 @@ mod tests {
             frees: 0,
             allocated_bytes: peak,
             steps: Vec::new(),
+            reserved_at_peak_bytes: reserved,
+            points: Vec::new(),
+            composition: None,
+            growth: None,
+            reserved_drops: 0,
+            reserved_drop_steps: 0,
+            batch_fit: None,
+            allocator: None,
         }
     }
 

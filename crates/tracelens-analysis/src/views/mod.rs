@@ -11,6 +11,8 @@ pub mod flops;
 pub mod inference;
 pub mod kernels;
 pub mod memory;
+pub mod memory_blocks;
+pub mod memory_timeline;
 pub mod operators;
 pub mod regions;
 pub(crate) mod replayed;

@@ -8,4 +8,5 @@ pub mod compiled;
 pub mod devices;
 pub mod kernels;
 pub mod ops;
+pub mod phases;
 pub mod serving;

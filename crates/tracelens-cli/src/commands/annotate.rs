@@ -97,10 +97,13 @@ fn annotation_events(args: &AnnotateArgs, out: &mut Sink) -> Result<Vec<String>,
         &trace,
         &analysis.diagnosis.critical_path,
     );
+    let memory =
+        tracelens_analysis::views::annotations::memory_tracks(&trace, &analysis.diagnosis.memory);
     Ok(tracelens_report::perfetto::annotation_events(
         &analysis.diagnosis,
         &tracks,
         &critical,
+        &memory,
     ))
 }
 

@@ -30,11 +30,7 @@ pub(crate) fn file_name(report: &Report) -> String {
 
 /// Bytes as `1.23 GB` (10^9), `45.6 MB` under a gigabyte.
 pub(crate) fn format_gb(bytes: i64) -> String {
-    if bytes.abs() >= 1_000_000_000 {
-        format!("{:.2} GB", bytes as f64 / 1e9)
-    } else {
-        format!("{:.1} MB", bytes as f64 / 1e6)
-    }
+    tracelens_model::format_bytes(bytes)
 }
 
 /// FLOPs with an SI prefix: `8.20 GFLOP`, `1.31 PFLOP`.

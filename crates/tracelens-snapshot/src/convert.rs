@@ -1,0 +1,238 @@
+//! The snapshot's fields (`torch.cuda.memory._snapshot()`: `segments`, `device_traces`,
+//! `allocator_settings`; those of PyTorch 2.0 to 2.9, each optional) and their conversion:
+//! each device's history into allocator samples on one lane, the totals rebuilt backwards
+//! from the segments at the snapshot, the segments and failed requests into the allocator's
+//! state.
+
+use crate::pickle::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use tracelens_model::{
+    AllocatorState, CaptureTool, Detail, Ident, LaneKey, MemoryDevice, MemorySample, OutOfMemory,
+    SegmentState, SourceInfo, Trace, TraceBuilder,
+};
+
+/// The format id.
+pub const FORMAT: &str = "torch_memory_snapshot";
+
+/// What one history entry does.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Alloc,
+    Free,
+    SegmentAlloc,
+    SegmentFree,
+    Oom,
+    Other,
+}
+
+fn action(name: Option<&str>) -> Action {
+    match name {
+        Some("alloc") => Action::Alloc,
+        // `free_requested` marks a free waiting on other streams; the block returns at
+        // `free_completed` (`free` in early 2.x snapshots).
+        Some("free_completed" | "free") => Action::Free,
+        Some("segment_alloc" | "segment_map") => Action::SegmentAlloc,
+        Some("segment_free" | "segment_unmap") => Action::SegmentFree,
+        Some("oom") => Action::Oom,
+        _ => Action::Other,
+    }
+}
+
+fn int(v: &Value, key: &str) -> Option<i64> {
+    v.get(key)?.int()
+}
+
+/// The Python frames of an entry as a `Call stack` string (`file.py(12): f;…`, innermost
+/// first), when any.
+fn call_stack(entry: &Value) -> Option<String> {
+    let frames = entry.get("frames")?.items();
+    let py: Vec<String> = frames
+        .iter()
+        .filter_map(|f| {
+            let file = f.get("filename")?;
+            let file = file.str()?;
+            if !file.ends_with(".py") {
+                return None;
+            }
+            let name = f.get("name").and_then(|n| n.str().map(str::to_string));
+            Some(format!(
+                "{}({}): {}",
+                file.replace(';', ","),
+                int(f, "line").unwrap_or(0),
+                name.unwrap_or_default().replace(';', ",")
+            ))
+        })
+        .collect();
+    (!py.is_empty()).then(|| py.join(";"))
+}
+
+/// Whether the decoded value is a snapshot: a dict with `segments` or `device_traces`.
+pub(crate) fn is_snapshot(v: &Value) -> bool {
+    v.is_dict() && (v.get("segments").is_some() || v.get("device_traces").is_some())
+}
+
+fn segment(seg: &Value) -> SegmentState {
+    let blocks = seg.get("blocks").map(|b| b.items()).unwrap_or_default();
+    let free: Vec<i64> = blocks
+        .iter()
+        .filter(|bl| {
+            bl.get("state")
+                .and_then(|s| s.str().map(|s| s == "inactive"))
+                == Some(true)
+        })
+        .map(|bl| int(bl, "size").unwrap_or(0))
+        .collect();
+    SegmentState {
+        device: int(seg, "device").unwrap_or(0),
+        total_bytes: int(seg, "total_size").unwrap_or(0),
+        allocated_bytes: int(seg, "allocated_size").unwrap_or(0),
+        active_bytes: int(seg, "active_size").unwrap_or(0),
+        largest_free_block_bytes: free.iter().copied().max().unwrap_or(0),
+        blocks: u32::try_from(blocks.len()).unwrap_or(u32::MAX),
+        free_blocks: u32::try_from(free.len()).unwrap_or(u32::MAX),
+        small_pool: seg
+            .get("segment_type")
+            .and_then(|t| t.str().map(|t| t == "small"))
+            == Some(true),
+        expandable: seg.get("is_expandable").and_then(|e| e.bool()) == Some(true),
+    }
+}
+
+/// The snapshot `raw` read from `path` as a trace.
+pub(crate) fn trace(raw: &Value, path: &Path, shape: crate::shape::Shape) -> Trace {
+    let mut b = TraceBuilder::new();
+    let settings = raw.get("allocator_settings");
+    let mut state = AllocatorState {
+        expandable_segments: settings
+            .as_ref()
+            .and_then(|s| s.get("expandable_segments"))
+            .and_then(|e| e.bool()),
+        alloc_conf: settings
+            .as_ref()
+            .and_then(|s| s.get("PYTORCH_CUDA_ALLOC_CONF"))
+            .and_then(|c| c.str().map(str::to_string)),
+        ..AllocatorState::default()
+    };
+    let mut end_allocated: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut end_reserved: BTreeMap<i64, i64> = BTreeMap::new();
+    for seg in raw.get("segments").map(|s| s.items()).unwrap_or_default() {
+        let s = segment(&seg);
+        let a = end_allocated.entry(s.device).or_default();
+        *a = a.saturating_add(s.allocated_bytes);
+        let r = end_reserved.entry(s.device).or_default();
+        *r = r.saturating_add(s.total_bytes);
+        state.segments.push(s);
+    }
+    let traces: Vec<Vec<Value>> = raw
+        .get("device_traces")
+        .map(|t| t.items().iter().map(Value::items).collect())
+        .unwrap_or_default();
+    let has_times = traces.iter().flatten().any(|e| int(e, "time_us").is_some());
+    state.history_has_times = has_times;
+    let lane = b.lane(LaneKey::Cpu {
+        pid: Ident::Num(0),
+        tid: Ident::Num(0),
+    });
+    b.name_thread(Ident::Num(0), Ident::Num(0), "caching allocator history");
+    let mut records = 0u64;
+    for (device, events) in traces.iter().enumerate() {
+        let device = i64::try_from(device).unwrap_or(i64::MAX);
+        records += events.len() as u64;
+        // The totals at the snapshot minus the history's changes: the totals before it.
+        let (mut allocated, mut reserved) = (
+            end_allocated.get(&device).copied().unwrap_or(0),
+            end_reserved.get(&device).copied().unwrap_or(0),
+        );
+        for e in events {
+            let size = int(e, "size").unwrap_or(0).max(0);
+            match action(e.get("action").as_ref().and_then(Value::str)) {
+                Action::Alloc => allocated = allocated.saturating_sub(size),
+                Action::Free => allocated = allocated.saturating_add(size),
+                Action::SegmentAlloc => reserved = reserved.saturating_sub(size),
+                Action::SegmentFree => reserved = reserved.saturating_add(size),
+                Action::Oom | Action::Other => {}
+            }
+        }
+        let mut last_ns = 0i64;
+        for (i, e) in events.iter().enumerate() {
+            let ts_ns = if has_times {
+                int(e, "time_us")
+                    .map_or(last_ns, |t| t.saturating_mul(1000))
+                    .max(last_ns)
+            } else {
+                i64::try_from(i).unwrap_or(i64::MAX).saturating_mul(1000)
+            };
+            last_ns = ts_ns;
+            // A negative size is not the allocator's: read as nothing.
+            let size = int(e, "size").unwrap_or(0).max(0);
+            let bytes = match action(e.get("action").as_ref().and_then(Value::str)) {
+                Action::Alloc => size,
+                Action::Free => size.saturating_neg(),
+                Action::SegmentAlloc => {
+                    reserved = reserved.saturating_add(size);
+                    continue;
+                }
+                Action::SegmentFree => {
+                    reserved = reserved.saturating_sub(size);
+                    continue;
+                }
+                Action::Oom => {
+                    state.out_of_memory.push(OutOfMemory {
+                        device,
+                        ts_ns,
+                        requested_bytes: size,
+                        device_free_bytes: int(e, "device_free"),
+                    });
+                    continue;
+                }
+                Action::Other => continue,
+            };
+            allocated = allocated.saturating_add(bytes);
+            let call_stack = call_stack(e).map(|s| b.intern(&s));
+            b.add_memory(MemorySample {
+                ts_ns,
+                lane,
+                device: MemoryDevice::Gpu(device),
+                bytes,
+                addr: int(e, "addr").and_then(|a| u64::try_from(a).ok()),
+                call_stack,
+                total_allocated: Some(allocated),
+                total_reserved: Some(reserved.max(allocated)),
+            });
+        }
+    }
+    state.history_entries = records;
+    let mut details = BTreeMap::new();
+    details.insert(
+        "segments".to_string(),
+        Detail::Count(state.segments.len() as u64),
+    );
+    details.insert("pickle_values".to_string(), Detail::Count(shape.values));
+    let source = SourceInfo {
+        path: path.display().to_string(),
+        format: FORMAT.into(),
+        format_name: "PyTorch memory snapshot".into(),
+        content: "pickle".into(),
+        records: "history entries".into(),
+        annotatable: false,
+        version: if has_times {
+            "with_times"
+        } else {
+            "without_times"
+        }
+        .into(),
+        version_note: if has_times {
+            "allocation history with times (time_us)".into()
+        } else {
+            "allocation history without times: samples are in allocation order, 1 µs apart".into()
+        },
+        records_read: records,
+        capture_tool: CaptureTool::MemorySnapshot,
+        details,
+        ..SourceInfo::default()
+    };
+    let mut trace = b.finish(source);
+    trace.allocator = Some(state);
+    trace
+}
