@@ -345,19 +345,6 @@ fn one_device(
     }
     let (peak_allocated_bytes, at) = peak?;
     let sample = samples[at];
-    // Samples and steps are both in time order: one pass over each.
-    let mut steps = Vec::with_capacity(window.steps.len());
-    let mut from = 0;
-    for s in &window.steps {
-        from += samples[from..].partition_point(|m| m.ts_ns < s.interval.start_ns);
-        let n = samples[from..].partition_point(|m| m.ts_ns < s.interval.end_ns);
-        if let Some(&peak) = levels[from..from + n].iter().max() {
-            steps.push(StepMemory {
-                step: s.number,
-                peak_allocated_bytes: peak,
-            });
-        }
-    }
     let with_blocks = absolute && samples.iter().all(|m| m.addr.is_some());
     let oom_at: Vec<TimeNs> = trace.allocator.as_ref().map_or_else(Vec::new, |a| {
         a.out_of_memory
@@ -396,7 +383,17 @@ fn one_device(
         allocations,
         frees,
         allocated_bytes,
-        steps,
+        // The step peaks are the chart's: steps as the host ran them (the allocator's side).
+        steps: t
+            .points
+            .iter()
+            .filter_map(|p| {
+                Some(StepMemory {
+                    step: p.step?,
+                    peak_allocated_bytes: p.peak_allocated_bytes,
+                })
+            })
+            .collect(),
         reserved_at_peak_bytes: sample.total_reserved.filter(|_| absolute),
         points: t.points,
         composition: t.composition,

@@ -10,15 +10,7 @@ use tracelens_results::Report;
 /// Steps listed at each end of the breakdown table when there are more.
 const BREAKDOWN_EDGE_ROWS: usize = 20;
 
-/// One rectangle of the per-step chart.
-struct StepRect {
-    class: &'static str,
-    x: String,
-    y: String,
-    w: String,
-    h: String,
-    title: String,
-}
+use super::cells::ChartRect as StepRect;
 
 #[derive(Template)]
 #[template(path = "sections/breakdown.html")]

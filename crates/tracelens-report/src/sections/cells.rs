@@ -43,3 +43,14 @@ pub(crate) fn format_flops(flops: f64) -> String {
     };
     format!("{v:.2} {unit}")
 }
+
+/// One rectangle of a chart drawn in view units (the per-step breakdown, the memory chart):
+/// its class in the report's palette, its place and size, and its hover text.
+pub(crate) struct ChartRect {
+    pub class: &'static str,
+    pub x: String,
+    pub y: String,
+    pub w: String,
+    pub h: String,
+    pub title: String,
+}

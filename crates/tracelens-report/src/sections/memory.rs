@@ -11,15 +11,7 @@ use tracelens_analysis::views::memory_timeline::MemoryPoint;
 use tracelens_model::shorten;
 use tracelens_results::Report;
 
-/// One rectangle of the chart.
-struct Rect {
-    class: &'static str,
-    x: String,
-    y: String,
-    w: String,
-    h: String,
-    title: String,
-}
+use super::cells::ChartRect as Rect;
 
 /// One device's detail.
 struct Device {
