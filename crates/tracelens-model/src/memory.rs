@@ -81,13 +81,6 @@ pub struct AllocatorState {
     pub out_of_memory: Vec<OutOfMemory>,
     /// `expandable_segments`, when the snapshot records the settings.
     pub expandable_segments: Option<bool>,
-    /// `PYTORCH_CUDA_ALLOC_CONF` as the snapshot records it (may be empty).
-    pub alloc_conf: Option<String>,
-    /// Whether the history has times (`time_us`, PyTorch 2.1 and later); without them the
-    /// samples are one microsecond apart in allocation order.
-    pub history_has_times: bool,
-    /// History entries over all devices (the history is a ring buffer of `max_entries`).
-    pub history_entries: u64,
 }
 
 /// One segment of the caching allocator.
@@ -103,12 +96,8 @@ pub struct SegmentState {
     pub active_bytes: i64,
     /// The largest block that is free (inactive).
     pub largest_free_block_bytes: i64,
-    /// Blocks in it.
-    pub blocks: u32,
-    /// Of them, free.
+    /// Its free blocks.
     pub free_blocks: u32,
-    /// The small-block pool (requests of 1 MB and less) rather than the large one.
-    pub small_pool: bool,
     /// An expandable segment.
     pub expandable: bool,
 }

@@ -89,12 +89,7 @@ fn segment(seg: &Value) -> SegmentState {
         allocated_bytes: int(seg, "allocated_size").unwrap_or(0),
         active_bytes: int(seg, "active_size").unwrap_or(0),
         largest_free_block_bytes: free.iter().copied().max().unwrap_or(0),
-        blocks: u32::try_from(blocks.len()).unwrap_or(u32::MAX),
         free_blocks: u32::try_from(free.len()).unwrap_or(u32::MAX),
-        small_pool: seg
-            .get("segment_type")
-            .and_then(|t| t.str().map(|t| t == "small"))
-            == Some(true),
         expandable: seg.get("is_expandable").and_then(|e| e.bool()) == Some(true),
     }
 }
@@ -108,10 +103,6 @@ pub(crate) fn trace(raw: &Value, path: &Path, shape: crate::shape::Shape) -> Tra
             .as_ref()
             .and_then(|s| s.get("expandable_segments"))
             .and_then(|e| e.bool()),
-        alloc_conf: settings
-            .as_ref()
-            .and_then(|s| s.get("PYTORCH_CUDA_ALLOC_CONF"))
-            .and_then(|c| c.str().map(str::to_string)),
         ..AllocatorState::default()
     };
     let mut end_allocated: BTreeMap<i64, i64> = BTreeMap::new();
@@ -129,7 +120,6 @@ pub(crate) fn trace(raw: &Value, path: &Path, shape: crate::shape::Shape) -> Tra
         .map(|t| t.items().iter().map(Value::items).collect())
         .unwrap_or_default();
     let has_times = traces.iter().flatten().any(|e| int(e, "time_us").is_some());
-    state.history_has_times = has_times;
     let lane = b.lane(LaneKey::Cpu {
         pid: Ident::Num(0),
         tid: Ident::Num(0),
@@ -202,7 +192,6 @@ pub(crate) fn trace(raw: &Value, path: &Path, shape: crate::shape::Shape) -> Tra
             });
         }
     }
-    state.history_entries = records;
     let mut details = BTreeMap::new();
     details.insert(
         "segments".to_string(),

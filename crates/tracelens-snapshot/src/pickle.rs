@@ -2,6 +2,7 @@
 //! memoized parts shared (never copied), so a value costs what its stream holds. Floats and
 //! integers beyond 64 bits are skipped (sizes, addresses and times fit 64 bits).
 
+use crate::shape::Cursor;
 use std::cell::RefCell;
 use std::rc::Rc;
 
@@ -104,39 +105,9 @@ fn long(b: &[u8]) -> Value {
     Value::Int(i64::from_ne_bytes(v.to_ne_bytes()))
 }
 
-struct Cursor<'a> {
-    data: &'a [u8],
-    at: usize,
-}
-
-impl Cursor<'_> {
-    fn take(&mut self, n: usize) -> Option<&[u8]> {
-        let end = self.at.checked_add(n)?;
-        let out = self.data.get(self.at..end)?;
-        self.at = end;
-        Some(out)
-    }
-
-    fn le(&mut self, n: usize) -> Option<u64> {
-        let b = self.take(n)?;
-        Some(
-            b.iter()
-                .rev()
-                .fold(0u64, |acc, &x| (acc << 8) | u64::from(x)),
-        )
-    }
-
-    fn sized(&mut self, len_bytes: usize) -> Option<&[u8]> {
-        let n = usize::try_from(self.le(len_bytes)?).ok()?;
-        self.take(n)
-    }
-
-    fn line(&mut self) -> Option<&str> {
-        let rest = self.data.get(self.at..)?;
-        let n = rest.iter().position(|&b| b == b'\n')?;
-        self.at += n + 1;
-        std::str::from_utf8(&rest[..n]).ok()
-    }
+/// A newline-terminated argument as text.
+fn text_line<'a>(c: &mut Cursor<'a>) -> Option<&'a str> {
+    std::str::from_utf8(c.line().ok()?).ok()
 }
 
 fn text(b: &[u8]) -> Value {
@@ -147,7 +118,7 @@ fn text(b: &[u8]) -> Value {
 pub(crate) fn decode(data: &[u8]) -> Option<Value> {
     let mut stack: Vec<Value> = Vec::new();
     let mut memo: std::collections::HashMap<u64, Value> = std::collections::HashMap::new();
-    let mut c = Cursor { data, at: 0 };
+    let mut c = Cursor::new(data);
     let pop_mark = |stack: &mut Vec<Value>| -> Option<Vec<Value>> {
         let at = stack.iter().rposition(|v| matches!(v, Value::Mark))?;
         let items = stack.split_off(at + 1);
@@ -155,14 +126,14 @@ pub(crate) fn decode(data: &[u8]) -> Option<Value> {
         Some(items)
     };
     loop {
-        let op = *c.take(1)?.first()?;
+        let op = *c.take(1).ok()?.first()?;
         let v = match op {
             b'.' => return stack.pop(),
             b'N' => Value::None,
             0x88 => Value::Bool(true),
             0x89 => Value::Bool(false),
             b'I' | b'L' => {
-                let t = c.line()?.trim_end_matches('L');
+                let t = text_line(&mut c)?.trim_end_matches('L');
                 match t {
                     "00" => Value::Bool(false),
                     "01" => Value::Bool(true),
@@ -170,34 +141,36 @@ pub(crate) fn decode(data: &[u8]) -> Option<Value> {
                 }
             }
             b'F' => {
-                c.line()?;
+                text_line(&mut c)?;
                 Value::Float
             }
             b'S' | b'V' => Value::Str(Rc::from(
-                c.line()?.trim_matches(|ch| ch == '\'' || ch == '"'),
+                text_line(&mut c)?.trim_matches(|ch| ch == '\'' || ch == '"'),
             )),
-            b'J' => Value::Int(i64::from(i32::from_le_bytes(c.take(4)?.try_into().ok()?))),
-            b'K' => Value::Int(i64::try_from(c.le(1)?).ok()?),
-            b'M' => Value::Int(i64::try_from(c.le(2)?).ok()?),
+            b'J' => Value::Int(i64::from(i32::from_le_bytes(
+                c.take(4).ok()?.try_into().ok()?,
+            ))),
+            b'K' => Value::Int(i64::try_from(c.le(1).ok()?).ok()?),
+            b'M' => Value::Int(i64::try_from(c.le(2).ok()?).ok()?),
             b'G' => {
-                c.take(8)?;
+                c.take(8).ok()?;
                 Value::Float
             }
-            0x8a => long(c.sized(1)?),
-            0x8b => long(c.sized(4)?),
-            b'U' | 0x8c => text(c.sized(1)?),
-            b'T' | b'X' => text(c.sized(4)?),
-            0x8d => text(c.sized(8)?),
+            0x8a => long(c.sized(1).ok()?),
+            0x8b => long(c.sized(4).ok()?),
+            b'U' | 0x8c => text(c.sized(1).ok()?),
+            b'T' | b'X' => text(c.sized(4).ok()?),
+            0x8d => text(c.sized(8).ok()?),
             b'C' => {
-                c.sized(1)?;
+                c.sized(1).ok()?;
                 Value::Bytes
             }
             b'B' => {
-                c.sized(4)?;
+                c.sized(4).ok()?;
                 Value::Bytes
             }
             0x8e | 0x96 => {
-                c.sized(8)?;
+                c.sized(8).ok()?;
                 Value::Bytes
             }
             b']' | b')' | 0x8f => list(Vec::new()),
@@ -245,9 +218,9 @@ pub(crate) fn decode(data: &[u8]) -> Option<Value> {
             b'2' => stack.last()?.clone(),
             b'p' | b'q' | b'r' | 0x94 => {
                 let id = match op {
-                    b'p' => c.line()?.trim().parse().ok()?,
-                    b'q' => c.le(1)?,
-                    b'r' => c.le(4)?,
+                    b'p' => text_line(&mut c)?.trim().parse().ok()?,
+                    b'q' => c.le(1).ok()?,
+                    b'r' => c.le(4).ok()?,
                     _ => memo.len() as u64,
                 };
                 memo.insert(id, stack.last()?.clone());
@@ -255,18 +228,18 @@ pub(crate) fn decode(data: &[u8]) -> Option<Value> {
             }
             b'g' | b'h' | b'j' => {
                 let id = match op {
-                    b'g' => c.line()?.trim().parse().ok()?,
-                    b'h' => c.le(1)?,
-                    _ => c.le(4)?,
+                    b'g' => text_line(&mut c)?.trim().parse().ok()?,
+                    b'h' => c.le(1).ok()?,
+                    _ => c.le(4).ok()?,
                 };
                 memo.get(&id)?.clone()
             }
             0x80 => {
-                c.take(1)?;
+                c.take(1).ok()?;
                 continue;
             }
             0x95 => {
-                c.take(8)?;
+                c.take(8).ok()?;
                 continue;
             }
             _ => return None,

@@ -127,13 +127,19 @@ fn code(i: Item) -> u32 {
 }
 
 /// A cursor over the stream.
-struct Cursor<'a> {
+/// A cursor over a pickle stream, for the check and the decoder alike.
+pub(crate) struct Cursor<'a> {
     data: &'a [u8],
     at: usize,
 }
 
-impl Cursor<'_> {
-    fn take(&mut self, n: u64) -> Result<&[u8], ShapeError> {
+impl<'a> Cursor<'a> {
+    pub(crate) fn new(data: &'a [u8]) -> Cursor<'a> {
+        Cursor { data, at: 0 }
+    }
+
+    /// The next `n` bytes.
+    pub(crate) fn take(&mut self, n: u64) -> Result<&'a [u8], ShapeError> {
         let n = usize::try_from(n).map_err(|_| ShapeError::Truncated)?;
         let end = self.at.checked_add(n).ok_or(ShapeError::Truncated)?;
         let out = self.data.get(self.at..end).ok_or(ShapeError::Truncated)?;
@@ -141,14 +147,22 @@ impl Cursor<'_> {
         Ok(out)
     }
 
-    fn le(&mut self, n: u64) -> Result<u64, ShapeError> {
+    /// A little-endian unsigned integer of `n` bytes.
+    pub(crate) fn le(&mut self, n: u64) -> Result<u64, ShapeError> {
         let b = self.take(n)?;
         Ok(b.iter()
             .rev()
             .fold(0u64, |acc, &x| (acc << 8) | u64::from(x)))
     }
 
-    fn line(&mut self) -> Result<&[u8], ShapeError> {
+    /// The bytes of a length-prefixed argument whose length takes `len_bytes` bytes.
+    pub(crate) fn sized(&mut self, len_bytes: u64) -> Result<&'a [u8], ShapeError> {
+        let n = self.le(len_bytes)?;
+        self.take(n)
+    }
+
+    /// A newline-terminated argument, without the newline.
+    pub(crate) fn line(&mut self) -> Result<&'a [u8], ShapeError> {
         let rest = self.data.get(self.at..).ok_or(ShapeError::Truncated)?;
         let n = rest
             .iter()
@@ -176,7 +190,7 @@ pub fn check(data: &[u8], limits: Limits) -> Result<Shape, ShapeError> {
         children: Vec::new(),
         memo: HashMap::new(),
     };
-    let mut c = Cursor { data, at: 0 };
+    let mut c = Cursor::new(data);
     loop {
         let op = *c.take(1)?.first().ok_or(ShapeError::Truncated)?;
         match op {
@@ -194,18 +208,9 @@ pub fn check(data: &[u8], limits: Limits) -> Result<Shape, ShapeError> {
             b'K' => scalar(&mut m, &mut c, 1)?,
             b'M' => scalar(&mut m, &mut c, 2)?,
             b'G' => scalar(&mut m, &mut c, 8)?,
-            0x8a | b'U' | b'C' | 0x8c => {
-                let n = c.le(1)?;
-                scalar(&mut m, &mut c, n)?;
-            }
-            0x8b | b'T' | b'X' | b'B' => {
-                let n = c.le(4)?;
-                scalar(&mut m, &mut c, n)?;
-            }
-            0x8d | 0x8e | 0x96 => {
-                let n = c.le(8)?;
-                scalar(&mut m, &mut c, n)?;
-            }
+            0x8a | b'U' | b'C' | 0x8c => sized(&mut m, &mut c, 1)?,
+            0x8b | b'T' | b'X' | b'B' => sized(&mut m, &mut c, 4)?,
+            0x8d | 0x8e | 0x96 => sized(&mut m, &mut c, 8)?,
             // Containers.
             b']' | b'}' | b')' | 0x8f => {
                 let node = m.new_node(&[])?;
@@ -298,6 +303,12 @@ pub fn check(data: &[u8], limits: Limits) -> Result<Shape, ShapeError> {
 
 fn scalar(m: &mut Machine, c: &mut Cursor<'_>, n: u64) -> Result<(), ShapeError> {
     c.take(n)?;
+    m.stack.push(Item::Scalar);
+    Ok(())
+}
+
+fn sized(m: &mut Machine, c: &mut Cursor<'_>, len_bytes: u64) -> Result<(), ShapeError> {
+    c.sized(len_bytes)?;
     m.stack.push(Item::Scalar);
     Ok(())
 }

@@ -195,6 +195,16 @@ pub struct BatchFit {
 }
 
 impl BatchFit {
+    /// How much larger, in words: `about ×1.8`, or `more than ×10` (the estimate says no more).
+    #[must_use]
+    pub fn times_words(&self) -> String {
+        if self.times >= 10.0 {
+            "more than ×10".into()
+        } else {
+            format!("about ×{:.1}", self.times)
+        }
+    }
+
     fn estimate(m: &DeviceMemory) -> Option<BatchFit> {
         let cap = m.capacity_bytes.filter(|&c| c > 0)?;
         let c = &m.composition.as_ref()?.categories;
@@ -260,14 +270,27 @@ pub fn fit_batch_advice(fix: &str, memory: &[DeviceMemory], hw: &Hardware) -> St
         return fix.to_string();
     };
     let gb = |b: i64| b as f64 / 1e9;
-    let note = if fits >= 1.25 {
-        format!(
-            " Memory allows it: GPU {} peaks at {:.1} of {:.1} GB held, so the step's peak could grow about ×{:.1} (activations grow with the batch; weights and optimizer state do not).",
-            m.device,
-            gb(m.peak_held_bytes()),
-            gb(cap),
-            fits
-        )
+    // With categories, the batch estimate the memory section shows; else the peak's room.
+    let room = m.batch_fit.as_ref().map_or(fits, |f| f.times);
+    let note = if room >= 1.25 {
+        match &m.batch_fit {
+            Some(f) => format!(
+                " Memory allows it: GPU {} peaks at {:.1} of {:.1} GB held, and the batch could grow {} (an estimate: {} at the peak grows with the batch, {} does not; see the memory section).",
+                m.device,
+                gb(m.peak_held_bytes()),
+                gb(cap),
+                f.times_words(),
+                tracelens_model::format_bytes(f.scaling_bytes),
+                tracelens_model::format_bytes(f.fixed_bytes)
+            ),
+            None => format!(
+                " Memory allows it: GPU {} peaks at {:.1} of {:.1} GB held, so the step's peak could grow about ×{:.1} (activations grow with the batch; weights and optimizer state do not).",
+                m.device,
+                gb(m.peak_held_bytes()),
+                gb(cap),
+                fits
+            ),
+        }
     } else {
         // Half-precision activations halve their memory; bf16 only where the GPU runs it.
         let half = if hw.has_bf16() == Some(true) {

@@ -183,6 +183,13 @@ pub(crate) struct Block {
 
 pub(crate) const NOT_FREED: u32 = u32::MAX;
 
+/// A name whose step phase is cached: a span's, or an allocation's Python stack.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Named {
+    Span(tracelens_model::NameId),
+    Stack(tracelens_model::NameId),
+}
+
 /// What runs on a thread at one instant.
 #[derive(Clone, Copy, Default)]
 struct Context {
@@ -201,7 +208,7 @@ pub(crate) fn blocks(
     steps: usize,
 ) -> Vec<Block> {
     let last_step = steps.checked_sub(1).and_then(|s| u32::try_from(s).ok());
-    let mut phases: HashMap<tracelens_model::NameId, Option<StepPhase>> = HashMap::new();
+    let mut phases: HashMap<Named, Option<StepPhase>> = HashMap::new();
     let mut open: HashMap<u64, usize> = HashMap::new();
     let mut blocks: Vec<Block> = Vec::new();
     // The context of each block's allocation, kept until its free is seen.
@@ -305,7 +312,7 @@ fn alive_category(
 /// the phase its own Python stack says (memory snapshots).
 fn context(
     trace: &Trace,
-    phases: &mut HashMap<tracelens_model::NameId, Option<StepPhase>>,
+    phases: &mut HashMap<Named, Option<StepPhase>>,
     m: &MemorySample,
 ) -> Context {
     let mut ctx = Context::default();
@@ -324,7 +331,7 @@ fn context(
                 ctx.outer_op = Some(id);
             }
             let phase = *phases
-                .entry(s.name)
+                .entry(Named::Span(s.name))
                 .or_insert_with(|| crate::vocabulary::phases::of(trace.name(id)));
             // The outermost phase wins: an optimizer's ops inside a backward hook stay backward.
             if phase.is_some() {
@@ -334,7 +341,7 @@ fn context(
     }
     if ctx.inner.is_none() {
         if let Some(stack) = m.call_stack {
-            ctx.phase = *phases.entry(stack).or_insert_with(|| {
+            ctx.phase = *phases.entry(Named::Stack(stack)).or_insert_with(|| {
                 // Innermost first: the last frame that names a phase is the outermost.
                 trace
                     .names
@@ -357,23 +364,25 @@ pub(crate) fn sites<'a>(
     limit: usize,
 ) -> Vec<AllocationSite> {
     let mut by_site: HashMap<SiteKey, (i64, u64, CategoryBytes)> = HashMap::new();
-    let mut lines: HashMap<SpanId, Option<String>> = HashMap::new();
+    // The user line of each span or stack, found once.
+    let mut lines: HashMap<(Option<SpanId>, Option<tracelens_model::NameId>), Option<String>> =
+        HashMap::new();
     for b in blocks {
-        let line = match (b.inner, b.stack) {
-            (Some(inner), _) => lines
-                .entry(inner)
-                .or_insert_with(|| {
-                    trace
-                        .python_frame_where(inner, |f| !f.is_library())
-                        .map(|f| format!("{}:{} {}", f.file, f.line, f.function))
-                })
-                .clone(),
-            (None, Some(stack)) => tracelens_model::parse_call_stack(trace.names.get(stack))
-                .into_iter()
-                .find(|f| !f.is_library())
-                .map(|f| format!("{}:{} {}", f.file, f.line, f.function)),
-            (None, None) => None,
-        };
+        let line = lines
+            .entry((b.inner, b.stack))
+            .or_insert_with(|| {
+                let frame = match (b.inner, b.stack) {
+                    (Some(inner), _) => trace.python_frame_where(inner, |f| !f.is_library()),
+                    (None, Some(stack)) => {
+                        tracelens_model::parse_call_stack(trace.names.get(stack))
+                            .into_iter()
+                            .find(|f| !f.is_library())
+                    }
+                    (None, None) => None,
+                };
+                frame.map(|f| format!("{}:{} {}", f.file, f.line, f.function))
+            })
+            .clone();
         let key = (b.op.map(|o| trace.span(o).name), line);
         let e = by_site.entry(key).or_default();
         e.0 = e.0.saturating_add(b.bytes);

@@ -265,11 +265,7 @@ fn growth_words(m: &DeviceMemory) -> Option<String> {
 /// The batch estimate in words, with its basis.
 fn fit_words(m: &DeviceMemory) -> Option<String> {
     let f = m.batch_fit.as_ref()?;
-    let times = if f.times >= 10.0 {
-        "more than ×10".to_string()
-    } else {
-        format!("about ×{:.1}", f.times)
-    };
+    let times = f.times_words();
     Some(format!(
         "An estimate: the batch could grow {times} before the peak reaches the device's {} — {} at the peak grows with the batch (activations, temporaries, intermediates, memory alive at capture end), {} does not (weights, gradients, optimizer state, memory held before the capture, the allocator's unused reserve). The CUDA/HIP context and other processes are not in the trace.",
         format_gb(m.capacity_bytes.unwrap_or(0)),
