@@ -49,14 +49,71 @@ impl Runner {
 
     /// Runs `action/SCRIPT` with `env` (the step's `env:` block) as the runner would.
     fn step(&self, script: &str, env: &[(&str, &str)]) -> Step {
-        let (outputs, summary) = (self.root.join("outputs"), self.root.join("summary.md"));
-        let _ = std::fs::remove_file(&outputs);
-        let _ = std::fs::remove_file(&summary);
         let path = format!(
             "{}:{}",
             self.bin.display(),
             std::env::var("PATH").unwrap_or_default()
         );
+        self.step_on(script, env, &path)
+    }
+
+    /// A bare self-hosted runner: a PATH of this runner's `bin/` and only the basic tools
+    /// (no `gh`, whatever this machine has installed).
+    fn bare_path(&self) -> String {
+        let bare = self.root.join("bare-bin");
+        std::fs::create_dir_all(&bare).unwrap();
+        let system = std::env::var("PATH").unwrap_or_default();
+        for tool in [
+            "bash",
+            "sh",
+            "env",
+            "mkdir",
+            "mktemp",
+            "rm",
+            "cp",
+            "cat",
+            "head",
+            "tar",
+            "gzip",
+            "sha256sum",
+            "shasum",
+            "curl",
+            "python3",
+            "find",
+            "sort",
+            "xargs",
+            "cut",
+            "sed",
+            "dirname",
+            "basename",
+            "chmod",
+            "ls",
+        ] {
+            let found = if tool == "python3" {
+                // The interpreter itself, not a version manager's shim script.
+                Command::new("python3")
+                    .args(["-c", "import sys; print(sys.executable)"])
+                    .output()
+                    .ok()
+                    .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()))
+                    .filter(|p| p.is_file())
+            } else {
+                std::env::split_paths(&system)
+                    .map(|d| d.join(tool))
+                    .find(|p| p.is_file())
+            };
+            if let Some(found) = found {
+                let _ = std::os::unix::fs::symlink(found, bare.join(tool));
+            }
+        }
+        format!("{}:{}", self.bin.display(), bare.display())
+    }
+
+    /// Runs `action/SCRIPT` with `PATH` as given.
+    fn step_on(&self, script: &str, env: &[(&str, &str)], path: &str) -> Step {
+        let (outputs, summary) = (self.root.join("outputs"), self.root.join("summary.md"));
+        let _ = std::fs::remove_file(&outputs);
+        let _ = std::fs::remove_file(&summary);
         let done = Command::new("bash")
             .arg(repo_root().join("action").join(script))
             .current_dir(self.workspace())
@@ -309,6 +366,246 @@ fn the_pr_comment_is_updated_in_place() {
     assert!(
         calls.contains(r#".user.login == "github-actions[bot]""#),
         "{calls}"
+    );
+}
+
+/// Writes an executable script.
+#[cfg(unix)]
+fn script(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// A release as `release.yml` publishes it, in a local folder: `tracelens-TARGET.tar.gz` (a
+/// stand-in binary that prints its version) and its `.sha256`.
+#[cfg(unix)]
+fn local_release(runner: &Runner, tag: &str) -> PathBuf {
+    let release = runner
+        .root
+        .join("releases/acme/tracelens/releases/download")
+        .join(tag);
+    std::fs::create_dir_all(&release).unwrap();
+    let staging = runner.root.join("staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    script(
+        &staging.join("tracelens"),
+        "#!/bin/sh\necho 'tracelens 0.9.0 (stand-in)'\n",
+    );
+    let archive = "tracelens-x86_64-unknown-linux-musl.tar.gz";
+    let ok = Command::new("tar")
+        .args(["-czf"])
+        .arg(release.join(archive))
+        .arg("-C")
+        .arg(&staging)
+        .arg("tracelens")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let sum = Command::new("sha256sum")
+        .arg(archive)
+        .current_dir(&release)
+        .output()
+        .unwrap();
+    std::fs::write(release.join(format!("{archive}.sha256")), sum.stdout).unwrap();
+    release
+}
+
+/// Issue 43: the binary installs on a runner with `gh` and on a bare one without it (plain
+/// HTTPS, checksum checked), and a tampered archive is refused.
+#[cfg(unix)]
+#[test]
+fn the_release_binary_installs_with_and_without_gh() {
+    let runner = Runner::new("install");
+    let release = local_release(&runner, "v0.9.0");
+    let path_file = runner.root.join("github_path");
+    let install = |runner: &Runner, path: &str, bin_dir: &Path| {
+        let _ = std::fs::remove_file(&path_file);
+        let base = format!("file://{}", runner.root.join("releases").display());
+        runner.step_on(
+            "install.sh",
+            &[
+                ("TL_VERSION", "v0.9.0"),
+                ("TL_REPO", "acme/tracelens"),
+                ("TL_BIN_DIR", bin_dir.to_str().unwrap()),
+                ("TL_DOWNLOAD_BASE", &base),
+                ("RUNNER_OS", "Linux"),
+                ("RUNNER_ARCH", "X64"),
+                ("GITHUB_PATH", path_file.to_str().unwrap()),
+                ("GITHUB_ACTION_PATH", repo_root().to_str().unwrap()),
+            ],
+            path,
+        )
+    };
+    // Without gh: plain HTTPS (here file://) and the SHA-256 check.
+    let bare = runner.bare_path();
+    assert!(
+        !std::env::split_paths(&bare).any(|d| d.join("gh").exists()),
+        "{bare}"
+    );
+    let bin_dir = runner.root.join("tl-bin-https");
+    let s = install(&runner, &bare, &bin_dir);
+    assert_eq!(s.code, Some(0), "{}", show(&s));
+    assert!(
+        s.stdout.contains("(https, SHA-256 checked)"),
+        "{}",
+        show(&s)
+    );
+    assert!(bin_dir.join("tracelens").is_file());
+    assert_eq!(
+        std::fs::read_to_string(&path_file).unwrap().trim(),
+        bin_dir.to_str().unwrap()
+    );
+    // With gh on the PATH: `gh release download` (a stand-in that copies the local release).
+    let gh_log = runner.root.join("gh.log");
+    script(
+        &runner.bin.join("gh"),
+        &format!(
+            "#!/usr/bin/env bash\necho \"$*\" >> '{}'\ndir=\"\"; while [ $# -gt 0 ]; do [ \"$1\" = --dir ] && dir=\"$2\"; shift; done\ncp '{}'/* \"$dir\"/\n",
+            gh_log.display(),
+            release.display()
+        ),
+    );
+    let bin_dir = runner.root.join("tl-bin-gh");
+    let s = install(&runner, &bare, &bin_dir);
+    assert_eq!(s.code, Some(0), "{}", show(&s));
+    assert!(s.stdout.contains("(gh, SHA-256 checked)"), "{}", show(&s));
+    assert!(std::fs::read_to_string(&gh_log)
+        .unwrap()
+        .contains("release download v0.9.0 --repo acme/tracelens"));
+    // A cached binary is used as it is.
+    let s = install(&runner, &bare, &bin_dir);
+    assert!(s.stdout.contains("cached tracelens 0.9.0"), "{}", show(&s));
+    std::fs::remove_file(runner.bin.join("gh")).unwrap();
+    // A tampered archive is refused, whatever fetched it.
+    let sum = release.join("tracelens-x86_64-unknown-linux-musl.tar.gz.sha256");
+    let text = std::fs::read_to_string(&sum).unwrap();
+    std::fs::write(&sum, format!("{}{}", "0".repeat(64), &text[64..])).unwrap();
+    let bin_dir = runner.root.join("tl-bin-tampered");
+    let s = install(&runner, &bare, &bin_dir);
+    assert_eq!(s.code, Some(2), "{}", show(&s));
+    assert!(
+        s.stderr.contains("does not match its published SHA-256"),
+        "{}",
+        show(&s)
+    );
+    assert!(!bin_dir.join("tracelens").exists());
+}
+
+/// Issue 43: an empty `github.action_ref` (composite actions may get one) still gives a
+/// version, and the cache key always carries the version and a hash of the source.
+#[cfg(unix)]
+#[test]
+fn the_version_and_cache_key_never_depend_on_an_empty_ref() {
+    let runner = Runner::new("version");
+    let manifest = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
+    let version = manifest
+        .split("[workspace.package]")
+        .nth(1)
+        .and_then(|t| t.lines().find(|l| l.starts_with("version")))
+        .and_then(|l| l.split('"').nth(1))
+        .unwrap()
+        .to_string();
+    let root = repo_root();
+    let env = |r: &'static str| {
+        vec![
+            ("TL_REF", r),
+            ("GITHUB_ACTION_PATH", root.to_str().unwrap()),
+            ("RUNNER_OS", "Linux"),
+            ("RUNNER_ARCH", "X64"),
+        ]
+    };
+    let empty = runner.step("version.sh", &env(""));
+    assert_eq!(empty.code, Some(0), "{}", show(&empty));
+    assert_eq!(empty.outputs["version"], format!("v{version}"));
+    let key = &empty.outputs["cache-key"];
+    assert!(
+        key.starts_with(&format!("tracelens-bin-Linux-X64-v{version}-")),
+        "{key}"
+    );
+    let tagged = runner.step("version.sh", &env("v7.1.2"));
+    assert_eq!(tagged.outputs["version"], "v7.1.2");
+    assert_ne!(&tagged.outputs["cache-key"], key);
+    // A branch ref has no release of its own: the crate's version is tried, then a build.
+    let branch = runner.step("version.sh", &env("main"));
+    assert_eq!(branch.outputs["version"], format!("v{version}"));
+    let action = std::fs::read_to_string(repo_root().join("action.yml")).unwrap();
+    assert!(action.contains("key: ${{ steps.version.outputs.cache-key }}"));
+    assert!(!action.contains(
+        "key: tracelens-bin-${{ runner.os }}-${{ runner.arch }}-${{ github.action_ref }}"
+    ));
+}
+
+/// Issue 43: the PR comment without `gh` (a bare self-hosted runner): GitHub's REST API over
+/// curl, paging through the comments, updating the bot's own one.
+#[cfg(unix)]
+#[test]
+fn the_pr_comment_works_without_gh() {
+    let runner = Runner::new("comment-curl");
+    let log = runner.root.join("curl.log");
+    // A stand-in curl: page 1 is full of other comments, page 2 holds the bot's.
+    script(
+        &runner.bin.join("curl"),
+        &format!(
+            r#"#!/usr/bin/env bash
+echo "$*" >> '{log}'
+case "$*" in
+  *"&page=1") python3 -c 'import json; print(json.dumps([{{"id": i, "user": {{"login": "someone"}}, "body": "<!-- tracelens-sticky-comment --> fake"}} for i in range(100)]))' ;;
+  *"&page=2") echo '[{{"id": 4242, "user": {{"login": "github-actions[bot]"}}, "body": "<!-- tracelens-sticky-comment -->\nold"}}]' ;;
+  *) for a in "$@"; do case "$a" in @*) cp "${{a#@}}" '{log}.body' ;; esac; done; echo '{{}}' ;;
+esac
+"#,
+            log = log.display()
+        ),
+    );
+    let event = runner.root.join("event.json");
+    std::fs::write(&event, r#"{"pull_request": {"number": 12}}"#).unwrap();
+    let summary = runner.root.join("s.md");
+    std::fs::write(
+        &summary,
+        "## tracelens
+GPU idle \"74 %\"
+",
+    )
+    .unwrap();
+    let s = runner.step_on(
+        "comment.sh",
+        &[
+            ("TL_SUMMARY", summary.to_str().unwrap()),
+            ("GITHUB_REPOSITORY", "acme/train"),
+            ("GITHUB_EVENT_PATH", event.to_str().unwrap()),
+            ("GITHUB_API_URL", "https://api.example"),
+            ("GH_TOKEN", "t0ken"),
+        ],
+        &runner.bare_path(),
+    );
+    assert_eq!(s.code, Some(0), "{}", show(&s));
+    assert!(
+        s.stdout.contains("updated comment 4242 on #12"),
+        "{}",
+        show(&s)
+    );
+    let calls = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        calls.contains(
+            "https://api.example/repos/acme/train/issues/12/comments?per_page=100&page=2"
+        ),
+        "{calls}"
+    );
+    assert!(
+        calls.contains("-X PATCH")
+            && calls.contains("https://api.example/repos/acme/train/issues/comments/4242"),
+        "{calls}"
+    );
+    assert!(!calls.contains("-X POST"), "{calls}");
+    assert!(calls.contains("Authorization: Bearer t0ken"), "{calls}");
+    // The body is JSON holding the marker and the summary as written.
+    let body: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{}.body", log.display())).unwrap())
+            .unwrap();
+    assert_eq!(
+        body["body"].as_str().unwrap(),
+        "<!-- tracelens-sticky-comment -->\n## tracelens\nGPU idle \"74 %\"\n"
     );
 }
 

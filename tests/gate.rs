@@ -66,7 +66,7 @@ fn each_problem_fails_its_gate_and_its_fixed_twin_passes() {
             passing.stdout, passing.stderr
         );
         assert!(
-            passing.stdout.contains("all 1 rules hold"),
+            passing.stdout.contains("the rule holds"),
             "{}",
             passing.stdout
         );
@@ -456,7 +456,7 @@ fn cpu_only_trace() -> String {
 }
 
 #[test]
-fn gpu_rules_on_a_cpu_only_run_are_errors_and_step_rules_gate_it() {
+fn gpu_rules_on_a_cpu_only_run_are_errors_the_default_set_adapts_and_step_rules_gate_it() {
     let dir = std::env::temp_dir().join(format!("tracelens-cpu-only-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let trace = dir.join("cpu.json");
@@ -486,6 +486,49 @@ fn gpu_rules_on_a_cpu_only_run_are_errors_and_step_rules_gate_it() {
             "{}",
             r.stderr
         );
+    }
+    // Issue 43: the default set is valid on every capture: its GPU rules pass as "not
+    // measured", each with the reason, and the user's own pass with `--not-measured pass`.
+    let r = run(&["check", p(&trace), "--rules", "default"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout
+            .contains("no rule fails (3 of 3 not measured on this capture)"),
+        "{}",
+        r.stdout
+    );
+    assert_eq!(r.stdout.matches("n/a ").count(), 3, "{}", r.stdout);
+    // The default set beside a rule of the user's: the user's is still refused.
+    let r = run(&[
+        "check",
+        p(&trace),
+        "--rules",
+        "default",
+        "--rule",
+        "gpu.idle_percent > 5",
+    ]);
+    assert_eq!(r.code, 2, "{}{}", r.stdout, r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    for command in ["check", "analyze"] {
+        let flag = if command == "check" {
+            "--rule"
+        } else {
+            "--fail-on"
+        };
+        let mut args = vec![command, p(&trace)];
+        if command == "analyze" {
+            args.push("--no-report");
+        }
+        args.extend([
+            flag,
+            "idle.data_loading.percent > 10",
+            "--not-measured",
+            "pass",
+        ]);
+        let r = run(&args);
+        assert_eq!(r.code, 0, "{command}: {}{}", r.stdout, r.stderr);
+        let said = format!("{}{}", r.stdout, r.stderr);
+        assert!(said.contains("the trace records no GPU activity"), "{said}");
     }
     // The step breakdown gates it: the DataLoader is a quarter of each step.
     let r = run(&[

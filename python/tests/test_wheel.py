@@ -70,6 +70,8 @@ def main() -> None:
             warnings.simplefilter("always")
             warned(FakeProfiler(bad, 4))
         assert any("gate failed" in str(w.message) for w in caught), caught
+        # The warning points at the line that ended the cycle (here), not into the library.
+        assert all(os.path.basename(w.filename) == "test_wheel.py" for w in caught), caught
         seen = []
         tracelens.handler(d, worker_name="w3", fail_on=["step.time_ms > 1us"], on_fail=seen.append)(
             FakeProfiler(bad, 5)
@@ -79,6 +81,20 @@ def main() -> None:
         # the workers as the ranks of one job.
         out = subprocess.run([exe, "check", d, "--rule", "step.count < 1"], capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
+    with tempfile.TemporaryDirectory() as d:
+        # A CPU-only run (a smoke test) with a GPU rule: the cycle ends after training ran, so
+        # the rule passes with one warning, attributed to this file's line, not torch's.
+        cpu = os.path.join(FIXTURES, "..", "kineto", "cpu_only.json")
+        cpu_gate = tracelens.handler(d, worker_name="cpu", fail_on=["idle.data_loading.percent > 10"], report=False)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            cpu_gate(FakeProfiler(cpu, 1))
+            cpu_gate(FakeProfiler(cpu, 2))
+        notes = [w for w in caught if "not measured" in str(w.message)]
+        assert len(notes) == 1, [str(w.message) for w in caught]
+        assert os.path.basename(notes[0].filename) == "test_wheel.py", notes[0].filename
+        # The default set adapts to a CPU-only capture: its GPU rules pass as not measured.
+        assert "not measured" in tracelens.check(cpu)
     # A misspelt rule raises when handler() is called, before any training step.
     try:
         tracelens.handler("unused", fail_on=["gpu.idle_precent > 5"])

@@ -144,6 +144,11 @@ pub(crate) struct CheckArgs {
     /// A run to compare with, enabling the `diff.*` metrics.
     #[arg(long, value_name = "BEFORE")]
     pub(crate) baseline: Option<PathBuf>,
+    /// A rule on a figure this capture does not give (a GPU rule on a CPU-only run, a diff
+    /// without a baseline): `error` refuses it (exit 2), `pass` lets it pass with a note.
+    /// Rules of the default set always pass with the note.
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "error")]
+    pub(crate) not_measured: crate::gate::NotMeasured,
     #[command(flatten)]
     pub(crate) annotate: AnnotationArgs,
 }
@@ -163,6 +168,10 @@ pub(crate) struct DiffArgs {
     /// Fail (exit 1) when this rule over the run and the diff is true (repeatable).
     #[arg(long = "fail-on", value_name = "RULE")]
     pub(crate) fail_on: Vec<String>,
+    /// A rule on a figure these runs do not give: `error` refuses it (exit 2), `pass` lets it
+    /// pass with a note.
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "error")]
+    pub(crate) not_measured: crate::gate::NotMeasured,
 }
 
 /// Examples under `tracelens annotate --help`.
@@ -242,6 +251,11 @@ pub(crate) struct AnalyzeArgs {
     /// 'idle.data_loading.percent > 10' (repeatable; docs/rules.md).
     #[arg(long = "fail-on", value_name = "RULE")]
     pub(crate) fail_on: Vec<String>,
+    /// A rule on a figure this capture does not give (a GPU rule on a CPU-only run, a diff
+    /// without a baseline): `error` refuses it (exit 2), `pass` lets it pass with a note.
+    /// Rules of the default set always pass with the note.
+    #[arg(long, value_enum, value_name = "WHAT", default_value = "error")]
+    pub(crate) not_measured: crate::gate::NotMeasured,
     #[command(flatten)]
     pub(crate) annotate: AnnotationArgs,
     /// Keep only the trace's file name in the JSON (`input.path`, a job's rank files): for

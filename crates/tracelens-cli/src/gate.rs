@@ -19,6 +19,11 @@ pub const DEFAULT_RULES: [&str; 3] = [
     "finding.pageable_copies.win_percent > 5",
 ];
 
+/// The default set's texts, marked as such.
+fn default_set() -> impl Iterator<Item = (String, bool)> {
+    DEFAULT_RULES.iter().map(|r| (r.to_string(), true))
+}
+
 /// The rules file looked for in the working directory.
 pub const RULES_FILE: &str = "tracelens.toml";
 
@@ -78,14 +83,45 @@ pub fn rules_from_file(text: &str) -> Result<(Vec<String>, Vec<String>), String>
     Ok((rules, file.other.into_keys().collect()))
 }
 
-/// The rule texts of a `check`: `--rule`s, then `--rules FILE|default`, else `tracelens.toml`
-/// in the working directory, else the default set.
+/// The rules of a `check`: `--rule`s, then `--rules FILE|default`, else `tracelens.toml` in
+/// the working directory, else the default set. The default set's rules pass as "not
+/// measured" where the capture cannot give their figure (a CPU-only run has no GPU idle to
+/// gate); the user's own follow `not_measured`.
 pub fn collect_rules(
     rules: &[String],
     file: Option<&Path>,
+    not_measured: NotMeasured,
     stderr: &mut dyn std::io::Write,
-) -> Result<Vec<String>, Stop> {
-    let mut out: Vec<String> = rules.to_vec();
+) -> Result<Vec<GateRule>, Stop> {
+    let texts = collect_rule_texts(rules, file, stderr)?;
+    let mut out = Vec::with_capacity(texts.len());
+    for (text, from_default_set) in texts {
+        let policy = if from_default_set {
+            NotMeasured::Pass
+        } else {
+            not_measured
+        };
+        out.extend(parse_all(&[text], policy, stderr)?);
+    }
+    Ok(out)
+}
+
+/// What a rule on a figure the capture cannot give becomes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
+pub enum NotMeasured {
+    /// Refused: one line saying why, exit 2.
+    Error,
+    /// Passes, with a note saying what the capture lacks.
+    Pass,
+}
+
+/// The rule texts, each marked when it comes from the default set.
+fn collect_rule_texts(
+    rules: &[String],
+    file: Option<&Path>,
+    stderr: &mut dyn std::io::Write,
+) -> Result<Vec<(String, bool)>, Stop> {
+    let mut out: Vec<(String, bool)> = rules.iter().map(|r| (r.clone(), false)).collect();
     let from_file = |p: &Path, stderr: &mut dyn std::io::Write| -> Result<Vec<String>, Stop> {
         let text =
             std::fs::read_to_string(p).map_err(|e| fail(stderr, p, input::read_problem(&e)))?;
@@ -104,30 +140,46 @@ pub fn collect_rules(
         Ok(rules)
     };
     match file {
-        Some(p) if p.as_os_str() == "default" => {
-            out.extend(DEFAULT_RULES.iter().map(|r| r.to_string()))
-        }
-        Some(p) => out.extend(from_file(p, stderr)?),
+        Some(p) if p.as_os_str() == "default" => out.extend(default_set()),
+        Some(p) => out.extend(from_file(p, stderr)?.into_iter().map(|r| (r, false))),
         // Anything named tracelens.toml is the rules file: a dangling link, a folder or an
         // unreadable file is an error, never a silent fall-back to the default rules.
-        None if out.is_empty() && std::fs::symlink_metadata(RULES_FILE).is_ok() => {
-            out.extend(from_file(Path::new(RULES_FILE), stderr)?)
-        }
-        None if out.is_empty() => out.extend(DEFAULT_RULES.iter().map(|r| r.to_string())),
+        None if out.is_empty() && std::fs::symlink_metadata(RULES_FILE).is_ok() => out.extend(
+            from_file(Path::new(RULES_FILE), stderr)?
+                .into_iter()
+                .map(|r| (r, false)),
+        ),
+        None if out.is_empty() => out.extend(default_set()),
         None => {}
     }
     Ok(out)
 }
 
+/// A rule to evaluate: its text, its parsed form, and what a figure the run cannot give
+/// makes of it.
+pub struct GateRule {
+    pub text: String,
+    pub rule: Rule,
+    /// `true`: a rule reading a figure this capture does not give passes as "not measured",
+    /// with the reason (the default set, and `--not-measured pass`); `false`: it is refused
+    /// (exit 2), never read as "holds".
+    pub not_measured_passes: bool,
+}
+
 /// Parses every rule; a bad one is one line naming it and exit 2.
 pub fn parse_all(
     texts: &[String],
+    not_measured: NotMeasured,
     stderr: &mut dyn std::io::Write,
-) -> Result<Vec<(String, Rule)>, Stop> {
+) -> Result<Vec<GateRule>, Stop> {
     texts
         .iter()
         .map(|t| match parse_rule(t) {
-            Ok(r) => Ok((t.clone(), r)),
+            Ok(rule) => Ok(GateRule {
+                text: t.clone(),
+                rule,
+                not_measured_passes: not_measured == NotMeasured::Pass,
+            }),
             Err(e) => {
                 let _ = writeln!(stderr, "tracelens: error: rule '{}': {e}", terminal_text(t));
                 Err(Stop::Refused)
@@ -136,21 +188,30 @@ pub fn parse_all(
         .collect()
 }
 
-/// Refuses (exit 2) rules that read a figure the run cannot give, one line each: a GPU rule
-/// on a CPU-only trace must not pass silently.
-pub fn refuse_not_measured(
-    rules: &[(String, Rule)],
+/// The first metric of `rule` the run cannot give, with the reason.
+fn first_not_measured(rule: &Rule, metrics: &Metrics) -> Option<(String, &'static str)> {
+    rule.metric_names().into_iter().find_map(|name| {
+        metrics
+            .not_measured(name)
+            .map(|why| (name.to_string(), why))
+    })
+}
+
+/// Refuses (exit 2) rules that read a figure the run cannot give and may not pass on it, one
+/// line each: a GPU rule the user wrote must not pass silently on a CPU-only trace.
+fn refuse_not_measured(
+    rules: &[GateRule],
     metrics: &Metrics,
     stderr: &mut dyn std::io::Write,
 ) -> Result<(), Stop> {
     let mut refused = false;
-    for (text, rule) in rules {
-        for name in rule.metric_names() {
+    for r in rules.iter().filter(|r| !r.not_measured_passes) {
+        for name in r.rule.metric_names() {
             if let Some(why) = metrics.not_measured(name) {
                 let _ = writeln!(
                     stderr,
-                    "tracelens: error: rule '{}': {name} is not measured: {why}",
-                    terminal_text(text)
+                    "tracelens: error: rule '{}': {name} is not measured: {why} (--not-measured pass lets it pass with this note)",
+                    terminal_text(&r.text)
                 );
                 refused = true;
             }
@@ -160,6 +221,25 @@ pub fn refuse_not_measured(
         Err(Stop::Refused)
     } else {
         Ok(())
+    }
+}
+
+/// A rule's outcome on one run.
+enum Outcome {
+    Holds,
+    Fires,
+    /// Passes: the run cannot give this figure (metric, reason).
+    NotMeasured(String, &'static str),
+}
+
+fn outcome(r: &GateRule, metrics: &Metrics) -> Outcome {
+    if let Some((name, why)) = first_not_measured(&r.rule, metrics) {
+        return Outcome::NotMeasured(name, why);
+    }
+    if r.rule.fires(metrics) {
+        Outcome::Fires
+    } else {
+        Outcome::Holds
     }
 }
 
@@ -180,27 +260,43 @@ fn measured(rule: &Rule, metrics: &Metrics) -> String {
 pub fn report_rules(
     out: &mut Sink,
     label: &str,
-    rules: &[(String, Rule)],
+    rules: &[GateRule],
     metrics: &Metrics,
 ) -> Result<bool, Stop> {
     refuse_not_measured(rules, metrics, out.stderr)?;
-    let fired: Vec<bool> = rules.iter().map(|(_, r)| r.fires(metrics)).collect();
-    let failing = fired.iter().filter(|&&f| f).count();
+    let outcomes: Vec<Outcome> = rules.iter().map(|r| outcome(r, metrics)).collect();
+    let failing = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::Fires))
+        .count();
+    let unmeasured = outcomes
+        .iter()
+        .filter(|o| matches!(o, Outcome::NotMeasured(..)))
+        .count();
+    let n = rules.len();
+    let rules_word = if n == 1 { "rule" } else { "rules" };
+    let headline = match (failing, unmeasured) {
+        (0, 0) if n == 1 => "the rule holds".to_string(),
+        (0, 0) => format!("all {n} rules hold"),
+        (0, u) => format!("no rule fails ({u} of {n} not measured on this capture)"),
+        (f, 0) => format!("{f} of {n} {rules_word} fail"),
+        (f, u) => format!("{f} of {n} {rules_word} fail ({u} not measured on this capture)"),
+    };
     out.print(&format!(
-        "tracelens check: {} — {}\n",
-        terminal_text(label),
-        if failing == 0 {
-            format!("all {} rules hold", rules.len())
-        } else {
-            format!("{failing} of {} rules fail", rules.len())
-        }
+        "tracelens check: {} — {headline}\n",
+        terminal_text(label)
     ))?;
-    for ((text, rule), fired) in rules.iter().zip(&fired) {
+    for (r, o) in rules.iter().zip(&outcomes) {
+        let (mark, detail) = match o {
+            Outcome::Fires => ("FAIL", format!("measured: {}", measured(&r.rule, metrics))),
+            Outcome::Holds => ("ok  ", format!("measured: {}", measured(&r.rule, metrics))),
+            Outcome::NotMeasured(name, why) => {
+                ("n/a ", format!("not measured, passes: {name}: {why}"))
+            }
+        };
         out.print(&format!(
-            "  {}  {}\n        measured: {}\n",
-            if *fired { "FAIL" } else { "ok  " },
-            terminal_text(text),
-            measured(rule, metrics)
+            "  {mark}  {}\n        {detail}\n",
+            terminal_text(&r.text)
         ))?;
     }
     Ok(failing > 0)
@@ -245,23 +341,33 @@ pub fn github_annotations(r: &Results, min: Severity, root: &Path) -> String {
 }
 
 /// `--fail-on` after the outputs are written: each fired rule on stderr with its measured
-/// values; exit 1 if any fired.
+/// values (and a note for each that passes unmeasured); exit 1 if any fired.
 pub fn fail_on(
-    rules: &[(String, Rule)],
+    rules: &[GateRule],
     metrics: &Metrics,
     stderr: &mut dyn std::io::Write,
 ) -> Result<(), Stop> {
     refuse_not_measured(rules, metrics, stderr)?;
     let mut any = false;
-    for (text, rule) in rules {
-        if rule.fires(metrics) {
-            any = true;
-            let _ = writeln!(
-                stderr,
-                "tracelens: gate failed: {} (measured {})",
-                terminal_text(text),
-                measured(rule, metrics)
-            );
+    for r in rules {
+        match outcome(r, metrics) {
+            Outcome::Fires => {
+                any = true;
+                let _ = writeln!(
+                    stderr,
+                    "tracelens: gate failed: {} (measured {})",
+                    terminal_text(&r.text),
+                    measured(&r.rule, metrics)
+                );
+            }
+            Outcome::NotMeasured(name, why) => {
+                let _ = writeln!(
+                    stderr,
+                    "tracelens: note: rule '{}' passes, not measured on this capture: {name}: {why}",
+                    terminal_text(&r.text)
+                );
+            }
+            Outcome::Holds => {}
         }
     }
     if any {

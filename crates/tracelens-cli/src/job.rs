@@ -338,7 +338,7 @@ pub(crate) fn analyze_job(
             }
         }
     }
-    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
+    let rules = gate::parse_all(&args.fail_on, args.not_measured, out.stderr)?;
     // Errors name the folder, or the traces given (the message names the file at fault).
     let label = if args.trace.is_dir() {
         args.trace.clone()
@@ -362,7 +362,7 @@ pub(crate) fn analyze_capture(
     trace: &tracelens_model::Trace,
     out: &mut Sink,
 ) -> Result<(), Stop> {
-    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
+    let rules = gate::parse_all(&args.fail_on, args.not_measured, out.stderr)?;
     let ranks = rank_summaries(trace);
     let job = tracelens_results::analyze_job(&ranks, args.as_job)
         .map_err(|why| fail(out.stderr, &args.trace, why))?;
@@ -374,7 +374,7 @@ fn finish_job(
     args: &AnalyzeArgs,
     job: &tracelens_results::Job,
     ranks: &[tracelens_results::RankSummary],
-    rules: &[(String, tracelens_results::Rule)],
+    rules: &[gate::GateRule],
     out: &mut Sink,
 ) -> Result<(), Stop> {
     let page = (!args.no_report).then_some(args.trace.as_path());

@@ -134,18 +134,51 @@ def handler(
             args += ["--no-report"]
         for rule in rules:
             args += ["--fail-on", rule]
+        # Training already ran when a cycle ends: a rule this capture cannot measure (a GPU
+        # rule on a CPU run) passes with a note instead of stopping it; it is warned once.
+        if rules:
+            args += ["--not-measured", "pass"]
         # The report is written before the gate decides (exit 1 comes after the file).
         done = _run(args)
         sys.stdout.write(done.stdout)
+        notes = [line for line in done.stderr.splitlines() if line.startswith("tracelens: note: rule")]
+        for note in notes:
+            if note not in noted:
+                noted.add(note)
+                _warn_at_caller(note)
         if done.returncode == 1:
-            message = done.stderr.strip()
+            message = "\n".join(
+                line for line in done.stderr.splitlines() if not line.startswith("tracelens: note:")
+            ).strip()
             if on_fail == "raise":
                 raise GateFailed(message)
             if on_fail == "warn":
-                warnings.warn(message, RuntimeWarning, stacklevel=2)
+                _warn_at_caller(message)
             else:
                 on_fail(message)
         elif done.returncode != 0:
             raise TracelensError(done.stderr.strip())
 
+    noted: set[str] = set()
     return on_trace_ready
+
+
+def _warn_at_caller(message: str) -> None:
+    """A ``RuntimeWarning`` attributed to the user's line (the ``prof.step()`` or the end of the
+    ``with profile(...)`` block), not to torch's profiler or this module."""
+    level = 1
+    frame = sys._getframe(0)
+    while frame is not None and _is_library_frame(frame.f_code.co_filename):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, RuntimeWarning, stacklevel=level if frame is not None else 2)
+
+
+def _is_library_frame(filename: str) -> bool:
+    """A frame of this module, of torch, or of Python's own context-manager plumbing."""
+    parts = os.path.normpath(filename).split(os.sep)
+    return (
+        os.path.normpath(filename) == os.path.normpath(__file__)
+        or "torch" in parts
+        or os.path.basename(filename) == "contextlib.py"
+    )

@@ -52,7 +52,7 @@ pub(crate) fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
         }
     }
     // Bad rules are refused before the trace is read.
-    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
+    let rules = gate::parse_all(&args.fail_on, args.not_measured, out.stderr)?;
     let started = std::time::Instant::now();
     let mut trace =
         progress::open(&args.trace, args.quiet).map_err(|e| fail(out.stderr, &args.trace, e))?;

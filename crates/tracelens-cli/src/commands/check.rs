@@ -8,8 +8,12 @@ use std::path::Path;
 
 /// `tracelens check`.
 pub(crate) fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), Stop> {
-    let texts = gate::collect_rules(&args.rule, args.rules.as_deref(), out.stderr)?;
-    let rules = gate::parse_all(&texts, out.stderr)?;
+    let rules = gate::collect_rules(
+        &args.rule,
+        args.rules.as_deref(),
+        args.not_measured,
+        out.stderr,
+    )?;
     let Some(input) = &args.input else {
         let n = rules.len();
         let parse = if n == 1 { "rule parses" } else { "rules parse" };

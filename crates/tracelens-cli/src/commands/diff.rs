@@ -11,7 +11,7 @@ use tracelens_report::escape::terminal_text;
 
 /// `tracelens diff`.
 pub(crate) fn diff(args: &DiffArgs, out: &mut Sink) -> Result<(), Stop> {
-    let rules = gate::parse_all(&args.fail_on, out.stderr)?;
+    let rules = gate::parse_all(&args.fail_on, args.not_measured, out.stderr)?;
     if let Some(path) = gate::diff_target(args.output.as_ref()) {
         out.check_not_input(path)?;
         if input::identity(path).is_some() && input::identity(path) == input::identity(&args.before)
