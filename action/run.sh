@@ -55,23 +55,10 @@ results="$TMP/results.json"
 # Read once: the result document (or a job's), without the runner's folders in it.
 tracelens analyze "$input" --format json --redact-path -o "$results" --quiet >/dev/null
 
-# One trace: every other output comes from the stored result. A job: from the folder.
-kind="$(python3 - "$results" <<'PY'
-import json, sys
-doc = json.load(open(sys.argv[1], encoding="utf-8"))
-print("job" if "job" in doc else "run")
-PY
-)"
-if [ "$kind" = run ]; then source_of=("$results"); else source_of=("$input"); fi
-
+# Every other output comes from the stored result (a run's or a job's): the trace is read once.
 summary="$TMP/summary.md"
-if [ "$kind" = run ]; then
-    tracelens report "$results" -o "$TL_REPORT" >/dev/null
-    tracelens report "$results" --format md > "$summary"
-else
-    tracelens analyze "$input" --format html -o "$TL_REPORT" --quiet >/dev/null
-    tracelens analyze "$input" --format md --quiet > "$summary"
-fi
+tracelens report "$results" -o "$TL_REPORT" >/dev/null
+tracelens report "$results" --format md > "$summary"
 
 # The baseline: given, else the cached results of the default branch.
 baseline=()
@@ -81,11 +68,11 @@ elif [ -n "$TL_BASELINE_CACHE" ] && [ -f "$TL_BASELINE_CACHE" ]; then
     cp "$TL_BASELINE_CACHE" "$TMP/baseline.json"
     baseline=(--baseline "$TMP/baseline.json")
 fi
-if [ "${#baseline[@]}" -gt 0 ] && [ "$kind" = run ]; then
+if [ "${#baseline[@]}" -gt 0 ]; then
     { echo; tracelens diff "${baseline[1]}" "$results" --format md; } >> "$summary"
 fi
 cat "$summary" >> "$GITHUB_STEP_SUMMARY"
-if [ -n "$TL_BASELINE_CACHE" ] && [ "$kind" = run ]; then
+if [ -n "$TL_BASELINE_CACHE" ]; then
     mkdir -p "$(dirname "$TL_BASELINE_CACHE")"
     cp "$results" "$TL_BASELINE_CACHE"
 fi
@@ -95,7 +82,7 @@ if [ "$TL_ANNOTATIONS" = true ]; then
     annotate=(--annotations github --min-severity "$TL_MIN_SEVERITY" --source-root "${GITHUB_WORKSPACE:-.}")
 fi
 set +e
-tracelens check "${source_of[@]}" --rules "$TL_RULES" ${baseline[@]+"${baseline[@]}"} ${annotate[@]+"${annotate[@]}"}
+tracelens check "$results" --rules "$TL_RULES" ${baseline[@]+"${baseline[@]}"} ${annotate[@]+"${annotate[@]}"}
 gate_code=$?
 set -e
 case "$gate_code" in

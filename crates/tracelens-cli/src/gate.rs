@@ -29,10 +29,30 @@ pub const RULES_FILE: &str = "tracelens.toml";
 
 /// The results of a trace (analysed now) or of a stored result document.
 pub fn results_of(path: &Path, stderr: &mut dyn std::io::Write) -> Result<Results, Stop> {
+    Ok(stored_or_analysed(path, stderr)?.0)
+}
+
+/// The results of a trace or stored document, and the job around them when the document is
+/// a job's (its gate rank's results, which rules and diffs read).
+pub fn stored_or_analysed(
+    path: &Path,
+    stderr: &mut dyn std::io::Write,
+) -> Result<(Results, Option<tracelens_results::Job>), Stop> {
     if input::is_result_document(path) {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| fail(stderr, path, input::read_problem(&e)))?;
-        return tracelens_results::results_of_document(&text).map_err(|p| fail(stderr, path, p));
+        let text =
+            input::read_result_text(path, MAX_RESULT_BYTES).map_err(|p| fail(stderr, path, p))?;
+        if tracelens_results::JobDocument::is_job(&text) {
+            let doc = tracelens_results::JobDocument::from_json(&text)
+                .map_err(|p| fail(stderr, path, p))?;
+            let results = doc
+                .gate_results()
+                .map_err(|p| fail(stderr, path, p))?
+                .clone();
+            return Ok((results, Some(doc.job)));
+        }
+        return tracelens_results::results_of_document(&text)
+            .map(|r| (r, None))
+            .map_err(|p| fail(stderr, path, p));
     }
     let mut trace = input::open(path).map_err(|e| fail(stderr, path, e))?;
     // A replay's capture traces, found as analyze finds them, so both decide on one answer.
@@ -54,8 +74,12 @@ pub fn results_of(path: &Path, stderr: &mut dyn std::io::Write) -> Result<Result
         }
     }
     let d = tracelens_analysis::diagnose(&trace);
-    Ok(Results::of(&trace.source, &d))
+    Ok((Results::of(&trace.source, &d), None))
 }
+
+/// Largest result document read back (results are kilobytes, a job's a few megabytes; this
+/// bounds a hostile file).
+pub const MAX_RESULT_BYTES: u64 = 256 << 20;
 
 /// A rules file (`tracelens.toml`): `rules = ["...", ...]`; other keys are reported, not read.
 #[derive(serde::Deserialize)]
@@ -279,6 +303,7 @@ pub fn report_rules(
         (0, 0) if n == 1 => "the rule holds".to_string(),
         (0, 0) => format!("all {n} rules hold"),
         (0, u) => format!("no rule fails ({u} of {n} not measured on this capture)"),
+        (1, 0) if n == 1 => "the rule fails".to_string(),
         (f, 0) => format!("{f} of {n} {rules_word} fail"),
         (f, u) => format!("{f} of {n} {rules_word} fail ({u} not measured on this capture)"),
     };

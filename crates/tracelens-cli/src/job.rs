@@ -9,12 +9,13 @@ use crate::stop::Stop;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use tracelens_load as input;
+use tracelens_report::escape::terminal_text;
 
 /// Renders a job in `format` to `-o` or stdout (shared by multi-file analyze and merge); the
 /// plain command also writes the HTML job page beside the summary, named after `page` (the
 /// folder or capture the job came from; `None` for `merge`, which prints only).
 pub(crate) fn write_job(
-    job: &tracelens_results::Job,
+    doc: &tracelens_results::JobDocument,
     format: Option<Format>,
     output: Option<&PathBuf>,
     page: Option<&Path>,
@@ -25,11 +26,12 @@ pub(crate) fn write_job(
     let plain = output.is_none() && format.is_none_or(|f| f == Format::Text);
     let format =
         format.unwrap_or_else(|| target.map_or(Format::Text, |p| Format::from_extension(p)));
+    let job = &doc.job;
     let source = page.map_or_else(String::new, |p| p.display().to_string());
     let text = match format {
         Format::Text => tracelens_report::render_job_text(job, width),
         Format::Md => tracelens_report::render_job_markdown(job),
-        Format::Json => tracelens_report::render_job_json(job),
+        Format::Json => tracelens_report::render_job_json(doc),
         Format::Html => tracelens_report::render_job_html(job, &source),
         Format::Parquet => {
             let why = "--format parquet writes one rank; give one trace (the map step)";
@@ -86,7 +88,7 @@ pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), Stop> {
     let job = tracelens_results::analyze_job(&all, args.as_job)
         .map_err(|why| fail(out.stderr, Path::new("merge"), why))?;
     write_job(
-        &job,
+        &job_document(&job, &all),
         args.format.map(Format::from),
         args.output.as_ref(),
         None,
@@ -159,46 +161,158 @@ pub(crate) fn write_parquet(
 pub(crate) const NO_TRACES_IN_FOLDER: &str = "is a directory with no trace files (.json, .json.gz, .sqlite); a folder is read as the newest trace of each worker, several workers as the ranks of one job";
 
 /// The trace files of a multi-rank job: the files given, or [the traces of a
-/// folder](folder_traces).
-pub(crate) fn job_files(args: &AnalyzeArgs) -> Option<Vec<PathBuf>> {
+/// folder](folder_traces), saying on `stderr` what the folder's resolution left out.
+pub(crate) fn job_files(
+    args: &AnalyzeArgs,
+    stderr: &mut dyn std::io::Write,
+) -> Option<Vec<PathBuf>> {
     if !args.more.is_empty() {
         let mut all = vec![args.trace.clone()];
         all.extend(args.more.iter().cloned());
         return Some(all);
     }
-    args.trace.is_dir().then(|| folder_traces(&args.trace))
+    args.trace
+        .is_dir()
+        .then(|| resolve_folder(&args.trace, stderr))
+}
+
+/// [The traces of a folder](folder_traces), with a note on `stderr` of what was skipped.
+pub(crate) fn resolve_folder(dir: &Path, stderr: &mut dyn std::io::Write) -> Vec<PathBuf> {
+    let found = folder_traces(dir);
+    if let Some(note) = found.note(dir) {
+        let _ = writeln!(stderr, "{note}");
+    }
+    found.files
+}
+
+/// What a folder stands for: the traces read, and the files left out with the reason.
+pub(crate) struct FolderTraces {
+    pub(crate) files: Vec<PathBuf>,
+    /// Older cycles of a worker whose newer complete cycle is read.
+    pub(crate) older: Vec<PathBuf>,
+    /// Newer cycles that end mid-document (still being written, or cut): the newest complete
+    /// one is read instead.
+    pub(crate) incomplete: Vec<PathBuf>,
+}
+
+impl FolderTraces {
+    /// One line saying what was left out, when anything was.
+    pub(crate) fn note(&self, dir: &Path) -> Option<String> {
+        let names = |ps: &[PathBuf]| {
+            ps.iter()
+                .map(|p| output::file_name_of(&p.display().to_string()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut parts = Vec::new();
+        if !self.older.is_empty() {
+            parts.push(format!("older cycles {}", names(&self.older)));
+        }
+        if !self.incomplete.is_empty() {
+            parts.push(format!(
+                "incomplete newer cycles {} (the document ends early)",
+                names(&self.incomplete)
+            ));
+        }
+        (!parts.is_empty()).then(|| {
+            format!(
+                "tracelens: note: {}: read the newest complete cycle of each worker ({}); skipped {}",
+                terminal_text(&dir.display().to_string()),
+                terminal_text(&names(&self.files)),
+                terminal_text(&parts.join("; "))
+            )
+        })
+    }
 }
 
 /// The traces a folder stands for: its trace files, and of the files one worker wrote over
-/// several profiling cycles only the newest (`tensorboard_trace_handler` names them
-/// `WORKER.<time.time_ns()>.pt.trace.json[.gz]`, milliseconds in older PyTorch; the Python
-/// handler `WORKER.<step>.pt.trace.json.gz`). One worker is one trace; several are the ranks
-/// of one job.
-pub(crate) fn folder_traces(dir: &Path) -> Vec<PathBuf> {
-    let mut newest: std::collections::BTreeMap<String, (u64, PathBuf)> =
+/// several profiling cycles only the newest complete one (`tensorboard_trace_handler` names
+/// them `WORKER.<time.time_ns()>.pt.trace.json[.gz]`, milliseconds in older PyTorch, and
+/// `WORKER.pt.trace.json` before it numbered cycles; the Python handler
+/// `WORKER.<step>.pt.trace.json.gz`). A numbered cycle is newer than an unnumbered file of the
+/// same worker; files otherwise alike are ordered by modification time. One worker is one
+/// trace; several are the ranks of one job.
+pub(crate) fn folder_traces(dir: &Path) -> FolderTraces {
+    type Candidate = ((bool, u64, std::time::SystemTime), PathBuf);
+    let mut by_worker: std::collections::BTreeMap<String, Vec<Candidate>> =
         std::collections::BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+    let entries = std::fs::read_dir(dir).map(|es| es.filter_map(|e| e.ok().map(|e| e.path())));
+    for path in entries.into_iter().flatten() {
         if !path.is_file() || !input::is_trace_file_name(&path) {
             continue;
         }
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let (worker, cycle) = match worker_and_cycle(&name) {
-            Some((worker, cycle)) => (worker.to_string(), cycle),
-            None => (name, 0),
+        let (worker, numbered, cycle) = match worker_and_cycle(&name) {
+            Some((worker, cycle)) => (worker.to_string(), true, cycle),
+            None => match name.find(".pt.trace") {
+                Some(at) if at > 0 => (name[..at].to_string(), false, 0),
+                _ => (name, false, 0),
+            },
         };
-        let newer = newest
-            .get(&worker)
-            .is_none_or(|(c, p)| (cycle, &path) > (*c, p));
-        if newer {
-            newest.insert(worker, (cycle, path));
+        let modified = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .unwrap_or(std::time::UNIX_EPOCH);
+        by_worker
+            .entry(worker)
+            .or_default()
+            .push(((numbered, cycle, modified), path));
+    }
+    let mut out = FolderTraces {
+        files: Vec::new(),
+        older: Vec::new(),
+        incomplete: Vec::new(),
+    };
+    for (_, mut cycles) in by_worker {
+        // Newest first.
+        cycles.sort_by(|a, b| b.cmp(a));
+        let chosen = if cycles.len() == 1 {
+            0
+        } else {
+            cycles
+                .iter()
+                .position(|(_, p)| ends_as_a_document(p))
+                .unwrap_or(0)
+        };
+        for (i, (_, path)) in cycles.into_iter().enumerate() {
+            match i.cmp(&chosen) {
+                std::cmp::Ordering::Less => out.incomplete.push(path),
+                std::cmp::Ordering::Equal => out.files.push(path),
+                std::cmp::Ordering::Greater => out.older.push(path),
+            }
         }
     }
-    newest.into_values().map(|(_, p)| p).collect()
+    out
+}
+
+/// Whether a trace file decodes to its end and, for JSON, ends as a document does (`}` or
+/// `]`): a cycle still being written, or cut, does not. SQLite exports count as complete.
+fn ends_as_a_document(path: &Path) -> bool {
+    use std::io::Read;
+    let Ok(head) = input::head_of(path, 16) else {
+        return false;
+    };
+    if head.starts_with(b"SQLite format 3") {
+        return true;
+    }
+    let Ok(mut reader) = input::open_decoded(path) else {
+        return false;
+    };
+    let mut buf = vec![0u8; 1 << 16];
+    let mut last = None;
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if let Some(&b) = buf[..n].iter().rev().find(|b| !b.is_ascii_whitespace()) {
+                    last = Some(b);
+                }
+            }
+            Err(_) => return false,
+        }
+    }
+    matches!(last, Some(b'}' | b']'))
 }
 
 /// `WORKER.<digits>.pt.trace…` split into the worker and the cycle number.
@@ -294,18 +408,41 @@ pub(crate) fn gate_metrics<'a>(
     tracelens_results::Metrics,
     Option<&'a tracelens_results::Results>,
 ) {
-    let straggler = job
-        .straggler
-        .as_ref()
-        .and_then(|s| job.ranks.iter().find(|r| r.rank == s.rank))
-        .and_then(|row| ranks.iter().find(|r| r.file == row.file))
-        .or(ranks.first())
-        .map(|r| &r.results);
+    let straggler = gate_rank(job, ranks).map(|(_, r)| &r.results);
     let mut metrics = straggler
         .map(tracelens_results::Metrics::of)
         .unwrap_or_default();
     metrics.add_job(job);
     (metrics, straggler)
+}
+
+/// The rank a job's rules read: the straggler, else the first rank; with its number.
+fn gate_rank<'a>(
+    job: &tracelens_results::Job,
+    ranks: &'a [tracelens_results::RankSummary],
+) -> Option<(i64, &'a tracelens_results::RankSummary)> {
+    let row = job
+        .straggler
+        .as_ref()
+        .and_then(|s| job.ranks.iter().find(|r| r.rank == s.rank))
+        .or(job.ranks.first())?;
+    let summary = ranks
+        .iter()
+        .find(|r| r.file == row.file)
+        .or(ranks.first())?;
+    Some((row.rank, summary))
+}
+
+/// The document a job's JSON output stores: the job and its gate rank's results.
+pub(crate) fn job_document(
+    job: &tracelens_results::Job,
+    ranks: &[tracelens_results::RankSummary],
+) -> tracelens_results::JobDocument {
+    let gate = gate_rank(job, ranks).map(|(rank, r)| tracelens_results::GateRank {
+        rank,
+        results: r.results.clone(),
+    });
+    tracelens_results::JobDocument::new(job.clone(), gate)
 }
 
 /// `analyze` of several traces: the ranks of one job, analysed in parallel, `--jobs` at a
@@ -378,7 +515,13 @@ fn finish_job(
     out: &mut Sink,
 ) -> Result<(), Stop> {
     let page = (!args.no_report).then_some(args.trace.as_path());
-    write_job(job, args.format, args.output.as_ref(), page, out)?;
+    write_job(
+        &job_document(job, ranks),
+        args.format,
+        args.output.as_ref(),
+        page,
+        out,
+    )?;
     if !rules.is_empty() {
         let (metrics, _) = gate_metrics(job, ranks);
         out.flush()?;

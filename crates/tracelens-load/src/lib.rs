@@ -473,7 +473,8 @@ pub fn head_of(path: &Path, n: usize) -> std::io::Result<Vec<u8>> {
 }
 
 /// Whether the file at `path` is a tracelens result document rather than a trace: JSON whose
-/// first 512 bytes name the schema version and the tool.
+/// first 512 bytes name the schema version and the tool (or a job, as older job documents
+/// did).
 #[must_use]
 pub fn is_result_document(path: &Path) -> bool {
     if is_stdin(path) {
@@ -485,7 +486,7 @@ pub fn is_result_document(path: &Path) -> bool {
     let head = String::from_utf8_lossy(&head);
     head.trim_start().starts_with('{')
         && head.contains("\"schema_version\"")
-        && head.contains("\"tracelens\"")
+        && (head.contains("\"tracelens\"") || head.contains("\"job\""))
 }
 
 /// The text of a result document (plain or gzip), at most `max_bytes` once decoded.

@@ -61,6 +61,9 @@ pub fn unclaimed(head: &[u8], importers: &[&dyn Importer]) -> String {
     if is_pickle(head) {
         return "a Python pickle, not a timeline trace (a torch.cuda.memory snapshot?): pass the profiler's Chrome trace (export_chrome_trace, tensorboard_trace_handler) or an Nsight Systems export".into();
     }
+    if is_markup(head) && contains(head, b"<meta name=\"tracelens-source\"") {
+        return "a tracelens HTML report, not a trace: open it in a browser (`tracelens report RESULT.json` renders a stored result again; analyze the trace it came from)".into();
+    }
     if is_markup(head) {
         return "an HTML or XML document, not a trace (a download that returned a web page, or a tracelens HTML report?): pass the trace file itself".into();
     }
@@ -139,6 +142,11 @@ fn describe_byte(byte: u8) -> String {
     }
 }
 
+/// Whether `needle` occurs in `hay`.
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +194,8 @@ mod tests {
         );
         assert!(unclaimed(b"\n<!DOCTYPE html><html>", crate::IMPORTERS).starts_with("an HTML"));
         assert!(unclaimed(b"<?xml version", crate::IMPORTERS).starts_with("an HTML or XML"));
+        let ours = b"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta name=\"tracelens-source\" content=\"ef82\">";
+        assert!(unclaimed(ours, crate::IMPORTERS).starts_with("a tracelens HTML report"));
         assert!(unclaimed(&[0x80, 4, 0x95, 0], crate::IMPORTERS).starts_with("a Python pickle"));
         assert!(!unclaimed(&[0x80, 9], crate::IMPORTERS).starts_with("a Python pickle"));
         assert!(unclaimed(b"PK\x03\x04rest", crate::IMPORTERS).starts_with("a ZIP archive"));

@@ -180,19 +180,11 @@ pub fn render_job_markdown(job: &Job) -> String {
     out
 }
 
-/// The job as JSON.
+/// The job as JSON: the [`JobDocument`](tracelens_results::JobDocument) that `report`,
+/// `check` and `diff` read back.
 #[must_use]
-pub fn render_job_json(job: &Job) -> String {
-    #[derive(serde::Serialize)]
-    struct Doc<'a> {
-        schema_version: u32,
-        job: &'a Job,
-    }
-    let mut s = serde_json::to_string_pretty(&Doc {
-        schema_version: crate::SCHEMA_VERSION,
-        job,
-    })
-    .expect("a job serializes");
+pub fn render_job_json(doc: &tracelens_results::JobDocument) -> String {
+    let mut s = serde_json::to_string_pretty(doc).expect("a job serializes");
     s.push('\n');
     s
 }

@@ -15,7 +15,8 @@ pub mod rules;
 
 pub use diff::{diff, Diff};
 pub use job::{
-    analyze_job, matching_words, missing_ranks_words, ranks_words, Bottleneck, Job, RankSummary,
+    analyze_job, matching_words, missing_ranks_words, ranks_words, Bottleneck, GateRank, Job,
+    JobDocument, RankSummary,
 };
 pub use metrics::{Metric, Metrics, Unit};
 pub use report::{results_of_document, Report, ReportError, Tool};

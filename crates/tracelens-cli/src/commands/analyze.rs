@@ -11,7 +11,7 @@ use std::path::Path;
 use tracelens_report::escape::terminal_text;
 
 pub(crate) fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
-    if let Some(files) = job::job_files(args) {
+    if let Some(files) = job::job_files(args, out.stderr) {
         return match files.len() {
             0 => Err(fail(out.stderr, &args.trace, job::NO_TRACES_IN_FOLDER)),
             // A folder holding one trace is that trace.

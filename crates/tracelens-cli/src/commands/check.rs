@@ -41,11 +41,15 @@ fn check_input(
     out: &mut Sink,
 ) -> Result<(tracelens_results::Results, tracelens_results::Metrics), Stop> {
     if !input.is_dir() {
-        let results = gate::results_of(input, out.stderr)?;
-        let metrics = tracelens_results::Metrics::of(&results);
+        let (results, job) = gate::stored_or_analysed(input, out.stderr)?;
+        let mut metrics = tracelens_results::Metrics::of(&results);
+        // A stored job's rules read as the folder's: its gate rank and the job figures.
+        if let Some(job) = &job {
+            metrics.add_job(job);
+        }
         return Ok((results, metrics));
     }
-    let files = job::folder_traces(input);
+    let files = job::resolve_folder(input, out.stderr);
     match files.as_slice() {
         [] => Err(fail(out.stderr, input, job::NO_TRACES_IN_FOLDER)),
         // A folder holding one trace is that trace.

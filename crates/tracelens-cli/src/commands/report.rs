@@ -1,4 +1,5 @@
-//! `tracelens report RESULT.json`: a stored result rendered again, as `analyze` renders it.
+//! `tracelens report RESULT.json`: a stored result (a run's or a job's) rendered again, as
+//! `analyze` renders it.
 
 use crate::args::{Format, ReportArgs};
 use crate::output::{render_report, terminal_width, text_options};
@@ -6,10 +7,6 @@ use crate::sink::{fail, Sink};
 use crate::stop::Stop;
 use std::io::IsTerminal;
 use tracelens_load as input;
-
-/// Largest result document `tracelens report` reads (results are kilobytes; this bounds a
-/// hostile file).
-const MAX_RESULT_BYTES: u64 = 256 << 20;
 
 /// `tracelens report RESULT.json`: the stored report, rendered as `analyze` renders it.
 pub(crate) fn rerender(args: &ReportArgs, out: &mut Sink) -> Result<(), Stop> {
@@ -22,8 +19,14 @@ pub(crate) fn rerender(args: &ReportArgs, out: &mut Sink) -> Result<(), Stop> {
     if let Some(path) = target {
         out.check_not_input(path)?;
     }
-    let text = input::read_result_text(&args.result, MAX_RESULT_BYTES)
+    let text = input::read_result_text(&args.result, crate::gate::MAX_RESULT_BYTES)
         .map_err(|p| fail(out.stderr, &args.result, p))?;
+    // A job's document (`analyze DIR/ --format json`): the job page, as analyze wrote it.
+    if tracelens_results::JobDocument::is_job(&text) {
+        let doc = tracelens_results::JobDocument::from_json(&text)
+            .map_err(|e| fail(out.stderr, &args.result, e))?;
+        return crate::job::write_job(&doc, Some(format), args.output.as_ref(), None, out);
+    }
     let report = tracelens_results::Report::from_json(&text)
         .map_err(|e| fail(out.stderr, &args.result, e))?;
     let tty = target.is_none() && std::io::stdout().is_terminal();

@@ -7,8 +7,11 @@
 //! clocks and measures who waited; this module checks the traces form one job, fills the rank
 //! table and names the bottleneck.
 
+mod document;
 pub mod matching;
 mod rank;
+
+pub use document::{GateRank, JobDocument};
 
 use matching::{align_clocks, match_calls, waits, ClockAlignment, GroupMatch, MatchMethod};
 pub use rank::RankSummary;

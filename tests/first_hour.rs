@@ -1,0 +1,203 @@
+//! What a new user meets in the first hour (issue 43): folders that resolve to the newest
+//! complete cycle of each worker and say what they skipped, every document tracelens writes
+//! accepted by every command that reads results, and pointers for the files that are not
+//! traces.
+
+use std::path::{Path, PathBuf};
+use tracelens_tests::{corpus_dir, fixtures_dir, tracelens};
+
+fn run(args: &[&str]) -> tracelens_tests::Run {
+    tracelens(args.iter().map(|s| s.to_string()))
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn scenario(name: &str) -> PathBuf {
+    fixtures_dir().join(format!("scenarios/{name}.json"))
+}
+
+/// A fresh folder for one test.
+fn temp(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "tracelens-first-hour-{}-{test}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_folder_reads_the_newest_complete_cycle_of_each_worker_and_says_what_it_skipped() {
+    let dir = temp("cycles");
+    let text = std::fs::read_to_string(scenario("dataloader_single_process")).unwrap();
+    let newer = std::fs::read_to_string(scenario("dataloader_multi_process_fast")).unwrap();
+    // Written before the handler numbered its cycles; an older numbered cycle; the newest
+    // complete one; a newer one still being written (it ends mid-document).
+    std::fs::write(dir.join("worker0.pt.trace.json"), &text).unwrap();
+    std::fs::write(dir.join("worker0.1623212756351.pt.trace.json"), &text).unwrap();
+    std::fs::write(dir.join("worker0.1623213129365.pt.trace.json"), &newer).unwrap();
+    std::fs::write(
+        dir.join("worker0.1623213999999.pt.trace.json"),
+        &text[..text.len() / 2],
+    )
+    .unwrap();
+    let r = run(&["analyze", p(&dir), "--no-report"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("worker0.1623213129365.pt.trace.json"),
+        "{}",
+        r.stdout
+    );
+    let note = r
+        .stderr
+        .lines()
+        .find(|l| l.contains("note:"))
+        .unwrap_or_default();
+    assert!(
+        note.contains(
+            "read the newest complete cycle of each worker (worker0.1623213129365.pt.trace.json)"
+        ) && note
+            .contains("older cycles worker0.1623212756351.pt.trace.json, worker0.pt.trace.json")
+            && note.contains("incomplete newer cycles worker0.1623213999999.pt.trace.json"),
+        "{}",
+        r.stderr
+    );
+    // check reads the same folder the same way.
+    let r = run(&[
+        "check",
+        p(&dir),
+        "--rule",
+        "finding.data_loader_stall.present == 1",
+    ]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("skipped older cycles"), "{}", r.stderr);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn the_tb_plugin_sample_folder_reads_as_one_worker() {
+    let Some(root) = corpus_dir("the_tb_plugin_sample_folder_reads_as_one_worker") else {
+        return;
+    };
+    // An unnumbered cycle of worker0 (2021-01) beside two numbered ones (2021-06).
+    let dir = root.join("kineto/tb_plugin/samples/resnet50_num_workers_4");
+    let r = run(&["analyze", p(&dir), "--no-report"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("worker0.1623213129365.pt.trace.json.gz"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stderr.contains("skipped older cycles"), "{}", r.stderr);
+}
+
+#[test]
+fn every_document_tracelens_writes_is_read_by_every_command_that_reads_results() {
+    let dir = temp("documents");
+    // Two workers of one job (the same program on two ranks).
+    let jobdir = dir.join("job");
+    std::fs::create_dir_all(&jobdir).unwrap();
+    for w in ["worker0", "worker1"] {
+        std::fs::copy(
+            scenario("dataloader_single_process"),
+            jobdir.join(format!("{w}.1.pt.trace.json")),
+        )
+        .unwrap();
+    }
+    let job = dir.join("job.json");
+    let r = run(&["analyze", p(&jobdir), "-o", p(&job), "--quiet"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let run_doc = dir.join("run.json");
+    let r = run(&[
+        "analyze",
+        p(&scenario("dataloader_single_process")),
+        "-o",
+        p(&run_doc),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for doc in [&job, &run_doc] {
+        // report: every format.
+        for (format, expect) in [
+            ("text", "GPU"),
+            ("md", "|"),
+            ("html", "<!DOCTYPE html>"),
+            ("json", "\"schema_version\""),
+        ] {
+            let r = run(&["report", p(doc), "--format", format]);
+            assert_eq!(
+                r.code,
+                0,
+                "report {} --format {format}: {}",
+                doc.display(),
+                r.stderr
+            );
+            assert!(r.stdout.contains(expect), "{format}: {}", r.stdout);
+        }
+        // check: the same rule results as the traces themselves.
+        let rule = "finding.data_loader_stall.win_percent > 10";
+        let stored = run(&["check", p(doc), "--rule", rule]);
+        assert_eq!(
+            stored.code,
+            1,
+            "check {}: {}{}",
+            doc.display(),
+            stored.stdout,
+            stored.stderr
+        );
+        let source = if *doc == job {
+            jobdir.clone()
+        } else {
+            scenario("dataloader_single_process")
+        };
+        let fresh = run(&["check", p(&source), "--rule", rule]);
+        let measured = |s: &str| {
+            s.lines()
+                .find(|l| l.contains("measured:"))
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert_eq!(measured(&stored.stdout), measured(&fresh.stdout));
+        // diff and --baseline.
+        let r = run(&["diff", p(doc), p(doc)]);
+        assert_eq!(r.code, 0, "diff {}: {}", doc.display(), r.stderr);
+        let flat = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains("no significant change"), "{}", r.stdout);
+        let r = run(&[
+            "check",
+            p(doc),
+            "--baseline",
+            p(doc),
+            "--rule",
+            "diff.regression > 0",
+        ]);
+        assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+        // analyze points to report.
+        let r = run(&["analyze", p(doc), "--no-report"]);
+        assert_eq!(r.code, 2);
+        assert!(r.stderr.contains("tracelens report"), "{}", r.stderr);
+    }
+    // A job's rules read as the folder's: rank figures included.
+    let r = run(&["check", p(&job), "--rule", "ranks.count < 2"]);
+    assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("ranks.count = 2"), "{}", r.stdout);
+    // An HTML report given to analyze says what it is.
+    let html = dir.join("run.html");
+    let r = run(&["report", p(&run_doc), "-o", p(&html)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&["analyze", p(&html), "--no-report"]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("a tracelens HTML report, not a trace"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
