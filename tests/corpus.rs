@@ -770,8 +770,11 @@ fn the_resnet50_summary_fits_30_lines_of_100_columns() {
     assert!(at("by cause:") < at("Findings"));
     assert!(at("Findings") < at("window "));
     assert!(text.contains("fix: "), "{text}");
-    // Every resnet50 sample, the longest included (five findings with long fixes): the
-    // findings that do not fit are counted instead of pushing the summary past 30 lines.
+    // Every resnet50 sample, the longest included (five findings with long fixes): the top
+    // three findings are always shown (issue 43: at 80 columns it showed one), in short form
+    // (two title lines, one fix line) when in full they would not fit; those beyond them that
+    // do not fit are counted. Only the short top three may pass the 30 lines, by at most
+    // two.
     for sample in [
         "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_0/worker0.pt.trace.json.gz",
         "kineto/tb_plugin/samples/resnet50_autograd_api_num_workers_4/worker0.pt.trace.json.gz",
@@ -786,8 +789,13 @@ fn the_resnet50_summary_fits_30_lines_of_100_columns() {
             .unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
         // `--no-report` drops the closing `wrote …` line the budget keeps room for.
+        let shown = text
+            .lines()
+            .filter(|l| l.starts_with("  ") && l.trim_start().get(1..4) == Some(". ["))
+            .count();
+        assert_eq!(shown, 3, "{sample}:\n{text}");
         assert!(
-            text.lines().count() < 30,
+            text.lines().count() < 32,
             "{sample}: {} lines:\n{text}",
             text.lines().count()
         );

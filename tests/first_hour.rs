@@ -201,3 +201,72 @@ fn every_document_tracelens_writes_is_read_by_every_command_that_reads_results()
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The summary's findings as `(number, title line)`.
+fn finding_lines(summary: &str) -> Vec<String> {
+    summary
+        .lines()
+        .filter(|l| {
+            let t = l.trim_start();
+            t.len() > 3 && t.as_bytes()[0].is_ascii_digit() && t[1..].starts_with(". [")
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// The first `N.NNN ms` after `marker` in `text` (wrapped lines joined).
+fn ms_after(text: &str, marker: &str) -> f64 {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let at = flat
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker:?} in {text}"));
+    flat[at + marker.len()..]
+        .split_whitespace()
+        .find_map(|w| w.parse::<f64>().ok())
+        .unwrap()
+}
+
+#[test]
+fn the_80_column_summary_keeps_the_top_three_findings_in_one_unit() {
+    // Piped output is 80 columns.
+    let r = run(&[
+        "analyze",
+        p(&scenario("slow_python_between_kernels")),
+        "--no-report",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let findings = finding_lines(&r.stdout);
+    assert_eq!(findings.len(), 3, "{}", r.stdout);
+    assert!(
+        r.stdout.lines().all(|l| l.chars().count() <= 80),
+        "{}",
+        r.stdout
+    );
+    // Per step everywhere there are steps; the window's total is labelled as such.
+    let flat = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.contains("per step of"), "{}", r.stdout);
+    assert!(flat.contains("-step window), by cause:"), "{}", r.stdout);
+    assert!(flat.contains("idle per step):"), "{}", r.stdout);
+}
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn the_dataloader_reads_one_figure_per_screen() {
+    let Some(root) = corpus_dir("the_dataloader_reads_one_figure_per_screen") else {
+        return;
+    };
+    let dir = root.join("kineto/tb_plugin/samples/resnet50_num_workers_0");
+    let r = run(&["analyze", p(&dir), "--no-report"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The top three findings at 80 columns (it showed one and "… 3 more").
+    assert!(finding_lines(&r.stdout).len() >= 3, "{}", r.stdout);
+    // The DataLoader: one figure in the idle block and the finding (30.612 ms per step, not
+    // the window's 183.673 ms beside it).
+    let idle = ms_after(&r.stdout, "data loading");
+    let finding = ms_after(&r.stdout, "waits for the DataLoader (");
+    assert!((idle - finding).abs() < 1e-9, "{}", r.stdout);
+    assert!(!r.stdout.contains("183.673"), "{}", r.stdout);
+}

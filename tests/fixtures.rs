@@ -101,8 +101,8 @@ fn text_summary_names_format_device_and_busy_idle() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     for needle in [
         "kineto_base_ns",
-        "GPU 0      NVIDIA H100 80GB HBM3: busy 54.0 %, idle 0.230 ms of 0.500 ms",
-        "GPU 0 idle 0.230 ms of 0.500 ms, by cause:",
+        "GPU 0      NVIDIA H100 80GB HBM3: busy 54.0 %, idle 0.230 ms of the 0.500 ms",
+        "GPU 0 idle 0.230 ms of the 0.500 ms step, by cause:",
         "first to last op: total 0.350 ms, busy 0.250 ms (71.4 %), idle",
         "window     1 step, 0.500 ms in all: mean step 0.500 ms",
     ] {

@@ -35,8 +35,9 @@ impl Default for TextOptions {
 /// Findings listed.
 const TEXT_FINDINGS: usize = 5;
 /// Lines the default summary fits in, the CLI's closing `wrote …` line included, so the
-/// answer is on one screen: findings that do not fit are counted, not shown (at least one is
-/// always shown; `--verbose` shows five whatever the length).
+/// answer is on one screen: the top three findings are always shown (in short form when in
+/// full they would not fit), more only as they fit, the rest counted (`--verbose` shows five
+/// in full whatever the length).
 pub const SUMMARY_LINES: usize = 30;
 /// Warnings listed without `--verbose`.
 const TEXT_WARNINGS: usize = 2;
@@ -169,25 +170,45 @@ pub fn render_text_with(report: &Report, opts: &TextOptions) -> String {
     terminal_output(out, opts.color)
 }
 
-/// Idle time by cause, with what each cause means.
+/// Idle time by cause, with what each cause means: per step wherever there are steps (the
+/// unit of the findings below it), the window's total named beside it.
 fn render_idle(out: &mut String, d: &Diagnosis, width: usize) {
+    let stepped = d.window.as_ref().filter(|w| w.has_steps());
     for idle in d.idle.iter().filter(|i| i.idle_ns > 0) {
-        let of = d
-            .window
-            .as_ref()
-            .map(|w| format!(" of {}", format_ms(w.interval.dur_ns())))
-            .unwrap_or_default();
-        let _ = writeln!(
-            out,
-            "GPU {} idle {}{of}, by cause:",
-            idle.device,
-            format_ms(idle.idle_ns)
-        );
+        let head = match (stepped, d.window.as_ref()) {
+            (Some(w), _) if w.step_count() == 1 => format!(
+                "GPU {} idle {} of the {} step, by cause:",
+                idle.device,
+                format_ms(idle.idle_ns),
+                format_ms(w.step_ns())
+            ),
+            (Some(w), _) => format!(
+                "GPU {} idle {} per step of {} ({} over the {}-step window), by cause:",
+                idle.device,
+                format_ms(w.per_step(idle.idle_ns)),
+                format_ms(w.step_ns()),
+                format_ms(idle.idle_ns),
+                w.step_count()
+            ),
+            (None, Some(w)) => format!(
+                "GPU {} idle {} of the {} window, by cause:",
+                idle.device,
+                format_ms(idle.idle_ns),
+                format_ms(w.interval.dur_ns())
+            ),
+            (None, None) => format!(
+                "GPU {} idle {}, by cause:",
+                idle.device,
+                format_ms(idle.idle_ns)
+            ),
+        };
+        out.push_str(&wrap(&head, width, "", 0));
         for c in &idle.by_cause {
+            let ns = stepped.map_or(c.ns, |w| w.per_step(c.ns));
             let head = format!(
                 "  {:<17} {:>12} {:>4.0} %  ",
                 c.cause.label().replace('_', " "),
-                format_ms(c.ns),
+                format_ms(ns),
                 c.percent
             );
             let indent = head.chars().count();
@@ -207,6 +228,9 @@ fn render_idle(out: &mut String, d: &Diagnosis, width: usize) {
     }
 }
 
+/// Findings always shown, however narrow the terminal: shorter lines, not fewer findings.
+const TOP_FINDINGS: usize = 3;
+
 fn render_findings(
     out: &mut String,
     d: &Diagnosis,
@@ -219,18 +243,26 @@ fn render_findings(
         return;
     }
     let mut section = String::from("\n");
+    // The wins in the findings' unit: per step wherever there are steps.
+    let (wins, idle, unit) = match d.window.as_ref().filter(|w| w.has_steps()) {
+        Some(w) => (
+            w.per_step(d.wins.gpu_idle_wins_ns),
+            w.per_step(d.wins.idle_ns),
+            " per step",
+        ),
+        None => (d.wins.gpu_idle_wins_ns, d.wins.idle_ns, ""),
+    };
     section.push_str(&wrap(
         &format!(
-            "Findings (largest expected gain first; wins are upper bounds, GPU-idle wins total {} of {} idle):",
-            format_ms(d.wins.gpu_idle_wins_ns),
-            format_ms(d.wins.idle_ns)
+            "Findings, largest gain first (upper bounds; GPU-idle wins {} of {} idle{unit}):",
+            format_ms(wins),
+            format_ms(idle)
         ),
         width,
         "",
         0,
     ));
-    let mut shown = 0;
-    for (i, f) in d.findings.iter().take(TEXT_FINDINGS).enumerate() {
+    let block_of = |i: usize, f: &tracelens_analysis::Finding, compact: bool| {
         let badge = format!("[{:?}]", f.severity);
         let painted = match f.severity {
             Severity::High => style.paint("1;31", &badge),
@@ -239,18 +271,60 @@ fn render_findings(
         };
         // Wrap on the plain badge, then paint it: colour codes have no width.
         let head = format!("  {}. {badge} ", i + 1);
-        let mut block = wrap(&clean(&f.title), width, &head, 5).replacen(&badge, &painted, 1);
-        block.push_str(&wrap(&crate::win_and_prediction(f, d), width, "     ", 5));
-        block.push_str(&wrap(&clean(&f.fix), width, "     fix: ", 10));
+        let title = wrap(&clean(&f.title), width, &head, 5);
+        // Short form: two lines of the title at most.
+        let title = if compact && title.lines().count() > 2 {
+            let lines: Vec<&str> = title.lines().take(2).collect();
+            format!("{}\n{}", lines[0], ellipsized(lines[1], width, 5))
+        } else {
+            title
+        };
+        let mut block = title.replacen(&badge, &painted, 1);
+        if compact {
+            // The same facts in fewer lines: the win and prediction in short words, the fix's
+            // first line (all of it in the HTML report and the JSON).
+            block.push_str(&wrap(
+                &crate::win_and_prediction_short(f, d),
+                width,
+                "     ",
+                5,
+            ));
+            block.push_str(&one_line(&clean(&f.fix), width, "     fix: "));
+        } else {
+            block.push_str(&wrap(&crate::win_and_prediction(f, d), width, "     ", 5));
+            block.push_str(&wrap(&clean(&f.fix), width, "     fix: ", 10));
+        }
         if let Some(site) = &f.call_site {
             block.push_str(&wrap(&clean(site), width, "     at:  ", 10));
         }
-        // Room for this block and, when findings remain, the line that counts them.
+        block
+    };
+    // The top findings in full when they fit the screen, else in short form.
+    let top = d.findings.len().min(TOP_FINDINGS);
+    let full: Vec<String> = d.findings[..top]
+        .iter()
+        .enumerate()
+        .map(|(i, f)| block_of(i, f, false))
+        .collect();
+    let more_line = usize::from(d.findings.len() > top);
+    let full_lines: usize = full.iter().map(|b| b.lines().count()).sum();
+    let compact = budget_lines
+        .is_some_and(|budget| section.lines().count() + full_lines + more_line > budget);
+    for (i, f) in d.findings[..top].iter().enumerate() {
+        section.push_str(&if compact {
+            block_of(i, f, true)
+        } else {
+            full[i].clone()
+        });
+    }
+    let mut shown = top;
+    for (i, f) in d.findings.iter().enumerate().take(TEXT_FINDINGS).skip(top) {
+        let block = block_of(i, f, compact);
         let more_line = usize::from(i + 1 < d.findings.len());
         let fits = budget_lines.is_none_or(|budget| {
             section.lines().count() + block.lines().count() + more_line <= budget
         });
-        if shown > 0 && !fits {
+        if !fits {
             break;
         }
         section.push_str(&block);
@@ -264,6 +338,32 @@ fn render_findings(
         );
     }
     out.push_str(&section);
+}
+
+/// `text` after `first` on one line of `width` columns: whole words, then ` …` when it does
+/// not fit.
+fn one_line(text: &str, width: usize, first: &str) -> String {
+    let wrapped = wrap(text, width, first, first.chars().count());
+    let mut lines = wrapped.lines();
+    let head = lines.next().unwrap_or_default();
+    if lines.next().is_none() {
+        return wrapped;
+    }
+    ellipsized(head, width, first.chars().count())
+}
+
+/// A wrapped `line` that text continues past, ending in ` …`: words dropped from its end
+/// (never into its first `indent` columns) until the mark fits in `width`.
+fn ellipsized(line: &str, width: usize, indent: usize) -> String {
+    let mut line = line.trim_end().to_string();
+    while line.chars().count() + 2 > width {
+        match line.rfind(' ') {
+            Some(at) if at > indent => line.truncate(at),
+            _ => break,
+        }
+        line.truncate(line.trim_end().len());
+    }
+    format!("{line} …\n")
 }
 
 /// The facts block: the window, each device, the breakdown, warnings; more with `verbose`.
@@ -298,7 +398,7 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
             .as_ref()
             .map(|b| {
                 format!(
-                    "busy {:.1} %, idle {} of {}",
+                    "busy {:.1} %, idle {} of the {} window",
                     b.busy_percent,
                     format_ms(b.idle_ns),
                     format_ms(b.total_ns)
@@ -358,11 +458,16 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
         fact(out, "breakdown", &format!("{} ({of})", parts.join(", ")));
     }
     if !d.critical_path.breakdown.is_empty() {
+        let ends = if d.has_steps() {
+            "each step's end"
+        } else {
+            "the window's end"
+        };
         let mut line = format!(
-            "{} (the chain of work that sets each step's end)",
+            "{} of the chain of work that sets {ends}",
             crate::sections::critical_path::breakdown_line(&d.critical_path, 4)
         );
-        if let Some(all) = crate::sections::critical_path::all_fixes_line(d) {
+        if let Some(all) = crate::sections::critical_path::all_fixes_short(d) {
             line = format!("{line}; {all}");
         }
         fact(out, "critical", &clean(&line));

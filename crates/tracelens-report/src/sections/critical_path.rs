@@ -88,9 +88,34 @@ pub(crate) fn all_fixes_line(d: &Diagnosis) -> Option<String> {
     } else {
         "profiled time"
     };
+    let all = match p.findings.len() {
+        1 => "the one predicted fix".to_string(),
+        2 => "both predicted fixes together".to_string(),
+        n => format!("all {n} predicted fixes together"),
+    };
     Some(format!(
-        "with all {} predicted fixes together the {what} would be {} (now {})",
-        p.findings.len(),
+        "with {all} the {what} would be {} (now {})",
+        format_ms(p.predicted_step_ns),
+        format_ms(p.measured_step_ns),
+    ))
+}
+
+/// [`all_fixes_line`] in fewer words, for the terminal: "all 3 predicted fixes: step
+/// 149.019 ms (now 208.473 ms)".
+pub(crate) fn all_fixes_short(d: &Diagnosis) -> Option<String> {
+    let p = d.critical_path.all_fixes.as_ref()?;
+    let what = if d.has_steps() {
+        "step"
+    } else {
+        "profiled time"
+    };
+    let all = match p.findings.len() {
+        1 => "the one predicted fix".to_string(),
+        2 => "both predicted fixes".to_string(),
+        n => format!("all {n} predicted fixes"),
+    };
+    Some(format!(
+        "{all}: {what} {} (now {})",
         format_ms(p.predicted_step_ns),
         format_ms(p.measured_step_ns),
     ))

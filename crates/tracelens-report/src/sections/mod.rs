@@ -83,7 +83,7 @@ pub const SECTIONS: [Section; 18] = [
         id: "findings",
         html: findings::html,
         markdown: Shown::As("### Findings"),
-        text: Shown::As("Findings"),
+        text: Shown::As("Findings,"),
     },
     Section {
         id: "timeline",

@@ -88,8 +88,11 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         }
         _ => String::new(),
     };
-    // Work the trace does not record has no names to list: the description says it all.
-    let named = if part.work == HostWork::NotRecorded {
+    // Work the trace does not record, or time under no op, has no names to list: the
+    // description says it all ("runs Python between ops", not "…: (Python between ops)").
+    let only_placeholders = part.ops.iter().all(|(n, _)| n.starts_with('('));
+    let named = if part.work == HostWork::NotRecorded || (only_placeholders && !part.ops.is_empty())
+    {
         String::new()
     } else if top.is_empty() {
         ": unnamed CPU work".to_string()
