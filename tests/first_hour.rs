@@ -270,3 +270,136 @@ fn the_dataloader_reads_one_figure_per_screen() {
     assert!((idle - finding).abs() < 1e-9, "{}", r.stdout);
     assert!(!r.stdout.contains("183.673"), "{}", r.stdout);
 }
+
+/// One step of 45 µs holding one 20 ns kernel: what a repeating schedule's trailing cycle
+/// looks like. `occupancy` is the kernel's `est. achieved occupancy %`.
+fn tiny_trace(occupancy: u32) -> String {
+    format!(
+        r#"{{"traceEvents":[
+{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#7","pid":1,"tid":1,"ts":1000,"dur":45}},
+{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":1010,"dur":5,"args":{{"correlation":1}}}},
+{{"ph":"X","cat":"kernel","name":"void add_kernel<float>(float*)","pid":0,"tid":7,"ts":1020,"dur":0.02,"args":{{"correlation":1,"device":0,"stream":7,"grid":[1,1,1],"block":[128,1,1],"registers per thread":16,"shared memory":0,"est. achieved occupancy %":{occupancy}}}}}
+]}}"#
+    )
+}
+
+#[test]
+fn a_degenerate_window_is_too_short_to_judge_and_to_compare() {
+    let dir = temp("degenerate");
+    let trace = dir.join("tiny.json");
+    std::fs::write(&trace, tiny_trace(0)).unwrap();
+    let r = run(&["analyze", p(&trace), "--format", "json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let verdict = &doc["diagnosis"]["verdict"];
+    assert_eq!(verdict["kind"], "too_short", "{verdict}");
+    assert!(
+        verdict["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Too short to judge: the analysis window is 0.045 ms (1 GPU op, 1 step)"),
+        "{verdict}"
+    );
+    assert_eq!(doc["diagnosis"]["findings"].as_array().unwrap().len(), 0);
+    // The summary does not call the GPU the bottleneck.
+    let r = run(&["analyze", p(&trace), "--no-report"]);
+    assert!(!r.stdout.contains("bottleneck"), "{}", r.stdout);
+    // Nor does a diff of two such runs claim anything.
+    let r = run(&["diff", p(&trace), p(&trace)]);
+    let flat = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.starts_with("too short to compare: both runs are too short to judge"),
+        "{}",
+        r.stdout
+    );
+    // CUPTI's 0 % occupancy is "not estimated", not 0 %.
+    let kernels = doc["diagnosis"]["top_kernels"].as_array().unwrap();
+    assert!(
+        kernels[0]["mean_est_occupancy_percent"].is_null(),
+        "{}",
+        kernels[0]
+    );
+    let r = run(&["analyze", p(&trace), "--format", "html"]);
+    assert!(
+        r.stdout.contains("not estimated"),
+        "no 'not estimated' in the kernel table"
+    );
+    assert!(!r.stdout.contains(">0.0 %<"), "a 0.0 % cell in the HTML");
+    // An estimate CUPTI did make is kept.
+    std::fs::write(&trace, tiny_trace(50)).unwrap();
+    let r = run(&["analyze", p(&trace), "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(
+        doc["diagnosis"]["top_kernels"][0]["mean_est_occupancy_percent"],
+        50.0
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_diff_pairs_findings_by_kind_and_sub_cause() {
+    let dir = temp("pairing");
+    let r = run(&[
+        "analyze",
+        p(&scenario("slow_python_between_kernels")),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    // One run whose host compute at train.py:40 is the optimizer's, one where it is Python's:
+    // the same key (kind and call site), different sub-causes.
+    let only = |sub: &str| {
+        let mut d = doc.clone();
+        let findings = d["diagnosis"]["findings"].as_array_mut().unwrap();
+        findings.retain(|f| f["sub_cause"] == sub);
+        assert_eq!(findings.len(), 1, "{sub}");
+        findings[0]["call_site"] = "train.py:40 train_step".into();
+        findings[0]["key"] = "host_compute:train.py:40 train_step".into();
+        let path = dir.join(format!("{sub}.json"));
+        std::fs::write(&path, serde_json::to_string(&d).unwrap()).unwrap();
+        path
+    };
+    let (before, after) = (only("optimizer"), only("python"));
+    let r = run(&["diff", p(&before), p(&after), "--format", "json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let d: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let count = |k: &str| d["diff"][k].as_array().map_or(0, Vec::len);
+    assert_eq!(
+        (count("resolved"), count("new"), count("changed")),
+        (1, 1, 0),
+        "{d}"
+    );
+    // The same sub-cause on both sides still pairs.
+    let r = run(&["diff", p(&after), p(&after), "--format", "json"]);
+    let d: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(d["diff"]["changed"].as_array().unwrap().len(), 1, "{d}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn a_healthy_busy_trace_says_nothing_is_worth_fixing() {
+    let Some(root) = corpus_dir("a_healthy_busy_trace_says_nothing_is_worth_fixing") else {
+        return;
+    };
+    // Qwen1.5-0.5B inference on an H100: 91 % busy, the largest finding wins 1.7 %.
+    let healthy = root.join("other/TraceLens/h100/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    let r = run(&["analyze", p(&healthy), "--no-report"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let flat = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("GPU busy 91 % of each step: nothing worth fixing"),
+        "{}",
+        r.stdout
+    );
+    // Its twin on MI300 idles 12 % with a 3.8 % finding: still worth a look.
+    let twin = root.join("other/TraceLens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    if twin.exists() {
+        let r = run(&["analyze", p(&twin), "--no-report"]);
+        assert!(!r.stdout.contains("nothing worth fixing"), "{}", r.stdout);
+    }
+}

@@ -41,20 +41,19 @@ pub fn stored_or_analysed(
     if input::is_result_document(path) {
         let text =
             input::read_result_text(path, MAX_RESULT_BYTES).map_err(|p| fail(stderr, path, p))?;
-        if tracelens_results::JobDocument::is_job(&text) {
-            let doc = tracelens_results::JobDocument::from_json(&text)
-                .map_err(|p| fail(stderr, path, p))?;
-            let results = doc
-                .gate_results()
-                .map_err(|p| fail(stderr, path, p))?
-                .clone();
-            return Ok((results, Some(doc.job)));
-        }
-        return tracelens_results::results_of_document(&text)
-            .map(|r| (r, None))
-            .map_err(|p| fail(stderr, path, p));
+        return stored(&text).map_err(|p| fail(stderr, path, p));
     }
-    let mut trace = input::open(path).map_err(|e| fail(stderr, path, e))?;
+    let mut trace = match input::open(path) {
+        Ok(trace) => trace,
+        // A result document whose keys were reordered (`jq -S`, a JSON library that sorts
+        // them) does not name itself in its first bytes: read it as one before giving up.
+        Err(e) => {
+            return input::read_result_text(path, MAX_RESULT_BYTES)
+                .ok()
+                .and_then(|text| stored(&text).ok())
+                .ok_or_else(|| fail(stderr, path, e))
+        }
+    };
     // A replay's capture traces, found as analyze finds them, so both decide on one answer.
     input::attach_captures(&mut trace, path, None).map_err(|(f, e)| fail(stderr, &f, e))?;
     // What the gate decides on may be damaged: say so (a bad CRC, a cut file, a stale WAL,
@@ -75,6 +74,16 @@ pub fn stored_or_analysed(
     }
     let d = tracelens_analysis::diagnose(&trace);
     Ok((Results::of(&trace.source, &d), None))
+}
+
+/// The results of a stored document, a run's or a job's (its gate rank's, with the job).
+fn stored(text: &str) -> Result<(Results, Option<tracelens_results::Job>), String> {
+    if tracelens_results::JobDocument::is_job(text) {
+        let doc = tracelens_results::JobDocument::from_json(text)?;
+        let results = doc.gate_results()?.clone();
+        return Ok((results, Some(doc.job)));
+    }
+    tracelens_results::results_of_document(text).map(|r| (r, None))
 }
 
 /// Largest result document read back (results are kilobytes, a job's a few megabytes; this

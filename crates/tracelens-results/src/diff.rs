@@ -4,6 +4,7 @@
 use crate::results::{FindingResult, Results};
 use serde::{Deserialize, Serialize};
 use tracelens_analysis::attribute::idle::IdleCause;
+use tracelens_analysis::VerdictKind;
 use tracelens_model::{format_ms, TimeNs};
 
 /// Kernels listed in a diff.
@@ -135,10 +136,19 @@ pub fn diff(before: &Results, after: &Results) -> Diff {
         .collect();
     causes.sort_by_key(|c| std::cmp::Reverse(c.before_ns.max(c.after_ns)));
     // Findings match by key; a finding whose call site one trace lacks (no Python stacks
-    // recorded) matches the same kind and trigger on the other side.
+    // recorded) matches the same kind and trigger on the other side. Never across host
+    // compute's sub-causes: the optimizer's time resolved and Python's new are two findings,
+    // not one that changed (a document without sub-causes matches on the rest).
+    let same_cause = |a: &FindingResult, b: &FindingResult| {
+        a.sub_cause.is_none() || b.sub_cause.is_none() || a.sub_cause == b.sub_cause
+    };
     let mut pairs: Vec<(usize, usize)> = Vec::new();
     for (i, b) in before.findings.iter().enumerate() {
-        if let Some(j) = after.findings.iter().position(|a| a.key == b.key) {
+        if let Some(j) = after
+            .findings
+            .iter()
+            .position(|a| a.key == b.key && same_cause(a, b))
+        {
             pairs.push((i, j));
         }
     }
@@ -149,6 +159,7 @@ pub fn diff(before: &Results, after: &Results) -> Diff {
         let j = after.findings.iter().enumerate().position(|(j, a)| {
             !pairs.iter().any(|p| p.1 == j)
                 && a.kind == b.kind
+                && same_cause(a, b)
                 && (a.call_site.is_none() || b.call_site.is_none())
                 && trigger(a) == trigger(b)
         });
@@ -230,7 +241,32 @@ pub fn diff(before: &Results, after: &Results) -> Diff {
         verdict: String::new(),
     };
     d.verdict = verdict_line(&d, before.has_steps && after.has_steps);
+    // A run too short to judge cannot be compared either: no regression is claimed from it.
+    let short = |r: &Results| r.verdict == VerdictKind::TooShort;
+    if short(before) || short(after) {
+        let which = match (short(before), short(after)) {
+            (true, true) => "both runs are",
+            (true, false) => "the first run is",
+            _ => "the second run is",
+        };
+        d.within_noise = true;
+        d.regression = false;
+        d.verdict = format!(
+            "too short to compare: {which} too short to judge (windows {} → {}); capture several full steps of each",
+            short_duration(d.before_step_ns),
+            short_duration(d.after_step_ns)
+        );
+    }
     d
+}
+
+/// A duration that may be under a microsecond: in ns there, else in ms.
+fn short_duration(ns: TimeNs) -> String {
+    if ns < 1_000 {
+        format!("{ns} ns")
+    } else {
+        format_ms(ns)
+    }
 }
 
 fn verdict_line(d: &Diff, steps: bool) -> String {

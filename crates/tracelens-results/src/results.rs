@@ -49,6 +49,10 @@ pub struct FindingResult {
     /// What the prediction assumes, or why there is none.
     #[serde(default)]
     pub prediction: String,
+    /// Host compute's sub-cause (what the launching thread did): a diff pairs only findings of
+    /// one sub-cause. Absent in older documents.
+    #[serde(default)]
+    pub sub_cause: Option<tracelens_analysis::attribute::host_work::HostWork>,
 }
 
 /// Idle time of one cause on the focus device.
@@ -232,6 +236,7 @@ impl Results {
                     fix: f.fix.clone(),
                     predicted_step_ns: f.predicted_step_ns,
                     prediction: f.prediction.clone(),
+                    sub_cause: f.sub_cause,
                 }
             })
             .collect();

@@ -259,6 +259,19 @@ pub fn steady_state_capture(
     }
 }
 
+/// How to capture a window long enough to judge, for the program and the tool that recorded
+/// it (a profiling cycle cut short by the end of the run is a few microseconds long).
+#[must_use]
+pub fn longer_capture(dialect: Dialect, capture: tracelens_model::CaptureTool) -> &'static str {
+    use tracelens_model::CaptureTool;
+    match (dialect, capture) {
+        (Dialect::PyTorch, CaptureTool::NsightSystems) => "capture several full iterations (nsys profile --capture-range=cudaProfilerApi around a few steps)",
+        (Dialect::PyTorch, _) => "profile several full steps (torch.profiler.schedule(wait=1, warmup=1, active=3)), and let the run reach the end of its last cycle: a cycle the run's end cuts short is this short",
+        (_, CaptureTool::NsightSystems) => "capture several full iterations of the program's main loop",
+        _ => "capture several full iterations of the program's main loop",
+    }
+}
+
 /// Host time inside one annotated range with nothing finer recorded.
 #[must_use]
 pub fn inside_range(range: Option<&str>, dialect: Dialect) -> (String, String) {

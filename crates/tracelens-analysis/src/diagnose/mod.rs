@@ -505,6 +505,11 @@ fn diagnose_core(
     if let Some(cold) = cold_run::cold_run(trace, &verdict, focus_window_ops, &findings) {
         cold_run::mark(&mut verdict, &mut findings, cold, &fw);
     }
+    // A window too short to judge has no findings; a busy GPU with nothing worth a fix says so.
+    if verdict::mark_too_short(&mut verdict, focus_window_ops.len(), &fw) {
+        findings.clear();
+    }
+    verdict::mark_nothing_worth_fixing(&mut verdict, &findings);
     let wins = WinTotals {
         idle_ns: focus_idle.map_or(0, |d| d.idle_ns),
         gpu_idle_wins_ns: findings

@@ -9,6 +9,7 @@
 
 use crate::attribute::idle::{DeviceIdle, IdleCause};
 use crate::attribute::launch::StreamLaunchDelay;
+use crate::diagnose::finding::Finding;
 use crate::measure::environment::{Framework, Vendor};
 use crate::measure::intervals::{subtract, total_ns, union_sorted};
 use crate::measure::utilization::GpuOp;
@@ -38,6 +39,11 @@ pub enum VerdictKind {
     GpuIdle,
     /// No kernel, copy or fill in the trace.
     NoGpuActivity,
+    /// The window is too short to judge (a cycle the run's end cut short, one tiny kernel):
+    /// no findings.
+    TooShort,
+    /// The GPU is busy most of the window and no finding is worth fixing.
+    NothingWorthFixing,
 }
 
 /// Shares of busy time, in percent (they add up to 100 when the GPU was busy), each moment
@@ -294,6 +300,83 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
     }
     v.text = text;
     v
+}
+
+/// Windows shorter than this are too short to judge: a profiling cycle cut short by the end
+/// of the run, or one tiny kernel, says nothing about the program's steps.
+pub const MIN_JUDGED_WINDOW_NS: TimeNs = 100_000;
+
+/// A finding's win below this share of the step is not worth a fix on a GPU that is already
+/// busy (the `low` severity's ceiling).
+pub const WORTH_FIXING_PERCENT: f64 = 3.0;
+
+/// Idle above this share is worth a look however small each finding's win.
+const NOTHING_TO_FIX_IDLE_PERCENT: f64 = 15.0;
+
+/// Marks a window too short to judge: its verdict says so and how to capture a longer one;
+/// returns whether it did (the caller then drops the findings, which mean nothing on it).
+pub(crate) fn mark_too_short(v: &mut Verdict, gpu_ops: usize, fw: &Framework) -> bool {
+    let Some(w) = &v.window else {
+        return false;
+    };
+    if v.kind == VerdictKind::NoGpuActivity || w.duration_ns >= MIN_JUDGED_WINDOW_NS {
+        return false;
+    }
+    let steps = match w.steps {
+        0 => String::new(),
+        1 => ", 1 step".to_string(),
+        n => format!(", {n} steps"),
+    };
+    v.kind = VerdictKind::TooShort;
+    v.text = format!(
+        "Too short to judge: the analysis window is {} ({gpu_ops} GPU op{}{steps}); {}",
+        if w.duration_ns < 1_000 {
+            format!("{} ns", w.duration_ns)
+        } else {
+            format_ms(w.duration_ns)
+        },
+        if gpu_ops == 1 { "" } else { "s" },
+        crate::diagnose::advice::longer_capture(fw.dialect(), fw.capture)
+    );
+    true
+}
+
+/// A busy GPU whose findings each win under [`WORTH_FIXING_PERCENT`] of the step: the verdict
+/// says there is nothing worth fixing instead of leading with the largest idle cause.
+pub(crate) fn mark_nothing_worth_fixing(v: &mut Verdict, findings: &[Finding]) {
+    let idle_pct = 100.0 - v.gpu_busy_percent;
+    if v.kind != VerdictKind::GpuIdle
+        || idle_pct >= NOTHING_TO_FIX_IDLE_PERCENT
+        || v.cold_run.is_some()
+        || findings
+            .iter()
+            .any(|f| f.estimated_win_percent >= WORTH_FIXING_PERCENT)
+    {
+        return;
+    }
+    let per = if v.window.as_ref().is_some_and(|w| w.steps > 0) {
+        "of each step"
+    } else {
+        "of the profiled time"
+    };
+    let cause = v.main_cause.map_or_else(
+        || " small".to_string(),
+        |c| format!(" mostly {}", c.describe()),
+    );
+    let largest = findings
+        .iter()
+        .map(|f| f.estimated_win_percent)
+        .fold(0.0, f64::max);
+    let wins = if findings.is_empty() {
+        "no finding".to_string()
+    } else {
+        format!("the largest expected win is {largest:.1} %")
+    };
+    v.kind = VerdictKind::NothingWorthFixing;
+    v.text = format!(
+        "GPU busy {:.0} % {per}: nothing worth fixing — the {idle_pct:.0} % idle is{cause}, and {wins} (under {WORTH_FIXING_PERCENT:.0} % of the time)",
+        v.gpu_busy_percent
+    );
 }
 
 /// What a GPU-bound device is busy with, and what to do next.

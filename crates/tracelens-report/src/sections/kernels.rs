@@ -33,7 +33,8 @@ pub(crate) fn html(report: &Report) -> String {
                 pct(k.share_percent),
                 k.mean_blocks_per_sm
                     .map_or("–".into(), |b| format!("{b:.2}")),
-                k.mean_est_occupancy_percent.map_or("–".into(), pct),
+                k.mean_est_occupancy_percent
+                    .map_or("not estimated".into(), pct),
                 k.launch.as_ref().map_or("–".into(), launch_text),
                 if k.tensor_cores { "yes" } else { "no" }.into(),
             ]
