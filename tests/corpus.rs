@@ -1057,11 +1057,14 @@ fn tb_plugin_kernel_view_oracle() {
             row[7].as_f64().unwrap(),
             "blocks per SM",
         );
-        near(
-            got.mean_est_occupancy_percent,
-            row[8].as_f64().unwrap(),
-            "occupancy",
-        );
+        // tb_plugin averages CUPTI's zeros; a kernel with nothing but zeros was never
+        // estimated, and tracelens says so instead of 0 % (issue 43).
+        let occupancy = row[8].as_f64().unwrap();
+        if occupancy == 0.0 {
+            assert!(got.mean_est_occupancy_percent.is_none(), "{name}");
+        } else {
+            near(got.mean_est_occupancy_percent, occupancy, "occupancy");
+        }
         assert!(got.launch.is_some(), "{name}: launch configuration");
     }
 }

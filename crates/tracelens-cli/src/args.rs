@@ -148,7 +148,7 @@ pub(crate) struct CheckArgs {
     /// without a baseline): `error` refuses it (exit 2), `pass` lets it pass with a note.
     /// Rules of the default set always pass with the note.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "error")]
-    pub(crate) not_measured: crate::gate::NotMeasured,
+    pub(crate) not_measured: NotMeasured,
     #[command(flatten)]
     pub(crate) annotate: AnnotationArgs,
 }
@@ -171,7 +171,7 @@ pub(crate) struct DiffArgs {
     /// A rule on a figure these runs do not give: `error` refuses it (exit 2), `pass` lets it
     /// pass with a note.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "error")]
-    pub(crate) not_measured: crate::gate::NotMeasured,
+    pub(crate) not_measured: NotMeasured,
 }
 
 /// Examples under `tracelens annotate --help`.
@@ -255,7 +255,7 @@ pub(crate) struct AnalyzeArgs {
     /// without a baseline): `error` refuses it (exit 2), `pass` lets it pass with a note.
     /// Rules of the default set always pass with the note.
     #[arg(long, value_enum, value_name = "WHAT", default_value = "error")]
-    pub(crate) not_measured: crate::gate::NotMeasured,
+    pub(crate) not_measured: NotMeasured,
     #[command(flatten)]
     pub(crate) annotate: AnnotationArgs,
     /// Keep only the trace's file name in the JSON (`input.path`, a job's rank files): for
@@ -319,4 +319,13 @@ impl Format {
             _ => Format::Text,
         }
     }
+}
+
+/// What a rule on a figure the capture cannot give becomes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
+pub(crate) enum NotMeasured {
+    /// Refused: one line saying why, exit 2.
+    Error,
+    /// Passes, with a note saying what the capture lacks.
+    Pass,
 }

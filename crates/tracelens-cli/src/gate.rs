@@ -1,6 +1,7 @@
 //! `tracelens check` and `tracelens diff`, `--fail-on` and `--annotations github`: the CI
 //! side. Results come from a trace (analysed now) or from a stored `--format json` document.
 
+use crate::args::NotMeasured;
 use crate::sink::{fail, Sink};
 use crate::stop::Stop;
 use std::path::{Path, PathBuf};
@@ -137,15 +138,6 @@ pub fn collect_rules(
         out.extend(parse_all(&[text], policy, stderr)?);
     }
     Ok(out)
-}
-
-/// What a rule on a figure the capture cannot give becomes.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, clap::ValueEnum)]
-pub enum NotMeasured {
-    /// Refused: one line saying why, exit 2.
-    Error,
-    /// Passes, with a note saying what the capture lacks.
-    Pass,
 }
 
 /// The rule texts, each marked when it comes from the default set.

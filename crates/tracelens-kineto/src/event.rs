@@ -280,9 +280,7 @@ fn kernel_launch(args: &Args) -> Option<KernelLaunch> {
         est_occupancy_percent: args
             .occupancy
             .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse::<f64>().ok())
-            // CUPTI writes 0 where it could not estimate (a kernel that ran occupied some
-            // warps): not estimated, not 0 %.
-            .filter(|x| *x > 0.0 && *x <= 100.0)
+            .filter(|x| (0.0..=100.0).contains(x))
             // The nearest whole percent, without a float-to-int cast.
             .and_then(|x| (0u8..=100).find(|&v| f64::from(v) + 0.5 > x)),
     })

@@ -40,8 +40,7 @@ pub struct KernelLaunch {
     pub registers_per_thread: u32,
     /// Shared memory per block in bytes (static and dynamic).
     pub shared_memory_bytes: u32,
-    /// CUPTI's estimated achieved occupancy in percent (Kineto `est. achieved occupancy %`);
-    /// `None` where CUPTI could not estimate it (it writes 0 then).
+    /// CUPTI's estimated achieved occupancy in percent (Kineto `est. achieved occupancy %`).
     pub est_occupancy_percent: Option<u8>,
 }
 

@@ -46,7 +46,8 @@ pub struct KernelStat {
     #[serde(default)]
     pub mean_blocks_per_sm: Option<f64>,
     /// CUPTI's estimated achieved occupancy in percent, mean weighted by duration (Kineto
-    /// traces of CUDA only).
+    /// traces of CUDA only); `None` also where every launch reads 0 (CUPTI's "could not
+    /// estimate").
     #[serde(default)]
     pub mean_est_occupancy_percent: Option<f64>,
 }
@@ -292,7 +293,10 @@ pub fn top_kernels(trace: &Trace, window: Option<Interval>, limit: usize) -> Vec
                         shared_memory_bytes: l.shared_memory_bytes,
                     }),
                 mean_blocks_per_sm: weighted(a.blocks_weighted, a.blocks_ns),
+                // tb_plugin's mean counts CUPTI's zeros; a kernel whose every launch reads 0
+                // was never estimated (it ran, so it occupied something): not 0 %.
                 mean_est_occupancy_percent: weighted(a.occupancy_weighted, a.occupancy_ns)
+                    .filter(|&p| p > 0.0)
                     .map(|p| p.clamp(0.0, 100.0)),
             }
         })

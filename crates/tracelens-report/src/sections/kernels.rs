@@ -33,8 +33,12 @@ pub(crate) fn html(report: &Report) -> String {
                 pct(k.share_percent),
                 k.mean_blocks_per_sm
                     .map_or("–".into(), |b| format!("{b:.2}")),
-                k.mean_est_occupancy_percent
-                    .map_or("not estimated".into(), pct),
+                // Launch details without an estimate: CUPTI could not make one.
+                match (k.mean_est_occupancy_percent, &k.launch) {
+                    (Some(p), _) => pct(p),
+                    (None, Some(_)) => "not estimated".into(),
+                    (None, None) => "–".into(),
+                },
                 k.launch.as_ref().map_or("–".into(), launch_text),
                 if k.tensor_cores { "yes" } else { "no" }.into(),
             ]
