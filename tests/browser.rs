@@ -331,3 +331,160 @@ fn report_renders_offline_in_chromium_without_errors_or_requests() {
     }
     eprintln!("report screenshots: {}", shots.display());
 }
+
+/// The page's own layout report: `tests/layout_probe.js` run in the page after it laid out,
+/// its JSON read back from the dumped DOM.
+fn layout_problems(browser: &Path, page: &Path, work: &Path, width: u32) -> Vec<String> {
+    let html = std::fs::read_to_string(page).unwrap();
+    let probe = include_str!("layout_probe.js");
+    // The probe is a script of the test's: the copy it runs in drops the page's
+    // Content-Security-Policy (a job page allows no script at all); the layout is the same.
+    let html = match (
+        html.find("<meta http-equiv=\"Content-Security-Policy\""),
+        html.find("<meta http-equiv=\"Content-Security-Policy\"")
+            .and_then(|at| html[at..].find('>').map(|end| at + end + 1)),
+    ) {
+        (Some(from), Some(to)) => format!("{}{}", &html[..from], &html[to..]),
+        _ => html,
+    };
+    let end = html.rfind("</body>").unwrap_or(html.len());
+    let probed = work.join(format!(
+        "{}-probe-{width}.html",
+        page.file_stem().unwrap().to_string_lossy()
+    ));
+    std::fs::write(
+        &probed,
+        format!("{}<script>{probe}</script>{}", &html[..end], &html[end..]),
+    )
+    .unwrap();
+    let run = open(
+        browser,
+        &probed,
+        work,
+        &[
+            "--hide-scrollbars".into(),
+            format!("--window-size={width},2400"),
+            "--dump-dom".into(),
+        ],
+    );
+    assert!(
+        run.console.is_empty(),
+        "{}: {:?}",
+        page.display(),
+        run.console
+    );
+    let marker = "<pre id=\"tracelens-layout\">";
+    let at = run
+        .dom
+        .rfind(marker)
+        .unwrap_or_else(|| panic!("{}: the layout probe did not run", page.display()))
+        + marker.len();
+    let json = &run.dom[at..at + run.dom[at..].find("</pre>").unwrap()];
+    let json = json
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&");
+    let found: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(found["viewport"].as_u64(), Some(u64::from(width)));
+    found["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            format!(
+                "{} at {} px in #{}: {:?} ({})",
+                p["kind"].as_str().unwrap_or_default(),
+                width,
+                p["section"].as_str().unwrap_or_default(),
+                p["text"].as_str().unwrap_or_default(),
+                p["detail"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// Issue 43: every section reads at 800 px and at 1400 px, measured in the page: no table
+/// cell clipped past the page without a scroller to reach it, none squeezed to a word or a
+/// few characters per line, none wrapped over more than four lines, no legend with two
+/// entries of one colour. Training CUDA Kineto, inference ROCm Kineto, an Nsight Systems
+/// export, a transformer with every busy-GPU section, a job page and a diff page.
+#[test]
+fn every_section_reads_at_800_and_1400_px() {
+    let Some(browser) = chromium() else {
+        if std::env::var_os("TRACELENS_REQUIRE_BROWSER").is_some_and(|v| v == "1") {
+            panic!("TRACELENS_REQUIRE_BROWSER=1 but no chromium found");
+        }
+        eprintln!(
+            "\n*** SKIPPED every_section_reads_at_800_and_1400_px: no chromium on PATH ***\n"
+        );
+        return;
+    };
+    let Some(corpus) = corpus_dir("every_section_reads_at_800_and_1400_px") else {
+        return;
+    };
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("layout");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let mut pages = Vec::new();
+    for (name, rel) in [
+        (
+            "resnet50_nw0",
+            "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
+        ),
+        (
+            "qwen_mi300",
+            "other/TraceLens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+        ),
+        (
+            "nsys_2gpu",
+            "nsys/public/GindaChen__nsys-ai/tests/fixtures/mfu_2gpu_after.sqlite",
+        ),
+        (
+            "owlv2",
+            "other/TraceLens/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz",
+        ),
+        ("dlrm_job", "other/param/dlrm_kineto"),
+    ] {
+        let page = work.join(format!("{name}.html"));
+        let run = tracelens([
+            "analyze".into(),
+            corpus.join(rel).into_os_string(),
+            "--quiet".into(),
+            "-o".into(),
+            page.clone().into_os_string(),
+        ]);
+        assert_eq!(run.code, 0, "{name}: {}", run.stderr);
+        pages.push(page);
+    }
+    let diff = work.join("diff.html");
+    let run = tracelens([
+        "diff".into(),
+        corpus
+            .join("kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz")
+            .into_os_string(),
+        corpus
+            .join("kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.pt.trace.json.gz")
+            .into_os_string(),
+        "-o".into(),
+        diff.clone().into_os_string(),
+    ]);
+    assert_eq!(run.code, 0, "diff: {}", run.stderr);
+    pages.push(diff);
+    let mut problems = Vec::new();
+    for page in &pages {
+        for width in [800, 1400] {
+            problems.extend(
+                layout_problems(&browser, page, &work, width)
+                    .into_iter()
+                    .map(|p| format!("{}: {p}", page.file_name().unwrap().to_string_lossy())),
+            );
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "{} layout problems:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}

@@ -1,7 +1,10 @@
 //! The top kernels by GPU time: the op that launched them, count, times, share, occupancy,
 //! launch configuration and tensor-core use.
 
-use super::cells::{pct, NAME_CHARS};
+use super::cells::{kernel_display_name, pct, NAME_CHARS};
+
+/// Longest full kernel name in a hover title (the JSON has it whole).
+const FULL_NAME_CHARS: usize = 2000;
 use askama::Template;
 use tracelens_model::{format_ms, shorten};
 use tracelens_results::Report;
@@ -9,19 +12,25 @@ use tracelens_results::Report;
 #[derive(Template)]
 #[template(path = "sections/kernels.html")]
 struct Html {
-    kernel_rows: Vec<Vec<String>>,
+    kernel_rows: Vec<KernelRow>,
     tensor_core_note: String,
+}
+
+/// One kernel's row: its name as shown, its full name (the hover title), the other cells.
+struct KernelRow {
+    name: String,
+    full_name: String,
+    cells: Vec<String>,
 }
 
 /// The section's HTML.
 pub(crate) fn html(report: &Report) -> String {
     let diagnosis = &report.diagnosis;
-    let mut rows: Vec<Vec<String>> = diagnosis
+    let mut cells: Vec<Vec<String>> = diagnosis
         .top_kernels
         .iter()
         .map(|k| {
             vec![
-                shorten(&k.name, NAME_CHARS),
                 k.launched_by
                     .as_deref()
                     .map_or_else(|| "–".into(), |op| shorten(op, NAME_CHARS)),
@@ -44,7 +53,17 @@ pub(crate) fn html(report: &Report) -> String {
             ]
         })
         .collect();
-    super::cells::keep_units(&mut rows);
+    super::cells::keep_units(&mut cells);
+    let rows = diagnosis
+        .top_kernels
+        .iter()
+        .zip(cells)
+        .map(|(k, cells)| KernelRow {
+            name: kernel_display_name(&k.name),
+            full_name: shorten(&k.name, FULL_NAME_CHARS),
+            cells,
+        })
+        .collect();
     Html {
         kernel_rows: rows,
         tensor_core_note: diagnosis.tensor_core_percent.map_or_else(String::new, |p| {
