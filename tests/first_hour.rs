@@ -403,3 +403,61 @@ fn a_healthy_busy_trace_says_nothing_is_worth_fixing() {
         assert!(!r.stdout.contains("nothing worth fixing"), "{}", r.stdout);
     }
 }
+
+#[test]
+fn version_completions_man_page_and_report_names() {
+    // --version names the commit and its date (or says they are unknown outside a checkout).
+    let r = run(&["--version"]);
+    assert_eq!(r.code, 0);
+    let line = r.stdout.trim();
+    let inner = line
+        .strip_prefix(&format!("tracelens {} (", env!("CARGO_PKG_VERSION")))
+        .and_then(|rest| rest.strip_suffix(')'))
+        .unwrap_or_else(|| panic!("{line}"));
+    let (commit, date) = inner.split_once(' ').unwrap();
+    assert!(
+        commit == "unknown" || (commit.len() >= 7 && commit.chars().all(|c| c.is_ascii_hexdigit())),
+        "{line}"
+    );
+    assert!(
+        date == "unknown date"
+            || (date.len() == 10 && date.as_bytes()[4] == b'-' && date.as_bytes()[7] == b'-'),
+        "{line}"
+    );
+    // Completions from the real flags, for every shell clap knows.
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let r = run(&["completions", shell]);
+        assert_eq!(r.code, 0, "{shell}: {}", r.stderr);
+        for word in ["analyze", "check", "not-measured", "completions"] {
+            assert!(r.stdout.contains(word), "{shell}: no {word}");
+        }
+    }
+    let r = run(&["completions", "tcsh"]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    // The manual page, in roff.
+    let r = run(&["man"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains(".TH tracelens 1"), "{}", &r.stdout[..200]);
+    for word in ["analyze", "check", "diff", "report", "merge", "completions"] {
+        assert!(r.stdout.contains(word), "the manual lacks {word}");
+    }
+    // One naming rule for every input kind's default report.
+    for (input, report) in [
+        ("log/worker0.pt.trace.json.gz", "worker0.tracelens.html"),
+        (
+            "log/worker0.1623213129365.pt.trace.json",
+            "worker0.1623213129365.tracelens.html",
+        ),
+        ("h100_2gpu_1s.sqlite", "h100_2gpu_1s.tracelens.html"),
+        ("h100_2gpu_1s.sqlite.gz", "h100_2gpu_1s.tracelens.html"),
+        ("snapshot.pickle", "snapshot.tracelens.html"),
+        ("trace.json.zst", "trace.tracelens.html"),
+        (".json", ".json.tracelens.html"),
+    ] {
+        assert_eq!(
+            tracelens_cli::default_report_path(Path::new(input)),
+            PathBuf::from(report),
+            "{input}"
+        );
+    }
+}

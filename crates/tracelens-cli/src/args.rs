@@ -3,10 +3,20 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::{Path, PathBuf};
 
+/// `tracelens --version`: the version, the commit and its date.
+pub(crate) const LONG_VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TRACELENS_COMMIT"),
+    " ",
+    env!("TRACELENS_COMMIT_DATE"),
+    ")"
+);
+
 #[derive(Parser)]
 #[command(
     name = "tracelens",
-    version,
+    version = LONG_VERSION,
     about = "Fast offline analyzer for GPU training traces (PyTorch Profiler / Kineto JSON, Nsight Systems SQLite)",
     after_help = "Run `tracelens analyze --help` for inputs and examples."
 )]
@@ -39,6 +49,18 @@ pub(crate) enum Command {
     /// The reduce step of a many-rank job: the cross-rank report from per-rank Parquet
     /// folders written by `analyze TRACE --format parquet -o DIR/`, without the traces.
     Merge(MergeArgs),
+    /// Print the shell completion script for SHELL, e.g. `tracelens completions bash >
+    /// ~/.local/share/bash-completion/completions/tracelens`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), e.g. `tracelens man > ~/.local/share/man/man1/tracelens.1`.
+    Man,
+}
+
+#[derive(clap::Args)]
+pub(crate) struct CompletionsArgs {
+    /// The shell: bash, zsh, fish, elvish or powershell.
+    #[arg(value_enum)]
+    pub(crate) shell: clap_complete::Shell,
 }
 
 /// Examples under `tracelens report --help`.

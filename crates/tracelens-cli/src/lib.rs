@@ -99,6 +99,23 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
             };
             stop::exit_code(annotate::annotate(&a, &mut sink).and_then(|()| sink.flush()))
         }
+        Command::Completions(a) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            let mut script = Vec::new();
+            clap_complete::generate(a.shell, &mut command, "tracelens", &mut script);
+            write_out(stdout, stderr, &script)
+        }
+        Command::Man => {
+            let command = <Cli as clap::CommandFactory>::command();
+            let mut page = Vec::new();
+            match clap_mangen::Man::new(command).render(&mut page) {
+                Ok(()) => write_out(stdout, stderr, &page),
+                Err(e) => {
+                    let _ = writeln!(stderr, "tracelens: error: the manual page: {e}");
+                    EXIT_INPUT
+                }
+            }
+        }
         Command::Analyze(a) => {
             memory::name_input(&terminal_text(&a.trace.display().to_string()));
             let mut sink = Sink {
@@ -117,6 +134,19 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
                 analyze::analyze(&a, &mut sink)
             };
             stop::exit_code(result.and_then(|()| sink.flush()))
+        }
+    }
+}
+
+/// Writes generated text (a completion script, the manual page) to stdout; a closed pipe is
+/// not an error worth more than the exit code.
+fn write_out(stdout: &mut dyn Write, stderr: &mut dyn Write, bytes: &[u8]) -> i32 {
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => EXIT_OK,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
+        Err(e) => {
+            let _ = writeln!(stderr, "tracelens: error: writing to stdout: {e}");
+            EXIT_INPUT
         }
     }
 }

@@ -279,8 +279,8 @@ pub(crate) fn report_path_for(trace: &Path) -> (PathBuf, Option<String>) {
     }
 }
 
-/// The default report path: `./<trace stem>.tracelens.html` (stem without `.json`/`.gz`;
-/// `stdin` for `-`).
+/// The default report path: `./<trace stem>.tracelens.html` (the stem without compression,
+/// format and `.pt.trace` suffixes, alike for every input kind; `stdin` for `-`).
 #[must_use]
 pub fn default_report_path(trace: &Path) -> PathBuf {
     if input::is_stdin(trace) {
@@ -290,9 +290,17 @@ pub fn default_report_path(trace: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "trace".into());
-    for suffix in [".gz", ".json", ".pt.trace"] {
-        if let Some(s) = stem.strip_suffix(suffix) {
-            stem = s.to_string();
+    // Compression, then the format, then PyTorch's `.pt.trace`: every input kind gives its
+    // plain stem (`worker0.pt.trace.json.gz` → `worker0`, `run.sqlite` → `run`).
+    for suffixes in [
+        &[".gz", ".zst", ".zstd"][..],
+        &[".json", ".sqlite", ".pickle", ".pkl"][..],
+        &[".pt.trace"][..],
+    ] {
+        if let Some(s) = suffixes.iter().find_map(|x| stem.strip_suffix(x)) {
+            if !s.is_empty() {
+                stem = s.to_string();
+            }
         }
     }
     PathBuf::from(format!("{stem}.tracelens.html"))
