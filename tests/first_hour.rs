@@ -461,3 +461,34 @@ fn version_completions_man_page_and_report_names() {
         );
     }
 }
+
+#[test]
+#[cfg_attr(
+    no_corpus,
+    ignore = "no trace corpus: set TRACELENS_CORPUS to shared/traces"
+)]
+fn a_multi_process_export_opens_into_per_process_reports() {
+    let Some(root) = corpus_dir("a_multi_process_export_opens_into_per_process_reports") else {
+        return;
+    };
+    // One Nsight Systems export of two rank processes (FSDP on two H100s).
+    let export = root.join("nsys/public/GindaChen__nsys-ai/tests/fixtures/h100_2gpu_1s.sqlite");
+    let dir = temp("processes");
+    let page = dir.join("job.html");
+    let r = run(&["analyze", p(&export), "-o", p(&page), "--quiet"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    for rank in [0, 1] {
+        let own = dir.join(format!("job.rank{rank}.html"));
+        assert!(
+            html.contains(&format!("<a href=\"job.rank{rank}.html\">rank {rank}</a>")),
+            "the job page links rank {rank}"
+        );
+        // Each process's page is a whole report: its verdict, findings and fixes.
+        let own = std::fs::read_to_string(&own).unwrap();
+        assert!(own.contains("h100_2gpu_1s.sqlite#process"), "rank {rank}");
+        assert!(own.contains("class=\"finding"), "rank {rank}: no finding");
+        assert!(own.contains("Host-to-device copies"), "rank {rank}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

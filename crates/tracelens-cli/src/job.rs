@@ -4,6 +4,7 @@
 use crate::args::{AnalyzeArgs, Format, MergeArgs};
 use crate::gate;
 use crate::output::{self, terminal_width};
+use crate::rank_pages::{self, RankReport};
 use crate::sink::{fail, Sink};
 use crate::stop::Stop;
 use std::io::IsTerminal;
@@ -19,6 +20,7 @@ pub(crate) fn write_job(
     format: Option<Format>,
     output: Option<&PathBuf>,
     page: Option<&Path>,
+    rank_reports: &[RankReport],
     out: &mut Sink,
 ) -> Result<(), Stop> {
     let target = output.filter(|p| p.as_os_str() != "-");
@@ -28,11 +30,21 @@ pub(crate) fn write_job(
         format.unwrap_or_else(|| target.map_or(Format::Text, |p| Format::from_extension(p)));
     let job = &doc.job;
     let source = page.map_or_else(String::new, |p| p.display().to_string());
+    // The job page, with the per-process reports written beside it and linked.
+    let job_page = |path: &Path, out: &mut Sink| -> Result<String, Stop> {
+        let links = rank_pages::write_beside(path, job, rank_reports, out)?;
+        Ok(tracelens_report::render_job_html(job, &source, &links))
+    };
+    let text = match (format, target) {
+        (Format::Html, Some(path)) => job_page(path, out)?,
+        _ => String::new(),
+    };
     let text = match format {
+        _ if !text.is_empty() => text,
         Format::Text => tracelens_report::render_job_text(job, width),
         Format::Md => tracelens_report::render_job_markdown(job),
         Format::Json => tracelens_report::render_job_json(doc),
-        Format::Html => tracelens_report::render_job_html(job, &source),
+        Format::Html => tracelens_report::render_job_html(job, &source, &[]),
         Format::Parquet => {
             let why = "--format parquet writes one rank; give one trace (the map step)";
             return Err(fail(out.stderr, Path::new("-"), why));
@@ -48,7 +60,8 @@ pub(crate) fn write_job(
             out.print(&text)?;
             let (path, note) = output::report_path_for(page);
             out.check_not_input(&path)?;
-            out.write_file(&path, &tracelens_report::render_job_html(job, &source))?;
+            let html = job_page(&path, out)?;
+            out.write_file(&path, &html)?;
             out.announce("report: ", &path)?;
             if let Some(note) = note {
                 out.print(&format!(
@@ -92,6 +105,7 @@ pub(crate) fn merge(args: &MergeArgs, out: &mut Sink) -> Result<(), Stop> {
         args.format.map(Format::from),
         args.output.as_ref(),
         None,
+        &[],
         out,
     )
 }
@@ -108,13 +122,23 @@ pub(crate) fn merge(_: &MergeArgs, out: &mut Sink) -> Result<(), Stop> {
 /// Analyses one rank and keeps what the job analysis needs: its report's results and its
 /// collectives on the focus device.
 pub(crate) fn rank_summary(trace: &tracelens_model::Trace) -> tracelens_results::RankSummary {
+    rank_summary_and_report(trace).0
+}
+
+/// One rank's summary and its whole report (analysed once for both).
+fn rank_summary_and_report(
+    trace: &tracelens_model::Trace,
+) -> (tracelens_results::RankSummary, tracelens_results::Report) {
     let analysis = tracelens_analysis::analyze(trace);
     let collectives = tracelens_analysis::attribute::collectives::collectives_on(
         trace,
         analysis.diagnosis.focus_device,
     );
     let report = tracelens_results::Report::new(trace, analysis);
-    tracelens_results::RankSummary::of(&report, collectives)
+    (
+        tracelens_results::RankSummary::of(&report, collectives),
+        report,
+    )
 }
 
 /// The ranks one trace holds: itself, or one per process of a capture of several rank
@@ -490,7 +514,7 @@ pub(crate) fn analyze_job(
         &label,
         out,
     )?;
-    finish_job(args, &job, &ranks, &rules, out)
+    finish_job(args, &job, &ranks, &[], &rules, out)
 }
 
 /// `analyze` of one capture that holds several rank processes: their job.
@@ -500,10 +524,18 @@ pub(crate) fn analyze_capture(
     out: &mut Sink,
 ) -> Result<(), Stop> {
     let rules = gate::parse_all(&args.fail_on, args.not_measured, out.stderr)?;
-    let ranks = rank_summaries(trace);
+    let (ranks, reports): (Vec<_>, Vec<_>) = trace
+        .rank_processes()
+        .iter()
+        .map(|p| {
+            let (summary, report) = rank_summary_and_report(&trace.only_process(p));
+            let file = summary.file.clone();
+            (summary, RankReport { file, report })
+        })
+        .unzip();
     let job = tracelens_results::analyze_job(&ranks, args.as_job)
         .map_err(|why| fail(out.stderr, &args.trace, why))?;
-    finish_job(args, &job, &ranks, &rules, out)
+    finish_job(args, &job, &ranks, &reports, &rules, out)
 }
 
 /// Writes a job's outputs and applies the rules.
@@ -511,6 +543,7 @@ fn finish_job(
     args: &AnalyzeArgs,
     job: &tracelens_results::Job,
     ranks: &[tracelens_results::RankSummary],
+    rank_reports: &[RankReport],
     rules: &[gate::GateRule],
     out: &mut Sink,
 ) -> Result<(), Stop> {
@@ -520,6 +553,7 @@ fn finish_job(
         args.format,
         args.output.as_ref(),
         page,
+        rank_reports,
         out,
     )?;
     if !rules.is_empty() {

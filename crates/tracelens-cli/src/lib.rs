@@ -17,6 +17,7 @@ mod job;
 pub mod memory;
 mod output;
 mod progress;
+mod rank_pages;
 mod sink;
 mod stop;
 

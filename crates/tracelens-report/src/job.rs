@@ -231,6 +231,8 @@ struct JobPage<'a> {
     heat: Vec<HeatCell>,
     heat_width: usize,
     heat_height: usize,
+    /// Each rank's own report beside this page (a split multi-process capture): rank, file.
+    rank_pages: Vec<(i64, String)>,
     labels: Vec<(usize, String)>,
     version: &'static str,
 }
@@ -319,9 +321,10 @@ const CELL: usize = 18;
 /// The most step columns of the heat map; more steps are binned.
 pub const MAX_HEAT_COLUMNS: usize = 200;
 
-/// The job as one self-contained HTML page.
+/// The job as one self-contained HTML page; `rank_pages` links each rank's own report (the
+/// pages written beside it for a split multi-process capture).
 #[must_use]
-pub fn render_job_html(job: &Job, source: &str) -> String {
+pub fn render_job_html(job: &Job, source: &str, rank_pages: &[(i64, String)]) -> String {
     let steps: Vec<i64> = {
         let mut s: Vec<i64> = job
             .ranks
@@ -436,6 +439,7 @@ pub fn render_job_html(job: &Job, source: &str) -> String {
             })
             .collect(),
         heat,
+        rank_pages: rank_pages.to_vec(),
         version: env!("CARGO_PKG_VERSION"),
     }
     .render()
@@ -458,7 +462,7 @@ mod tests {
             ..RankSummary::default()
         };
         let job = analyze_job(&[rank(0), rank(1)], true).unwrap();
-        let html = render_job_html(&job, "job");
+        let html = render_job_html(&job, "job", &[]);
         let cells = html.matches("hsl(28, 90%").count();
         assert!(cells <= 2 * MAX_HEAT_COLUMNS, "{cells} cells");
         assert!(cells >= 2 * MAX_HEAT_COLUMNS - 2, "{cells} cells");
@@ -470,7 +474,9 @@ mod tests {
         };
         let job = analyze_job(&[few(0), few(1)], true).unwrap();
         assert_eq!(
-            render_job_html(&job, "job").matches("hsl(28, 90%").count(),
+            render_job_html(&job, "job", &[])
+                .matches("hsl(28, 90%")
+                .count(),
             4
         );
     }

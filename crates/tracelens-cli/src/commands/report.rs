@@ -25,7 +25,7 @@ pub(crate) fn rerender(args: &ReportArgs, out: &mut Sink) -> Result<(), Stop> {
     if tracelens_results::JobDocument::is_job(&text) {
         let doc = tracelens_results::JobDocument::from_json(&text)
             .map_err(|e| fail(out.stderr, &args.result, e))?;
-        return crate::job::write_job(&doc, Some(format), args.output.as_ref(), None, out);
+        return crate::job::write_job(&doc, Some(format), args.output.as_ref(), None, &[], out);
     }
     let report = tracelens_results::Report::from_json(&text)
         .map_err(|e| fail(out.stderr, &args.result, e))?;
