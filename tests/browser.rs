@@ -12,6 +12,23 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tracelens_tests::{corpus_dir, tracelens};
 
+/// Real traces of three kinds the page tests read: training CUDA Kineto, inference ROCm
+/// Kineto, a (two-process) Nsight Systems export.
+const REAL_TRACES: [(&str, &str); 3] = [
+    (
+        "resnet50_nw0",
+        "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
+    ),
+    (
+        "qwen_mi300",
+        "other/TraceLens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    ),
+    (
+        "nsys_2gpu",
+        "nsys/public/GindaChen__nsys-ai/tests/fixtures/mfu_2gpu_after.sqlite",
+    ),
+];
+
 fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TRACELENS_CHROMIUM") {
         return Some(PathBuf::from(p));
@@ -224,21 +241,7 @@ fn report_renders_offline_in_chromium_without_errors_or_requests() {
     let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
     let _ = std::fs::remove_dir_all(&shots);
     std::fs::create_dir_all(&shots).unwrap();
-    let traces = [
-        (
-            "resnet50_nw0",
-            "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
-        ),
-        (
-            "qwen_mi300",
-            "other/TraceLens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-        ),
-        (
-            "nsys_2gpu",
-            "nsys/public/GindaChen__nsys-ai/tests/fixtures/mfu_2gpu_after.sqlite",
-        ),
-    ];
-    for (name, rel) in traces {
+    for (name, rel) in REAL_TRACES {
         let report = work.join(format!("{name}.html"));
         let run = tracelens([
             "analyze".into(),
@@ -427,25 +430,13 @@ fn every_section_reads_at_800_and_1400_px() {
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).unwrap();
     let mut pages = Vec::new();
-    for (name, rel) in [
-        (
-            "resnet50_nw0",
-            "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
-        ),
-        (
-            "qwen_mi300",
-            "other/TraceLens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
-        ),
-        (
-            "nsys_2gpu",
-            "nsys/public/GindaChen__nsys-ai/tests/fixtures/mfu_2gpu_after.sqlite",
-        ),
+    for (name, rel) in REAL_TRACES.into_iter().chain([
         (
             "owlv2",
             "other/TraceLens/h100/google_owlv2-large-patch14-ensemble__1016001.json.gz",
         ),
         ("dlrm_job", "other/param/dlrm_kineto"),
-    ] {
+    ]) {
         let page = work.join(format!("{name}.html"));
         let run = tracelens([
             "analyze".into(),

@@ -80,42 +80,43 @@ pub(crate) fn all_fixes_assumption(d: &Diagnosis) -> &str {
         .map_or("", |p| p.assumption.as_str())
 }
 
-/// The all-fixes prediction in a phrase, if there is one.
+/// The all-fixes prediction in a phrase, if there is one: "with all 3 predicted fixes
+/// together the step would be 149.019 ms (now 208.473 ms)".
 pub(crate) fn all_fixes_line(d: &Diagnosis) -> Option<String> {
-    let p = d.critical_path.all_fixes.as_ref()?;
-    let what = if d.has_steps() {
-        "step"
+    let (fixes, what, predicted, now) = all_fixes_parts(d)?;
+    let together = if fixes.starts_with("the one") {
+        ""
     } else {
-        "profiled time"
-    };
-    let all = match p.findings.len() {
-        1 => "the one predicted fix".to_string(),
-        2 => "both predicted fixes together".to_string(),
-        n => format!("all {n} predicted fixes together"),
+        " together"
     };
     Some(format!(
-        "with {all} the {what} would be {} (now {})",
-        format_ms(p.predicted_step_ns),
-        format_ms(p.measured_step_ns),
+        "with {fixes}{together} the {what} would be {predicted} (now {now})"
     ))
 }
 
 /// [`all_fixes_line`] in fewer words, for the terminal: "all 3 predicted fixes: step
 /// 149.019 ms (now 208.473 ms)".
 pub(crate) fn all_fixes_short(d: &Diagnosis) -> Option<String> {
+    let (fixes, what, predicted, now) = all_fixes_parts(d)?;
+    Some(format!("{fixes}: {what} {predicted} (now {now})"))
+}
+
+/// The all-fixes prediction's words: which fixes, of what, predicted and now.
+fn all_fixes_parts(d: &Diagnosis) -> Option<(String, &'static str, String, String)> {
     let p = d.critical_path.all_fixes.as_ref()?;
     let what = if d.has_steps() {
         "step"
     } else {
         "profiled time"
     };
-    let all = match p.findings.len() {
+    let fixes = match p.findings.len() {
         1 => "the one predicted fix".to_string(),
         2 => "both predicted fixes".to_string(),
         n => format!("all {n} predicted fixes"),
     };
-    Some(format!(
-        "{all}: {what} {} (now {})",
+    Some((
+        fixes,
+        what,
         format_ms(p.predicted_step_ns),
         format_ms(p.measured_step_ns),
     ))
