@@ -262,7 +262,7 @@ fn render_findings(
         "",
         0,
     ));
-    let block_of = |i: usize, f: &tracelens_analysis::Finding, compact: bool| {
+    let block_of = |i: usize, f: &tracelens_analysis::Finding, form: Form| {
         let badge = format!("[{:?}]", f.severity);
         let painted = match f.severity {
             Severity::High => style.paint("1;31", &badge),
@@ -271,55 +271,55 @@ fn render_findings(
         };
         // Wrap on the plain badge, then paint it: colour codes have no width.
         let head = format!("  {}. {badge} ", i + 1);
-        let title = wrap(&clean(&f.title), width, &head, 5);
-        // Short form: two lines of the title at most.
-        let title = if compact && title.lines().count() > 2 {
-            let lines: Vec<&str> = title.lines().take(2).collect();
-            format!("{}\n{}", lines[0], ellipsized(lines[1], width, 5))
-        } else {
-            title
-        };
+        let title = at_most(
+            wrap(&clean(&f.title), width, &head, 5),
+            form.title_lines,
+            width,
+            5,
+        );
         let mut block = title.replacen(&badge, &painted, 1);
-        if compact {
-            // The same facts in fewer lines: the win and prediction in short words, the fix's
-            // first line (all of it in the HTML report and the JSON).
-            block.push_str(&wrap(
-                &crate::win_and_prediction_short(f, d),
-                width,
-                "     ",
-                5,
-            ));
-            block.push_str(&one_line(&clean(&f.fix), width, "     fix: "));
+        // Short forms: the same facts in fewer lines (the win and prediction in short words,
+        // the fix's first lines; all of it in the HTML report and the JSON).
+        let win = if form.short_win {
+            crate::win_and_prediction_short(f, d)
         } else {
-            block.push_str(&wrap(&crate::win_and_prediction(f, d), width, "     ", 5));
-            block.push_str(&wrap(&clean(&f.fix), width, "     fix: ", 10));
-        }
+            crate::win_and_prediction(f, d)
+        };
+        block.push_str(&wrap(&win, width, "     ", 5));
+        block.push_str(&at_most(
+            wrap(&clean(&f.fix), width, "     fix: ", 10),
+            form.fix_lines,
+            width,
+            10,
+        ));
         if let Some(site) = &f.call_site {
             block.push_str(&wrap(&clean(site), width, "     at:  ", 10));
         }
         block
     };
-    // The top findings in full when they fit the screen, else in short form.
+    // The top findings in the fullest form that fits the screen, else in the shortest.
     let top = d.findings.len().min(TOP_FINDINGS);
-    let full: Vec<String> = d.findings[..top]
-        .iter()
-        .enumerate()
-        .map(|(i, f)| block_of(i, f, false))
-        .collect();
     let more_line = usize::from(d.findings.len() > top);
-    let full_lines: usize = full.iter().map(|b| b.lines().count()).sum();
-    let compact = budget_lines
-        .is_some_and(|budget| section.lines().count() + full_lines + more_line > budget);
+    let lines_in = |form: Form| -> usize {
+        d.findings[..top]
+            .iter()
+            .enumerate()
+            .map(|(i, f)| block_of(i, f, form).lines().count())
+            .sum()
+    };
+    let form = match budget_lines {
+        None => Form::FULL,
+        Some(budget) => Form::ALL
+            .into_iter()
+            .find(|&form| section.lines().count() + lines_in(form) + more_line <= budget)
+            .unwrap_or(Form::SHORTEST),
+    };
     for (i, f) in d.findings[..top].iter().enumerate() {
-        section.push_str(&if compact {
-            block_of(i, f, true)
-        } else {
-            full[i].clone()
-        });
+        section.push_str(&block_of(i, f, form));
     }
     let mut shown = top;
     for (i, f) in d.findings.iter().enumerate().take(TEXT_FINDINGS).skip(top) {
-        let block = block_of(i, f, compact);
+        let block = block_of(i, f, form);
         let more_line = usize::from(i + 1 < d.findings.len());
         let fits = budget_lines.is_none_or(|budget| {
             section.lines().count() + block.lines().count() + more_line <= budget
@@ -340,16 +340,60 @@ fn render_findings(
     out.push_str(&section);
 }
 
-/// `text` after `first` on one line of `width` columns: whole words, then ` …` when it does
-/// not fit.
-fn one_line(text: &str, width: usize, first: &str) -> String {
-    let wrapped = wrap(text, width, first, first.chars().count());
-    let mut lines = wrapped.lines();
-    let head = lines.next().unwrap_or_default();
-    if lines.next().is_none() {
+/// How much of a finding the summary shows: the full form, or shorter ones that keep the
+/// top findings on one screen.
+#[derive(Clone, Copy)]
+struct Form {
+    /// Title lines at most (`None`: all).
+    title_lines: Option<usize>,
+    /// Fix lines at most (`None`: all).
+    fix_lines: Option<usize>,
+    /// The win and prediction in short words.
+    short_win: bool,
+}
+
+impl Form {
+    const FULL: Form = Form {
+        title_lines: None,
+        fix_lines: None,
+        short_win: false,
+    };
+    const SHORTEST: Form = Form {
+        title_lines: Some(2),
+        fix_lines: Some(1),
+        short_win: true,
+    };
+    /// Fullest first.
+    const ALL: [Form; 4] = [
+        Form::FULL,
+        Form {
+            title_lines: None,
+            fix_lines: Some(2),
+            short_win: true,
+        },
+        Form {
+            title_lines: Some(2),
+            fix_lines: Some(2),
+            short_win: true,
+        },
+        Form::SHORTEST,
+    ];
+}
+
+/// The first `most` lines of `wrapped`, the last of them ending in ` …` when text was left
+/// out (never cut into its first `indent` columns).
+fn at_most(wrapped: String, most: Option<usize>, width: usize, indent: usize) -> String {
+    let Some(most) = most.filter(|&m| m > 0 && wrapped.lines().count() > m) else {
         return wrapped;
+    };
+    let lines: Vec<&str> = wrapped.lines().take(most).collect();
+    let mut out = String::new();
+    for line in &lines[..most - 1] {
+        out.push_str(line);
+        out.push('\n');
     }
-    ellipsized(head, width, first.chars().count())
+    out.push_str(&ellipsized(lines[most - 1], width, indent));
+    out
 }
 
 /// A wrapped `line` that text continues past, ending in ` …`: words dropped from its end
