@@ -3,6 +3,7 @@
 //! - `no_corpus`: the trace corpus (`$TRACELENS_CORPUS`, default `../shared/traces`) is absent;
 //! - `no_browser`: no Chromium on `PATH` (or `$TRACELENS_CHROMIUM`);
 //! - `no_duckdb`: no `$TRACELENS_DUCKDB_PYTHON` (a Python with the duckdb package);
+//! - `no_mcp_client`: no `$TRACELENS_MCP_PYTHON` (a Python with the `mcp` SDK);
 //! - `no_real_traces`: no PyTorch scenario traces recorded under `fixtures/real/` yet (they
 //!   need a lent GPU: `scenarios/README.md`).
 //!
@@ -19,6 +20,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_corpus)");
     println!("cargo::rustc-check-cfg=cfg(no_browser)");
     println!("cargo::rustc-check-cfg=cfg(no_duckdb)");
+    println!("cargo::rustc-check-cfg=cfg(no_mcp_client)");
     println!("cargo::rustc-check-cfg=cfg(no_real_traces)");
     for var in [
         "TRACELENS_CORPUS",
@@ -27,6 +29,8 @@ fn main() {
         "TRACELENS_CHROMIUM",
         "TRACELENS_DUCKDB_PYTHON",
         "TRACELENS_REQUIRE_DUCKDB",
+        "TRACELENS_MCP_PYTHON",
+        "TRACELENS_REQUIRE_MCP",
         "PATH",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
@@ -68,6 +72,9 @@ fn main() {
         && !required("TRACELENS_REQUIRE_DUCKDB")
     {
         println!("cargo:rustc-cfg=no_duckdb");
+    }
+    if std::env::var_os("TRACELENS_MCP_PYTHON").is_none() && !required("TRACELENS_REQUIRE_MCP") {
+        println!("cargo:rustc-cfg=no_mcp_client");
     }
     let real = root.join("fixtures/real");
     println!("cargo:rerun-if-changed={}", real.display());

@@ -54,6 +54,17 @@ pub(crate) enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff), e.g. `tracelens man > ~/.local/share/man/man1/tracelens.1`.
     Man,
+    /// Serve the analysis to coding agents: a Model Context Protocol server on stdin/stdout
+    /// (tools: analyze, view, diff, check, locate), reading only under the given roots.
+    Mcp(McpArgs),
+}
+
+#[derive(clap::Args)]
+pub(crate) struct McpArgs {
+    /// A folder the server may read traces under (repeatable; symlinks are resolved, nothing
+    /// outside is read, and nothing is written).
+    #[arg(long = "root", value_name = "DIR", required = true)]
+    pub(crate) roots: Vec<PathBuf>,
 }
 
 #[derive(clap::Args)]

@@ -14,6 +14,7 @@ mod args;
 mod commands;
 mod gate;
 mod job;
+pub mod mcp;
 pub mod memory;
 mod output;
 mod progress;
@@ -105,6 +106,10 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
             let mut script = Vec::new();
             clap_complete::generate(a.shell, &mut command, "tracelens", &mut script);
             write_out(stdout, stderr, &script)
+        }
+        Command::Mcp(a) => {
+            let stdin = std::io::stdin();
+            mcp::serve(&a.roots, run, &mut stdin.lock(), stdout, stderr)
         }
         Command::Man => {
             let command = <Cli as clap::CommandFactory>::command();
