@@ -411,7 +411,8 @@ fn layout_problems(browser: &Path, page: &Path, work: &Path, width: u32) -> Vec<
 /// cell clipped past the page without a scroller to reach it, none squeezed to a word or a
 /// few characters per line, none wrapped over more than four lines, no legend with two
 /// entries of one colour. Training CUDA Kineto, inference ROCm Kineto, an Nsight Systems
-/// export, a transformer with every busy-GPU section, a job page and a diff page.
+/// export, a transformer with every busy-GPU section, a job page, a diff page and a history
+/// page (its screenshots beside the others').
 #[test]
 fn every_section_reads_at_800_and_1400_px() {
     let Some(browser) = chromium() else {
@@ -462,6 +463,51 @@ fn every_section_reads_at_800_and_1400_px() {
     ]);
     assert_eq!(run.code, 0, "diff: {}", run.stderr);
     pages.push(diff);
+    // A history page of three stored runs.
+    let mut history = vec!["history".into()];
+    for (i, rel) in [
+        "kineto/tb_plugin/samples/resnet50_num_workers_0/worker0.pt.trace.json.gz",
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623213129365.pt.trace.json.gz",
+        "kineto/tb_plugin/samples/resnet50_num_workers_4/worker0.1623212756351.pt.trace.json.gz",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let stored = work.join(format!("run{i}.json"));
+        let run = tracelens([
+            "analyze".into(),
+            corpus.join(rel).into_os_string(),
+            "--label".into(),
+            format!("commit {i}").into(),
+            "-o".into(),
+            stored.clone().into_os_string(),
+        ]);
+        assert_eq!(run.code, 0, "{rel}: {}", run.stderr);
+        history.push(stored.into_os_string());
+    }
+    let history_page = work.join("history.html");
+    history.extend(["-o".into(), history_page.clone().into_os_string()]);
+    let run = tracelens(history);
+    assert_eq!(run.code, 0, "history: {}", run.stderr);
+    pages.push(history_page.clone());
+    // Screenshots of the history page for people, beside the others.
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    std::fs::create_dir_all(&shots).unwrap();
+    for width in [1400, 800] {
+        let shot = shots.join(format!("history-light-{width}.png"));
+        let page = open(
+            &browser,
+            &history_page,
+            &work,
+            &[
+                "--hide-scrollbars".into(),
+                format!("--window-size={width},1600"),
+                format!("--screenshot={}", shot.display()),
+            ],
+        );
+        assert!(page.console.is_empty(), "history: {:?}", page.console);
+        assert!(std::fs::metadata(&shot).map_or(0, |m| m.len()) > 10_000);
+    }
     let mut problems = Vec::new();
     for page in &pages {
         for width in [800, 1400] {

@@ -54,9 +54,27 @@ pub(crate) enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff), e.g. `tracelens man > ~/.local/share/man/man1/tracelens.1`.
     Man,
+    /// Performance across runs: stored results (`analyze --format json`, `--label` to name
+    /// them) as one series, ordered by when each trace was recorded: step time, GPU busy, MFU,
+    /// exposed communication, the top finding, and the runs where the step time changed beyond
+    /// the noise with the findings that appeared or grew there.
+    History(HistoryArgs),
     /// Serve the analysis to coding agents: a Model Context Protocol server on stdin/stdout
     /// (tools: analyze, view, diff, check, locate), reading only under the given roots.
     Mcp(McpArgs),
+}
+
+#[derive(clap::Args)]
+pub(crate) struct HistoryArgs {
+    /// Result documents of the runs (`tracelens analyze TRACE --format json -o run.json`).
+    #[arg(required = true, value_name = "RESULT")]
+    pub(crate) results: Vec<PathBuf>,
+    /// Output format (default: from the -o extension, else text).
+    #[arg(long, value_enum)]
+    pub(crate) format: Option<DocFormat>,
+    /// Write to FILE (atomically) instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -177,6 +195,10 @@ pub(crate) struct CheckArgs {
     /// A run to compare with, enabling the `diff.*` metrics.
     #[arg(long, value_name = "BEFORE")]
     pub(crate) baseline: Option<PathBuf>,
+    /// Stored results of the last runs, enabling the `history.*` metrics (this run against
+    /// their median step, beyond their noise).
+    #[arg(long, value_name = "RESULT", num_args = 1..)]
+    pub(crate) history: Vec<PathBuf>,
     /// A rule on a figure this capture does not give (a GPU rule on a CPU-only run, a diff
     /// without a baseline): `error` refuses it (exit 2), `pass` lets it pass with a note.
     /// Rules of the default set always pass with the note.
@@ -291,6 +313,9 @@ pub(crate) struct AnalyzeArgs {
     pub(crate) not_measured: NotMeasured,
     #[command(flatten)]
     pub(crate) annotate: AnnotationArgs,
+    /// Name this run in its JSON (a commit, a CI run number), for `tracelens history`.
+    #[arg(long, value_name = "TEXT")]
+    pub(crate) label: Option<String>,
     /// Keep only the trace's file name in the JSON (`input.path`, a job's rank files): for
     /// results shared outside the machine. The other outputs name the file only anyway.
     #[arg(long)]

@@ -27,11 +27,11 @@ pub use stop::{EXIT_INPUT, EXIT_OK, EXIT_RULE};
 
 use args::{Cli, Command, RuleSet};
 use clap::Parser;
-use commands::{analyze, annotate, check, diff, nsys_rules, report};
+use commands::{analyze, annotate, check, diff, history, nsys_rules, report};
 use sink::Sink;
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tracelens_load as input;
 use tracelens_report::escape::terminal_text;
 
@@ -106,6 +106,15 @@ pub fn run(args: Vec<OsString>, stdout: &mut dyn Write, stderr: &mut dyn Write) 
             let mut script = Vec::new();
             clap_complete::generate(a.shell, &mut command, "tracelens", &mut script);
             write_out(stdout, stderr, &script)
+        }
+        Command::History(a) => {
+            let mut sink = Sink {
+                stdout,
+                stderr,
+                input: a.results.first().map_or(Path::new("-"), PathBuf::as_path),
+                input_identity: None,
+            };
+            stop::exit_code(history::history_of(&a, &mut sink).and_then(|()| sink.flush()))
         }
         Command::Mcp(a) => {
             let stdin = std::io::stdin();

@@ -7,6 +7,7 @@
 #![deny(missing_docs)]
 
 pub mod diff;
+pub mod history;
 pub mod job;
 pub mod metrics;
 pub mod report;

@@ -122,6 +122,8 @@ fn named_metric(name: &str) -> Option<&'static str> {
 fn missing_evidence(name: &str) -> &'static str {
     if name.starts_with("diff.") {
         NO_BASELINE
+    } else if name.starts_with("history.") {
+        NO_HISTORY
     } else if name.starts_with("ranks.") {
         NO_JOB
     } else {
@@ -129,6 +131,9 @@ fn missing_evidence(name: &str) -> &'static str {
     }
 }
 
+/// Why `history.*` figures are missing.
+const NO_HISTORY: &str =
+    "there are no earlier runs: pass --history with the stored results of the last runs";
 /// Why `diff.*` figures are missing.
 const NO_BASELINE: &str = "there is nothing to compare with: pass --baseline with a trace or a stored result of the run before";
 /// Why `ranks.*` figures are missing.
@@ -422,6 +427,29 @@ impl Metrics {
         );
     }
 
+    /// Adds the `history.*` metrics: this run against the earlier `runs` (their median step,
+    /// their largest step-time spread as the noise, at least 1 %).
+    pub fn add_history(&mut self, this: &crate::history::Run, runs: &[crate::history::Run]) {
+        if runs.is_empty() {
+            return;
+        }
+        let (median, spread) = crate::history::level_of(runs);
+        let change = if median > 0.0 {
+            (this.step_ns as f64 - median) * 100.0 / median
+        } else {
+            0.0
+        };
+        let noise = spread.max(this.step_spread_percent).max(1.0);
+        self.put("history.step_time_change_percent", change, Unit::Percent);
+        self.put("history.noise_percent", noise, Unit::Percent);
+        self.put(
+            "history.regression",
+            f64::from(u8::from(change > noise)),
+            Unit::Count,
+        );
+        self.put("history.runs", runs.len() as f64, Unit::Count);
+    }
+
     /// Adds the `ranks.*` metrics of a multi-rank job.
     pub fn add_job(&mut self, job: &crate::job::Job) {
         let max_wait = job.ranks.iter().map(|r| r.wait_ns).max().unwrap_or(0);
@@ -471,18 +499,27 @@ impl Metrics {
         if named_metric(name).is_some() {
             return Unit::Ms;
         }
-        let mut m = Metrics::of(&Results::empty());
-        m.add_diff(&Diff::default());
-        m.put_job(&JobFigures::default());
-        m.get(name).map_or(Unit::Count, |x| x.unit)
+        Metrics::every_family()
+            .get(name)
+            .map_or(Unit::Count, |x| x.unit)
     }
 
     /// Every name a rule may use, with or without a diff.
     pub fn all_names() -> Vec<String> {
+        Metrics::every_family()
+            .names()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// An empty run's metrics with every family added (diff, job, history): every name.
+    fn every_family() -> Metrics {
         let mut m = Metrics::of(&Results::empty());
         m.add_diff(&Diff::default());
         m.put_job(&JobFigures::default());
-        m.names().map(str::to_string).collect()
+        let run = crate::history::Run::of(&Results::empty(), String::new(), String::new(), None);
+        m.add_history(&run, std::slice::from_ref(&run));
+        m
     }
 }
 

@@ -54,6 +54,9 @@ pub struct Report {
     pub warnings: Vec<Warning>,
     /// The representative step binned by class, for the timeline picture.
     pub timeline: Option<TimelineView>,
+    /// The run's label (`analyze --label`: a commit, a CI run), for `tracelens history`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
 }
 
 /// Why a stored document cannot be read as a [`Report`].
@@ -122,6 +125,7 @@ impl Report {
             graph_attribution: trace.graph_attribution.clone(),
             warnings: trace.warnings.clone(),
             timeline,
+            label: None,
         }
     }
 

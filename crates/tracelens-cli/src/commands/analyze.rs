@@ -75,7 +75,8 @@ pub(crate) fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
             analysis.diagnosis.focus_device,
         )
     });
-    let report = tracelens_results::Report::new(&trace, analysis);
+    let mut report = tracelens_results::Report::new(&trace, analysis);
+    report.label = args.label.clone();
     let rank = collectives.map(|c| tracelens_results::RankSummary::of(&report, c));
     // The report stands on its own: the trace's memory goes before rendering.
     drop(trace);

@@ -24,6 +24,15 @@ pub(crate) fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), Stop> {
         let base = gate::results_of(before, out.stderr)?;
         metrics.add_diff(&tracelens_results::diff(&base, &results));
     }
+    if !args.history.is_empty() {
+        let mut runs = Vec::with_capacity(args.history.len());
+        for path in &args.history {
+            runs.push(super::history::run_of(path).map_err(|why| fail(out.stderr, path, why))?);
+        }
+        let this =
+            tracelens_results::history::Run::of(&results, String::new(), String::new(), None);
+        metrics.add_history(&this, &runs);
+    }
     if let Some(lines) = args.annotate.lines(&results) {
         out.print_commands(&lines)?;
     }

@@ -5,5 +5,6 @@ pub(crate) mod analyze;
 pub(crate) mod annotate;
 pub(crate) mod check;
 pub(crate) mod diff;
+pub(crate) mod history;
 pub(crate) mod nsys_rules;
 pub(crate) mod report;
