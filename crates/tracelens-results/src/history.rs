@@ -2,7 +2,7 @@
 //! exposed communication, top finding), ordered by when the trace was recorded, and the runs
 //! where the step time changed beyond the noise, with the findings that appeared or grew there.
 
-use crate::metrics::Metrics;
+use crate::metrics::{HistoryFigures, Metrics};
 use crate::results::{FindingResult, Results};
 use serde::{Deserialize, Serialize};
 use tracelens_model::TimeNs;
@@ -105,6 +105,30 @@ impl Run {
             report: None,
         }
     }
+}
+
+/// `this` run against the earlier `runs` (their median step, the noise their largest
+/// step-time spread and this run's, at least 1 %); none without earlier runs.
+#[must_use]
+pub fn against(this: &Run, runs: &[Run]) -> Option<HistoryFigures> {
+    if runs.is_empty() {
+        return None;
+    }
+    let (median, spread) = level_of(runs);
+    let change_percent = if median > 0.0 {
+        (this.step_ns as f64 - median) * 100.0 / median
+    } else {
+        0.0
+    };
+    let noise_percent = spread
+        .max(this.step_spread_percent)
+        .max(NOISE_FLOOR_PERCENT);
+    Some(HistoryFigures {
+        change_percent,
+        noise_percent,
+        regression: change_percent > noise_percent,
+        runs: runs.len(),
+    })
 }
 
 /// Orders `runs` by recording time when every run has one (else as given) and finds the

@@ -427,27 +427,20 @@ impl Metrics {
         );
     }
 
-    /// Adds the `history.*` metrics: this run against the earlier `runs` (their median step,
-    /// their largest step-time spread as the noise, at least 1 %).
-    pub fn add_history(&mut self, this: &crate::history::Run, runs: &[crate::history::Run]) {
-        if runs.is_empty() {
-            return;
-        }
-        let (median, spread) = crate::history::level_of(runs);
-        let change = if median > 0.0 {
-            (this.step_ns as f64 - median) * 100.0 / median
-        } else {
-            0.0
-        };
-        let noise = spread.max(this.step_spread_percent).max(1.0);
-        self.put("history.step_time_change_percent", change, Unit::Percent);
-        self.put("history.noise_percent", noise, Unit::Percent);
+    /// Adds the `history.*` metrics (this run against earlier runs: [`crate::history::against`]).
+    pub fn add_history(&mut self, h: &HistoryFigures) {
+        self.put(
+            "history.step_time_change_percent",
+            h.change_percent,
+            Unit::Percent,
+        );
+        self.put("history.noise_percent", h.noise_percent, Unit::Percent);
         self.put(
             "history.regression",
-            f64::from(u8::from(change > noise)),
+            f64::from(u8::from(h.regression)),
             Unit::Count,
         );
-        self.put("history.runs", runs.len() as f64, Unit::Count);
+        self.put("history.runs", h.runs as f64, Unit::Count);
     }
 
     /// Adds the `ranks.*` metrics of a multi-rank job.
@@ -517,10 +510,22 @@ impl Metrics {
         let mut m = Metrics::of(&Results::empty());
         m.add_diff(&Diff::default());
         m.put_job(&JobFigures::default());
-        let run = crate::history::Run::of(&Results::empty(), String::new(), String::new(), None);
-        m.add_history(&run, std::slice::from_ref(&run));
+        m.add_history(&HistoryFigures::default());
         m
     }
+}
+
+/// A run against earlier runs, as the `history.*` metrics give it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct HistoryFigures {
+    /// The step against the earlier runs' median step, percent.
+    pub change_percent: f64,
+    /// The noise it is judged against (the largest step-time spread, at least 1 %), percent.
+    pub noise_percent: f64,
+    /// The step grew beyond the noise.
+    pub regression: bool,
+    /// Earlier runs compared with.
+    pub runs: usize,
 }
 
 /// The job-level figures a rule reads.

@@ -31,7 +31,9 @@ pub(crate) fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), Stop> {
         }
         let this =
             tracelens_results::history::Run::of(&results, String::new(), String::new(), None);
-        metrics.add_history(&this, &runs);
+        if let Some(figures) = tracelens_results::history::against(&this, &runs) {
+            metrics.add_history(&figures);
+        }
     }
     if let Some(lines) = args.annotate.lines(&results) {
         out.print_commands(&lines)?;
