@@ -13,6 +13,9 @@
 #   TL_REPORT         where to write the HTML report
 #   TL_ANNOTATIONS    `true`: annotate the PR's files with findings
 #   TL_MIN_SEVERITY   low | medium | high: the least severity annotated
+#   TL_HISTORY_DIR    where earlier runs' results are kept ('' = no history): this run's result
+#                     joins them, `tracelens history` draws the series, rules get --history
+#   TL_HISTORY_RUNS   how many runs the history keeps (default 20)
 #   GITHUB_OUTPUT, GITHUB_STEP_SUMMARY, GITHUB_WORKSPACE, RUNNER_TEMP: as the runner sets them
 # Exit: 0 (gate passed or off), 1 (a rule failed with the gate on), 2 (bad input).
 set -euo pipefail
@@ -25,6 +28,9 @@ TL_BASELINE_CACHE="${TL_BASELINE_CACHE:-}"
 TL_REPORT="${TL_REPORT:-tracelens-report.html}"
 TL_ANNOTATIONS="${TL_ANNOTATIONS:-true}"
 TL_MIN_SEVERITY="${TL_MIN_SEVERITY:-medium}"
+TL_HISTORY_DIR="${TL_HISTORY_DIR:-}"
+TL_HISTORY_RUNS="${TL_HISTORY_RUNS:-20}"
+case "$TL_HISTORY_RUNS" in ''|*[!0-9]*) echo "tracelens: error: history-runs must be a number, not '$TL_HISTORY_RUNS'" >&2; exit 2 ;; esac
 : "${GITHUB_OUTPUT:?}" "${GITHUB_STEP_SUMMARY:?}"
 TMP="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/tracelens-action.$$"
 mkdir -p "$TMP"
@@ -53,7 +59,12 @@ fi
 
 results="$TMP/results.json"
 # Read once: the result document (or a job's), without the runner's folders in it.
-tracelens analyze "$input" --format json --redact-path -o "$results" --quiet >/dev/null
+# The run's label for the history: the commit and the run number, when the runner says.
+sha="${GITHUB_SHA:-}"
+label="${sha:0:9}${GITHUB_RUN_NUMBER:+ #$GITHUB_RUN_NUMBER}"
+labelled=()
+if [ -n "$label" ]; then labelled=(--label "$label"); fi
+tracelens analyze "$input" --format json --redact-path -o "$results" --quiet ${labelled[@]+"${labelled[@]}"} >/dev/null
 
 # Every other output comes from the stored result (a run's or a job's): the trace is read once.
 summary="$TMP/summary.md"
@@ -71,6 +82,31 @@ fi
 if [ "${#baseline[@]}" -gt 0 ]; then
     { echo; tracelens diff "${baseline[1]}" "$results" --format md; } >> "$summary"
 fi
+# The history: earlier runs' results (kept by action.yml's cache), this run added, the oldest
+# beyond TL_HISTORY_RUNS dropped; named so that names sort in run order.
+history=()
+history_html=""
+if [ -n "$TL_HISTORY_DIR" ]; then
+    mkdir -p "$TL_HISTORY_DIR"
+    this_run="$TL_HISTORY_DIR/$(printf '%012d' "${GITHUB_RUN_NUMBER:-0}")-$(date +%s).json"
+    cp "$results" "$this_run"
+    shopt -s nullglob
+    kept=("$TL_HISTORY_DIR"/*.json)
+    drop=$(( ${#kept[@]} - TL_HISTORY_RUNS ))
+    for ((i = 0; i < drop; i++)); do rm -f "${kept[$i]}"; done
+    kept=("$TL_HISTORY_DIR"/*.json)
+    shopt -u nullglob
+    # The rules compare this run with the earlier ones still kept.
+    earlier=()
+    for f in "${kept[@]}"; do
+        if [ "$f" != "$this_run" ]; then earlier+=("$f"); fi
+    done
+    if [ "${#earlier[@]}" -gt 0 ]; then history=(--history "${earlier[@]}"); fi
+    history_html="$TMP/history.html"
+    tracelens history "${kept[@]}" -o "$history_html" >/dev/null
+    tracelens history "${kept[@]}" --format text > "$TMP/history.txt"
+    { echo; echo '```text'; head -n 8 "$TMP/history.txt"; echo '```'; } >> "$summary"
+fi
 cat "$summary" >> "$GITHUB_STEP_SUMMARY"
 if [ -n "$TL_BASELINE_CACHE" ]; then
     mkdir -p "$(dirname "$TL_BASELINE_CACHE")"
@@ -82,7 +118,7 @@ if [ "$TL_ANNOTATIONS" = true ]; then
     annotate=(--annotations github --min-severity "$TL_MIN_SEVERITY" --source-root "${GITHUB_WORKSPACE:-.}")
 fi
 set +e
-tracelens check "$results" --rules "$TL_RULES" ${baseline[@]+"${baseline[@]}"} ${annotate[@]+"${annotate[@]}"}
+tracelens check "$results" --rules "$TL_RULES" ${baseline[@]+"${baseline[@]}"} ${annotate[@]+"${annotate[@]}"} ${history[@]+"${history[@]}"}
 gate_code=$?
 set -e
 case "$gate_code" in
@@ -92,9 +128,9 @@ case "$gate_code" in
 esac
 
 # Outputs: the figures the reports show, read from the result document.
-python3 - "$results" "$gate" "$TL_REPORT" "$summary" >> "$GITHUB_OUTPUT" <<'PY'
+python3 - "$results" "$gate" "$TL_REPORT" "$summary" "$history_html" >> "$GITHUB_OUTPUT" <<'PY'
 import json, sys
-path, gate, report, summary = sys.argv[1:5]
+path, gate, report, summary, history_html = sys.argv[1:6]
 doc = json.load(open(path, encoding="utf-8"))
 if "job" in doc:
     job = doc["job"]
@@ -117,6 +153,7 @@ print(f"results-json={path}")
 print(f"report={report}")
 print(f"gate={gate}")
 print(f"summary-md={summary}")
+print(f"history-html={history_html}")
 PY
 
 if [ "$gate" = fail ] && [ "$TL_GATE" = true ]; then

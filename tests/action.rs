@@ -369,6 +369,67 @@ fn the_pr_comment_is_updated_in_place() {
     );
 }
 
+/// Issue 45: the history kept across runs of a branch: each run's result joins it (labelled
+/// with the commit and run number), the oldest beyond `history-runs` go, the page is drawn,
+/// and the rules get `--history`.
+#[cfg(unix)]
+#[test]
+fn the_history_is_kept_across_runs() {
+    let runner = Runner::new("history");
+    let history = runner.root.join("temp/tracelens-history");
+    let trace = scenario("dataloader_multi_process_fast");
+    let rules = runner.workspace().join("rules.toml");
+    std::fs::write(&rules, "rules = [\"history.runs > 5\"]\n").unwrap();
+    for run in 1..=4 {
+        let number = run.to_string();
+        let s = runner.step(
+            "run.sh",
+            &[
+                ("TL_TRACE", trace.to_str().unwrap()),
+                ("TL_HISTORY_DIR", history.to_str().unwrap()),
+                ("TL_HISTORY_RUNS", "3"),
+                (
+                    "TL_RULES",
+                    if run == 1 {
+                        "default"
+                    } else {
+                        rules.to_str().unwrap()
+                    },
+                ),
+                ("GITHUB_SHA", "0123456789abcdef"),
+                ("GITHUB_RUN_NUMBER", number.as_str()),
+            ],
+        );
+        assert_eq!(s.code, Some(0), "run {run}: {}", show(&s));
+        let kept = std::fs::read_dir(&history).unwrap().count();
+        assert_eq!(kept, run.min(3), "run {run}");
+        let page = &s.outputs["history-html"];
+        assert!(Path::new(page).is_file(), "run {run}: {page}");
+        assert!(
+            s.summary.contains(&format!("{} runs:", run.min(3))),
+            "{}",
+            s.summary
+        );
+        // The rule read the earlier runs (at most three kept, so never more than five).
+        if run > 1 {
+            assert!(s.stdout.contains("history.runs = "), "{}", show(&s));
+        }
+    }
+    let page = std::fs::read_to_string(
+        std::fs::read_dir(&history)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .max()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        page.contains("\"label\": \"012345678 #4\""),
+        "the run is labelled"
+    );
+}
+
 /// Writes an executable script.
 #[cfg(unix)]
 fn script(path: &Path, text: &str) {
