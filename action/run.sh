@@ -104,8 +104,7 @@ if [ -n "$TL_HISTORY_DIR" ]; then
     if [ "${#earlier[@]}" -gt 0 ]; then history=(--history "${earlier[@]}"); fi
     history_html="$TMP/history.html"
     tracelens history "${kept[@]}" -o "$history_html" >/dev/null
-    tracelens history "${kept[@]}" --format text > "$TMP/history.txt"
-    { echo; echo '```text'; head -n 8 "$TMP/history.txt"; echo '```'; } >> "$summary"
+    { echo; tracelens history "${kept[@]}" --format md; } >> "$summary"
 fi
 cat "$summary" >> "$GITHUB_STEP_SUMMARY"
 if [ -n "$TL_BASELINE_CACHE" ]; then

@@ -177,3 +177,38 @@ fn history_refuses_what_is_not_a_result() {
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("/nonexistent/run.json"), "{}", r.stderr);
 }
+
+/// A label is the document's text: one plain line in the terminal, escaped in Markdown, never
+/// a workflow command or markup of its own.
+#[test]
+fn a_hostile_label_stays_text() {
+    let dir = std::env::temp_dir().join(format!("tracelens-history-h-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = tracelens_tests::fixtures_dir().join("scenarios/item_every_step.json");
+    let label = "v1\n::error::pwned ``` ![x](http://127.0.0.1:9/p.png) <b>";
+    let docs: Vec<String> = (1..=2)
+        .map(|n| {
+            result_doc(&trace, label, 1.0, &dir, n)
+                .display()
+                .to_string()
+        })
+        .collect();
+    let mut args = vec!["history".to_string()];
+    args.extend(docs.clone());
+    let r = tracelens(args.clone());
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.lines().all(|l| !l.starts_with("::")),
+        "{}",
+        r.stdout
+    );
+    args.extend(["--format".into(), "md".into()]);
+    let md = tracelens(args).stdout;
+    assert!(
+        md.lines().all(|l| !l.trim_start().starts_with("::")),
+        "{md}"
+    );
+    assert!(!md.contains("![x]") && !md.contains("<b>"), "{md}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

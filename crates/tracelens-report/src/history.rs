@@ -1,6 +1,7 @@
 //! `tracelens history`: the series of runs as text and as one HTML page (a chart per figure,
 //! the runs as a table linking each run's report, the changes named).
 
+use crate::escape::{markdown_text, terminal_text};
 use askama::Template;
 use tracelens_model::{format_ms, shorten};
 use tracelens_results::history::{Change, History, Run};
@@ -208,12 +209,13 @@ pub fn render_history_html(h: &History) -> String {
     .expect("the history template renders")
 }
 
-/// The history as terminal text: the verdict, the changes, one line per run.
+/// The history as terminal text: the verdict, the changes, one line per run. Labels and
+/// finding titles come from the documents: each is one line of plain text here.
 #[must_use]
 pub fn render_history_text(h: &History) -> String {
     let mut out = format!("{}\n", verdict(h));
     for c in &h.changes {
-        out.push_str(&format!("  {}\n", change_line(h, c)));
+        out.push_str(&format!("  {}\n", terminal_text(&change_line(h, c))));
     }
     out.push_str(&format!("\nruns, {}:\n", h.order));
     for (i, r) in h.runs.iter().enumerate() {
@@ -228,10 +230,35 @@ pub fn render_history_text(h: &History) -> String {
             format_ms(r.step_ns),
             r.step_spread_percent,
             percent(r.gpu_busy_percent),
-            r.label
+            terminal_text(&r.label)
         ));
     }
     crate::escape::terminal_output(out, false)
+}
+
+/// The history as Markdown (a CI step summary): the verdict, the changes, the runs; every
+/// label and title escaped.
+#[must_use]
+pub fn render_history_markdown(h: &History) -> String {
+    let mut out = format!(
+        "### Performance history\n\n**{}**\n\n",
+        markdown_text(&verdict(h))
+    );
+    for c in &h.changes {
+        out.push_str(&format!("- {}\n", markdown_text(&change_line(h, c))));
+    }
+    out.push_str("\n| # | run | step | spread | GPU busy |\n|---:|---|---:|---:|---:|\n");
+    for (i, r) in h.runs.iter().enumerate() {
+        out.push_str(&format!(
+            "| {} | {} | {} | ±{:.1} % | {} |\n",
+            i + 1,
+            markdown_text(&r.label),
+            format_ms(r.step_ns),
+            r.step_spread_percent,
+            percent(r.gpu_busy_percent)
+        ));
+    }
+    out
 }
 
 /// The history as JSON.

@@ -19,7 +19,9 @@ pub mod sections;
 mod text;
 
 pub use diff::{render_diff_html, render_diff_json, render_diff_markdown, render_diff_text};
-pub use history::{render_history_html, render_history_json, render_history_text};
+pub use history::{
+    render_history_html, render_history_json, render_history_markdown, render_history_text,
+};
 pub use html::render_html;
 pub use job::{render_job_html, render_job_json, render_job_markdown, render_job_text};
 pub use json::render_json;

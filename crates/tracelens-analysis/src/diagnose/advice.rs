@@ -267,7 +267,6 @@ pub fn longer_capture(dialect: Dialect, capture: tracelens_model::CaptureTool) -
     match (dialect, capture) {
         (Dialect::PyTorch, CaptureTool::NsightSystems) => "capture several full iterations (nsys profile --capture-range=cudaProfilerApi around a few steps)",
         (Dialect::PyTorch, _) => "profile several full steps (torch.profiler.schedule(wait=1, warmup=1, active=3)), and let the run reach the end of its last cycle: a cycle the run's end cuts short is this short",
-        (_, CaptureTool::NsightSystems) => "capture several full iterations of the program's main loop",
         _ => "capture several full iterations of the program's main loop",
     }
 }

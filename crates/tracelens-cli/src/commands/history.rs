@@ -35,6 +35,7 @@ pub(crate) fn history_of(args: &HistoryArgs, out: &mut Sink) -> Result<(), Stop>
     let text = match format {
         Format::Html => tracelens_report::render_history_html(&h),
         Format::Json => tracelens_report::render_history_json(&h),
+        Format::Md => tracelens_report::render_history_markdown(&h),
         _ => tracelens_report::render_history_text(&h),
     };
     match target {
