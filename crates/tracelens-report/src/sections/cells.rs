@@ -25,15 +25,24 @@ pub(crate) fn kernel_display_name(name: &str) -> String {
     // The parameter list: the first `(` outside template arguments, unless it starts the name.
     let mut depth = 0usize;
     let mut end = name.len();
+    // Bytes of a scope group already looked at: each byte is scanned at most twice.
+    let mut skip_to = 0;
     for (i, c) in name.char_indices() {
+        if i < skip_to {
+            continue;
+        }
         match c {
             '<' => depth += 1,
             '>' => depth = depth.saturating_sub(1),
-            // `(anonymous namespace)::` is part of the name, not a parameter list.
-            '(' if depth == 0 && i > 0 && !name[i..].starts_with("(anonymous namespace)") => {
-                end = i;
-                break;
-            }
+            // A parenthesised scope (`(anonymous namespace)::`) is part of the name: only a
+            // `(` whose group is not followed by `::` opens the parameter list.
+            '(' if depth == 0 && i > 0 => match scope_length(&name[i..]) {
+                Some(len) => skip_to = i + len,
+                None => {
+                    end = i;
+                    break;
+                }
+            },
             _ => {}
         }
     }
@@ -57,6 +66,25 @@ pub(crate) fn kernel_display_name(name: &str) -> String {
     } else {
         shorten(&outer, KERNEL_NAME_CHARS + 12)
     }
+}
+
+/// The length of the parenthesised group `text` starts with when `::` follows it (a scope,
+/// not a parameter list); `None` otherwise.
+fn scope_length(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return text[i + 1..].starts_with("::").then_some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// `name` with the template arguments at `depth` and deeper replaced by `…` (`<…>`), and
@@ -159,6 +187,9 @@ mod tests {
             "at::native::elementwise_kernel<…>"
         );
         assert_eq!(shown("volta_sgemm_128x64_nt"), "volta_sgemm_128x64_nt");
+        // Deeply nested scopes stay linear (a crafted name), and still read as a name.
+        let nested = format!("k{}x{}::f(int)", "(".repeat(20_000), ")".repeat(20_000));
+        assert!(shown(&nested).ends_with('…'));
         assert_eq!(
             shown("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)"),
             "at::native::(anonymous namespace)::cunn_SoftMaxForward<…>"
