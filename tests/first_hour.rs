@@ -269,6 +269,18 @@ fn the_dataloader_reads_one_figure_per_screen() {
     let finding = ms_after(&r.stdout, "waits for the DataLoader (");
     assert!((idle - finding).abs() < 1e-9, "{}", r.stdout);
     assert!(!r.stdout.contains("183.673"), "{}", r.stdout);
+    // The Markdown summary (a CI step summary) reads the same per-step figure.
+    let md = run(&["analyze", p(&dir), "--format", "md"]);
+    let row = md
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("| Idle by cause"))
+        .unwrap_or_default();
+    assert!(
+        row.contains("per step; 274.060 ms over the 6-step window")
+            && row.contains(&format!("data loading {finding:.3} ms")),
+        "{row}"
+    );
 }
 
 /// One step of 45 µs holding one 20 ns kernel: what a repeating schedule's trailing cycle

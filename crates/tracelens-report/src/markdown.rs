@@ -62,15 +62,30 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
             busy
         );
     }
+    // Per step wherever there are steps (the findings' unit), the window's total named.
+    let stepped = diagnosis.window.as_ref().filter(|w| w.has_steps());
     for idle in diagnosis.idle.iter().filter(|i| i.idle_ns > 0) {
         let parts: Vec<String> = idle
             .by_cause
             .iter()
-            .map(|c| format!("{} {}", c.cause.label().replace('_', " "), format_ms(c.ns)))
+            .map(|c| {
+                let ns = stepped.map_or(c.ns, |w| w.per_step(c.ns));
+                format!("{} {}", c.cause.label().replace('_', " "), format_ms(ns))
+            })
             .collect();
+        let unit = stepped.map_or_else(
+            || "in the window".to_string(),
+            |w| {
+                format!(
+                    "per step; {} over the {}-step window",
+                    format_ms(idle.idle_ns),
+                    w.step_count()
+                )
+            },
+        );
         let _ = writeln!(
             out,
-            "| Idle by cause (GPU {}) | {} |",
+            "| Idle by cause (GPU {}, {unit}) | {} |",
             idle.device,
             parts.join(", ")
         );
