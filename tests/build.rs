@@ -4,6 +4,7 @@
 //! - `no_browser`: no Chromium on `PATH` (or `$TRACELENS_CHROMIUM`);
 //! - `no_duckdb`: no `$TRACELENS_DUCKDB_PYTHON` (a Python with the duckdb package);
 //! - `no_mcp_client`: no `$TRACELENS_MCP_PYTHON` (a Python with the `mcp` SDK);
+//! - `no_dask`: no `$TRACELENS_DASK_PYTHON` (a Python with Dask's `distributed`);
 //! - `no_real_traces`: no PyTorch scenario traces recorded under `fixtures/real/` yet (they
 //!   need a lent GPU: `scenarios/README.md`).
 //!
@@ -21,6 +22,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_browser)");
     println!("cargo::rustc-check-cfg=cfg(no_duckdb)");
     println!("cargo::rustc-check-cfg=cfg(no_mcp_client)");
+    println!("cargo::rustc-check-cfg=cfg(no_dask)");
     println!("cargo::rustc-check-cfg=cfg(no_real_traces)");
     for var in [
         "TRACELENS_CORPUS",
@@ -31,6 +33,8 @@ fn main() {
         "TRACELENS_REQUIRE_DUCKDB",
         "TRACELENS_MCP_PYTHON",
         "TRACELENS_REQUIRE_MCP",
+        "TRACELENS_DASK_PYTHON",
+        "TRACELENS_REQUIRE_DASK",
         "PATH",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
@@ -75,6 +79,9 @@ fn main() {
     }
     if std::env::var_os("TRACELENS_MCP_PYTHON").is_none() && !required("TRACELENS_REQUIRE_MCP") {
         println!("cargo:rustc-cfg=no_mcp_client");
+    }
+    if std::env::var_os("TRACELENS_DASK_PYTHON").is_none() && !required("TRACELENS_REQUIRE_DASK") {
+        println!("cargo:rustc-cfg=no_dask");
     }
     let real = root.join("fixtures/real");
     println!("cargo:rerun-if-changed={}", real.display());

@@ -2,51 +2,11 @@
 //! straggler named with what it was doing; refusals for traces that are not one job.
 
 use std::path::{Path, PathBuf};
+use tracelens_tests::synthetic_job::rank_trace;
 use tracelens_tests::{corpus_dir, tracelens};
 
-/// A rank of a generated job: 3 steps of DataLoader wait, compute, then an all-reduce that
-/// ends 1 ms after the last rank arrives. `slow_rank` loads for 12 ms, the others for 1 ms.
-fn rank_trace(rank: usize, world: usize, slow_rank: Option<usize>) -> String {
-    let mut ev = Vec::new();
-    let loader = |r: usize| if Some(r) == slow_rank { 12.0 } else { 1.0 };
-    let step_us = 25_000.0;
-    let mut corr = 1;
-    for step in 0..3 {
-        let t0 = 1_000_000.0 + f64::from(step) * step_us;
-        let last_arrival = (0..world)
-            .map(|r| t0 + 20.0 + loader(r) * 1000.0 + 8020.0)
-            .fold(0.0, f64::max);
-        // The step ends when the all-reduce does.
-        ev.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{step}", "pid": 1, "tid": 1, "ts": {t0}, "dur": {}}}"#, last_arrival + 1100.0 - t0));
-        let dl = loader(rank) * 1000.0;
-        ev.push(format!(r#"{{"ph": "X", "cat": "user_annotation", "name": "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "pid": 1, "tid": 1, "ts": {}, "dur": {dl}}}"#, t0 + 10.0));
-        let launch = t0 + 20.0 + dl;
-        ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {launch}, "dur": 5, "args": {{"correlation": {corr}}}}}"#));
-        ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": {}, "dur": 8000, "args": {{"device": 0, "stream": 7, "correlation": {corr}}}}}"#, launch + 10.0));
-        corr += 1;
-        let arrive = launch + 8020.0;
-        let last = (0..world)
-            .map(|r| t0 + 20.0 + loader(r) * 1000.0 + 8020.0)
-            .fold(0.0, f64::max);
-        ev.push(format!(r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 5, "args": {{"correlation": {corr}}}}}"#, launch + 10.0));
-        ev.push(format!(r#"{{"ph": "X", "cat": "kernel", "name": "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "pid": 0, "tid": 20, "ts": {arrive}, "dur": {}, "args": {{"device": 0, "stream": 20, "correlation": {corr}}}}}"#, last + 1000.0 - arrive));
-        corr += 1;
-    }
-    format!(
-        r#"{{"traceEvents": [{}], "distributedInfo": {{"backend": "nccl", "rank": {rank}, "world_size": {world}}}}}"#,
-        ev.join(",\n")
-    )
-}
-
 fn write_job(dir: &Path, slow_rank: Option<usize>) {
-    std::fs::create_dir_all(dir).unwrap();
-    for r in 0..4 {
-        std::fs::write(
-            dir.join(format!("rank{r}.json")),
-            rank_trace(r, 4, slow_rank),
-        )
-        .unwrap();
-    }
+    tracelens_tests::synthetic_job::write_job(dir, 4, slow_rank);
 }
 
 fn job_json(args: &[&str]) -> serde_json::Value {
@@ -633,4 +593,29 @@ fn duckdb_reads_the_tables_and_finds_the_straggler() {
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "2");
     std::fs::remove_dir_all(job).unwrap();
     std::fs::remove_dir_all(tables).unwrap();
+}
+
+#[test]
+fn a_large_job_prints_the_ranks_that_explain_it_not_every_rank() {
+    let dir = scratch("forty");
+    tracelens_tests::synthetic_job::write_job(&dir, 40, Some(27));
+    let run = tracelens(["analyze", dir.to_str().unwrap(), "--no-report"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let rows: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| {
+            let cells: Vec<&str> = l.split_whitespace().collect();
+            cells.len() == 12 && cells[0].parse::<u32>().is_ok()
+        })
+        .collect();
+    assert_eq!(rows.len(), 16, "{}", run.stdout);
+    assert!(
+        rows.iter().any(|l| l.trim_start().starts_with("27 ")),
+        "the straggler's row: {}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("… 24 more ranks"), "{}", run.stdout);
+    assert!(run.stdout.lines().all(|l| l.chars().count() <= 80));
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -4,6 +4,7 @@
 pub mod consistency;
 pub mod nsys_export;
 pub mod scenario;
+pub mod synthetic_job;
 
 use serde_json::Value;
 use std::ffi::OsString;

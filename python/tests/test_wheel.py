@@ -103,6 +103,30 @@ def main() -> None:
         assert "did you mean 'gpu.idle_percent'" in str(e), str(e)
     assert not os.path.exists("unused")
     print("python wheel: binary, analyze, check and handler work")
+    engine_on_local_workers()
+
+
+def engine_on_local_workers() -> None:
+    """The Dask map with worker processes that find the wheel's binary themselves."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        print("python wheel: dask not installed here, engine not exercised")
+        return
+    from tracelens import engine
+
+    traces = engine.expand_traces([os.path.join(FIXTURES, "dataloader_*.json"), FIXTURES + "/item_every_step.json"])
+    assert len(traces) == 3, traces
+    with tempfile.TemporaryDirectory() as out, LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster, Client(cluster) as client:
+        rows = list(engine.map_traces(client, traces, out))
+        assert sorted(r["index"] for r in rows) == [0, 1, 2], rows
+        for row in rows:
+            assert row["status"] == "ok", row
+            assert os.path.isfile(os.path.join(row["out"], "rank.parquet")), row
+            assert not row["worker"].endswith(f":{os.getpid()}"), "ran in the driver"
+    print("python wheel: the Dask map ran the wheel's binary on 2 worker processes")
 
 
 if __name__ == "__main__":

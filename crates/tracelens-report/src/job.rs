@@ -84,6 +84,45 @@ fn clock_words(job: &Job) -> Option<String> {
     ))
 }
 
+/// Ranks the terminal lists in full; a larger job shows the ranks that explain it.
+const TERMINAL_RANKS: usize = 16;
+
+/// Indices into `job.ranks` of the rows the terminal shows: every rank of a small job; of a
+/// large one the straggler, then the slowest steps, the ranks last at most collectives and
+/// those that wait least and most, up to [`TERMINAL_RANKS`], in rank order.
+fn terminal_rows(job: &Job) -> Vec<usize> {
+    let n = job.ranks.len();
+    if n <= TERMINAL_RANKS {
+        return (0..n).collect();
+    }
+    let mut picked: Vec<usize> = Vec::with_capacity(TERMINAL_RANKS);
+    let take = |i: usize, picked: &mut Vec<usize>| {
+        if picked.len() < TERMINAL_RANKS && !picked.contains(&i) {
+            picked.push(i);
+        }
+    };
+    if let Some(s) = &job.straggler {
+        if let Some(i) = job.ranks.iter().position(|r| r.rank == s.rank) {
+            take(i, &mut picked);
+        }
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| (std::cmp::Reverse(job.ranks[i].step_ns), i));
+    order.iter().take(4).for_each(|&i| take(i, &mut picked));
+    order.sort_by_key(|&i| (std::cmp::Reverse(job.ranks[i].last_arrivals), i));
+    order.iter().take(4).for_each(|&i| take(i, &mut picked));
+    order.sort_by_key(|&i| (job.ranks[i].wait_ns, i));
+    order.iter().take(3).for_each(|&i| take(i, &mut picked));
+    order
+        .iter()
+        .rev()
+        .take(3)
+        .for_each(|&i| take(i, &mut picked));
+    (0..n).for_each(|i| take(i, &mut picked));
+    picked.sort_unstable();
+    picked
+}
+
 /// The job for the terminal: at most 80 columns (the verdict wraps at `width`).
 #[must_use]
 pub fn render_job_text(job: &Job, width: usize) -> String {
@@ -94,7 +133,12 @@ pub fn render_job_text(job: &Job, width: usize) -> String {
         "\n{:>4}  {:>11}  {:>6}  {:>11}  {:>11}  {:>7}  {:>11}  {:>4}",
         "rank", "step", "busy", "comm/step", "exposed", "overlap", "wait/step", "last"
     );
-    for c in cells(job) {
+    let all = cells(job);
+    let shown = terminal_rows(job);
+    for (i, c) in all.iter().enumerate() {
+        if !shown.contains(&i) {
+            continue;
+        }
         let _ = writeln!(
             out,
             "{:>4}  {:>11}  {:>6}  {:>11}  {:>11}  {:>7}  {:>11}  {:>4}",
@@ -107,6 +151,29 @@ pub fn render_job_text(job: &Job, width: usize) -> String {
             c[6],
             c[7]
         );
+    }
+    if shown.len() < job.ranks.len() {
+        let (lo, hi) = job.ranks.iter().fold((i64::MAX, i64::MIN), |(lo, hi), r| {
+            (lo.min(r.step_ns), hi.max(r.step_ns))
+        });
+        let hidden = job.ranks.len() - shown.len();
+        let steps = if lo == hi {
+            format!("each with a {} step", format_ms(lo))
+        } else {
+            format!(
+                "steps of all ranks from {} to {}",
+                format_ms(lo),
+                format_ms(hi)
+            )
+        };
+        out.push_str(&crate::wrap(
+            &format!(
+                "… {hidden} more ranks ({steps}); every rank is in the job page and --format json"
+            ),
+            width.min(80),
+            "",
+            0,
+        ));
     }
     if !job.operations.is_empty() {
         let _ = writeln!(

@@ -4,6 +4,8 @@
 - ``check(path, rules)`` evaluates CI rules; returns the output, raises ``GateFailed`` if one fires.
 - ``handler(dir_name, fail_on=...)`` is a ``torch.profiler`` ``on_trace_ready`` callback that
   writes the trace, analyses it and writes the HTML report beside it.
+- ``tracelens.engine`` maps the binary over many traces on a Dask cluster and merges the ranks
+  (``pip install "tracelens-gpu[dask]"``; ``python -m tracelens.engine --help``).
 """
 
 from __future__ import annotations
