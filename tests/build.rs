@@ -5,6 +5,7 @@
 //! - `no_duckdb`: no `$TRACELENS_DUCKDB_PYTHON` (a Python with the duckdb package);
 //! - `no_mcp_client`: no `$TRACELENS_MCP_PYTHON` (a Python with the `mcp` SDK);
 //! - `no_dask`: no `$TRACELENS_DASK_PYTHON` (a Python with Dask's `distributed`);
+//! - `no_moto`: no `$TRACELENS_MOTO_PYTHON` (a Python with `moto[server]`, an S3 server);
 //! - `no_real_traces`: no PyTorch scenario traces recorded under `fixtures/real/` yet (they
 //!   need a lent GPU: `scenarios/README.md`).
 //!
@@ -23,6 +24,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_duckdb)");
     println!("cargo::rustc-check-cfg=cfg(no_mcp_client)");
     println!("cargo::rustc-check-cfg=cfg(no_dask)");
+    println!("cargo::rustc-check-cfg=cfg(no_moto)");
     println!("cargo::rustc-check-cfg=cfg(no_real_traces)");
     for var in [
         "TRACELENS_CORPUS",
@@ -35,6 +37,8 @@ fn main() {
         "TRACELENS_REQUIRE_MCP",
         "TRACELENS_DASK_PYTHON",
         "TRACELENS_REQUIRE_DASK",
+        "TRACELENS_MOTO_PYTHON",
+        "TRACELENS_REQUIRE_MOTO",
         "PATH",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
@@ -82,6 +86,9 @@ fn main() {
     }
     if std::env::var_os("TRACELENS_DASK_PYTHON").is_none() && !required("TRACELENS_REQUIRE_DASK") {
         println!("cargo:rustc-cfg=no_dask");
+    }
+    if std::env::var_os("TRACELENS_MOTO_PYTHON").is_none() && !required("TRACELENS_REQUIRE_MOTO") {
+        println!("cargo:rustc-cfg=no_moto");
     }
     let real = root.join("fixtures/real");
     println!("cargo:rerun-if-changed={}", real.display());

@@ -195,9 +195,43 @@ pub(crate) fn job_files(
         all.extend(args.more.iter().cloned());
         return Some(all);
     }
-    args.trace
-        .is_dir()
-        .then(|| resolve_folder(&args.trace, stderr))
+    is_folder(&args.trace).then(|| resolve_folder(&args.trace, stderr))
+}
+
+/// Whether `path` names a folder of traces: a local directory, or a prefix in object storage
+/// (a URL that cannot be listed is taken as one trace, whose opening then says why).
+pub(crate) fn is_folder(path: &Path) -> bool {
+    match input::remote::folder(path) {
+        Some(listed) => matches!(listed, Ok(Some(_))),
+        None => path.is_dir(),
+    }
+}
+
+/// The trace files directly in a folder (local or a prefix in object storage), each with when
+/// it was last written.
+fn folder_entries(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
+    if let Some(listed) = input::remote::folder(dir) {
+        return listed
+            .ok()
+            .flatten()
+            .into_iter()
+            .flatten()
+            .filter(|e| input::is_trace_file_name(&e.path))
+            .map(|e| (e.path, e.modified))
+            .collect();
+    }
+    let entries = std::fs::read_dir(dir).map(|es| es.filter_map(|e| e.ok().map(|e| e.path())));
+    entries
+        .into_iter()
+        .flatten()
+        .filter(|p| p.is_file() && input::is_trace_file_name(p))
+        .map(|p| {
+            let modified = std::fs::metadata(&p)
+                .and_then(|m| m.modified())
+                .unwrap_or(std::time::UNIX_EPOCH);
+            (p, modified)
+        })
+        .collect()
 }
 
 /// [The traces of a folder](folder_traces), with a note on `stderr` of what was skipped.
@@ -260,11 +294,7 @@ pub(crate) fn folder_traces(dir: &Path) -> FolderTraces {
     type Candidate = ((bool, u64, std::time::SystemTime), PathBuf);
     let mut by_worker: std::collections::BTreeMap<String, Vec<Candidate>> =
         std::collections::BTreeMap::new();
-    let entries = std::fs::read_dir(dir).map(|es| es.filter_map(|e| e.ok().map(|e| e.path())));
-    for path in entries.into_iter().flatten() {
-        if !path.is_file() || !input::is_trace_file_name(&path) {
-            continue;
-        }
+    for (path, modified) in folder_entries(dir) {
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -275,9 +305,6 @@ pub(crate) fn folder_traces(dir: &Path) -> FolderTraces {
                 _ => (name, false, 0),
             },
         };
-        let modified = std::fs::metadata(&path)
-            .and_then(|m| m.modified())
-            .unwrap_or(std::time::UNIX_EPOCH);
         by_worker
             .entry(worker)
             .or_default()
@@ -501,7 +528,7 @@ pub(crate) fn analyze_job(
     }
     let rules = gate::parse_all(&args.fail_on, args.not_measured, out.stderr)?;
     // Errors name the folder, or the traces given (the message names the file at fault).
-    let label = if args.trace.is_dir() {
+    let label = if is_folder(&args.trace) {
         args.trace.clone()
     } else {
         PathBuf::from(format!("{} traces", files.len()))

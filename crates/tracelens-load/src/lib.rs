@@ -11,6 +11,7 @@ mod capture;
 pub mod decode;
 pub mod not_a_trace;
 mod pipe;
+pub mod remote;
 
 pub use capture::{attach_captures, CAPTURE_FOLDER, MAX_CAPTURE_FILES};
 pub use decode::InflateBound;
@@ -180,6 +181,18 @@ fn open_input(
     let read = |e: std::io::Error| LoadError::Read(read_problem(&e));
     let (raw, regular_file, file_bytes): (Box<dyn Read + Send>, bool, u64) = if is_stdin(path) {
         (Box::new(std::io::stdin()), false, 0)
+    } else if let Some(object) = remote::open(path) {
+        let (reader, size) = object.map_err(read)?;
+        let reader: Box<dyn Read + Send> = match progress {
+            Some(progress) => Box::new(Counted {
+                inner: reader,
+                read: 0,
+                reported: 0,
+                progress,
+            }),
+            None => reader,
+        };
+        (reader, false, size)
     } else {
         let f = File::open(path).map_err(read)?;
         let meta = f.metadata().map_err(read)?;
@@ -426,7 +439,7 @@ pub fn write_annotated(
 
 /// The decoded bytes of the file at `path` (gzip or zstd undone), for copying it.
 pub fn open_decoded(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
-    let mut file = File::open(path)?;
+    let mut file = open_raw(path)?;
     let head = read_head(&mut file, 4)?;
     let compression = decode::compression_of(&head);
     let raw = std::io::Cursor::new(head).chain(file);
@@ -468,8 +481,16 @@ pub fn open_nsys(path: &Path) -> Result<tracelens_nsys::OpenExport, LoadError> {
 /// The first bytes of a file, to tell a result document (JSON naming `"schema_version"` and
 /// the tool) from a trace without reading it all.
 pub fn head_of(path: &Path, n: usize) -> std::io::Result<Vec<u8>> {
-    let mut f = File::open(path)?;
+    let mut f = open_raw(path)?;
     read_head(&mut f, n)
+}
+
+/// The raw bytes of a local file or of an object in object storage.
+fn open_raw(path: &Path) -> std::io::Result<Box<dyn Read + Send>> {
+    match remote::open(path) {
+        Some(object) => object.map(|(reader, _)| reader),
+        None => Ok(Box::new(File::open(path)?)),
+    }
 }
 
 /// Whether the file at `path` is a tracelens result document rather than a trace: JSON whose
@@ -511,6 +532,17 @@ pub fn read_result_text(path: &Path, max_bytes: u64) -> Result<String, String> {
 /// A failed read in plain words.
 #[must_use]
 pub fn read_problem(e: &std::io::Error) -> String {
+    // An error that says itself (object storage's "no such object", refused credentials)
+    // keeps its words; the operating system's get plain ones.
+    if e.raw_os_error().is_none()
+        && e.get_ref().is_some()
+        && matches!(
+            e.kind(),
+            ErrorKind::NotFound | ErrorKind::PermissionDenied | ErrorKind::InvalidInput
+        )
+    {
+        return e.to_string();
+    }
     match e.kind() {
         ErrorKind::NotFound => "no such file".into(),
         ErrorKind::PermissionDenied => "permission denied".into(),

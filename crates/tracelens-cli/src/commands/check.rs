@@ -51,7 +51,7 @@ fn check_input(
     input: &Path,
     out: &mut Sink,
 ) -> Result<(tracelens_results::Results, tracelens_results::Metrics), Stop> {
-    if !input.is_dir() {
+    if !job::is_folder(input) {
         let (results, job) = gate::stored_or_analysed(input, out.stderr)?;
         let mut metrics = tracelens_results::Metrics::of(&results);
         // A stored job's rules read as the folder's: its gate rank and the job figures.
