@@ -212,3 +212,84 @@ fn a_hostile_label_stays_text() {
     assert!(!md.contains("![x]") && !md.contains("<b>"), "{md}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A folder of result documents reads as those documents (anything else in it left alone),
+/// and Parquet tables are runs too: one rank's folder, or a job's folder of rank folders
+/// (whose run is its gate rank, as the job's stored result).
+#[test]
+fn history_reads_folders_of_results_and_parquet_tables() {
+    let dir = std::env::temp_dir().join(format!("tracelens-history-d-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let results = dir.join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    let scenarios = tracelens_tests::fixtures_dir().join("scenarios");
+    let fast = scenarios.join("dataloader_multi_process_fast.json");
+    let slow = scenarios.join("dataloader_single_process.json");
+    let docs: Vec<String> = [(&fast, 1.0), (&fast, 1.01), (&slow, 1.0)]
+        .iter()
+        .enumerate()
+        .map(|(i, (t, s))| {
+            result_doc(t, &format!("run{}", i + 1), *s, &results, i + 1)
+                .display()
+                .to_string()
+        })
+        .collect();
+    // Not results: a trace and a note.
+    std::fs::copy(&fast, results.join("trace.json")).unwrap();
+    std::fs::write(results.join("notes.txt"), "not a run").unwrap();
+    let history_json = |args: Vec<String>| -> Value {
+        let mut all = vec!["history".to_string()];
+        all.extend(args);
+        all.extend(["--format".into(), "json".into()]);
+        let r = tracelens(all);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        serde_json::from_str(&r.stdout).unwrap()
+    };
+    let of_files = history_json(docs);
+    let of_folder = history_json(vec![results.display().to_string()]);
+    assert_eq!(of_folder["runs"].as_array().unwrap().len(), 3);
+    assert_eq!(of_folder, of_files);
+
+    // Two jobs mapped to Parquet: the second has a rank that loads data 11 ms longer.
+    let mut job_steps = Vec::new();
+    for (name, slow_rank) in [("balanced", None), ("straggler", Some(2))] {
+        let traces = dir.join(format!("{name}-traces"));
+        tracelens_tests::synthetic_job::write_job(&traces, 4, slow_rank);
+        let tables = dir.join(name);
+        for r in 0..4 {
+            let run = tracelens([
+                "analyze".to_string(),
+                traces.join(format!("rank{r}.json")).display().to_string(),
+                "--format".into(),
+                "parquet".into(),
+                "-o".into(),
+                tables.join(format!("rank-{r}")).display().to_string(),
+            ]);
+            assert_eq!(run.code, 0, "{}", run.stderr);
+        }
+        let direct = tracelens([
+            "analyze".to_string(),
+            traces.display().to_string(),
+            "--format".into(),
+            "json".into(),
+            "--no-report".into(),
+        ]);
+        assert_eq!(direct.code, 0, "{}", direct.stderr);
+        let direct: Value = serde_json::from_str(&direct.stdout).unwrap();
+        job_steps.push(direct["gate_rank"]["results"]["step_ns"].clone());
+    }
+    let h = history_json(vec![
+        dir.join("balanced").display().to_string(),
+        dir.join("straggler").display().to_string(),
+        dir.join("straggler/rank-0").display().to_string(),
+    ]);
+    let runs = h["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{h}");
+    assert_eq!(runs[0]["label"], "balanced");
+    assert_eq!(runs[1]["label"], "straggler");
+    assert_eq!(runs[2]["label"], "rank-0");
+    // A job's run is its gate rank's, as `analyze DIR/` stores it.
+    assert_eq!(runs[0]["step_ns"], job_steps[0], "{h}");
+    assert_eq!(runs[1]["step_ns"], job_steps[1], "{h}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

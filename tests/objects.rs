@@ -296,6 +296,65 @@ fn traces_in_s3_read_as_local_files_and_failures_say_why() {
         assert!(refused.stdout.is_empty());
     }
 
+    // History over a prefix of stored results: each result document a run; the trace put
+    // beside them is skipped.
+    let results = dir.join("results");
+    std::fs::create_dir_all(&results).unwrap();
+    for (i, scenario) in ["dataloader_multi_process_fast", "dataloader_single_process"]
+        .iter()
+        .enumerate()
+    {
+        let trace = fixtures_dir().join(format!("scenarios/{scenario}.json"));
+        let out = results.join(format!("run{i}.json"));
+        let r = tracelens([
+            "analyze",
+            trace.to_str().unwrap(),
+            "--format",
+            "json",
+            "--label",
+            scenario,
+            "-o",
+            out.to_str().unwrap(),
+            "--no-report",
+        ]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+    }
+    std::fs::copy(&fixture, results.join("trace.json")).unwrap();
+    let upload = Command::new(&python)
+        .args([
+            "-c",
+            "import boto3, os, sys\ns3 = boto3.client('s3', endpoint_url=sys.argv[1], region_name='us-east-1', aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3])\nfor n in sorted(os.listdir(sys.argv[4])): s3.upload_file(os.path.join(sys.argv[4], n), 'traces', 'results/' + n)",
+            &server.endpoint,
+            &server.key_id,
+            &server.secret,
+        ])
+        .arg(&results)
+        .output()
+        .unwrap();
+    assert!(
+        upload.status.success(),
+        "{}",
+        String::from_utf8_lossy(&upload.stderr)
+    );
+    let h = run(
+        &server,
+        ok,
+        &[],
+        &["history", "s3://traces/results/", "--format", "json"],
+    );
+    let h = stdout_json(&h);
+    let labels: Vec<&str> = h["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        ["dataloader_multi_process_fast", "dataloader_single_process"]
+    );
+    assert_eq!(h["changes"].as_array().unwrap().len(), 1, "{h}");
+
     // The Python API reads the same URL through the binary.
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).unwrap();

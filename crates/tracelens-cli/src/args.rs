@@ -66,7 +66,9 @@ pub(crate) enum Command {
 
 #[derive(clap::Args)]
 pub(crate) struct HistoryArgs {
-    /// Result documents of the runs (`tracelens analyze TRACE --format json -o run.json`).
+    /// The runs: result documents (`tracelens analyze TRACE --format json -o run.json`),
+    /// folders or object-storage prefixes of them, or Parquet folders (a rank's tables, or
+    /// a job's rank folders: one run each).
     #[arg(required = true, value_name = "RESULT")]
     pub(crate) results: Vec<PathBuf>,
     /// Output format (default: from the -o extension, else text).

@@ -27,7 +27,10 @@ pub(crate) fn check(args: &CheckArgs, out: &mut Sink) -> Result<(), Stop> {
     if !args.history.is_empty() {
         let mut runs = Vec::with_capacity(args.history.len());
         for path in &args.history {
-            runs.push(super::history::run_of(path).map_err(|why| fail(out.stderr, path, why))?);
+            runs.extend(
+                super::history::runs_of(path, out.stderr)
+                    .map_err(|why| fail(out.stderr, path, why))?,
+            );
         }
         let this =
             tracelens_results::history::Run::of(&results, String::new(), String::new(), None);
