@@ -6,6 +6,7 @@
 //! - `no_mcp_client`: no `$TRACELENS_MCP_PYTHON` (a Python with the `mcp` SDK);
 //! - `no_dask`: no `$TRACELENS_DASK_PYTHON` (a Python with Dask's `distributed`);
 //! - `no_moto`: no `$TRACELENS_MOTO_PYTHON` (a Python with `moto[server]`, an S3 server);
+//! - `no_azurite`: no `$TRACELENS_AZURITE` (Azurite's `azurite-blob`, an Azure Blob server);
 //! - `no_real_traces`: no PyTorch scenario traces recorded under `fixtures/real/` yet (they
 //!   need a lent GPU: `scenarios/README.md`).
 //!
@@ -25,6 +26,7 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(no_mcp_client)");
     println!("cargo::rustc-check-cfg=cfg(no_dask)");
     println!("cargo::rustc-check-cfg=cfg(no_moto)");
+    println!("cargo::rustc-check-cfg=cfg(no_azurite)");
     println!("cargo::rustc-check-cfg=cfg(no_real_traces)");
     for var in [
         "TRACELENS_CORPUS",
@@ -39,6 +41,8 @@ fn main() {
         "TRACELENS_REQUIRE_DASK",
         "TRACELENS_MOTO_PYTHON",
         "TRACELENS_REQUIRE_MOTO",
+        "TRACELENS_AZURITE",
+        "TRACELENS_REQUIRE_AZURITE",
         "PATH",
     ] {
         println!("cargo:rerun-if-env-changed={var}");
@@ -89,6 +93,9 @@ fn main() {
     }
     if std::env::var_os("TRACELENS_MOTO_PYTHON").is_none() && !required("TRACELENS_REQUIRE_MOTO") {
         println!("cargo:rustc-cfg=no_moto");
+    }
+    if std::env::var_os("TRACELENS_AZURITE").is_none() && !required("TRACELENS_REQUIRE_AZURITE") {
+        println!("cargo:rustc-cfg=no_azurite");
     }
     let real = root.join("fixtures/real");
     println!("cargo:rerun-if-changed={}", real.display());

@@ -392,3 +392,136 @@ fn traces_in_s3_read_as_local_files_and_failures_say_why() {
     drop(server);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The well-known key of the Azure storage emulator's account (public, in Microsoft's docs).
+const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+const AZURE_SETUP: &str = r#"
+import os, sys
+from azure.storage.blob import BlobServiceClient
+endpoint, key, corpus, fixtures = sys.argv[1:5]
+svc = BlobServiceClient.from_connection_string(
+    f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey={key};BlobEndpoint={endpoint}/devstoreaccount1;")
+c = svc.create_container("traces")
+with open(os.path.join(fixtures, "scenarios/dataloader_single_process.json"), "rb") as f:
+    c.upload_blob("one/dl.json", f)
+dlrm = os.path.join(corpus, "other/param/dlrm_kineto")
+for name in sorted(os.listdir(dlrm)):
+    with open(os.path.join(dlrm, name), "rb") as f:
+        c.upload_blob("dlrm/" + name, f)
+"#;
+
+#[test]
+#[cfg_attr(
+    any(no_corpus, no_moto, no_azurite),
+    ignore = "needs the corpus, TRACELENS_AZURITE (azurite-blob) and TRACELENS_MOTO_PYTHON with azure-storage-blob"
+)]
+fn traces_in_azure_blob_storage_read_as_local_files() {
+    let Some(corpus) = corpus_dir("traces_in_azure_blob_storage_read_as_local_files") else {
+        return;
+    };
+    let (Ok(azurite), Ok(python)) = (
+        std::env::var("TRACELENS_AZURITE"),
+        std::env::var("TRACELENS_MOTO_PYTHON"),
+    ) else {
+        assert!(
+            std::env::var_os("TRACELENS_REQUIRE_AZURITE").is_none_or(|v| v != "1"),
+            "TRACELENS_REQUIRE_AZURITE=1 but no TRACELENS_AZURITE or TRACELENS_MOTO_PYTHON"
+        );
+        return;
+    };
+    let dir = scratch("azure");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let mut child = Command::new(&azurite)
+        .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+        .arg("--location")
+        .arg(dir.join("data"))
+        .args(["--skipApiVersionCheck", "--silent"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("azurite.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "azurite did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let setup = Command::new(&python)
+        .args(["-c", AZURE_SETUP, &endpoint, AZURITE_KEY])
+        .arg(&corpus)
+        .arg(fixtures_dir())
+        .output()
+        .unwrap();
+    assert!(
+        setup.status.success(),
+        "{}",
+        String::from_utf8_lossy(&setup.stderr)
+    );
+    let az = |key: &str, args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tracelens_for_tests"));
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("AZURE") {
+                cmd.env_remove(&k);
+            }
+        }
+        cmd.env("AZURE_STORAGE_USE_EMULATOR", "true")
+            .env("AZURITE_BLOB_STORAGE_URL", &endpoint)
+            .env("AZURE_STORAGE_ACCOUNT_NAME", "devstoreaccount1")
+            .env("AZURE_STORAGE_ACCOUNT_KEY", key)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let fixture = fixtures_dir().join("scenarios/dataloader_single_process.json");
+    let doc = stdout_json(&az(
+        AZURITE_KEY,
+        &[
+            "analyze",
+            "az://traces/one/dl.json",
+            "--format",
+            "json",
+            "--no-report",
+        ],
+    ));
+    assert!(
+        without_paths(doc) == local_json(&[fixture.to_str().unwrap()]),
+        "the blob's analysis differs"
+    );
+    let dlrm = local_json(&[corpus.join("other/param/dlrm_kineto").to_str().unwrap()]);
+    let doc = stdout_json(&az(
+        AZURITE_KEY,
+        &[
+            "analyze",
+            "az://traces/dlrm/",
+            "--format",
+            "json",
+            "--no-report",
+        ],
+    ));
+    assert!(without_paths(doc) == dlrm, "the blob folder's job differs");
+    let missing = az(AZURITE_KEY, &["analyze", "az://traces/one/nope.json"]);
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert_eq!(missing.status.code(), Some(2), "{said}");
+    assert!(said.contains("no such object"), "{said}");
+    // Another account key: refused, and neither key is printed.
+    let wrong = format!("AAAA{}", &AZURITE_KEY[4..]);
+    let refused = az(&wrong, &["analyze", "az://traces/one/dl.json"]);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{said}");
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(said.contains("refused"), "{said}");
+    assert!(
+        !said.contains(&wrong) && !said.contains(AZURITE_KEY),
+        "{said}"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::remove_dir_all(dir).unwrap();
+}

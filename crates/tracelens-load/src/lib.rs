@@ -532,16 +532,10 @@ pub fn read_result_text(path: &Path, max_bytes: u64) -> Result<String, String> {
 /// A failed read in plain words.
 #[must_use]
 pub fn read_problem(e: &std::io::Error) -> String {
-    // An error that says itself (object storage's "no such object", refused credentials)
-    // keeps its words; the operating system's get plain ones.
-    if e.raw_os_error().is_none()
-        && e.get_ref().is_some()
-        && matches!(
-            e.kind(),
-            ErrorKind::NotFound | ErrorKind::PermissionDenied | ErrorKind::InvalidInput
-        )
-    {
-        return e.to_string();
+    // Object storage says what happened in its own words ("no such object", refused
+    // credentials); the operating system's errors get plain ones.
+    if let Some(said) = e.get_ref().and_then(|i| i.downcast_ref::<remote::Said>()) {
+        return said.to_string();
     }
     match e.kind() {
         ErrorKind::NotFound => "no such file".into(),

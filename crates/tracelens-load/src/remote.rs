@@ -26,13 +26,31 @@ fn is_url_text(text: &str) -> bool {
     })
 }
 
+/// An object-storage failure in the service's words, kept whole by
+/// [`read_problem`](crate::read_problem) (which gives the operating system's errors plain ones).
+#[derive(Debug)]
+pub struct Said(String);
+
+impl std::fmt::Display for Said {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Said {}
+
+/// `e`, marked as object storage's own words.
+fn said(e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), Said(e.to_string()))
+}
+
 /// The stream and size of the object `path` names; `None` when `path` is not a URL.
 pub(crate) fn open(path: &Path) -> Option<std::io::Result<(Box<dyn Read + Send>, u64)>> {
     let text = path.to_str().filter(|t| is_url_text(t))?;
     #[cfg(feature = "objects")]
-    return Some(tracelens_objects::open(text));
+    return Some(tracelens_objects::open(text).map_err(said));
     #[cfg(not(feature = "objects"))]
-    Some(Err(unsupported(text)))
+    Some(Err(said(unsupported(text))))
 }
 
 /// One object of a listed prefix: its URL (as a path) and when it was written.
@@ -53,7 +71,7 @@ pub struct Entry {
 pub fn folder(path: &Path) -> Option<std::io::Result<Option<Vec<Entry>>>> {
     let text = path.to_str().filter(|t| is_url_text(t))?;
     #[cfg(feature = "objects")]
-    return Some(tracelens_objects::folder(text).map(|listed| {
+    return Some(tracelens_objects::folder(text).map_err(said).map(|listed| {
         listed.map(|objects| {
             objects
                 .into_iter()
@@ -65,7 +83,7 @@ pub fn folder(path: &Path) -> Option<std::io::Result<Option<Vec<Entry>>>> {
         })
     }));
     #[cfg(not(feature = "objects"))]
-    Some(Err(unsupported(text)))
+    Some(Err(said(unsupported(text))))
 }
 
 #[cfg(not(feature = "objects"))]
