@@ -139,10 +139,13 @@ fn store(at: &Location) -> io::Result<Arc<dyn ObjectStore>> {
         return Ok(s);
     }
     // A connection that cannot be made fails within seconds; a transfer may take as long as
-    // a multi-GB trace needs. Three retries of a failed request, within a minute.
+    // a multi-GB trace needs. Three retries of a failed request, within a minute. Plain http
+    // is allowed where the user's configuration names an http endpoint (a local S3-compatible
+    // server, an emulator); the services' own endpoints stay https.
     let client = ClientOptions::new()
         .with_connect_timeout(Duration::from_secs(10))
-        .with_timeout_disabled();
+        .with_timeout_disabled()
+        .with_allow_http(true);
     let retry = RetryConfig {
         max_retries: 3,
         retry_timeout: Duration::from_secs(60),
@@ -165,14 +168,6 @@ fn store(at: &Location) -> io::Result<Arc<dyn ObjectStore>> {
                         b = b.with_config(k, value);
                     }
                 }
-            }
-            // An endpoint given as plain http (a local S3-compatible server) is allowed as
-            // written; object_store otherwise refuses http.
-            let endpoint = object_store::aws::AmazonS3ConfigKey::Endpoint;
-            if b.get_config_value(&endpoint)
-                .is_some_and(|e| e.starts_with("http://"))
-            {
-                b = b.with_allow_http(true);
             }
             b.build().map(|s| Arc::new(s) as Arc<dyn ObjectStore>)
         }
