@@ -5,6 +5,7 @@ use crate::measure::intervals::union;
 use crate::vocabulary::api::{
     blocking_kind, is_async_copy, is_stream_wait, launched_pageable_copy, BlockingKind,
 };
+use crate::vocabulary::memo::PerName;
 use crate::vocabulary::ops::is_data_loader;
 use rustc_hash::FxHashMap;
 use tracelens_model::{Interval, LaneId, NameId, SpanId, SpanKind, TimeNs, Trace};
@@ -90,6 +91,9 @@ impl ThreadIndex {
     #[must_use]
     pub fn build(trace: &Trace) -> Self {
         let mut classes: FxHashMap<NameId, NameClass> = FxHashMap::default();
+        let mut loader = PerName::new(trace, is_data_loader);
+        let mut one_time_name = PerName::new(trace, crate::vocabulary::activity::is_one_time);
+        let mut os_wait = PerName::new(trace, crate::vocabulary::api::is_os_wait);
         let firsts = first_launches(trace);
         let facts = trace
             .lanes
@@ -110,7 +114,7 @@ impl ThreadIndex {
                     let s = trace.span(id);
                     let name = trace.names.get(s.name);
                     match s.kind {
-                        SpanKind::CpuOp | SpanKind::UserAnnotation if is_data_loader(name) => {
+                        SpanKind::CpuOp | SpanKind::UserAnnotation if loader.of(trace, s.name) => {
                             loads.push(s.interval())
                         }
                         SpanKind::Runtime | SpanKind::Driver => {
@@ -142,7 +146,7 @@ impl ThreadIndex {
                                     if after_previous
                                         && (slow_first_launch
                                             || context_init
-                                            || crate::vocabulary::activity::is_one_time(name))
+                                            || one_time_name.of(trace, s.name))
                                     {
                                         one_time.push((s.interval(), s.name));
                                     }
@@ -151,7 +155,7 @@ impl ThreadIndex {
                         }
                         // A wait nested in the previous one (OSRT nesting) is already
                         // counted by it.
-                        SpanKind::OsRuntime if crate::vocabulary::api::is_os_wait(name) => {
+                        SpanKind::OsRuntime if os_wait.of(trace, s.name) => {
                             let nested =
                                 os_waits
                                     .last()

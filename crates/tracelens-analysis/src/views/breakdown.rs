@@ -7,6 +7,7 @@ use crate::measure::intervals::{covered_ns, union};
 use crate::measure::window::AnalysisWindow;
 use crate::num::percent;
 use crate::vocabulary::kernels::is_communication_kernel;
+use crate::vocabulary::memo::PerName;
 use crate::vocabulary::ops::{is_communication_op, is_data_loader};
 use serde::Serialize;
 use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
@@ -133,16 +134,18 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
     // Steps lie inside the window: nothing outside it is counted.
     let hull = window.interval;
     let mut roles: [Vec<Interval>; 7] = Default::default();
+    let mut comm_kernel = PerName::new(trace, is_communication_kernel);
+    let mut comm_op = PerName::new(trace, is_communication_op);
+    let mut loader = PerName::new(trace, is_data_loader);
     for (i, s) in trace.spans.iter().enumerate() {
-        let name = trace.names.get(s.name);
         let iv = s.interval();
         let role = match s.kind {
             SpanKind::Kernel => {
-                let comm = is_communication_kernel(name)
+                let comm = comm_kernel.of(trace, s.name)
                     || trace.launch_of(SpanId::at(i)).is_some_and(|l| {
                         trace
                             .ancestors(l)
-                            .any(|a| is_communication_op(trace.name(a)))
+                            .any(|a| comm_op.of(trace, trace.span(a).name))
                     });
                 if comm {
                     3
@@ -156,9 +159,9 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
             SpanKind::CpuOp | SpanKind::UserAnnotation => {
                 if trace.step_of_name(s.name).is_some() {
                     continue;
-                } else if is_data_loader(name) {
+                } else if loader.of(trace, s.name) {
                     5
-                } else if is_communication_op(name) {
+                } else if comm_op.of(trace, s.name) {
                     3
                 } else {
                     6
