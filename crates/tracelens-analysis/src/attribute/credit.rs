@@ -17,7 +17,7 @@
 //!   verdict reports them).
 
 use crate::attribute::idle::{
-    credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, DeviceIdle, HostPart,
+    credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, DeviceIdle, Gap, HostPart,
     HostTime, IdleCause, SpanContexts,
 };
 use crate::measure::environment::Framework;
@@ -48,6 +48,20 @@ pub struct IdleCredit {
 }
 
 impl IdleCredit {
+    /// Adds the credit of other gaps (before the ops are named).
+    fn add(&mut self, other: IdleCredit) {
+        self.data_loader_ns += other.data_loader_ns;
+        for (s, t) in other.by_sync {
+            *self.by_sync.entry(s).or_default() += t;
+        }
+        self.launch_bound_ns += other.launch_bound_ns;
+        self.host_compute_ns += other.host_compute_ns;
+        self.oversubscription_ns += other.oversubscription_ns;
+        for (c, t) in other.gpu_waits {
+            *self.gpu_waits.entry(c).or_default() += t;
+        }
+    }
+
     /// Everything credited to some finding.
     #[must_use]
     pub fn total_ns(&self) -> TimeNs {
@@ -61,7 +75,8 @@ impl IdleCredit {
 }
 
 /// Credits the idle of `idle`; `stretches` are the device's launch-bound stretches, sorted by
-/// start and disjoint.
+/// start and disjoint. The gaps are credited in chunks on both cores (every figure is a sum,
+/// so the chunks' credits add up to the serial one).
 #[must_use]
 pub fn credit_idle(
     trace: &Trace,
@@ -70,74 +85,116 @@ pub fn credit_idle(
     threads: &ThreadIndex,
     fw: &Framework,
 ) -> IdleCredit {
-    let mut credit = IdleCredit::default();
-    let mut host_ops = HostTime::default();
-    let mut contexts = SpanContexts::default();
-    for gap in &idle.gaps {
-        let lane = gap.lane();
-        let mut budget = DISPATCH_BOUND_NS;
-        for seg in idle.segments_of(gap) {
-            let iv = seg.interval;
-            match seg.cause {
-                IdleCause::DataLoading => credit.data_loader_ns += iv.dur_ns(),
-                IdleCause::SyncDrain => {
-                    if let Some(s) = seg.sync() {
-                        *credit.by_sync.entry(s).or_default() += iv.dur_ns();
-                    }
-                }
-                IdleCause::LaunchLatency => {
-                    credit.launch_bound_ns += inside(stretches, iv);
-                }
-                IdleCause::HostCompute => {
-                    // A kernel's slow first launch (module load) is one-time host work, not
-                    // launch overhead: the host-compute finding's warm-up part.
-                    let one_time =
-                        lane.map_or_else(Vec::new, |l| threads.lane(l).one_time_calls_within(iv));
-                    let mut cursor = iv.start_ns;
-                    let mut rest = Vec::new();
-                    for &(launch, _) in &one_time {
-                        rest.push(Interval::new(cursor, launch.start_ns));
-                        credit.host_compute_ns += launch.dur_ns();
-                        cursor = launch.end_ns;
-                    }
-                    rest.push(Interval::new(cursor, iv.end_ns));
-                    credit_one_time_calls(&one_time, &mut host_ops);
-                    for part in rest.into_iter().filter(|p| p.dur_ns() > 0) {
-                        // Inside a stretch, CPU work up to the gap's dispatch budget is launch
-                        // overhead; beyond it the CPU is doing work of its own.
-                        let mut own = outside(stretches, part);
-                        for piece in inside_pieces(stretches, part) {
-                            let overhead = budget.min(piece.dur_ns());
-                            budget -= overhead;
-                            credit.launch_bound_ns += overhead;
-                            if overhead < piece.dur_ns() {
-                                own.push(Interval::new(piece.start_ns + overhead, piece.end_ns));
-                            }
-                        }
-                        for piece in own {
-                            // Runnable but not running only when the capture says why
-                            // threads left the CPU; otherwise it may have been a wait.
-                            let off_cpu = lane
-                                .filter(|_| trace.source.records_thread_states)
-                                .map_or(0, |l| threads.lane(l).unexplained_off_cpu_within(piece));
-                            credit.oversubscription_ns += off_cpu;
-                            credit.host_compute_ns += piece.dur_ns() - off_cpu;
-                            if let Some(l) = lane {
-                                credit_host_ops(trace, l, piece, &[], &mut host_ops, &mut contexts);
-                            }
-                        }
-                    }
-                }
-                cause if cause.is_gpu_side_wait() && cause != IdleCause::GraphReplay => {
-                    *credit.gpu_waits.entry(cause).or_default() += iv.dur_ns();
-                }
-                _ => {}
+    use rayon::prelude::*;
+    let chunk = (idle.gaps.len() / (rayon::current_num_threads().max(1) * 8)).max(256);
+    let (mut credit, host_ops) = idle
+        .gaps
+        .par_chunks(chunk)
+        .map(|gaps| {
+            let mut credit = IdleCredit::default();
+            let mut host_ops = HostTime::default();
+            let mut contexts = SpanContexts::default();
+            for gap in gaps {
+                credit_gap(
+                    trace,
+                    idle,
+                    gap,
+                    stretches,
+                    threads,
+                    &mut credit,
+                    &mut host_ops,
+                    &mut contexts,
+                );
             }
-        }
-    }
+            (credit, host_ops)
+        })
+        .reduce(
+            || (IdleCredit::default(), HostTime::default()),
+            |(mut a, mut a_ops), (b, b_ops)| {
+                a.add(b);
+                for (k, t) in b_ops {
+                    *a_ops.entry(k).or_default() += t;
+                }
+                (a, a_ops)
+            },
+        );
     credit.host_compute_ops = name_host_ops(trace, &host_ops, fw);
     credit.host_compute_parts = host_parts(trace, &host_ops, fw, credit.host_compute_ns);
     credit
+}
+
+/// Credits one gap's segments to `credit` (and its host-compute ops to `host_ops`).
+#[allow(clippy::too_many_arguments)]
+fn credit_gap(
+    trace: &Trace,
+    idle: &DeviceIdle,
+    gap: &Gap,
+    stretches: &[Interval],
+    threads: &ThreadIndex,
+    credit: &mut IdleCredit,
+    host_ops: &mut HostTime,
+    contexts: &mut SpanContexts,
+) {
+    let lane = gap.lane();
+    let mut budget = DISPATCH_BOUND_NS;
+    for seg in idle.segments_of(gap) {
+        let iv = seg.interval;
+        match seg.cause {
+            IdleCause::DataLoading => credit.data_loader_ns += iv.dur_ns(),
+            IdleCause::SyncDrain => {
+                if let Some(s) = seg.sync() {
+                    *credit.by_sync.entry(s).or_default() += iv.dur_ns();
+                }
+            }
+            IdleCause::LaunchLatency => {
+                credit.launch_bound_ns += inside(stretches, iv);
+            }
+            IdleCause::HostCompute => {
+                // A kernel's slow first launch (module load) is one-time host work, not
+                // launch overhead: the host-compute finding's warm-up part.
+                let one_time =
+                    lane.map_or_else(Vec::new, |l| threads.lane(l).one_time_calls_within(iv));
+                let mut cursor = iv.start_ns;
+                let mut rest = Vec::new();
+                for &(launch, _) in &one_time {
+                    rest.push(Interval::new(cursor, launch.start_ns));
+                    credit.host_compute_ns += launch.dur_ns();
+                    cursor = launch.end_ns;
+                }
+                rest.push(Interval::new(cursor, iv.end_ns));
+                credit_one_time_calls(&one_time, host_ops);
+                for part in rest.into_iter().filter(|p| p.dur_ns() > 0) {
+                    // Inside a stretch, CPU work up to the gap's dispatch budget is launch
+                    // overhead; beyond it the CPU is doing work of its own.
+                    let mut own = outside(stretches, part);
+                    for piece in inside_pieces(stretches, part) {
+                        let overhead = budget.min(piece.dur_ns());
+                        budget -= overhead;
+                        credit.launch_bound_ns += overhead;
+                        if overhead < piece.dur_ns() {
+                            own.push(Interval::new(piece.start_ns + overhead, piece.end_ns));
+                        }
+                    }
+                    for piece in own {
+                        // Runnable but not running only when the capture says why
+                        // threads left the CPU; otherwise it may have been a wait.
+                        let off_cpu = lane
+                            .filter(|_| trace.source.records_thread_states)
+                            .map_or(0, |l| threads.lane(l).unexplained_off_cpu_within(piece));
+                        credit.oversubscription_ns += off_cpu;
+                        credit.host_compute_ns += piece.dur_ns() - off_cpu;
+                        if let Some(l) = lane {
+                            credit_host_ops(trace, l, piece, &[], host_ops, contexts);
+                        }
+                    }
+                }
+            }
+            cause if cause.is_gpu_side_wait() && cause != IdleCause::GraphReplay => {
+                *credit.gpu_waits.entry(cause).or_default() += iv.dur_ns();
+            }
+            _ => {}
+        }
+    }
 }
 
 /// The most CPU work per gap inside a launch-bound stretch that counts as launch overhead
