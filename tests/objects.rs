@@ -6,8 +6,9 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
-use tracelens_tests::{corpus_dir, fixtures_dir, repo_root, tracelens};
+use tracelens_tests::{
+    bin_with_tracelens, corpus_dir, fixtures_dir, free_port, repo_root, tracelens, wait_for_port,
+};
 
 /// The moto server, killed when dropped, with the bucket `traces` filled and the access key
 /// of a user allowed to read it.
@@ -51,11 +52,7 @@ print(key["AccessKeyId"], key["SecretAccessKey"])
 "#;
 
 fn start(python: &str, corpus: &Path, scratch: &Path) -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let endpoint = format!("http://127.0.0.1:{port}");
     let child = Command::new(python)
         .args([
@@ -72,11 +69,7 @@ fn start(python: &str, corpus: &Path, scratch: &Path) -> Server {
         .stderr(std::fs::File::create(scratch.join("moto.err")).unwrap())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the moto server did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_port(port, "the moto server");
     let mut server = Server {
         child,
         endpoint,
@@ -356,13 +349,7 @@ fn traces_in_s3_read_as_local_files_and_failures_say_why() {
     assert_eq!(h["changes"].as_array().unwrap().len(), 1, "{h}");
 
     // The Python API reads the same URL through the binary.
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(
-        env!("CARGO_BIN_EXE_tracelens_for_tests"),
-        bin.join("tracelens"),
-    )
-    .unwrap();
+    let bin = bin_with_tracelens(&dir, env!("CARGO_BIN_EXE_tracelens_for_tests"));
     let py = Command::new(&python)
         .args([
             "-c",
@@ -432,11 +419,7 @@ fn traces_in_azure_blob_storage_read_as_local_files() {
         return;
     };
     let dir = scratch("azure");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let endpoint = format!("http://127.0.0.1:{port}");
     let mut child = Command::new(&azurite)
         .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
@@ -448,11 +431,7 @@ fn traces_in_azure_blob_storage_read_as_local_files() {
         .stderr(std::fs::File::create(dir.join("azurite.err")).unwrap())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "azurite did not start");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_port(port, "azurite");
     let setup = Command::new(&python)
         .args(["-c", AZURE_SETUP, &endpoint, AZURITE_KEY])
         .arg(&corpus)

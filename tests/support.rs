@@ -112,3 +112,31 @@ pub fn subset_mismatches(expected: &Value, actual: &Value, path: &str) -> Vec<St
         _ => vec![format!("{path}: expected {expected}, got {actual}")],
     }
 }
+
+/// A free TCP port on 127.0.0.1 for a local server a test starts (the OS picks it).
+#[must_use]
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free local port")
+}
+
+/// Waits up to a minute for a local server to accept connections on `port`.
+pub fn wait_for_port(port: u16, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "{what} did not start");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// `dir/bin`, holding `tracelens` → `binary` (the test build of the CLI): put first on a
+/// PATH, it is the binary a Python process or a worker finds, as the wheel's scripts folder.
+#[must_use]
+pub fn bin_with_tracelens(dir: &Path, binary: &str) -> PathBuf {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(binary, bin.join("tracelens")).unwrap();
+    bin
+}

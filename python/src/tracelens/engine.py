@@ -47,10 +47,18 @@ class RankFailed(RuntimeError):
 
 
 def expand_traces(inputs: Iterable[str]) -> list[str]:
-    """Files, folders (their trace files, sorted) and globs, in the order given, each once."""
+    """Files, folders (their trace files, sorted), globs and object-storage URLs (as written),
+    in the order given, each once."""
     seen: set[str] = set()
     out: list[str] = []
     for item in inputs:
+        if "://" in item:
+            # An object-storage URL (s3://, gs://, az://) goes to the workers as written: each
+            # worker's tracelens reads it (a prefix is one job there, not expanded here).
+            if item not in seen:
+                seen.add(item)
+                out.append(item)
+            continue
         if os.path.isdir(item):
             found = sorted(
                 os.path.join(item, name)
