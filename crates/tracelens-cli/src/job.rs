@@ -195,52 +195,46 @@ pub(crate) fn job_files(
         all.extend(args.more.iter().cloned());
         return Some(all);
     }
-    is_folder(&args.trace).then(|| resolve_folder(&args.trace, stderr))
+    resolve_folder(&args.trace, stderr)
 }
 
-/// Whether `path` names a folder of traces: a local directory, or a prefix in object storage
+/// The trace files directly in a folder, each with when it was last written: a local
+/// directory, or a prefix in object storage (listed once). `None` when `dir` is not a folder
 /// (a URL that cannot be listed is taken as one trace, whose opening then says why).
-pub(crate) fn is_folder(path: &Path) -> bool {
-    match input::remote::folder(path) {
-        Some(listed) => matches!(listed, Ok(Some(_))),
-        None => path.is_dir(),
-    }
-}
-
-/// The trace files directly in a folder (local or a prefix in object storage), each with when
-/// it was last written.
-fn folder_entries(dir: &Path) -> Vec<(PathBuf, std::time::SystemTime)> {
+fn folder_entries(dir: &Path) -> Option<Vec<(PathBuf, std::time::SystemTime)>> {
     if let Some(listed) = input::remote::folder(dir) {
-        return listed
-            .ok()
-            .flatten()
-            .into_iter()
-            .flatten()
-            .filter(|e| input::is_trace_file_name(&e.path))
-            .map(|e| (e.path, e.modified))
-            .collect();
+        let entries = listed.ok().flatten()?;
+        return Some(
+            entries
+                .into_iter()
+                .filter(|e| input::is_trace_file_name(&e.path))
+                .map(|e| (e.path, e.modified))
+                .collect(),
+        );
     }
-    let entries = std::fs::read_dir(dir).map(|es| es.filter_map(|e| e.ok().map(|e| e.path())));
-    entries
-        .into_iter()
-        .flatten()
-        .filter(|p| p.is_file() && input::is_trace_file_name(p))
-        .map(|p| {
-            let modified = std::fs::metadata(&p)
-                .and_then(|m| m.modified())
-                .unwrap_or(std::time::UNIX_EPOCH);
-            (p, modified)
-        })
-        .collect()
+    let entries = std::fs::read_dir(dir).ok()?;
+    Some(
+        entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && input::is_trace_file_name(p))
+            .map(|p| {
+                let modified = std::fs::metadata(&p)
+                    .and_then(|m| m.modified())
+                    .unwrap_or(std::time::UNIX_EPOCH);
+                (p, modified)
+            })
+            .collect(),
+    )
 }
 
-/// [The traces of a folder](folder_traces), with a note on `stderr` of what was skipped.
-pub(crate) fn resolve_folder(dir: &Path, stderr: &mut dyn std::io::Write) -> Vec<PathBuf> {
-    let found = folder_traces(dir);
+/// [The traces of a folder](folder_traces), with a note on `stderr` of what was skipped;
+/// `None` when `dir` is not a folder.
+pub(crate) fn resolve_folder(dir: &Path, stderr: &mut dyn std::io::Write) -> Option<Vec<PathBuf>> {
+    let found = folder_traces(folder_entries(dir)?);
     if let Some(note) = found.note(dir) {
         let _ = writeln!(stderr, "{note}");
     }
-    found.files
+    Some(found.files)
 }
 
 /// What a folder stands for: the traces read, and the files left out with the reason.
@@ -283,18 +277,18 @@ impl FolderTraces {
     }
 }
 
-/// The traces a folder stands for: its trace files, and of the files one worker wrote over
+/// The traces a folder's `entries` stand for: its trace files, and of the files one worker wrote over
 /// several profiling cycles only the newest complete one (`tensorboard_trace_handler` names
 /// them `WORKER.<time.time_ns()>.pt.trace.json[.gz]`, milliseconds in older PyTorch, and
 /// `WORKER.pt.trace.json` before it numbered cycles; the Python handler
 /// `WORKER.<step>.pt.trace.json.gz`). A numbered cycle is newer than an unnumbered file of the
 /// same worker; files otherwise alike are ordered by modification time. One worker is one
 /// trace; several are the ranks of one job.
-pub(crate) fn folder_traces(dir: &Path) -> FolderTraces {
+pub(crate) fn folder_traces(entries: Vec<(PathBuf, std::time::SystemTime)>) -> FolderTraces {
     type Candidate = ((bool, u64, std::time::SystemTime), PathBuf);
     let mut by_worker: std::collections::BTreeMap<String, Vec<Candidate>> =
         std::collections::BTreeMap::new();
-    for (path, modified) in folder_entries(dir) {
+    for (path, modified) in entries {
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -528,7 +522,8 @@ pub(crate) fn analyze_job(
     }
     let rules = gate::parse_all(&args.fail_on, args.not_measured, out.stderr)?;
     // Errors name the folder, or the traces given (the message names the file at fault).
-    let label = if is_folder(&args.trace) {
+    // The files came from a folder when no other trace was given.
+    let label = if args.more.is_empty() {
         args.trace.clone()
     } else {
         PathBuf::from(format!("{} traces", files.len()))

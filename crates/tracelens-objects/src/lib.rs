@@ -41,10 +41,18 @@ const SCHEMES: [(&str, Service); 5] = [
 /// system never starts with a scheme and `://`.
 #[must_use]
 pub fn is_object_url(text: &str) -> bool {
-    SCHEMES.iter().any(|(prefix, _)| {
-        text.get(..prefix.len())
-            .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
-    })
+    service_of(text).is_some()
+}
+
+/// The service whose scheme `text` starts with (any letter case).
+fn service_of(text: &str) -> Option<Service> {
+    SCHEMES
+        .iter()
+        .find(|(prefix, _)| {
+            text.get(..prefix.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
+        })
+        .map(|(_, s)| *s)
 }
 
 /// What a URL names: the service, the bucket (or container) and the key in it.
@@ -58,14 +66,8 @@ struct Location {
 impl Location {
     fn parse(text: &str) -> io::Result<Location> {
         let invalid = |why: String| io::Error::new(ErrorKind::InvalidInput, why);
-        let service = SCHEMES
-            .iter()
-            .find(|(prefix, _)| {
-                text.get(..prefix.len())
-                    .is_some_and(|p| p.eq_ignore_ascii_case(prefix))
-            })
-            .map(|(_, s)| *s)
-            .ok_or_else(|| invalid("not an s3://, gs:// or az:// URL".into()))?;
+        let service =
+            service_of(text).ok_or_else(|| invalid("not an s3://, gs:// or az:// URL".into()))?;
         let url = url::Url::parse(text).map_err(|e| invalid(format!("not a valid URL: {e}")))?;
         if !url.username().is_empty() || url.password().is_some() {
             return Err(invalid(

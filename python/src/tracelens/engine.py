@@ -188,10 +188,11 @@ def map_traces(
         top_up()
 
 
-def merge(dirs: list[str], output: str, fmt: str = "json") -> subprocess.CompletedProcess:
-    """The reduce step: ``tracelens merge DIRS --format FMT -o OUTPUT`` on this machine."""
+def merge(dirs: list[str], output: str) -> subprocess.CompletedProcess:
+    """The reduce step: ``tracelens merge DIRS -o OUTPUT`` on this machine (the format from
+    the output's extension, as tracelens chooses it)."""
     return subprocess.run(
-        [binary(), "merge", *dirs, "--format", fmt, "-o", output],
+        [binary(), "merge", *dirs, "-o", output],
         capture_output=True,
         text=True,
         errors="replace",
@@ -262,9 +263,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             if not ok:
                 print("tracelens.engine: no trace was analysed: nothing to merge", file=sys.stderr)
                 return 2
-            fmt = os.path.splitext(args.output)[1].lstrip(".") or "json"
-            fmt = {"htm": "html", "markdown": "md"}.get(fmt, fmt)
-            done = merge([out for _, out in sorted(ok)], args.output, fmt)
+            done = merge([out for _, out in sorted(ok)], args.output)
             if done.returncode != 0:
                 print(_printable(_last_line(done.stderr)), file=sys.stderr)
                 return done.returncode

@@ -2,7 +2,8 @@
 //! (operation, process group, sequence number, bytes moved): what the communication figures
 //! measure and the multi-rank job analysis matches across ranks.
 
-use crate::vocabulary::kernels::CommunicationNames;
+use crate::vocabulary::kernels::is_communication_kernel;
+use crate::vocabulary::memo::PerName;
 use serde::{Deserialize, Serialize};
 use tracelens_model::{CollectiveArgs, LaneKey, SpanId, SpanKind, TimeNs, Trace};
 
@@ -200,7 +201,7 @@ fn collective(trace: &Trace, id: SpanId, args: Option<&CollectiveArgs>) -> Colle
 /// The collective kernels on `device` (every device when `None`), by start.
 #[must_use]
 pub fn collectives_on(trace: &Trace, device: Option<i64>) -> Vec<Collective> {
-    let mut names = CommunicationNames::default();
+    let mut names = PerName::new(trace, is_communication_kernel);
     let mut out: Vec<Collective> = trace
         .spans_of_kind(SpanKind::Kernel)
         .filter(|&id| {
@@ -208,7 +209,7 @@ pub fn collectives_on(trace: &Trace, device: Option<i64>) -> Vec<Collective> {
                 |dev| matches!(trace.lane_key(id), LaneKey::Gpu { device, .. } if device == dev),
             )
         })
-        .filter(|&id| names.is(trace, trace.span(id).name))
+        .filter(|&id| names.of(trace, trace.span(id).name))
         .map(|id| collective(trace, id, trace.collective_args(id)))
         .collect();
     out.sort_by_key(|c| c.start_ns);

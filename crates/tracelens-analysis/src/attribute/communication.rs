@@ -15,7 +15,8 @@ use crate::measure::environment::Hardware;
 use crate::measure::intervals::{subtract, total_ns, union};
 use crate::measure::peaks::{link_peak, LinkPeak};
 use crate::measure::window::AnalysisWindow;
-use crate::vocabulary::kernels::CommunicationNames;
+use crate::vocabulary::kernels::is_communication_kernel;
+use crate::vocabulary::memo::PerName;
 use serde::{Deserialize, Serialize};
 use tracelens_model::{Interval, NameId, SpanKind, TimeNs, Trace};
 
@@ -95,7 +96,7 @@ pub fn communication(
     let mut comm = Vec::new();
     let mut compute = Vec::new();
     let mut kernels = Vec::new();
-    let mut names = CommunicationNames::default();
+    let mut names = PerName::new(trace, is_communication_kernel);
     for &lane in &dev.lanes {
         for id in trace.lane_span_ids(lane) {
             let s = trace.span(id);
@@ -105,7 +106,7 @@ pub fn communication(
             let Some(iv) = s.interval().clip(w) else {
                 continue;
             };
-            if names.is(trace, s.name) {
+            if names.of(trace, s.name) {
                 comm.push(iv);
                 kernels.push((iv, s.name));
             } else {

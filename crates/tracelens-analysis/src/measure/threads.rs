@@ -90,7 +90,7 @@ impl ThreadIndex {
     /// Scans every CPU lane once; API names are classified once per distinct name.
     #[must_use]
     pub fn build(trace: &Trace) -> Self {
-        let mut classes: FxHashMap<NameId, NameClass> = FxHashMap::default();
+        let mut classes = PerName::new(trace, NameClass::of);
         let mut loader = PerName::new(trace, is_data_loader);
         let mut one_time_name = PerName::new(trace, crate::vocabulary::activity::is_one_time);
         let mut os_wait = PerName::new(trace, crate::vocabulary::api::is_os_wait);
@@ -120,9 +120,7 @@ impl ThreadIndex {
                         SpanKind::Runtime | SpanKind::Driver => {
                             let first_call = !seen_call;
                             seen_call = true;
-                            let class =
-                                *classes.entry(s.name).or_insert_with(|| NameClass::of(name));
-                            match class {
+                            match classes.of(trace, s.name) {
                                 NameClass::Blocking(kind) => blocking.push((s.end_ns(), id, kind)),
                                 NameClass::AsyncCopy => {
                                     if launched_pageable_copy(trace, id) {

@@ -148,21 +148,6 @@ pub fn is_communication_kernel(name: &str) -> bool {
     }) || name.contains("msccl")
 }
 
-/// [`is_communication_kernel`] asked once per distinct name: a trace launches the same few
-/// kernel names millions of times.
-#[derive(Default)]
-pub struct CommunicationNames(rustc_hash::FxHashMap<tracelens_model::NameId, bool>);
-
-impl CommunicationNames {
-    /// Whether kernel name `name` is a collective's.
-    pub fn is(&mut self, trace: &tracelens_model::Trace, name: tracelens_model::NameId) -> bool {
-        *self
-            .0
-            .entry(name)
-            .or_insert_with(|| is_communication_kernel(trace.names.get(name)))
-    }
-}
-
 /// The collective a communication kernel runs, for its bus-bandwidth factor.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum CollectiveOp {

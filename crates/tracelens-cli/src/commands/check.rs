@@ -54,7 +54,7 @@ fn check_input(
     input: &Path,
     out: &mut Sink,
 ) -> Result<(tracelens_results::Results, tracelens_results::Metrics), Stop> {
-    if !job::is_folder(input) {
+    let Some(files) = job::resolve_folder(input, out.stderr) else {
         let (results, job) = gate::stored_or_analysed(input, out.stderr)?;
         let mut metrics = tracelens_results::Metrics::of(&results);
         // A stored job's rules read as the folder's: its gate rank and the job figures.
@@ -62,8 +62,7 @@ fn check_input(
             metrics.add_job(job);
         }
         return Ok((results, metrics));
-    }
-    let files = job::resolve_folder(input, out.stderr);
+    };
     match files.as_slice() {
         [] => Err(fail(out.stderr, input, job::NO_TRACES_IN_FOLDER)),
         // A folder holding one trace is that trace.

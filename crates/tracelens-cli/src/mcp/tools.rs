@@ -18,8 +18,6 @@ const DEFAULT_ROWS: usize = 10;
 const MAX_ROWS: usize = 100;
 /// Analysed documents kept (a conversation asks several questions of one trace).
 const CACHE_ENTRIES: usize = 4;
-/// Largest stored result read (as `report` and `check` bound it).
-const MAX_RESULT_BYTES: u64 = 256 << 20;
 /// Rules one `check` call may evaluate.
 const MAX_RULES: usize = 64;
 
@@ -158,7 +156,7 @@ impl Tools {
             return Ok(Arc::clone(&hit.doc));
         }
         let text = if tracelens_load::is_result_document(path) {
-            tracelens_load::read_result_text(path, MAX_RESULT_BYTES)
+            tracelens_load::read_result_text(path, crate::gate::MAX_RESULT_BYTES)
                 .map_err(|e| format!("{}: {e}", file_name(path)))?
         } else {
             run_cli(
