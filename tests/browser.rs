@@ -412,7 +412,7 @@ fn layout_problems(browser: &Path, page: &Path, work: &Path, width: u32) -> Vec<
 /// few characters per line, none wrapped over more than four lines, no legend with two
 /// entries of one colour. Training CUDA Kineto, inference ROCm Kineto, an Nsight Systems
 /// export, a transformer with every busy-GPU section, a job page, a diff page and a history
-/// page (its screenshots beside the others').
+/// page (its screenshots in `screenshots-history/`).
 #[test]
 fn every_section_reads_at_800_and_1400_px() {
     let Some(browser) = chromium() else {
@@ -490,8 +490,9 @@ fn every_section_reads_at_800_and_1400_px() {
     let run = tracelens(history);
     assert_eq!(run.code, 0, "history: {}", run.stderr);
     pages.push(history_page.clone());
-    // Screenshots of the history page for people, beside the others.
-    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+    // Screenshots of the history page for people, in a folder of their own: the other test
+    // in this file runs at the same time and starts by emptying `screenshots/`.
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("screenshots-history");
     std::fs::create_dir_all(&shots).unwrap();
     for width in [1400, 800] {
         let shot = shots.join(format!("history-light-{width}.png"));
