@@ -12,9 +12,9 @@ use super::records::{
 };
 use crate::vocabulary::kernels::is_communication_kernel;
 
-/// The op of `ops` (sorted by start) whose end is `t`, looking back a bounded number of ops.
-pub(super) fn last_op_ending_at(ops: &[GpuOp], t: TimeNs) -> Option<SpanId> {
-    let before = ops.partition_point(|o| o.1.start_ns < t);
+/// The op of `ops` (sorted by start) whose end is `t`, looking back a bounded number of ops
+/// from `before`, the number of ops starting before `t`.
+pub(super) fn last_op_ending_before(ops: &[GpuOp], before: usize, t: TimeNs) -> Option<SpanId> {
     ops[..before]
         .iter()
         .rev()

@@ -190,6 +190,16 @@ pub(crate) struct SpanContexts(FxHashMap<SpanId, Around>);
 impl SpanContexts {
     /// [`Around`] of `id`, itself included.
     fn around(&mut self, trace: &Trace, id: SpanId) -> Around {
+        // A span that says nothing of itself (a runtime call, a kernel launch) has its nearest
+        // telling ancestor's answer: no memo entry, no hashing. An export's CPU lanes are
+        // almost all such spans, most without a parent.
+        let mut id = id;
+        while !Self::tells(trace, id) {
+            match trace.parent(id) {
+                Some(p) => id = p,
+                None => return Around::default(),
+            }
+        }
         if let Some(&known) = self.0.get(&id) {
             return known;
         }
@@ -210,6 +220,15 @@ impl SpanContexts {
             self.0.insert(a, outer);
         }
         outer
+    }
+
+    /// Whether [`Self::inside`] can differ from its parent's answer for `id`: only a user
+    /// region, a Python frame or a CPU op says anything.
+    fn tells(trace: &Trace, id: SpanId) -> bool {
+        matches!(
+            trace.span(id).kind,
+            SpanKind::UserAnnotation | SpanKind::PythonFunction | SpanKind::CpuOp
+        )
     }
 
     /// [`Around`] of `id` from its parent's.

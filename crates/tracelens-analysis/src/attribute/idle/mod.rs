@@ -28,7 +28,7 @@ mod gap;
 mod host_ops;
 mod records;
 
-use gap::{last_op_ending_at, GapAttribution, Outcome};
+use gap::{last_op_ending_before, GapAttribution, Outcome};
 pub(crate) use host_ops::{
     credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, HostTime, SpanContexts,
 };
@@ -224,14 +224,17 @@ impl GapContext<'_> {
             segments: Vec::with_capacity(gaps.len()),
             ..GapChunk::default()
         };
+        // Gaps come in time order: where each gap starts and ends in the op list is found
+        // from the previous gap's place, not by a search over the whole list per gap.
+        let mut before_start = OpCursor::new(self.ops);
+        let mut before_end = OpCursor::new(self.ops);
         for &gap in gaps {
+            let before_gap = before_start.count_starting_before(gap.start_ns);
+            let op_before = last_op_ending_before(self.ops, before_gap, gap.start_ns);
             // The op that ends the gap: prefer one with a launch among those starting there; after
             // the last op of the window, the device's next op.
             let (pool, at) = if gap.end_ns < self.window_end_ns {
-                (
-                    self.ops,
-                    self.ops.partition_point(|o| o.1.start_ns < gap.end_ns),
-                )
+                (self.ops, before_end.count_starting_before(gap.end_ns))
             } else {
                 (&self.work.ops[..], self.after_window)
             };
@@ -259,12 +262,12 @@ impl GapContext<'_> {
                         gap.start_ns,
                         self.trace.span(ender).start_ns.max(gap.end_ns),
                     );
-                    g.attribute(full, ender, last_op_ending_at(self.ops, gap.start_ns))
+                    g.attribute(full, ender, op_before)
                 }
                 None => {
                     // After the device's last op: the thread that launched the work before the gap
                     // launched nothing more; what it did instead explains the gap.
-                    let lane = last_op_ending_at(self.ops, gap.start_ns)
+                    let lane = op_before
                         .and_then(|b| self.trace.launch_of(b))
                         .map(|l| self.trace.span(l).lane);
                     match lane {
@@ -325,9 +328,70 @@ impl GapContext<'_> {
     }
 }
 
+/// A forward-only place in a time-sorted op list, for times asked in increasing order.
+struct OpCursor<'a> {
+    ops: &'a [GpuOp],
+    /// Ops known to start before every time asked so far.
+    at: usize,
+}
+
+impl<'a> OpCursor<'a> {
+    fn new(ops: &'a [GpuOp]) -> OpCursor<'a> {
+        OpCursor { ops, at: 0 }
+    }
+
+    /// `ops.partition_point(|o| o.start < t)` for a `t` no earlier than the last one asked:
+    /// a galloping search from the last answer (a few steps between neighbouring gaps).
+    fn count_starting_before(&mut self, t: TimeNs) -> usize {
+        let rest = &self.ops[self.at..];
+        let mut bound = 1;
+        while bound < rest.len() && rest[bound].1.start_ns < t {
+            bound = bound.saturating_mul(2);
+        }
+        let bound = bound.min(rest.len());
+        self.at += rest[..bound].partition_point(|o| o.1.start_ns < t);
+        self.at
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::diagnose::detectors::testing::scenario;
+
+    /// The cursor answers as `partition_point` does, for times that repeat, step by one op
+    /// or jump past many, before the first op and after the last.
+    #[test]
+    fn op_cursor_answers_as_a_search_over_the_whole_list() {
+        use tracelens_model::{Interval, SpanId, SpanKind};
+        let starts = [3, 3, 5, 9, 9, 9, 20, 21, 22, 40, 41, 100];
+        let ops: Vec<super::GpuOp> = starts
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                (
+                    SpanKind::Kernel,
+                    Interval::new(s, s + 1),
+                    SpanId(tracelens_model::table_index(i)),
+                )
+            })
+            .collect();
+        for times in [
+            vec![0, 3, 3, 4, 9, 10, 21, 99, 100, 101, 500],
+            vec![9, 9, 9],
+            vec![41, 42],
+            vec![1000],
+            (0..120).collect(),
+        ] {
+            let mut cursor = super::OpCursor::new(&ops);
+            for t in times {
+                assert_eq!(
+                    cursor.count_starting_before(t),
+                    ops.partition_point(|o| o.1.start_ns < t),
+                    "t = {t}"
+                );
+            }
+        }
+    }
 
     /// Chunks of two gaps (many waves, several chunks per wave, run in parallel) give the
     /// attribution of one chunk, field for field.
