@@ -513,7 +513,7 @@ fn busy_by(trace: &Trace, ops: &[GpuOp]) -> BusyBy {
         // `ops` is sorted by start, so each class is too.
         let own = subtract(&union_sorted(ivs), &taken);
         *share = total_ns(&own);
-        taken = crate::measure::intervals::union(taken.into_iter().chain(own).collect());
+        taken = crate::measure::intervals::union_of_sorted(&taken, &own);
     }
     let busy: TimeNs = shares.iter().sum();
     let p = |x| crate::num::percent(x, busy);
