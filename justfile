@@ -46,6 +46,14 @@ bench-nsys sizes="1000,5000" base="":
     just bench-baseline "{{base}}"
     ./target/release/tracelens-bench --nsys {{corpus}}/nsys/converted/Raphael-Hao__Abacus__report1.qdrep.nsys2023.4.4.sqlite --sizes {{sizes}} --tracelens target/release/tracelens --baseline target-baseline/release/tracelens
 
+# The whole comparison in one run: a real Kineto trace replicated to 1 GB, plain and gzip, and a
+# real export inflated to 500 MB and 1 GB, each against the baseline binary and the peers (HTA and
+# nsys-ai at pinned versions, installed into bench-traces/peers/ on first use; about 30 minutes).
+bench-suite base="":
+    cargo build --release -p tracelens-cli -p tracelens-bench
+    just bench-baseline "{{base}}"
+    TRACELENS_CORPUS={{corpus}} ./target/release/tracelens-bench --suite --sizes 500,1000 --peers --tracelens target/release/tracelens --baseline target-baseline/release/tracelens
+
 # Builds the baseline `tracelens` (the last tag, or the commit `base`) into target-baseline/,
 # from a worktree of that commit, for the benchmarks' ratios.
 bench-baseline base="":

@@ -8,6 +8,7 @@
 
 pub mod hostile;
 pub mod measure;
+pub mod peers;
 
 /// The value after `--name` in a command line, if given.
 #[must_use]
