@@ -233,6 +233,10 @@ impl SpanContexts {
 
     /// [`Around`] of `id` from its parent's.
     fn inside(trace: &Trace, id: SpanId, outer: Around) -> Around {
+        // The one place that says which spans matter: `around` skips the same ones.
+        if !Self::tells(trace, id) {
+            return outer;
+        }
         let s = trace.span(id);
         let name = trace.names.get(s.name);
         let framed = matches!(s.kind, SpanKind::UserAnnotation | SpanKind::PythonFunction);
