@@ -27,6 +27,7 @@
 #![deny(missing_docs)]
 
 mod builder;
+mod by_start;
 mod collect;
 mod collective;
 mod copy;
@@ -51,6 +52,7 @@ mod trace;
 pub use builder::{
     FlowInput, SpanInput, TraceBuilder, MAX_CALL_STACK_BYTES, MAX_NAME_BYTES, MAX_SPAN_DUR_NS,
 };
+pub use by_start::SpansByStart;
 pub use collect::profiler_step_number;
 pub use collective::{CollectiveArgs, CollectiveKey, MAX_COLLECTIVE_RECORDS};
 pub use copy::{CopyDirection, CopyInfo, MemoryKind};

@@ -3,7 +3,7 @@
 //! copies still followed by a blocking sync.
 
 use crate::attribute::syncs::{SyncCall, SyncTrigger};
-use crate::measure::intervals::{covered_ns, union};
+use crate::measure::intervals::{covered_ns, union_sorted};
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 use tracelens_model::{CopyDirection, Interval, MemoryKind, SpanId, SpanKind, TimeNs, Trace};
@@ -149,18 +149,18 @@ pub fn copy_report(
 ) -> CopyReport {
     let mut report = CopyReport::default();
     for device in &trace.devices {
-        let mut kernels = Vec::new();
+        // The kernels' union, merged from the streams' start orders (no list to sort).
         let mut kernel_streams = std::collections::BTreeSet::new();
-        for &lane in &device.lanes {
-            for id in trace.lane_span_ids(lane) {
-                let s = trace.span(id);
-                if s.kind == SpanKind::Kernel {
-                    kernels.push(s.interval());
-                    kernel_streams.insert(lane);
-                }
-            }
-        }
-        let busy = union(kernels);
+        let busy = union_sorted(
+            trace
+                .spans_by_start(device.lanes.iter().copied())
+                .map(|id| trace.span(id))
+                .filter(|s| s.kind == SpanKind::Kernel)
+                .map(|s| {
+                    kernel_streams.insert(s.lane);
+                    s.interval()
+                }),
+        );
         let mut mine = DeviceCopies {
             device: device.index,
             ..DeviceCopies::default()

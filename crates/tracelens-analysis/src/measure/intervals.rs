@@ -28,15 +28,27 @@ pub fn union(mut intervals: Vec<Interval>) -> Vec<Interval> {
 pub fn union_sorted(intervals: impl IntoIterator<Item = Interval>) -> Vec<Interval> {
     let mut out: Vec<Interval> = Vec::new();
     for iv in intervals {
-        if iv.end_ns <= iv.start_ns {
-            continue;
-        }
-        match out.last_mut() {
-            Some(last) if iv.start_ns <= last.end_ns => last.end_ns = last.end_ns.max(iv.end_ns),
-            _ => out.push(iv),
+        if let Some(iv) = merge_into_last(out.last_mut(), iv) {
+            out.push(iv);
         }
     }
     out
+}
+
+/// One step of a union built from intervals arriving sorted by start: `iv` extends `last`
+/// when it touches it; otherwise it is returned, to follow `last` (an empty one adds nothing).
+#[must_use]
+pub fn merge_into_last(last: Option<&mut Interval>, iv: Interval) -> Option<Interval> {
+    if iv.end_ns <= iv.start_ns {
+        return None;
+    }
+    match last {
+        Some(last) if iv.start_ns <= last.end_ns => {
+            last.end_ns = last.end_ns.max(iv.end_ns);
+            None
+        }
+        _ => Some(iv),
+    }
 }
 
 /// The union of two lists each sorted by start, in one merging pass (no sort).

@@ -122,17 +122,21 @@ pub fn device_work(trace: &Trace) -> Vec<DeviceWork> {
         .devices
         .iter()
         .map(|device| {
-            let mut ops = Vec::new();
+            // Counted first: the list is made at its size, not doubled up to it.
+            let count = device
+                .lanes
+                .iter()
+                .flat_map(|&lane| trace.lane_span_ids(lane))
+                .filter(|&id| trace.span(id).kind.is_gpu_work())
+                .count();
+            let mut ops = Vec::with_capacity(count);
             let mut step_window: Option<Interval> = None;
-            for &lane in &device.lanes {
-                for id in trace.lane_span_ids(lane) {
-                    let s = trace.span(id);
-                    if s.kind.is_gpu_work() {
-                        ops.push((s.kind, s.interval(), id));
-                    } else if s.kind == SpanKind::GpuUserAnnotation && trace.is_step_span(id) {
-                        step_window =
-                            Some(step_window.map_or(s.interval(), |w| w.hull(s.interval())));
-                    }
+            for id in trace.spans_by_start(device.lanes.iter().copied()) {
+                let s = trace.span(id);
+                if s.kind.is_gpu_work() {
+                    ops.push((s.kind, s.interval(), id));
+                } else if s.kind == SpanKind::GpuUserAnnotation && trace.is_step_span(id) {
+                    step_window = Some(step_window.map_or(s.interval(), |w| w.hull(s.interval())));
                 }
             }
             let step_window = match step_window {
@@ -142,9 +146,15 @@ pub fn device_work(trace: &Trace) -> Vec<DeviceWork> {
                 }
                 None => cpu_steps_hull(trace).map(|w| (w, WindowSource::CpuProfilerSteps)),
             };
-            // Sorted once here; clipping keeps the order, so every later union, gap search
-            // and stretch walk reads the ops in time order without sorting again.
-            ops.sort_unstable_by_key(|&(_, iv, id)| (iv.start_ns, iv.end_ns, id));
+            // In time order from here on: clipping keeps the order, so every later union, gap
+            // search and stretch walk reads the ops without sorting again. The merge gave
+            // start order; ops starting together go by end, then id.
+            for same_start in ops.chunk_by_mut(|a, b| a.1.start_ns == b.1.start_ns) {
+                if same_start.len() > 1 {
+                    same_start.sort_unstable_by_key(|&(_, iv, id)| (iv.end_ns, id));
+                }
+            }
+            debug_assert!(ops.is_sorted_by_key(|&(_, iv, id)| (iv.start_ns, iv.end_ns, id)));
             DeviceWork {
                 device: device.index,
                 ops,

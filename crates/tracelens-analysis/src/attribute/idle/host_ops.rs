@@ -3,6 +3,7 @@
 
 use crate::attribute::host_work::{classify, in_region, unnamed, HostWork};
 use crate::measure::environment::Framework;
+use crate::measure::seek::partition_point_from;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 use tracelens_model::{table_index, Interval, NameId, SpanId, SpanKind, TimeNs, Trace};
@@ -184,8 +185,14 @@ fn is_op(trace: &Trace, id: SpanId) -> bool {
 /// [`Around`] of every span asked about, each computed once from its parent's: every idle
 /// gap asks about the spans running in it, and a walk up the enclosing chain per gap made
 /// 1,100 nested ranges around 16,000 launches take minutes.
+///
+/// Beside them, where the last search in each lane's spans ended: a chunk's gaps come in
+/// time order, so the next search starts there.
 #[derive(Default)]
-pub(crate) struct SpanContexts(FxHashMap<SpanId, Around>);
+pub(crate) struct SpanContexts {
+    arounds: FxHashMap<SpanId, Around>,
+    places: FxHashMap<tracelens_model::LaneId, usize>,
+}
 
 impl SpanContexts {
     /// [`Around`] of `id`, itself included.
@@ -200,7 +207,7 @@ impl SpanContexts {
                 None => return Around::default(),
             }
         }
-        if let Some(&known) = self.0.get(&id) {
+        if let Some(&known) = self.arounds.get(&id) {
             return known;
         }
         // Up to the nearest span already known (or the outermost), then down, filling in.
@@ -208,7 +215,7 @@ impl SpanContexts {
         let mut outer = Around::default();
         let mut at = id;
         while let Some(p) = trace.parent(at) {
-            if let Some(&known) = self.0.get(&p) {
+            if let Some(&known) = self.arounds.get(&p) {
                 outer = known;
                 break;
             }
@@ -217,7 +224,7 @@ impl SpanContexts {
         }
         for &a in chain.iter().rev() {
             outer = Self::inside(trace, a, outer);
-            self.0.insert(a, outer);
+            self.arounds.insert(a, outer);
         }
         outer
     }
@@ -334,7 +341,9 @@ fn credit_ops_in(
     let mut credited: TimeNs = 0;
     // The outermost op already running when the window opens (enclosing ops end no earlier
     // than the ops inside them, so the outermost one is running if any is).
-    let before = spans.partition_point(|s| s.start_ns <= window.start_ns);
+    let place = contexts.places.entry(lane).or_default();
+    let before = partition_point_from(spans, *place, |s| s.start_ns <= window.start_ns);
+    *place = before;
     let innermost = (before > 0).then(|| SpanId(range.start + table_index(before) - 1));
     if let Some(innermost) = innermost {
         let outer = contexts

@@ -328,7 +328,8 @@ impl GapContext<'_> {
     }
 }
 
-/// A forward-only place in a time-sorted op list, for times asked in increasing order.
+/// A place in a time-sorted op list, kept between questions: right in any order, a few steps
+/// each when the times come in increasing order.
 struct OpCursor<'a> {
     ops: &'a [GpuOp],
     /// Ops known to start before every time asked so far.
@@ -340,16 +341,11 @@ impl<'a> OpCursor<'a> {
         OpCursor { ops, at: 0 }
     }
 
-    /// `ops.partition_point(|o| o.start < t)` for a `t` no earlier than the last one asked:
-    /// a galloping search from the last answer (a few steps between neighbouring gaps).
+    /// `ops.partition_point(|o| o.start < t)`, searched from the last answer (a few steps
+    /// between neighbouring gaps).
     fn count_starting_before(&mut self, t: TimeNs) -> usize {
-        let rest = &self.ops[self.at..];
-        let mut bound = 1;
-        while bound < rest.len() && rest[bound].1.start_ns < t {
-            bound = bound.saturating_mul(2);
-        }
-        let bound = bound.min(rest.len());
-        self.at += rest[..bound].partition_point(|o| o.1.start_ns < t);
+        self.at =
+            crate::measure::seek::partition_point_from(self.ops, self.at, |o| o.1.start_ns < t);
         self.at
     }
 }
