@@ -3,9 +3,10 @@
 //! copies still followed by a blocking sync.
 
 use crate::attribute::syncs::{SyncCall, SyncTrigger};
-use crate::measure::intervals::{covered_ns, union_sorted};
+use crate::measure::intervals::merge_into_last;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
+use std::collections::VecDeque;
 use tracelens_model::{CopyDirection, Interval, MemoryKind, SpanId, SpanKind, TimeNs, Trace};
 
 /// Totals for one class of copies.
@@ -138,6 +139,57 @@ impl CopyReport {
     }
 }
 
+/// The time of each copy of `device` (clipped to `window`) that no kernel of the device
+/// covers, and the streams that ran kernels. Copies and kernels are walked together in start
+/// order: the kernels' union is held only from the current copy's start on, not whole.
+fn exposed_copy_times(
+    trace: &Trace,
+    device: &tracelens_model::Device,
+    window: Option<Interval>,
+) -> (
+    rustc_hash::FxHashMap<SpanId, TimeNs>,
+    std::collections::BTreeSet<tracelens_model::LaneId>,
+) {
+    let mut exposed = rustc_hash::FxHashMap::default();
+    let mut kernel_streams = std::collections::BTreeSet::new();
+    let lanes = || device.lanes.iter().copied();
+    let mut kernels = trace
+        .spans_by_start(lanes())
+        .map(|id| trace.span(id))
+        .filter(|s| s.kind == SpanKind::Kernel)
+        .peekable();
+    let mut busy: VecDeque<Interval> = VecDeque::new();
+    for id in trace.spans_by_start(lanes()) {
+        let s = trace.span(id);
+        if s.kind != SpanKind::Memcpy {
+            continue;
+        }
+        let Some(iv) = window.map_or(Some(s.interval()), |w| s.interval().clip(w)) else {
+            continue;
+        };
+        // The union is complete up to the copy's end once every kernel starting before it is in.
+        while let Some(k) = kernels.next_if(|k| k.start_ns < iv.end_ns) {
+            kernel_streams.insert(k.lane);
+            if let Some(next) = merge_into_last(busy.back_mut(), k.interval()) {
+                busy.push_back(next);
+            }
+        }
+        // Later copies start no earlier: what ends before this one starts is done with.
+        while busy.front().is_some_and(|b| b.end_ns <= iv.start_ns) {
+            busy.pop_front();
+        }
+        let covered: TimeNs = busy
+            .iter()
+            .take_while(|b| b.start_ns < iv.end_ns)
+            .filter_map(|b| b.clip(iv))
+            .map(|c| c.dur_ns())
+            .sum();
+        exposed.insert(id, iv.dur_ns() - covered);
+    }
+    kernel_streams.extend(kernels.map(|k| k.lane));
+    (exposed, kernel_streams)
+}
+
 /// Classifies every memcpy inside `window` (clipped to it; all of them without a window);
 /// `claimed` copies are counted by a sync finding and left out of `pageable_unclaimed`.
 #[must_use]
@@ -149,18 +201,7 @@ pub fn copy_report(
 ) -> CopyReport {
     let mut report = CopyReport::default();
     for device in &trace.devices {
-        // The kernels' union, merged from the streams' start orders (no list to sort).
-        let mut kernel_streams = std::collections::BTreeSet::new();
-        let busy = union_sorted(
-            trace
-                .spans_by_start(device.lanes.iter().copied())
-                .map(|id| trace.span(id))
-                .filter(|s| s.kind == SpanKind::Kernel)
-                .map(|s| {
-                    kernel_streams.insert(s.lane);
-                    s.interval()
-                }),
-        );
+        let (exposed_by_copy, kernel_streams) = exposed_copy_times(trace, device, window);
         let mut mine = DeviceCopies {
             device: device.index,
             ..DeviceCopies::default()
@@ -177,7 +218,7 @@ pub fn copy_report(
                     continue;
                 };
                 let info = trace.copy_info(id).copied().unwrap_or_default();
-                let exposed = iv.dur_ns() - covered_ns(&busy, iv);
+                let exposed = exposed_by_copy.get(&id).copied().unwrap_or(0);
                 let host_ns = trace.launch_of(id).map_or(0, |l| trace.span(l).dur_ns);
                 let slot = match (info.direction, info.src, info.dst) {
                     (CopyDirection::HtoD, MemoryKind::Pageable, _) => &mut report.htod_pageable,

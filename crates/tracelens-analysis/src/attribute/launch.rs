@@ -3,6 +3,7 @@
 //! time), and how far the host runs ahead of each stream (launch-to-start delay).
 
 use crate::attribute::idle::{DeviceIdle, IdleCause};
+use crate::measure::seek::partition_point_from;
 use crate::measure::utilization::{DeviceWork, GpuOp};
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -93,8 +94,8 @@ pub fn launch_report(
     let mut delays: FxHashMap<LaneId, Vec<TimeNs>> = FxHashMap::default();
     for ((work, ops), dev_idle) in works.iter().zip(window_ops).zip(idle) {
         // Queue depth bookkeeping over every linked op of the device.
-        let mut launch_starts: Vec<TimeNs> = Vec::new();
-        let mut op_starts: Vec<TimeNs> = Vec::new();
+        let mut launch_starts: Vec<TimeNs> = Vec::with_capacity(ops.len());
+        let mut op_starts: Vec<TimeNs> = Vec::with_capacity(ops.len());
         for &(_, iv, id) in ops.iter() {
             if let Some(l) = trace.launch_of(id) {
                 let launch_ns = trace.span(l).start_ns;
@@ -110,10 +111,13 @@ pub fn launch_report(
             }
         }
         launch_starts.sort_unstable();
-        // `ops` is sorted by start, so `op_starts` already is.
-        let depth = |t: TimeNs| {
-            let launched = launch_starts.partition_point(|&x| x <= t);
-            let started = op_starts.partition_point(|&x| x <= t);
+        // `ops` is sorted by start, so `op_starts` already is. Kernels are asked about in op
+        // order, whose launches start in nearly the same order: each search starts from the
+        // previous answer.
+        let (mut launched, mut started) = (0, 0);
+        let mut depth = |t: TimeNs| {
+            launched = partition_point_from(&launch_starts, launched, |&x| x <= t);
+            started = partition_point_from(&op_starts, started, |&x| x <= t);
             launched.saturating_sub(started)
         };
         let mut run: Vec<(Interval, TimeNs, TimeNs, usize)> = Vec::new();

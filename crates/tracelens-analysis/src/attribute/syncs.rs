@@ -149,7 +149,8 @@ pub fn find_syncs(
         }
     }
     let cpu_steps: Vec<Interval> = trace.steps.iter().filter_map(|s| s.cpu).collect();
-    let mut calls = Vec::new();
+    // At most one per blocking call: made at that size, not doubled up to it.
+    let mut calls = Vec::with_capacity(threads.blocking_calls().count());
     for (id, kind) in threads.blocking_calls() {
         let s = trace.span(id);
         let blocked_ns = match window {

@@ -11,7 +11,7 @@ use crate::attribute::idle::{DeviceIdle, IdleCause};
 use crate::attribute::launch::StreamLaunchDelay;
 use crate::diagnose::finding::Finding;
 use crate::measure::environment::{Framework, Vendor};
-use crate::measure::intervals::{subtract, total_ns, union_sorted};
+use crate::measure::priority::PrioritySplit;
 use crate::measure::utilization::GpuOp;
 use crate::measure::window::{AnalysisWindow, WindowKind};
 use crate::views::kernels::{kernel_class, KernelClass};
@@ -488,7 +488,15 @@ fn main_copy_direction(trace: &Trace, ops: &[GpuOp]) -> (&'static str, u64) {
 fn busy_by(trace: &Trace, ops: &[GpuOp]) -> BusyBy {
     // One pass, one name lookup per distinct kernel name.
     let mut names: FxHashMap<tracelens_model::NameId, bool> = FxHashMap::default();
-    let mut by_class: [Vec<Interval>; 4] = Default::default();
+    // `ops` is sorted by start: the classes' unions are split as they grow, over the ops'
+    // extent, without a list per class.
+    let (Some(first), Some(last)) = (
+        ops.first().map(|o| o.1.start_ns),
+        ops.iter().map(|o| o.1.end_ns).max(),
+    ) else {
+        return BusyBy::default();
+    };
+    let mut split = PrioritySplit::<4>::new(vec![Interval::new(first, last)]);
     for &(kind, iv, id) in ops {
         let class = match kind {
             SpanKind::Memcpy => 1,
@@ -505,16 +513,9 @@ fn busy_by(trace: &Trace, ops: &[GpuOp]) -> BusyBy {
                 }
             }
         };
-        by_class[class].push(iv);
+        split.add(class, iv);
     }
-    let mut taken: Vec<Interval> = Vec::new();
-    let mut shares = [0 as TimeNs; 4];
-    for (share, ivs) in shares.iter_mut().zip(by_class) {
-        // `ops` is sorted by start, so each class is too.
-        let own = subtract(&union_sorted(ivs), &taken);
-        *share = total_ns(&own);
-        taken = crate::measure::intervals::union_of_sorted(&taken, &own);
-    }
+    let shares = split.finish().first().map_or([0; 4], |&(shares, _)| shares);
     let busy: TimeNs = shares.iter().sum();
     let p = |x| crate::num::percent(x, busy);
     BusyBy {

@@ -35,6 +35,19 @@ pub fn union_sorted(intervals: impl IntoIterator<Item = Interval>) -> Vec<Interv
     out
 }
 
+/// Time covered by intervals arriving sorted by start, counted as they merge (no union kept).
+pub fn union_sorted_ns(intervals: impl IntoIterator<Item = Interval>) -> TimeNs {
+    let mut total = 0;
+    let mut current: Option<Interval> = None;
+    for iv in intervals {
+        if let Some(next) = merge_into_last(current.as_mut(), iv) {
+            total += current.map_or(0, |c| c.dur_ns());
+            current = Some(next);
+        }
+    }
+    total + current.map_or(0, |c| c.dur_ns())
+}
+
 /// One step of a union built from intervals arriving sorted by start: `iv` extends `last`
 /// when it touches it; otherwise it is returned, to follow `last` (an empty one adds nothing).
 #[must_use]
@@ -197,7 +210,9 @@ mod tests {
             iv(20, 25),
             iv(30, 30),
         ];
-        assert_eq!(union_sorted(v.clone()), union(v));
+        assert_eq!(union_sorted(v.clone()), union(v.clone()));
+        assert_eq!(union_sorted_ns(v.clone()), total_ns(&union(v)));
+        assert_eq!(union_sorted_ns([]), 0);
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod environment;
 pub mod intervals;
 pub mod overview;
 pub mod peaks;
+pub mod priority;
 pub mod seek;
 pub mod threads;
 pub mod utilization;

@@ -8,7 +8,7 @@
 //!   total = last GPU op end − first GPU op start after clipping every op to the hull of the
 //!   GPU-side `ProfilerStep#N` ranges (or, when the trace has none, the CPU-side ones).
 
-use crate::measure::intervals::{total_ns, union_sorted};
+use crate::measure::intervals::union_sorted_ns;
 use serde::Serialize;
 use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
 
@@ -200,21 +200,17 @@ pub fn utilization_of(
     works
         .iter()
         .zip(&trace.devices)
-        .map(|(work, device)| {
-            let kinds: Vec<(SpanKind, Interval)> =
-                work.ops.iter().map(|&(k, iv, _)| (k, iv)).collect();
-            DeviceUtilization {
-                device: device.index,
-                name: device.name.clone(),
-                streams: device.streams.clone(),
-                processes: device.processes.clone(),
-                gpu_ops: kinds.len() as u64,
-                window: window.and_then(|w| measure_window(&kinds, w)),
-                first_to_last_op: {
-                    let (w, src) = work.tracelens_window();
-                    measure(&kinds, w, src)
-                },
-            }
+        .map(|(work, device)| DeviceUtilization {
+            device: device.index,
+            name: device.name.clone(),
+            streams: device.streams.clone(),
+            processes: device.processes.clone(),
+            gpu_ops: work.ops.len() as u64,
+            window: window.and_then(|w| measure_window(&work.ops, w)),
+            first_to_last_op: {
+                let (w, src) = work.tracelens_window();
+                measure(&work.ops, w, src)
+            },
         })
         .collect()
 }
@@ -238,7 +234,7 @@ fn cpu_steps_hull(trace: &Trace) -> Option<Interval> {
 /// Busy/idle of `work` (sorted by start) over the analysis `window`: total = its length;
 /// `None` when no op falls inside.
 #[must_use]
-pub fn measure_window(work: &[(SpanKind, Interval)], window: Interval) -> Option<BusyIdle> {
+pub fn measure_window(work: &[GpuOp], window: Interval) -> Option<BusyIdle> {
     let mut b = measure(work, Some(window), WindowSource::AnalysisWindow)?;
     b.total_ns = window.dur_ns();
     b.idle_ns = b.total_ns - b.busy_ns;
@@ -250,26 +246,23 @@ pub fn measure_window(work: &[(SpanKind, Interval)], window: Interval) -> Option
 /// to the last op (TraceLens).
 #[must_use]
 pub fn measure(
-    work: &[(SpanKind, Interval)],
+    work: &[GpuOp],
     window: Option<Interval>,
     window_source: WindowSource,
 ) -> Option<BusyIdle> {
     debug_assert!(work.windows(2).all(|p| p[0].1.start_ns <= p[1].1.start_ns));
-    let clipped: Vec<(SpanKind, Interval)> = work
-        .iter()
-        .filter_map(|&(k, iv)| match window {
+    // `work` is sorted by start and clipping keeps that order, so every union below is a
+    // linear merge, counted as it goes (no clipped copy, no union kept).
+    let clipped = || {
+        work.iter().filter_map(move |&(k, iv, _)| match window {
             None => Some((k, iv)),
             Some(w) => clip_one(iv, w).map(|c| (k, c)),
         })
-        .collect();
-    // `work` is sorted by start and clipping keeps that order, so every union below is a
-    // linear merge.
-    let first = clipped.first().map(|(_, iv)| iv.start_ns)?;
-    let last = clipped.iter().map(|(_, iv)| iv.end_ns).max()?;
+    };
+    let first = clipped().next()?.1.start_ns;
+    let last = clipped().map(|(_, iv)| iv.end_ns).max()?;
     let of = |pred: &dyn Fn(SpanKind) -> bool| {
-        total_ns(&union_sorted(
-            clipped.iter().filter(|(k, _)| pred(*k)).map(|&(_, iv)| iv),
-        ))
+        union_sorted_ns(clipped().filter(|(k, _)| pred(*k)).map(|(_, iv)| iv))
     };
     let busy_ns = of(&|_| true);
     let total_ns = last - first;
@@ -293,9 +286,9 @@ mod tests {
     #[test]
     fn clipping_drops_work_outside_the_window_and_shrinks_total() {
         let work = vec![
-            (SpanKind::Kernel, Interval::new(0, 100)),
-            (SpanKind::Kernel, Interval::new(150, 250)),
-            (SpanKind::Memcpy, Interval::new(200, 300)),
+            (SpanKind::Kernel, Interval::new(0, 100), SpanId(0)),
+            (SpanKind::Kernel, Interval::new(150, 250), SpanId(1)),
+            (SpanKind::Memcpy, Interval::new(200, 300), SpanId(2)),
         ];
         let whole = measure(&work, None, WindowSource::WholeTrace).unwrap();
         assert_eq!(

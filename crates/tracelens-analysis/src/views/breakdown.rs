@@ -3,14 +3,13 @@
 //! DataLoader > CPU Exec > Other. The steps are the analysis window's (stretched to cover the
 //! GPU work they launched, as tb_plugin does); without steps, the window is one block.
 
-use crate::measure::intervals::merge_into_last;
+use crate::measure::priority::PrioritySplit;
 use crate::measure::window::AnalysisWindow;
 use crate::num::percent;
 use crate::vocabulary::kernels::is_communication_kernel;
 use crate::vocabulary::memo::PerName;
 use crate::vocabulary::ops::{is_communication_op, is_data_loader};
 use serde::Serialize;
-use std::collections::VecDeque;
 use tracelens_model::{Interval, LaneId, SpanKind, TimeNs, Trace};
 
 /// Time per category in one step (or the average over steps).
@@ -143,22 +142,14 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
     } else {
         vec![(None, window.interval)]
     };
-    // Each role's union grows as its spans arrive in start order (the lanes merged), so no
-    // list of every span's interval is collected and sorted. Windows that follow one another
-    // (the rule) are swept as the unions grow, and what lies behind the sweep is dropped;
-    // overlapping steps are measured over the whole unions.
-    let sweep_while_reading = windows.windows(2).all(|p| p[0].1.end_ns <= p[1].1.start_ns);
-    let mut sweep = RoleSweep::new(&windows);
-    let mut roles: [VecDeque<Interval>; 7] = Default::default();
+    // Each role's union grows as its spans arrive in start order (the lanes merged), split
+    // among the roles as it grows: no list of every span's interval is collected or sorted.
+    let mut split = PrioritySplit::<7>::new(windows.iter().map(|&(_, w)| w).collect());
     let mut comm_kernel = PerName::new(trace, is_communication_kernel);
     let mut comm_op = PerName::new(trace, is_communication_op);
     let mut loader = PerName::new(trace, is_data_loader);
     for id in trace.spans_by_start((0..trace.lanes.len()).map(LaneId::at)) {
         let s = trace.span(id);
-        if sweep_while_reading {
-            // Every span starting before this one is in the unions.
-            sweep.advance(&mut roles, s.start_ns);
-        }
         let iv = s.interval();
         let role = match s.kind {
             SpanKind::Kernel => {
@@ -191,22 +182,15 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
             _ => continue,
         };
         if iv.end_ns > hull.start_ns && iv.start_ns < hull.end_ns {
-            let union = &mut roles[role];
-            if let Some(iv) = merge_into_last(union.back_mut(), iv) {
-                union.push_back(iv);
-            }
+            split.add(role, iv);
         }
     }
-    let times: Vec<[TimeNs; 8]> = if sweep_while_reading {
-        sweep.advance(&mut roles, TimeNs::MAX);
-        sweep.times
-    } else {
-        let roles: Vec<Vec<Interval>> = roles.into_iter().map(Vec::from).collect();
-        windows
-            .iter()
-            .map(|&(_, w)| first_role_times(&roles, w))
-            .collect()
-    };
+    // Each role's time, then the time of none.
+    let times = split.finish().into_iter().map(|(roles, none)| {
+        let mut a = [none; 8];
+        a[..7].copy_from_slice(&roles);
+        a
+    });
     let mut steps = Vec::new();
     let mut sums = [0; 8];
     let mut kernel_ns = 0;
@@ -244,156 +228,5 @@ pub fn breakdown(trace: &Trace, window: &AnalysisWindow) -> Breakdown {
         },
         gpu_utilization_percent: percent(kernel_ns, total),
         steps,
-    }
-}
-
-/// The time each role covers first in each window (as [`first_role_times`]), swept once
-/// forward over windows that follow one another while the roles' unions grow.
-struct RoleSweep<'w> {
-    windows: &'w [(Option<i64>, Interval)],
-    /// The window being swept.
-    at: usize,
-    /// Swept up to here.
-    t: TimeNs,
-    /// Per window: the time of each role, then of none.
-    times: Vec<[TimeNs; 8]>,
-}
-
-impl<'w> RoleSweep<'w> {
-    fn new(windows: &'w [(Option<i64>, Interval)]) -> Self {
-        RoleSweep {
-            windows,
-            at: 0,
-            t: TimeNs::MIN,
-            times: vec![[0; 8]; windows.len()],
-        }
-    }
-
-    /// Sweeps up to `upto` (the unions hold every interval starting before it), dropping
-    /// the intervals that end behind the sweep.
-    fn advance(&mut self, roles: &mut [VecDeque<Interval>; 7], upto: TimeNs) {
-        while let Some(&(_, w)) = self.windows.get(self.at) {
-            self.t = self.t.max(w.start_ns);
-            let stop = w.end_ns.min(upto);
-            let out = &mut self.times[self.at];
-            while self.t < stop {
-                let t = self.t;
-                // The first role covering t, and the next moment the answer can change.
-                let mut owner = roles.len();
-                let mut until = stop;
-                for (k, r) in roles.iter_mut().enumerate() {
-                    while r.front().is_some_and(|iv| iv.end_ns <= t) {
-                        r.pop_front();
-                    }
-                    let Some(iv) = r.front() else { continue };
-                    if iv.start_ns <= t {
-                        owner = k;
-                        until = until.min(iv.end_ns);
-                        break;
-                    }
-                    until = until.min(iv.start_ns);
-                }
-                out[owner.min(7)] += until - t;
-                self.t = until;
-            }
-            if self.t < w.end_ns {
-                return;
-            }
-            self.at += 1;
-        }
-    }
-}
-
-/// The time of `w` each role covers first, in priority order (role `k` takes what the roles
-/// before it leave), and what none covers, last: one sweep over the roles' unions (each
-/// sorted and disjoint), with no intermediate interval lists.
-fn first_role_times(roles: &[Vec<Interval>], w: Interval) -> [TimeNs; 8] {
-    let mut out = [0; 8];
-    let mut at: Vec<usize> = roles
-        .iter()
-        .map(|r| r.partition_point(|iv| iv.end_ns <= w.start_ns))
-        .collect();
-    let mut t = w.start_ns;
-    while t < w.end_ns {
-        // The first role covering t, and the next moment the answer can change.
-        let mut owner = roles.len();
-        let mut until = w.end_ns;
-        for (k, r) in roles.iter().enumerate() {
-            let Some(iv) = r.get(at[k]) else { continue };
-            if iv.start_ns <= t {
-                owner = k;
-                until = until.min(iv.end_ns);
-                break;
-            }
-            until = until.min(iv.start_ns);
-        }
-        out[owner.min(7)] += until - t;
-        t = until;
-        for (k, r) in roles.iter().enumerate() {
-            while r.get(at[k]).is_some_and(|iv| iv.end_ns <= t) {
-                at[k] += 1;
-            }
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The sweep that runs while the unions grow gives every window the times the search over
-    /// the whole unions gives, for windows that touch, leave gaps, or start before any span.
-    #[test]
-    fn the_sweep_agrees_with_the_search_over_whole_unions() {
-        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = |n: i64| {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            i64::try_from(seed % u64::try_from(n).unwrap()).unwrap()
-        };
-        for _ in 0..200 {
-            // Spans of random roles in start order, as the lanes' merge yields them.
-            let mut spans: Vec<(usize, Interval)> = (0..60)
-                .map(|_| {
-                    let start = next(1_000);
-                    (
-                        next(7).try_into().unwrap(),
-                        Interval::new(start, start + next(60)),
-                    )
-                })
-                .collect();
-            spans.sort_by_key(|&(_, iv)| iv.start_ns);
-            let mut edge = next(50) - 20;
-            let windows: Vec<(Option<i64>, Interval)> = (0..next(5) + 1)
-                .map(|k| {
-                    let start = edge + next(3) * next(40);
-                    edge = start + next(300);
-                    (Some(k), Interval::new(start, edge))
-                })
-                .collect();
-            let mut whole: [Vec<Interval>; 7] = Default::default();
-            let mut sweep = RoleSweep::new(&windows);
-            let mut growing: [VecDeque<Interval>; 7] = Default::default();
-            for &(role, iv) in &spans {
-                sweep.advance(&mut growing, iv.start_ns);
-                if let Some(iv) = merge_into_last(growing[role].back_mut(), iv) {
-                    growing[role].push_back(iv);
-                }
-                if let Some(iv) = merge_into_last(whole[role].last_mut(), iv) {
-                    whole[role].push(iv);
-                }
-            }
-            sweep.advance(&mut growing, TimeNs::MAX);
-            let searched: Vec<[TimeNs; 8]> = windows
-                .iter()
-                .map(|&(_, w)| first_role_times(&whole, w))
-                .collect();
-            assert_eq!(sweep.times, searched, "{windows:?} {spans:?}");
-            for (a, &(_, w)) in searched.iter().zip(&windows) {
-                assert_eq!(a.iter().sum::<TimeNs>(), w.dur_ns());
-            }
-        }
     }
 }
