@@ -291,6 +291,61 @@ fn temp_export(name: &str) -> PathBuf {
     dir.join(format!("{name}.sqlite"))
 }
 
+/// The kernel table is read on a second connection and handed over in blocks between blocks
+/// of runtime rows: every kernel arrives once and joins its launch, whether the runtime table
+/// is longer than the kernel table or nearly empty, and the rows read are counted.
+#[test]
+fn kernels_read_beside_the_runtime_table_all_arrive_linked() {
+    for (launches, kernels) in [(25_000, 20_000), (3, 20_000)] {
+        let path = temp_export(&format!("kernel_blocks_{launches}"));
+        let mut e = Export::create(&path, "META_DATA_EXPORT", "3.7.2");
+        e.conn.execute_batch("BEGIN").unwrap();
+        for i in 0..launches {
+            e.runtime("cudaLaunchKernel_v7000", 7, 7, i * 100, i * 100 + 10, i);
+        }
+        for i in 0..kernels {
+            e.kernel(
+                &format!("k{}", i % 5),
+                7,
+                0,
+                7,
+                i * 100 + 50,
+                i * 100 + 90,
+                i,
+            );
+        }
+        e.conn.execute_batch("COMMIT").unwrap();
+        drop(e);
+        let t = tracelens_nsys::import_file(&path).unwrap();
+        let ids: Vec<_> = t.spans_of_kind(SpanKind::Kernel).collect();
+        assert_eq!(ids.len(), 20_000, "{launches} launches");
+        assert_eq!(
+            t.links.gpu_ops_linked,
+            u64::try_from(launches.min(kernels)).unwrap()
+        );
+        for k in ids {
+            let start = t.span(k).start_ns;
+            assert_eq!(t.name(k), format!("k{}", (start / 100) % 5));
+            if let Some(l) = t.launch_of(k) {
+                assert_eq!(
+                    t.span(l).start_ns,
+                    start - 50,
+                    "launch of the kernel at {start}"
+                );
+            }
+        }
+        let Some(tracelens_model::Detail::Counts(rows)) = t.source.details.get("rows_by_table")
+        else {
+            panic!("rows by table")
+        };
+        assert_eq!(rows["CUPTI_ACTIVITY_KIND_KERNEL"], 20_000);
+        assert_eq!(
+            rows["CUPTI_ACTIVITY_KIND_RUNTIME"],
+            u64::try_from(launches).unwrap()
+        );
+    }
+}
+
 #[test]
 fn colliding_correlation_ids_join_within_their_process() {
     let path = temp_export("two_processes");

@@ -6,13 +6,15 @@ use rusqlite::Row;
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use tracelens_model::{
-    CopyDirection, CopyInfo, Detail, FrameworkRange, Ident, KernelLaunch, LaneKey, MemoryKind,
-    NameId, SourceInfo, SpanInput, SpanKind, Trace, TraceBuilder, WarningKind, NO_DETAIL,
+    CopyDirection, CopyInfo, Detail, FrameworkRange, Ident, LaneKey, MemoryKind, NameId,
+    SourceInfo, SpanInput, SpanKind, Trace, TraceBuilder, WarningKind, NO_DETAIL,
 };
 
 /// Tables whose rows are counted but not modelled.
+mod kernels;
 mod metadata;
 mod nvtx_payload;
+use kernels::KernelFeed;
 use metadata::read_metadata;
 
 const COUNTED_ONLY: [&str; 4] = [
@@ -146,8 +148,11 @@ pub fn pytorch_op_name(text: &str) -> (&str, bool) {
 pub fn import(db: &Db, path: &std::path::Path, file_bytes: u64) -> rusqlite::Result<Trace> {
     std::thread::scope(|scope| {
         // The kernel table is read on a second read-only connection meanwhile.
-        let kernels = scope.spawn(|| Db::open(path).and_then(|second| read_kernel_rows(&second)));
-        import_with(db, path, file_bytes, kernels)
+        let mut kernels = KernelFeed::start(scope, path);
+        let trace = import_with(db, path, file_bytes, &mut kernels);
+        // On an error before the kernels were all taken, the reader stops at its next block.
+        drop(kernels);
+        trace
     })
 }
 
@@ -155,7 +160,7 @@ fn import_with(
     db: &Db,
     path: &std::path::Path,
     file_bytes: u64,
-    kernels: std::thread::ScopedJoinHandle<'_, rusqlite::Result<Vec<KernelRow>>>,
+    kernels: &mut KernelFeed,
 ) -> rusqlite::Result<Trace> {
     let mut imp = Importer {
         db,
@@ -197,12 +202,9 @@ fn import_with(
             .or_default() += rows;
     }
     read_names(&mut imp)?;
-    read_runtime(&mut imp)?;
+    read_runtime(&mut imp, kernels)?;
     read_gpu_ops(&mut imp)?;
-    let rows = kernels
-        .join()
-        .unwrap_or_else(|_| Err(rusqlite::Error::InvalidQuery))?;
-    add_kernels(&mut imp, rows);
+    while kernels.add_next(&mut imp)? {}
     read_nvtx(&mut imp)?;
     read_os_runtime(&mut imp)?;
     let records_thread_states = read_scheduling(&mut imp)?;
@@ -306,7 +308,9 @@ fn read_names(imp: &mut Importer) -> rusqlite::Result<()> {
     Ok(())
 }
 
-fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
+/// Reads the runtime table, taking a block of kernels after each block of runtime rows (the
+/// kernels' reader runs meanwhile: its rows wait in a few blocks, not whole).
+fn read_runtime(imp: &mut Importer, kernels: &mut KernelFeed) -> rusqlite::Result<()> {
     let t = "CUPTI_ACTIVITY_KIND_RUNTIME";
     let db = imp.db;
     let sql = format!(
@@ -321,7 +325,12 @@ fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
     // second is the same call, counted once. Only the thread's last row is remembered.
     let mut last: FxHashMap<i64, (i64, i64, i64)> = FxHashMap::default();
     let mut repeated = 0u64;
+    let (mut rows, mut kernel_error) = (0usize, None);
     imp.scan(t, &sql, |imp, r| {
+        rows += 1;
+        if rows % kernels::BLOCK_ROWS == 0 && kernel_error.is_none() {
+            kernel_error = kernels.add_next(imp).err();
+        }
         let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
             return;
         };
@@ -345,6 +354,9 @@ fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
         let corr = int(r, 4).map(|c| correlation_key(pid_of(g), c));
         cpu_span(imp, kind, g, (start, end), name, corr);
     })?;
+    if let Some(e) = kernel_error {
+        return Err(e);
+    }
     if repeated > 0 {
         imp.b.warn(
             WarningKind::DuplicateEvent,
@@ -355,108 +367,6 @@ fn read_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
         );
     }
     Ok(())
-}
-
-/// One kernel row, as read on the second connection.
-struct KernelRow {
-    start: i64,
-    end: i64,
-    device: i64,
-    stream: i64,
-    correlation: i64,
-    global_pid: i64,
-    name: i64,
-    launch: Option<KernelLaunch>,
-}
-
-/// Reads the kernel table (the largest GPU table) on its own connection, so that SQLite
-/// steps through it while the main connection reads the other tables.
-fn read_kernel_rows(db: &Db) -> rusqlite::Result<Vec<KernelRow>> {
-    let t = "CUPTI_ACTIVITY_KIND_KERNEL";
-    if !db.has(t) {
-        return Ok(Vec::new());
-    }
-    let sql = format!(
-        "SELECT start, end, {}, {}, {}, {}, coalesce({}, {}), {} FROM {t}",
-        db.col(t, "deviceId"),
-        db.col(t, "streamId"),
-        db.col(t, "correlationId"),
-        db.col(t, "globalPid"),
-        db.col(t, "demangledName"),
-        db.col(t, "shortName"),
-        [
-            "gridX",
-            "gridY",
-            "gridZ",
-            "blockX",
-            "blockY",
-            "blockZ",
-            "registersPerThread",
-            "staticSharedMemory",
-            "dynamicSharedMemory",
-        ]
-        .map(|c| db.col(t, c))
-        .join(", ")
-    );
-    let mut rows = Vec::with_capacity(usize::try_from(db.count(t)).unwrap_or(0));
-    let mut stmt = db.conn.prepare(&sql)?;
-    let mut cursor = stmt.query([])?;
-    while let Some(r) = cursor.next()? {
-        let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
-            continue;
-        };
-        rows.push(KernelRow {
-            start,
-            end,
-            device: int(r, 2).unwrap_or(0),
-            stream: int(r, 3).unwrap_or(-1),
-            correlation: int(r, 4).unwrap_or(-1),
-            global_pid: int(r, 5).unwrap_or(0),
-            name: int(r, 6).unwrap_or(-1),
-            launch: launch_of(r, 7),
-        });
-    }
-    Ok(rows)
-}
-
-/// A kernel's launch configuration from the nine columns at `first` (grid, block, registers,
-/// static and dynamic shared memory); `None` when the export lacks the grid or block.
-fn launch_of(r: &Row, first: usize) -> Option<KernelLaunch> {
-    let small = |i: usize| int(r, first + i).and_then(|v| u32::try_from(v).ok());
-    let dims = |at: usize| Some([small(at)?, small(at + 1)?, small(at + 2)?]);
-    Some(KernelLaunch {
-        grid: dims(0)?,
-        block: dims(3)?,
-        registers_per_thread: small(6).unwrap_or(0),
-        shared_memory_bytes: small(7).unwrap_or(0).saturating_add(small(8).unwrap_or(0)),
-        est_occupancy_percent: None,
-    })
-}
-
-/// Adds the kernels read by [`read_kernel_rows`].
-fn add_kernels(imp: &mut Importer, rows: Vec<KernelRow>) {
-    *imp.rows_by_table
-        .entry("CUPTI_ACTIVITY_KIND_KERNEL".to_string())
-        .or_default() += rows.len() as u64;
-    for k in rows {
-        let name = imp.name((k.name >= 0).then_some(k.name));
-        let lane = imp.b.lane(LaneKey::Gpu {
-            device: k.device,
-            stream: k.stream,
-        });
-        let pid = pid_of(k.global_pid);
-        let detail = k.launch.map_or(NO_DETAIL, |l| imp.b.add_kernel_launch(l));
-        imp.b.add_span(SpanInput {
-            kind: SpanKind::Kernel,
-            lane,
-            start_ns: k.start,
-            dur_ns: k.end.saturating_sub(k.start),
-            name,
-            correlation: (k.correlation >= 0).then(|| correlation_key(pid, k.correlation)),
-            external_id: None,
-            detail,
-        });
-    }
 }
 
 fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
