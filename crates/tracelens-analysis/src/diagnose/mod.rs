@@ -401,24 +401,37 @@ fn diagnose_core(
     let focus_idle = focus.map(|i| &device_idle[i]);
     let steps = window.as_ref().map_or(1, AnalysisWindow::step_count);
     let focus_slice = focus.map_or(&device_idle[..0], |i| &device_idle[i..=i]);
-    // The launch report on a second thread beside the syncs, copies and DataLoader (they
-    // share nothing but the trace and the idle attribution).
-    let (calls, sites, copies, dataloader, launch) = std::thread::scope(|scope| {
-        let launch = scope.spawn(|| launch_report(trace, works, &window_ops, &device_idle));
-        let calls = find_syncs(trace, window_iv, focus_slice, &threads);
-        let sites = group_sync_sites(trace, &calls, steps);
-        let claimed: FxHashSet<_> = match &window {
-            Some(win) => sites
-                .iter()
-                .filter(|s| sync_site_reported(s, win))
-                .flat_map(|s| s.copy_ids.iter().copied())
-                .collect(),
-            None => FxHashSet::default(),
-        };
-        let copies = copy_report(trace, window_iv, &calls, &claimed);
-        let dataloader = data_loader_report(trace, window.as_ref(), focus_idle);
-        (calls, sites, copies, dataloader, joined(launch))
-    });
+    // The launch report on a second thread beside the syncs, copies, DataLoader, breakdown
+    // and kernel table (they share nothing but the trace and the idle attribution).
+    let ((calls, sites, copies, dataloader), (breakdown, top_kernels), launch) =
+        std::thread::scope(|scope| {
+            let launch = scope.spawn(|| launch_report(trace, works, &window_ops, &device_idle));
+            let calls = find_syncs(trace, window_iv, focus_slice, &threads);
+            let sites = group_sync_sites(trace, &calls, steps);
+            let claimed: FxHashSet<_> = match &window {
+                Some(win) => sites
+                    .iter()
+                    .filter(|s| sync_site_reported(s, win))
+                    .flat_map(|s| s.copy_ids.iter().copied())
+                    .collect(),
+                None => FxHashSet::default(),
+            };
+            let copies = copy_report(trace, window_iv, &calls, &claimed);
+            let dataloader = data_loader_report(trace, window.as_ref(), focus_idle);
+            // While the launch report runs: the breakdown and the kernel table (they read only
+            // the trace and the window). A memory snapshot has no work to break down.
+            let breakdown = window
+                .as_ref()
+                .filter(|w| w.kind != crate::measure::window::WindowKind::MemoryExtent)
+                .map(|w| breakdown(trace, w));
+            let top_kernels = top_kernels(trace, window_iv, 20);
+            let launch = joined(launch);
+            (
+                (calls, sites, copies, dataloader),
+                (breakdown, top_kernels),
+                launch,
+            )
+        });
     let credit = focus_idle
         .map(|d| {
             let stretches = launch
@@ -467,8 +480,7 @@ fn diagnose_core(
         .as_ref()
         .map_or_else(Vec::new, |w| crate::views::memory::device_memory(trace, w));
     // The critical path and the predictions on one more thread (one pass over the steps'
-    // graphs), beside the summaries, the breakdown and the kernel table (they share nothing
-    // but the trace).
+    // graphs), beside the idle summaries (they share nothing but the trace).
     let focus_ops = focus.map_or(&[][..], |i| &works[i].ops[..]);
     let fixes: Vec<FixToReplay> = findings
         .iter()
@@ -478,26 +490,20 @@ fn diagnose_core(
             upper_bound_per_step_ns: f.estimated_win_per_step_ns,
         })
         .collect();
-    let ((critical_path, predictions), idle, breakdown, top_kernels) =
-        std::thread::scope(|scope| {
-            let (window, threads, fixes) = (window.as_ref(), &threads, &fixes[..]);
-            let path = scope.spawn(move || match window {
-                Some(win) if focus.is_some() => {
-                    crate::predict::critical::critical_path(trace, win, threads, focus_ops, fixes)
-                }
-                _ => (
-                    crate::predict::critical::CriticalPath::default(),
-                    vec![None; fixes.len()],
-                ),
-            });
-            let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
-            // A memory snapshot has no work to break down.
-            let breakdown = window
-                .filter(|w| w.kind != crate::measure::window::WindowKind::MemoryExtent)
-                .map(|w| breakdown(trace, w));
-            let top = top_kernels(trace, window_iv, 20);
-            (joined(path), idle, breakdown, top)
+    let ((critical_path, predictions), idle) = std::thread::scope(|scope| {
+        let (window, threads, fixes) = (window.as_ref(), &threads, &fixes[..]);
+        let path = scope.spawn(move || match window {
+            Some(win) if focus.is_some() => {
+                crate::predict::critical::critical_path(trace, win, threads, focus_ops, fixes)
+            }
+            _ => (
+                crate::predict::critical::CriticalPath::default(),
+                vec![None; fixes.len()],
+            ),
         });
+        let idle: Vec<IdleSummary> = device_idle.iter().map(|d| summarize(trace, d)).collect();
+        (joined(path), idle)
+    });
     drop(fixes);
     let step_ns = window.as_ref().map_or(0, AnalysisWindow::step_ns);
     let mut findings = finish_findings(findings, predictions, &memory, &hw, step_ns, fw.dialect());

@@ -15,6 +15,7 @@
 //! follows the largest step, not the trace.
 
 use crate::attribute::idle::LAUNCH_OVERHEAD_BOUND_NS;
+use crate::measure::seek::partition_point_from;
 use crate::measure::threads::ThreadIndex;
 use crate::vocabulary::api::BlockingKind;
 use tracelens_model::{Interval, LaneId, SpanId, SpanKind, TimeNs, Trace};
@@ -191,11 +192,13 @@ impl<'t> GraphBuilder<'t> {
         }
     }
 
-    fn blocking_kind(&self, span: u32) -> Option<BlockingKind> {
+    /// `at` is where the last search ended: calls asked in id order cost a few steps each.
+    fn blocking_kind(&self, span: u32, at: &mut usize) -> Option<BlockingKind> {
+        *at = partition_point_from(&self.blocking, *at, |&(id, _)| id < span);
         self.blocking
-            .binary_search_by_key(&span, |&(id, _)| id)
-            .ok()
-            .map(|i| self.blocking[i].1)
+            .get(*at)
+            .filter(|&&(id, _)| id == span)
+            .map(|&(_, kind)| kind)
     }
 
     /// The host items that start in `[from_ns, until_ns)` and end after `min_end_ns`.
@@ -204,6 +207,7 @@ impl<'t> GraphBuilder<'t> {
         // Provisional ids (push order) until the items are sorted.
         let mut items: Vec<HostItem> = Vec::new();
         let mut owner: Vec<(u32, u32)> = Vec::new();
+        let mut blocking_at = 0;
         for (li, lane) in trace.lanes.iter().enumerate() {
             if lane.key.is_gpu() || !self.host_lane[li] {
                 continue;
@@ -259,7 +263,7 @@ impl<'t> GraphBuilder<'t> {
                     continue;
                 }
                 let kind = self
-                    .blocking_kind(id)
+                    .blocking_kind(id, &mut blocking_at)
                     .map_or(HostKind::Call, HostKind::Blocking);
                 items.push(HostItem {
                     start_ns: s.start_ns,
@@ -321,14 +325,19 @@ impl<'t> GraphBuilder<'t> {
             .ops
             .partition_point(|&(_, iv, _)| iv.start_ns < interval.start_ns);
         let mut gpu: Vec<GpuNode> = Vec::new();
+        // Ops in start order mostly have their launches in call order: each call is found
+        // from where the previous one was.
+        let mut owner_at = 0;
         for &(kind, iv, id) in &self.ops[from..] {
             if iv.start_ns >= interval.end_ns {
                 break;
             }
             let launch = trace.launch_of(id).map_or(NONE, |call| {
+                owner_at = partition_point_from(&owner, owner_at, |&(s, _)| s < call.0);
                 owner
-                    .binary_search_by_key(&call.0, |&(s, _)| s)
-                    .map_or(NONE, |i| owner[i].1)
+                    .get(owner_at)
+                    .filter(|&&(s, _)| s == call.0)
+                    .map_or(NONE, |&(_, item)| item)
             });
             let name = trace.span(id).name;
             let communication = kind == SpanKind::Kernel
