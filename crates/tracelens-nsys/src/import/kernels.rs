@@ -3,14 +3,13 @@
 //! blocks of runtime rows. A few blocks wait at most (the reader pauses when they are not
 //! taken), never the whole table: on a 1 GB export the table held 650 MB of rows at once.
 
-use super::{correlation_key, Importer};
-use crate::db::{int, pid_of, Db};
+use crate::db::{int, Db};
 use rusqlite::Row;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::thread::{Scope, ScopedJoinHandle};
-use tracelens_model::{KernelLaunch, LaneKey, SpanInput, SpanKind, NO_DETAIL};
+use tracelens_model::KernelLaunch;
 
-const TABLE: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
+pub(super) const TABLE: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
 
 /// Kernel rows per block handed over; the importer takes one after as many runtime rows.
 pub(super) const BLOCK_ROWS: usize = 8192;
@@ -42,27 +41,22 @@ impl<'scope> KernelFeed<'scope> {
         }
     }
 
-    /// Adds the next block of kernels (waiting for it); `false` once the table is done.
-    pub(super) fn add_next(&mut self, imp: &mut Importer) -> rusqlite::Result<bool> {
+    /// The next block of kernels (waiting for it); `None` once the table is done.
+    pub(super) fn next_block(&mut self) -> rusqlite::Result<Option<Vec<KernelRow>>> {
         let Some(blocks) = &self.blocks else {
-            return Ok(false);
+            return Ok(None);
         };
         match blocks.recv() {
-            Ok(Ok(rows)) => {
-                add_kernels(imp, rows);
-                Ok(true)
-            }
+            Ok(Ok(rows)) => Ok(Some(rows)),
             Ok(Err(e)) => {
                 self.blocks = None;
                 Err(e)
             }
             Err(_) => {
-                // The reader is done: the table counts as read even when empty or absent.
                 self.blocks = None;
-                imp.rows_by_table.entry(TABLE.to_string()).or_default();
                 match self.reader.take().map(ScopedJoinHandle::join) {
                     Some(Err(_)) => Err(rusqlite::Error::InvalidQuery),
-                    _ => Ok(false),
+                    _ => Ok(None),
                 }
             }
         }
@@ -71,14 +65,14 @@ impl<'scope> KernelFeed<'scope> {
 
 /// One kernel row, as read on the second connection.
 pub(super) struct KernelRow {
-    start: i64,
-    end: i64,
-    device: i64,
-    stream: i64,
-    correlation: i64,
-    global_pid: i64,
-    name: i64,
-    launch: Option<KernelLaunch>,
+    pub(super) start: i64,
+    pub(super) end: i64,
+    pub(super) device: i64,
+    pub(super) stream: i64,
+    pub(super) correlation: i64,
+    pub(super) global_pid: i64,
+    pub(super) name: i64,
+    pub(super) launch: Option<KernelLaunch>,
 }
 
 /// Reads the kernel table on its own connection, handing its rows over in blocks; stops
@@ -155,28 +149,4 @@ fn launch_of(r: &Row, first: usize) -> Option<KernelLaunch> {
         shared_memory_bytes: small(7).unwrap_or(0).saturating_add(small(8).unwrap_or(0)),
         est_occupancy_percent: None,
     })
-}
-
-/// Adds a block of kernels read by [`read_kernel_rows`].
-fn add_kernels(imp: &mut Importer, rows: Vec<KernelRow>) {
-    *imp.rows_by_table.entry(TABLE.to_string()).or_default() += rows.len() as u64;
-    for k in rows {
-        let name = imp.name((k.name >= 0).then_some(k.name));
-        let lane = imp.b.lane(LaneKey::Gpu {
-            device: k.device,
-            stream: k.stream,
-        });
-        let pid = pid_of(k.global_pid);
-        let detail = k.launch.map_or(NO_DETAIL, |l| imp.b.add_kernel_launch(l));
-        imp.b.add_span(SpanInput {
-            kind: SpanKind::Kernel,
-            lane,
-            start_ns: k.start,
-            dur_ns: k.end.saturating_sub(k.start),
-            name,
-            correlation: (k.correlation >= 0).then(|| correlation_key(pid, k.correlation)),
-            external_id: None,
-            detail,
-        });
-    }
 }

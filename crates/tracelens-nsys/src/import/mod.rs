@@ -204,7 +204,7 @@ fn import_with(
     read_names(&mut imp)?;
     read_runtime(&mut imp, kernels)?;
     read_gpu_ops(&mut imp)?;
-    while kernels.add_next(&mut imp)? {}
+    while add_next_kernels(&mut imp, kernels)? {}
     read_nvtx(&mut imp)?;
     read_os_runtime(&mut imp)?;
     let records_thread_states = read_scheduling(&mut imp)?;
@@ -329,7 +329,7 @@ fn read_runtime(imp: &mut Importer, kernels: &mut KernelFeed) -> rusqlite::Resul
     imp.scan(t, &sql, |imp, r| {
         rows += 1;
         if rows % kernels::BLOCK_ROWS == 0 && kernel_error.is_none() {
-            kernel_error = kernels.add_next(imp).err();
+            kernel_error = add_next_kernels(imp, kernels).err();
         }
         let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
             return;
@@ -367,6 +367,40 @@ fn read_runtime(imp: &mut Importer, kernels: &mut KernelFeed) -> rusqlite::Resul
         );
     }
     Ok(())
+}
+
+/// Adds the next block of kernels from the second connection (waiting for it); `false` once
+/// the table is done, which then counts as read even when empty or absent.
+fn add_next_kernels(imp: &mut Importer, kernels: &mut KernelFeed) -> rusqlite::Result<bool> {
+    let rows = kernels.next_block()?;
+    let entry = imp
+        .rows_by_table
+        .entry(kernels::TABLE.to_string())
+        .or_default();
+    let Some(rows) = rows else {
+        return Ok(false);
+    };
+    *entry += rows.len() as u64;
+    for k in rows {
+        let name = imp.name((k.name >= 0).then_some(k.name));
+        let lane = imp.b.lane(LaneKey::Gpu {
+            device: k.device,
+            stream: k.stream,
+        });
+        let pid = pid_of(k.global_pid);
+        let detail = k.launch.map_or(NO_DETAIL, |l| imp.b.add_kernel_launch(l));
+        imp.b.add_span(SpanInput {
+            kind: SpanKind::Kernel,
+            lane,
+            start_ns: k.start,
+            dur_ns: k.end.saturating_sub(k.start),
+            name,
+            correlation: (k.correlation >= 0).then(|| correlation_key(pid, k.correlation)),
+            external_id: None,
+            detail,
+        });
+    }
+    Ok(true)
 }
 
 fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
