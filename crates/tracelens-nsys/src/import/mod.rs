@@ -10,13 +10,13 @@ use tracelens_model::{
     SourceInfo, SpanInput, SpanKind, Trace, TraceBuilder, WarningKind, NO_DETAIL,
 };
 
-/// Tables whose rows are counted but not modelled.
 mod kernels;
 mod metadata;
 mod nvtx_payload;
 use kernels::KernelFeed;
 use metadata::read_metadata;
 
+/// Tables whose rows are counted but not modelled.
 const COUNTED_ONLY: [&str; 4] = [
     "COMPOSITE_EVENTS",
     "CUPTI_ACTIVITY_KIND_CUDA_EVENT",
