@@ -63,6 +63,18 @@ impl<'scope> KernelFeed<'scope> {
     }
 }
 
+impl Drop for KernelFeed<'_> {
+    /// An import that stops early (an error elsewhere) lets the reader go: its next block
+    /// finds no taker, and it is joined here, so a reader that panicked ends as the import's
+    /// error rather than a panic of the whole scope.
+    fn drop(&mut self) {
+        self.blocks = None;
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
 /// One kernel row, as read on the second connection.
 pub(super) struct KernelRow {
     pub(super) start: i64,

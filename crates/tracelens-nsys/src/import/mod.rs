@@ -149,10 +149,7 @@ pub fn import(db: &Db, path: &std::path::Path, file_bytes: u64) -> rusqlite::Res
     std::thread::scope(|scope| {
         // The kernel table is read on a second read-only connection meanwhile.
         let mut kernels = KernelFeed::start(scope, path);
-        let trace = import_with(db, path, file_bytes, &mut kernels);
-        // On an error before the kernels were all taken, the reader stops at its next block.
-        drop(kernels);
-        trace
+        import_with(db, path, file_bytes, &mut kernels)
     })
 }
 
