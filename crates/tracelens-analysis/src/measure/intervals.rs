@@ -64,30 +64,6 @@ pub fn merge_into_last(last: Option<&mut Interval>, iv: Interval) -> Option<Inte
     }
 }
 
-/// The union of two lists each sorted by start, in one merging pass (no sort).
-#[must_use]
-pub fn union_of_sorted(a: &[Interval], b: &[Interval]) -> Vec<Interval> {
-    let (mut i, mut j) = (0, 0);
-    union_sorted(std::iter::from_fn(|| {
-        let next = match (a.get(i), b.get(j)) {
-            (Some(x), Some(y)) if y.start_ns < x.start_ns => {
-                j += 1;
-                *y
-            }
-            (Some(x), _) => {
-                i += 1;
-                *x
-            }
-            (None, Some(y)) => {
-                j += 1;
-                *y
-            }
-            (None, None) => return None,
-        };
-        Some(next)
-    }))
-}
-
 /// Time of `window` covered by sorted disjoint `intervals`, by binary search: O(log n + k).
 #[must_use]
 pub fn covered_ns(intervals: &[Interval], window: Interval) -> TimeNs {
@@ -187,17 +163,6 @@ mod tests {
         ]);
         assert_eq!(u, vec![iv(0, 6), iv(10, 25)]);
         assert_eq!(total_ns(&u), 21);
-    }
-
-    #[test]
-    fn union_of_two_sorted_lists_matches_the_general_one() {
-        let a = vec![iv(0, 5), iv(7, 9), iv(20, 30), iv(40, 41)];
-        let b = vec![iv(3, 8), iv(9, 10), iv(25, 26), iv(31, 31), iv(50, 60)];
-        let both: Vec<Interval> = a.iter().chain(&b).copied().collect();
-        assert_eq!(union_of_sorted(&a, &b), union(both));
-        assert_eq!(union_of_sorted(&b, &a), union_of_sorted(&a, &b));
-        assert_eq!(union_of_sorted(&[], &b), union(b.clone()));
-        assert_eq!(union_of_sorted(&a, &[]), union(a.clone()));
     }
 
     #[test]

@@ -74,6 +74,10 @@ impl<const N: usize> PrioritySplit<N> {
 
     /// Sweeps up to `upto`, dropping the intervals that end behind the sweep.
     fn advance(&mut self, upto: TimeNs) {
+        // Swept that far already (a sweep that reaches a window's end goes on to the next).
+        if upto <= self.t {
+            return;
+        }
         while let Some(&w) = self.windows.get(self.window_at) {
             self.t = self.t.max(w.start_ns);
             let (classes, none) = &mut self.times[self.window_at];
