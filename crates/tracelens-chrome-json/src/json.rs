@@ -40,11 +40,11 @@ impl<'a> Fields<'a> {
     }
 }
 
-impl<'a> Iterator for Fields<'a> {
-    /// Raw key (inside the quotes, undecoded) and raw value.
-    type Item = (&'a [u8], &'a [u8]);
-
-    fn next(&mut self) -> Option<Self::Item> {
+impl<'a> Fields<'a> {
+    /// The next key (inside the quotes, undecoded), leaving the walk at its value, which
+    /// [`Fields::value`] or [`Fields::object_value`] then reads; `None` at the closing brace
+    /// or where the object breaks.
+    fn key(&mut self) -> Option<&'a [u8]> {
         if self.malformed {
             return None;
         }
@@ -76,6 +76,12 @@ impl<'a> Iterator for Fields<'a> {
             return None;
         }
         self.pos = skip_ws(b, self.pos + 1);
+        Some(key)
+    }
+
+    /// The raw value after the key just read.
+    fn value(&mut self) -> Option<&'a [u8]> {
+        let b = self.bytes;
         let val_len = match b.get(self.pos) {
             Some(b',') | Some(b'}') | None => 0,
             Some(b'"') => match string_len(&b[self.pos..]) {
@@ -93,11 +99,7 @@ impl<'a> Iterator for Fields<'a> {
                 }
             },
             Some(_) => {
-                let n = b[self.pos..]
-                    .iter()
-                    .position(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))
-                    .unwrap_or(b.len() - self.pos)
-                    .max(1);
+                let n = scalar_len(&b[self.pos..]);
                 let token = &b[self.pos..self.pos + n];
                 self.irregular |= token.iter().any(|c| matches!(c, b'"' | b'{' | b'['));
                 n
@@ -105,30 +107,112 @@ impl<'a> Iterator for Fields<'a> {
         };
         let value = &b[self.pos..self.pos + val_len];
         self.pos += val_len;
-        Some((key, value))
+        Some(value)
     }
+
+    /// The next field, its value an object walked by `walk` as it is read, so its bytes are
+    /// gone over once, not measured first and walked again. Yields the key, the raw value
+    /// and what `walk` made of it: `None` when the value is no object, or one that the
+    /// walk could not read to its end or found irregular (measured as [`Fields::next`]
+    /// measures it, so the raw value is always the same).
+    pub fn next_with_object<T>(
+        &mut self,
+        walk: impl FnOnce(&mut Fields<'a>) -> T,
+    ) -> Option<(&'a [u8], &'a [u8], Option<T>)> {
+        let key = self.key()?;
+        if self.bytes.get(self.pos) == Some(&b'{') {
+            let mut inner = Fields::new(&self.bytes[self.pos..]);
+            let made = walk(&mut inner);
+            if let (false, false, Some(n)) = (inner.malformed, inner.irregular, inner.end) {
+                let value = &self.bytes[self.pos..self.pos + n];
+                self.pos += n;
+                return Some((key, value, Some(made)));
+            }
+        }
+        Some((key, self.value()?, None))
+    }
+}
+
+impl<'a> Iterator for Fields<'a> {
+    /// Raw key (inside the quotes, undecoded) and raw value.
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let key = self.key()?;
+        Some((key, self.value()?))
+    }
+}
+
+/// Length of the bare scalar at the start of `bytes` (`123`, `true`, `N/A`): up to the
+/// first comma, closing bracket or whitespace, at least one byte.
+fn scalar_len(bytes: &[u8]) -> usize {
+    bytes
+        .iter()
+        .position(|&c| matches!(c, b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'))
+        .unwrap_or(bytes.len())
+        .max(1)
 }
 
 /// Length of the string at the start of `bytes` (which starts with `"`), quotes included;
 /// `None` when it does not end. The same rule as [`value_extent`] (a backslash escapes the
-/// next byte), byte by byte for the short strings keys and ids are, then by `memchr2`.
+/// next byte), 16 bytes at a time while 16 remain, then byte by byte.
 fn string_len(bytes: &[u8]) -> Option<usize> {
     let mut i = 1;
-    let short = bytes.len().min(32);
-    while i < short {
-        match bytes[i] {
-            b'"' => return Some(i + 1),
-            b'\\' => i += 2,
-            _ => i += 1,
+    while let Some(chunk) = bytes.get(i..i + 16) {
+        let found = quote_or_backslash(chunk.try_into().expect("16 bytes"));
+        if found == 0 {
+            i += 16;
+            continue;
         }
-    }
-    loop {
-        let j = i + memchr::memchr2(b'"', b'\\', bytes.get(i..)?)?;
+        let j = i + found.trailing_zeros() as usize;
         if bytes[j] == b'"' {
             return Some(j + 1);
         }
         i = j + 2;
     }
+    while let Some(&c) = bytes.get(i) {
+        match c {
+            b'"' => return Some(i + 1),
+            b'\\' => i += 2,
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Bit `i` set where byte `i` of `chunk` is `"` or a backslash, with SSE2 (part of every
+/// x86-64 CPU).
+#[cfg(target_arch = "x86_64")]
+#[expect(
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    reason = "ASCII bytes are the same bits as i8 for the SSE2 compares, and movemask sets \
+              only the low 16 bits of its i32"
+)]
+fn quote_or_backslash(chunk: &[u8; 16]) -> u32 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is in the x86-64 baseline, and the unaligned load reads the 16 bytes of
+    // `chunk`.
+    unsafe {
+        let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+        let hits = _mm_or_si128(
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8)),
+            _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8)),
+        );
+        _mm_movemask_epi8(hits) as u32
+    }
+}
+
+/// Bit `i` set where byte `i` of `chunk` is `"` or a backslash (CPUs other than x86-64).
+#[cfg(not(target_arch = "x86_64"))]
+fn quote_or_backslash(chunk: &[u8; 16]) -> u32 {
+    chunk
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c == b'"' || c == b'\\')
+        .fold(0, |bits, (i, _)| bits | 1 << i)
 }
 
 /// Iterates over the raw elements of one array.
@@ -480,6 +564,90 @@ pub fn text_of_key(key: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The rule [`string_len`] keeps, one byte at a time.
+    fn string_len_by_bytes(bytes: &[u8]) -> Option<usize> {
+        let mut i = 1;
+        while let Some(&c) = bytes.get(i) {
+            match c {
+                b'"' => return Some(i + 1),
+                b'\\' => i += 2,
+                _ => i += 1,
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn string_ends_found_sixteen_bytes_at_a_time_match_the_byte_rule() {
+        // Every placement of a quote, an escaped quote and a double backslash around the
+        // 16-byte chunk edges, in strings that end and strings cut short.
+        for len in 1..48 {
+            for at in 0..len {
+                for piece in [&b"\""[..], b"\\\"", b"\\\\\"", b"\\"] {
+                    let mut s = vec![b'"'];
+                    s.extend(std::iter::repeat_n(b'x', at));
+                    s.extend_from_slice(piece);
+                    s.extend(std::iter::repeat_n(b'y', len - at));
+                    for cut in [s.len(), s.len().saturating_sub(1), s.len() / 2] {
+                        let bytes = &s[..cut.max(1)];
+                        assert_eq!(
+                            string_len(bytes),
+                            string_len_by_bytes(bytes),
+                            "{:?}",
+                            String::from_utf8_lossy(bytes)
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_object_walked_as_it_is_read_gives_the_plain_walk_and_falls_back_when_unusual() {
+        let plain = |raw: &[u8]| -> Vec<(Vec<u8>, Vec<u8>)> {
+            Fields::new(raw)
+                .map(|(k, v)| (k.to_vec(), v.to_vec()))
+                .collect()
+        };
+        for raw in [
+            &br#"{"a": 1, "args": {"x": "}", "y": [1, {"z": 2}]}, "b": 2}"#[..],
+            br#"{"args": {"x": 1 2}, "b": 2}"#,
+            br#"{"args": {"x": N"A}, "b": 2}"#,
+            br#"{"args": {"x": "unended}, "b": 2}"#,
+            br#"{"args": "text", "b": {"c": 1}}"#,
+            br#"{"args": {}, "b": 3}"#,
+        ] {
+            let mut fields = Fields::new(raw);
+            let mut walked = Vec::new();
+            let mut inner = Vec::new();
+            while let Some((k, v, made)) =
+                fields.next_with_object(|f| f.map(|(k, _)| k.to_vec()).collect::<Vec<_>>())
+            {
+                walked.push((k.to_vec(), v.to_vec()));
+                inner.push(made);
+            }
+            assert_eq!(walked, plain(raw), "{}", String::from_utf8_lossy(raw));
+            let mut again = Fields::new(raw);
+            again.by_ref().for_each(drop);
+            assert_eq!(
+                (fields.end, fields.malformed, fields.irregular),
+                (again.end, again.malformed, again.irregular)
+            );
+            let keys_of = |v: &[u8]| plain(v).into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+            for ((_, v), made) in walked.iter().zip(&inner) {
+                if let Some(keys) = made {
+                    assert_eq!(keys, &keys_of(v), "walked keys are the value's own");
+                }
+            }
+        }
+        let mut fields = Fields::new(br#"{"args": {"x": 1 2}}"#);
+        let (_, _, made) = fields.next_with_object(|_| ()).expect("a field");
+        assert!(
+            made.is_none(),
+            "a broken inner object is left to be read again"
+        );
+    }
 
     #[test]
     fn microseconds_become_exact_nanoseconds() {

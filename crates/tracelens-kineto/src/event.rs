@@ -113,13 +113,16 @@ struct RawEvent<'a> {
     dur: &'a [u8],
     id: &'a [u8],
     args: &'a [u8],
+    /// The fields read from `args`.
+    arg_fields: Args<'a>,
 }
 
 impl<'a> RawEvent<'a> {
     /// The fields an event is read from, walking `fields` to its end.
     fn collect(fields: &mut Fields<'a>) -> RawEvent<'a> {
         let mut e = RawEvent::default();
-        for (k, v) in fields.by_ref() {
+        // `args` is read as it is walked; an unusual one is measured, then read again.
+        while let Some((k, v, arg_fields)) = fields.next_with_object(Args::walk) {
             match k {
                 b"ph" => e.ph = v,
                 b"cat" => e.cat = v,
@@ -129,7 +132,10 @@ impl<'a> RawEvent<'a> {
                 b"ts" => e.ts = v,
                 b"dur" => e.dur = v,
                 b"id" => e.id = v,
-                b"args" => e.args = v,
+                b"args" => {
+                    e.args = v;
+                    e.arg_fields = arg_fields.unwrap_or_else(|| read_args(v));
+                }
                 _ => {}
             }
         }
@@ -215,48 +221,56 @@ impl CollectiveFields<'_> {
     }
 }
 
+/// The fields of a raw `args` value; none when it is no object.
 fn read_args(raw: &[u8]) -> Args<'_> {
-    let mut a = Args::default();
     if raw.first() != Some(&b'{') {
-        return a;
+        return Args::default();
     }
-    for (k, v) in Fields::new(raw) {
-        let slot = match k {
-            b"correlation" => &mut a.correlation,
-            b"External id" | b"external id" => &mut a.external_id,
-            b"device" => &mut a.device,
-            b"stream" => &mut a.stream,
-            b"bytes" => &mut a.bytes,
-            b"kind" => &mut a.kind,
-            b"copy kind" => &mut a.copy_kind,
-            b"src kind" => &mut a.src_kind,
-            b"dst kind" => &mut a.dst_kind,
-            b"Call stack" => &mut a.call_stack,
-            b"name" => &mut a.name,
-            b"Input Dims" => &mut a.input_dims,
-            b"Input type" => &mut a.input_types,
-            b"Concrete Inputs" => &mut a.concrete_inputs,
-            b"grid" => &mut a.grid,
-            b"block" => &mut a.block,
-            b"registers per thread" => &mut a.registers,
-            b"shared memory" => &mut a.shared_memory,
-            b"est. achieved occupancy %" => &mut a.occupancy,
-            b"kernel" => &mut a.kernel,
-            b"graph node id" => &mut a.graph_node,
-            b"module_fqn" => &mut a.module_fqn,
-            b"Collective name" => &mut a.collective.op,
-            b"Process Group Name" | b"Process Group ID" | b"pg_id" => &mut a.collective.group,
-            // Kineto's collective sequence number; `Sequence number` is autograd's, on every op.
-            b"Seq" | b"seq" => &mut a.collective.seq,
-            b"In msg nelems" => &mut a.collective.in_elems,
-            b"Out msg nelems" => &mut a.collective.out_elems,
-            b"dtype" => &mut a.collective.dtype,
-            b"Group size" => &mut a.collective.group_size,
-            _ => continue,
-        };
-        *slot = Some(v);
+    Args::walk(&mut Fields::new(raw))
+}
+
+impl<'a> Args<'a> {
+    /// The fields of the `args` object that `fields` walks, walked to its end.
+    fn walk(fields: &mut Fields<'a>) -> Args<'a> {
+        let mut a = Args::default();
+        for (k, v) in fields.by_ref() {
+            let slot = match k {
+                b"correlation" => &mut a.correlation,
+                b"External id" | b"external id" => &mut a.external_id,
+                b"device" => &mut a.device,
+                b"stream" => &mut a.stream,
+                b"bytes" => &mut a.bytes,
+                b"kind" => &mut a.kind,
+                b"copy kind" => &mut a.copy_kind,
+                b"src kind" => &mut a.src_kind,
+                b"dst kind" => &mut a.dst_kind,
+                b"Call stack" => &mut a.call_stack,
+                b"name" => &mut a.name,
+                b"Input Dims" => &mut a.input_dims,
+                b"Input type" => &mut a.input_types,
+                b"Concrete Inputs" => &mut a.concrete_inputs,
+                b"grid" => &mut a.grid,
+                b"block" => &mut a.block,
+                b"registers per thread" => &mut a.registers,
+                b"shared memory" => &mut a.shared_memory,
+                b"est. achieved occupancy %" => &mut a.occupancy,
+                b"kernel" => &mut a.kernel,
+                b"graph node id" => &mut a.graph_node,
+                b"module_fqn" => &mut a.module_fqn,
+                b"Collective name" => &mut a.collective.op,
+                b"Process Group Name" | b"Process Group ID" | b"pg_id" => &mut a.collective.group,
+                // Kineto's collective sequence number; `Sequence number` is autograd's, on every op.
+                b"Seq" | b"seq" => &mut a.collective.seq,
+                b"In msg nelems" => &mut a.collective.in_elems,
+                b"Out msg nelems" => &mut a.collective.out_elems,
+                b"dtype" => &mut a.collective.dtype,
+                b"Group size" => &mut a.collective.group_size,
+                _ => continue,
+            };
+            *slot = Some(v);
+        }
+        a
     }
-    a
 }
 
 /// A kernel's launch configuration from its `grid`, `block`, `registers per thread`, `shared
@@ -521,7 +535,7 @@ impl EventReader {
                 None => return false,
             }
         };
-        let args = read_args(e.args);
+        let args = &e.arg_fields;
         let pid = self.ident(e.pid);
         let tid = self.ident(e.tid);
         let lane_key = if kind.is_gpu() {
@@ -553,7 +567,7 @@ impl EventReader {
                 self.builder.mark_step(name, step);
             }
         }
-        let detail = self.detail(kind, &name_text, &args);
+        let detail = self.detail(kind, &name_text, args);
         let input = SpanInput {
             kind,
             lane,
@@ -689,7 +703,7 @@ impl EventReader {
     }
 
     fn read_metadata(&mut self, e: &RawEvent) {
-        let args = read_args(e.args);
+        let args = &e.arg_fields;
         let Some(value) = args.name.map(text_of) else {
             return;
         };
