@@ -42,9 +42,9 @@ impl<'a> Fields<'a> {
 
 impl<'a> Fields<'a> {
     /// The next key (inside the quotes, undecoded), leaving the walk at its value, which
-    /// [`Fields::value`] or [`Fields::object_value`] then reads; `None` at the closing brace
-    /// or where the object breaks.
-    fn key(&mut self) -> Option<&'a [u8]> {
+    /// [`Fields::value`] or [`Fields::object_value`] must then read; `None` at the closing
+    /// brace or where the object breaks.
+    pub fn key(&mut self) -> Option<&'a [u8]> {
         if self.malformed {
             return None;
         }
@@ -79,8 +79,8 @@ impl<'a> Fields<'a> {
         Some(key)
     }
 
-    /// The raw value after the key just read.
-    fn value(&mut self) -> Option<&'a [u8]> {
+    /// The raw value after the key just read; `None` where it breaks the object.
+    pub fn value(&mut self) -> Option<&'a [u8]> {
         let b = self.bytes;
         let val_len = match b.get(self.pos) {
             Some(b',') | Some(b'}') | None => 0,
@@ -110,26 +110,22 @@ impl<'a> Fields<'a> {
         Some(value)
     }
 
-    /// The next field, its value an object walked by `walk` as it is read, so its bytes are
-    /// gone over once, not measured first and walked again. Yields the key, the raw value
-    /// and what `walk` made of it: `None` when the value is no object, or one that the
-    /// walk could not read to its end or found irregular (measured as [`Fields::next`]
-    /// measures it, so the raw value is always the same).
-    pub fn next_with_object<T>(
-        &mut self,
-        walk: impl FnOnce(&mut Fields<'a>) -> T,
-    ) -> Option<(&'a [u8], &'a [u8], Option<T>)> {
-        let key = self.key()?;
+    /// The raw value after the key just read, an object walked by `walk` as it is read, so
+    /// its bytes are gone over once, not measured first and walked again. Also says whether
+    /// `walk` saw the whole value: not when it is no object, or one that the walk could not
+    /// read to its end or found irregular (it is then measured as [`Fields::value`] measures
+    /// it, so the raw value is always the same).
+    pub fn object_value(&mut self, walk: impl FnOnce(&mut Fields<'a>)) -> Option<(&'a [u8], bool)> {
         if self.bytes.get(self.pos) == Some(&b'{') {
             let mut inner = Fields::new(&self.bytes[self.pos..]);
-            let made = walk(&mut inner);
+            walk(&mut inner);
             if let (false, false, Some(n)) = (inner.malformed, inner.irregular, inner.end) {
                 let value = &self.bytes[self.pos..self.pos + n];
                 self.pos += n;
-                return Some((key, value, Some(made)));
+                return Some((value, true));
             }
         }
-        Some((key, self.value()?, None))
+        Some((self.value()?, false))
     }
 }
 
@@ -621,11 +617,15 @@ mod tests {
             let mut fields = Fields::new(raw);
             let mut walked = Vec::new();
             let mut inner = Vec::new();
-            while let Some((k, v, made)) =
-                fields.next_with_object(|f| f.map(|(k, _)| k.to_vec()).collect::<Vec<_>>())
-            {
+            while let Some(k) = fields.key() {
+                let mut keys = Vec::new();
+                let Some((v, whole)) =
+                    fields.object_value(|f| keys.extend(f.map(|(k, _)| k.to_vec())))
+                else {
+                    break;
+                };
                 walked.push((k.to_vec(), v.to_vec()));
-                inner.push(made);
+                inner.push(whole.then_some(keys));
             }
             assert_eq!(walked, plain(raw), "{}", String::from_utf8_lossy(raw));
             let mut again = Fields::new(raw);
@@ -642,11 +642,9 @@ mod tests {
             }
         }
         let mut fields = Fields::new(br#"{"args": {"x": 1 2}}"#);
-        let (_, _, made) = fields.next_with_object(|_| ()).expect("a field");
-        assert!(
-            made.is_none(),
-            "a broken inner object is left to be read again"
-        );
+        fields.key().expect("a key");
+        let (_, whole) = fields.object_value(|_| ()).expect("a value");
+        assert!(!whole, "a broken inner object is left to be read again");
     }
 
     #[test]

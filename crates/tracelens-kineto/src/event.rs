@@ -121,8 +121,25 @@ impl<'a> RawEvent<'a> {
     /// The fields an event is read from, walking `fields` to its end.
     fn collect(fields: &mut Fields<'a>) -> RawEvent<'a> {
         let mut e = RawEvent::default();
-        // `args` is read as it is walked; an unusual one is measured, then read again.
-        while let Some((k, v, arg_fields)) = fields.next_with_object(Args::walk) {
+        while let Some(k) = fields.key() {
+            let v = if k == b"args" {
+                // Read as it is walked; an unusual one is measured, then read again.
+                if !e.args.is_empty() {
+                    e.arg_fields = Args::default();
+                }
+                let Some((v, whole)) = fields.object_value(|f| e.arg_fields.fill(f)) else {
+                    break;
+                };
+                if !whole {
+                    e.arg_fields = read_args(v);
+                }
+                v
+            } else {
+                let Some(v) = fields.value() else {
+                    break;
+                };
+                v
+            };
             match k {
                 b"ph" => e.ph = v,
                 b"cat" => e.cat = v,
@@ -132,10 +149,7 @@ impl<'a> RawEvent<'a> {
                 b"ts" => e.ts = v,
                 b"dur" => e.dur = v,
                 b"id" => e.id = v,
-                b"args" => {
-                    e.args = v;
-                    e.arg_fields = arg_fields.unwrap_or_else(|| read_args(v));
-                }
+                b"args" => e.args = v,
                 _ => {}
             }
         }
@@ -226,13 +240,15 @@ fn read_args(raw: &[u8]) -> Args<'_> {
     if raw.first() != Some(&b'{') {
         return Args::default();
     }
-    Args::walk(&mut Fields::new(raw))
+    let mut a = Args::default();
+    a.fill(&mut Fields::new(raw));
+    a
 }
 
 impl<'a> Args<'a> {
-    /// The fields of the `args` object that `fields` walks, walked to its end.
-    fn walk(fields: &mut Fields<'a>) -> Args<'a> {
-        let mut a = Args::default();
+    /// Takes the fields of the `args` object that `fields` walks, walked to its end.
+    fn fill(&mut self, fields: &mut Fields<'a>) {
+        let a = self;
         for (k, v) in fields.by_ref() {
             let slot = match k {
                 b"correlation" => &mut a.correlation,
@@ -269,7 +285,6 @@ impl<'a> Args<'a> {
             };
             *slot = Some(v);
         }
-        a
     }
 }
 
