@@ -157,10 +157,12 @@ fn check_idle_conservation(path: &Path, t: &Trace) -> Vec<String> {
             ));
         }
         for g in &idle.gaps {
-            let segs = &idle.segments[g.segments.start as usize..g.segments.end as usize];
+            let segs: Vec<_> = idle.segments_of(g).collect();
             let sum: i64 = segs.iter().map(|s| s.interval.dur_ns()).sum();
             let inside = segs.iter().all(|s| {
-                s.interval.start_ns >= g.interval.start_ns && s.interval.end_ns <= g.interval.end_ns
+                s.interval.dur_ns() > 0
+                    && s.interval.start_ns >= g.interval.start_ns
+                    && s.interval.end_ns <= g.interval.end_ns
             });
             if sum != g.interval.dur_ns() || !inside {
                 errors.push(format!(
@@ -666,7 +668,6 @@ fn named_traces_get_the_right_verdicts() {
     for g in &idle.gaps {
         let ll: i64 = idle
             .segments_of(g)
-            .iter()
             .filter(|s| s.cause == IdleCause::LaunchLatency)
             .map(|s| s.interval.dur_ns())
             .sum();

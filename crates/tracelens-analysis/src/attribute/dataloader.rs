@@ -77,7 +77,7 @@ pub fn data_loader_report(
     let idle_dev = idle;
     // One pass over the segments, then one lookup per step.
     let mut idle_by_step: FxHashMap<i64, TimeNs> = FxHashMap::default();
-    for seg in idle_dev.iter().flat_map(|d| &d.segments) {
+    for seg in idle_dev.iter().flat_map(|d| d.segments()) {
         if seg.cause != IdleCause::DataLoading {
             continue;
         }

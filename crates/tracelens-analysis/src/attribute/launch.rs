@@ -231,7 +231,7 @@ fn starving_idle(idle: &DeviceIdle, window: Interval) -> TimeNs {
     idle.gaps[first..]
         .iter()
         .take_while(|g| g.interval.start_ns < window.end_ns)
-        .flat_map(|g| &idle.segments[g.segments.start as usize..g.segments.end as usize])
+        .flat_map(|g| idle.segments_of(g))
         .filter(|s| matches!(s.cause, IdleCause::LaunchLatency | IdleCause::HostCompute))
         .filter_map(|s| s.interval.clip(window))
         .map(|c| c.dur_ns())

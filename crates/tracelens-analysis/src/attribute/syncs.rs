@@ -142,7 +142,7 @@ pub fn find_syncs(
 ) -> Vec<SyncCall> {
     let mut idle_by_sync: FxHashMap<SpanId, TimeNs> = FxHashMap::default();
     for d in idle {
-        for seg in &d.segments {
+        for seg in d.segments() {
             if let (IdleCause::SyncDrain, Some(s)) = (seg.cause, seg.sync()) {
                 *idle_by_sync.entry(s).or_default() += seg.interval.dur_ns();
             }

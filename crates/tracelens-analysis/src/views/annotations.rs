@@ -98,8 +98,7 @@ pub fn idle_tracks(trace: &Trace, device_idle: &[DeviceIdle]) -> Vec<IdleTrack> 
         .map(|d| IdleTrack {
             device: d.device,
             marks: d
-                .segments
-                .iter()
+                .segments()
                 .map(|seg| IdleMark {
                     cause: seg.cause,
                     interval: seg.interval,

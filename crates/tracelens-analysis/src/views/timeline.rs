@@ -213,7 +213,7 @@ pub fn build(trace: &Trace, window: &AnalysisWindow, focus: &DeviceIdle) -> Opti
         .chain(IdleCause::ALL.iter().map(|&c| Some(TimelineClass::Idle(c))))
         .collect();
     let mut idle_bins = vec![0u8; TIMELINE_COLUMNS];
-    for seg in &focus.segments {
+    for seg in focus.segments() {
         let Some(c) = seg.interval.clip(interval) else {
             continue;
         };

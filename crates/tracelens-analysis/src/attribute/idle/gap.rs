@@ -7,8 +7,8 @@ use tracelens_model::{Interval, SpanId, SpanKind, TimeNs, Trace};
 
 use super::host_ops::credit_host_ops;
 use super::records::{
-    IdleCause, IdleSegment, UnattributedReason, WaitEvidence, LAUNCH_OVERHEAD_BOUND_NS,
-    SYNC_RETURN_TOLERANCE_NS,
+    stored_id, IdleCause, StoredSegment, UnattributedReason, WaitEvidence,
+    LAUNCH_OVERHEAD_BOUND_NS, SYNC_RETURN_TOLERANCE_NS,
 };
 use crate::vocabulary::kernels::is_communication_kernel;
 
@@ -23,9 +23,11 @@ pub(super) fn last_op_ending_before(ops: &[GpuOp], before: usize, t: TimeNs) -> 
         .map(|o| o.2)
 }
 
-/// Pushes the part of `iv` inside `gap` as a segment.
+/// Pushes the part of `iv` inside `gap` as a segment; `tiled_to` is where the gap's segments
+/// so far end, which the part must start at (segments tile their gap: only ends are stored).
 pub(super) fn push(
-    segments: &mut Vec<IdleSegment>,
+    segments: &mut Vec<StoredSegment>,
+    tiled_to: &mut TimeNs,
     gap: Interval,
     cause: IdleCause,
     iv: Interval,
@@ -33,7 +35,13 @@ pub(super) fn push(
 ) {
     if let Some(c) = iv.clip(gap) {
         if c.dur_ns() > 0 {
-            segments.push(IdleSegment::new(cause, c, sync));
+            debug_assert_eq!(c.start_ns, *tiled_to, "segments tile their gap");
+            *tiled_to = c.end_ns;
+            segments.push(StoredSegment {
+                end_ns: c.end_ns,
+                sync_at: stored_id(sync.map(|s| s.0)),
+                cause,
+            });
         }
     }
 }
@@ -52,14 +60,16 @@ pub(super) struct GapAttribution<'a, 'b> {
     pub(super) threads: &'a ThreadIndex,
     /// The gap inside the window; segments are clipped to it.
     pub(super) gap: Interval,
-    pub(super) segments: &'b mut Vec<IdleSegment>,
+    pub(super) segments: &'b mut Vec<StoredSegment>,
+    /// Where the gap's segments so far end (its start before the first).
+    pub(super) tiled_to: TimeNs,
     pub(super) host_ops: &'b mut super::HostTime,
     pub(super) contexts: &'b mut super::SpanContexts,
 }
 
 impl GapAttribution<'_, '_> {
     pub(super) fn push(&mut self, cause: IdleCause, iv: Interval, sync: Option<SpanId>) {
-        push(self.segments, self.gap, cause, iv, sync);
+        push(self.segments, &mut self.tiled_to, self.gap, cause, iv, sync);
     }
 
     /// Host-compute time on `lane`, with the CPU ops that ran credited.

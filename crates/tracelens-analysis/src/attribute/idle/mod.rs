@@ -33,7 +33,7 @@ pub(crate) use host_ops::{
     credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, HostTime, SpanContexts,
 };
 pub use host_ops::{HostPart, BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
-use records::stored_id;
+use records::{read_segments, stored_id, StoredSegment};
 pub use records::{
     DeviceIdle, Gap, IdleCause, IdleSegment, UnattributedReason, WaitEvidence,
     LAUNCH_OVERHEAD_BOUND_NS, SYNC_RETURN_TOLERANCE_NS,
@@ -135,9 +135,11 @@ fn attribute_idle_in_chunks(
             part.append_to(&mut idle, &mut host_ops, &mut os_waits, gaps.len());
         }
     }
-    for seg in &idle.segments {
-        *idle.by_cause.entry(seg.cause).or_default() += seg.interval.dur_ns();
+    let mut by_cause = std::mem::take(&mut idle.by_cause);
+    for seg in idle.segments() {
+        *by_cause.entry(seg.cause).or_default() += seg.interval.dur_ns();
     }
+    idle.by_cause = by_cause;
     idle.idle_ns = idle.gaps.iter().map(|g| g.interval.dur_ns()).sum();
     idle.host_compute_ops = name_host_ops(trace, &host_ops, fw);
     let mut waits: Vec<(String, TimeNs)> = os_waits
@@ -169,7 +171,7 @@ struct GapContext<'a> {
 #[derive(Default)]
 struct GapChunk {
     gaps: Vec<Gap>,
-    segments: Vec<IdleSegment>,
+    segments: Vec<StoredSegment>,
     host_ops: HostTime,
     /// What surrounds each span the chunk's gaps cross, computed once (not merged).
     contexts: SpanContexts,
@@ -253,6 +255,7 @@ impl GapContext<'_> {
                 threads: self.threads,
                 gap,
                 segments: &mut out.segments,
+                tiled_to: gap.start_ns,
                 host_ops: &mut out.host_ops,
                 contexts: &mut out.contexts,
             };
@@ -292,10 +295,11 @@ impl GapContext<'_> {
                     }
                 }
             };
+            debug_assert_eq!(g.tiled_to, gap.end_ns, "segments cover their gap");
             if let Some(lane) = outcome.lane {
                 let facts = self.threads.lane(lane);
                 if !facts.os_waits.is_empty() || !facts.off_cpu.is_empty() {
-                    for seg in &out.segments[seg_start..] {
+                    for seg in read_segments(&out.segments[seg_start..], gap.start_ns) {
                         if matches!(seg.cause, IdleCause::HostCompute | IdleCause::DataLoading) {
                             for (name, ns) in facts.os_waits_within(seg.interval) {
                                 *out.os_waits.entry(name).or_default() += ns;
@@ -418,8 +422,8 @@ mod tests {
     /// One segment or more per gap, one gap or more per kernel: the sizes are the memory of
     /// the attribution (the step a segment falls in is looked up, not stored).
     #[test]
-    fn an_idle_segment_takes_24_bytes_and_a_gap_40() {
-        assert_eq!(std::mem::size_of::<super::IdleSegment>(), 24);
+    fn an_idle_segment_takes_16_bytes_and_a_gap_40() {
+        assert_eq!(std::mem::size_of::<super::records::StoredSegment>(), 16);
         assert_eq!(std::mem::size_of::<super::Gap>(), 40);
     }
 }

@@ -157,7 +157,8 @@ pub(super) fn read_id(at: u32) -> Option<u32> {
     (at != NO_ID).then_some(at)
 }
 
-/// One piece of a gap with one cause. 24 bytes: there is one or more per gap.
+/// One piece of a gap with one cause, as read ([`DeviceIdle::segments_of`]); stored as a
+/// [`StoredSegment`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct IdleSegment {
     /// Why.
@@ -186,6 +187,32 @@ impl IdleSegment {
     }
 }
 
+/// A segment as stored. A gap's segments tile it in time order (each starts where the one
+/// before it ends, the first where the gap starts), so only the end is kept: 16 bytes, one
+/// or more per gap.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StoredSegment {
+    pub(super) end_ns: TimeNs,
+    pub(super) sync_at: u32,
+    pub(super) cause: IdleCause,
+}
+
+/// The segments `stored` holds, the first starting at `start_ns`.
+pub(super) fn read_segments(
+    stored: &[StoredSegment],
+    mut start_ns: TimeNs,
+) -> impl Iterator<Item = IdleSegment> + '_ {
+    stored.iter().map(move |s| {
+        let seg = IdleSegment {
+            cause: s.cause,
+            interval: Interval::new(start_ns, s.end_ns),
+            sync_at: s.sync_at,
+        };
+        start_ns = s.end_ns;
+        seg
+    })
+}
+
 /// One idle gap. 40 bytes: ids are stored with a sentinel and read through methods.
 #[derive(Clone, Debug)]
 pub struct Gap {
@@ -194,8 +221,8 @@ pub struct Gap {
     pub(super) ended_by_at: u32,
     pub(super) launch_at: u32,
     pub(super) lane_at: u32,
-    /// Its segments in [`DeviceIdle::segments`].
-    pub segments: Range<u32>,
+    /// Where its segments are in the device's list ([`DeviceIdle::segments_of`] reads them).
+    pub(super) segments: Range<u32>,
     /// Why it could not be attributed, if it could not.
     pub unattributed: Option<UnattributedReason>,
     /// What shows a GPU-side wait, for gaps that have one.
@@ -237,8 +264,8 @@ pub struct DeviceIdle {
     pub idle_ns: TimeNs,
     /// Every gap, in time order.
     pub gaps: Vec<Gap>,
-    /// Every segment, gap by gap.
-    pub segments: Vec<IdleSegment>,
+    /// Every segment, gap by gap ([`DeviceIdle::segments`] reads them).
+    pub(super) segments: Vec<StoredSegment>,
     /// Idle time per cause (every cause listed).
     pub by_cause: BTreeMap<IdleCause, TimeNs>,
     /// Unattributed idle per reason.
@@ -264,9 +291,16 @@ impl DeviceIdle {
         self.graph_replay_ops == 0
     }
 
-    /// The segments of one gap.
-    #[must_use]
-    pub fn segments_of(&self, gap: &Gap) -> &[IdleSegment] {
-        &self.segments[gap.segments.start as usize..gap.segments.end as usize]
+    /// The segments of one gap, in time order; together they cover it.
+    pub fn segments_of(&self, gap: &Gap) -> impl Iterator<Item = IdleSegment> + '_ {
+        read_segments(
+            &self.segments[gap.segments.start as usize..gap.segments.end as usize],
+            gap.interval.start_ns,
+        )
+    }
+
+    /// Every segment, gap by gap.
+    pub fn segments(&self) -> impl Iterator<Item = IdleSegment> + '_ {
+        self.gaps.iter().flat_map(|g| self.segments_of(g))
     }
 }

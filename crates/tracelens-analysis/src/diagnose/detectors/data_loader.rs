@@ -90,8 +90,7 @@ impl Detector for DataLoaderStall {
         );
         if let Some(d) = cx.idle() {
             let mut segs: Vec<_> = d
-                .segments
-                .iter()
+                .segments()
                 .filter(|s| s.cause == IdleCause::DataLoading)
                 .collect();
             segs.sort_by_key(|s| std::cmp::Reverse(s.interval.dur_ns()));

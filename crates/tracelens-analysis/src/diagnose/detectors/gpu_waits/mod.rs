@@ -52,7 +52,6 @@ fn facts(cx: &Context, cause: IdleCause) -> WaitFacts {
     for gap in &idle.gaps {
         let waited: TimeNs = idle
             .segments_of(gap)
-            .iter()
             .filter(|s| s.cause == cause)
             .map(|s| s.interval.dur_ns())
             .sum();
@@ -78,7 +77,7 @@ fn facts(cx: &Context, cause: IdleCause) -> WaitFacts {
                 SpanKind::Runtime | SpanKind::Driver | SpanKind::OsRuntime
             )
         };
-        for seg in idle.segments_of(gap).iter().filter(|s| s.cause == cause) {
+        for seg in idle.segments_of(gap).filter(|s| s.cause == cause) {
             let w = seg.interval;
             // The calls starting inside the segment, and the last one before it (calls of one
             // thread do not overlap one another, so only that one can reach into it).
