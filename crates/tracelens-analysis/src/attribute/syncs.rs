@@ -76,8 +76,9 @@ pub struct SyncCall {
     pub span: SpanId,
     /// What triggered it.
     pub trigger: SyncTrigger,
-    /// The first Python frame outside torch and site-packages.
-    pub call_site: Option<PyFrame>,
+    /// The first Python frame outside torch and site-packages (boxed: most calls have
+    /// none, and a trace may hold millions of calls).
+    pub call_site: Option<Box<PyFrame>>,
     /// The copy involved, for copy triggers.
     pub copy: Option<CopyInfo>,
     /// The innermost enclosing op: several blocking calls under one op (a pageable copy and
@@ -85,8 +86,6 @@ pub struct SyncCall {
     pub trigger_op: Option<SpanId>,
     /// Time the CPU thread was blocked (the call's duration inside the analysis window).
     pub blocked_ns: TimeNs,
-    /// The copies the call launched.
-    pub launched_copies: Vec<SpanId>,
     /// GPU idle charged to this call by the idle attribution (`sync_drain`).
     pub gpu_idle_ns: TimeNs,
 }
@@ -209,17 +208,10 @@ pub fn find_syncs(
                 .or_else(|| trace.copy_info(id))
                 .copied();
         }
-        let launched_copies = trace
-            .launched_by(id)
-            .iter()
-            .copied()
-            .filter(|&g| trace.span(g).kind == SpanKind::Memcpy)
-            .collect();
         calls.push(SyncCall {
             span: id,
-            launched_copies,
             trigger,
-            call_site,
+            call_site: call_site.map(Box::new),
             copy,
             trigger_op: ops.first().copied(),
             blocked_ns,
@@ -243,6 +235,15 @@ fn copy_under(trace: &Trace, op: SpanId) -> Option<CopyInfo> {
 }
 
 impl SyncCall {
+    /// The copies the call launched.
+    pub fn launched_copies<'t>(&self, trace: &'t Trace) -> impl Iterator<Item = SpanId> + 't {
+        trace
+            .launched_by(self.span)
+            .iter()
+            .copied()
+            .filter(|&g| trace.span(g).kind == SpanKind::Memcpy)
+    }
+
     /// The normalized API name (`cudaStreamSynchronize`).
     #[must_use]
     pub fn api<'t>(&self, trace: &'t Trace) -> &'t str {
@@ -312,7 +313,7 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
         if !op_sync || c.trigger_op.is_none_or(|op| seen_ops.insert((i, op))) {
             s.count += 1;
         }
-        for &g in &c.launched_copies {
+        for g in c.launched_copies(trace) {
             s.copies += 1;
             s.copy_bytes += trace.copy_info(g).and_then(|k| k.bytes).unwrap_or(0);
             s.copy_ids.push(g);
@@ -356,4 +357,14 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
             .then(a.call_site.cmp(&b.call_site))
     });
     sites
+}
+
+#[cfg(test)]
+mod tests {
+    /// One record per host-blocking call, and a trace may hold millions: the call site is
+    /// boxed and the launched copies are read from the trace, not stored.
+    #[test]
+    fn a_sync_call_takes_64_bytes() {
+        assert_eq!(std::mem::size_of::<super::SyncCall>(), 64);
+    }
 }
