@@ -38,9 +38,7 @@ impl<'a> Fields<'a> {
             irregular: false,
         }
     }
-}
 
-impl<'a> Fields<'a> {
     /// The next key (inside the quotes, undecoded), leaving the walk at its value, which
     /// [`Fields::value`] or [`Fields::object_value`] must then read; `None` at the closing
     /// brace or where the object breaks.
@@ -166,6 +164,11 @@ fn string_len(bytes: &[u8]) -> Option<usize> {
         }
         i = j + 2;
     }
+    string_end_by_bytes(bytes, i)
+}
+
+/// [`string_len`]'s rule one byte at a time, from byte `i` of the string in `bytes`.
+fn string_end_by_bytes(bytes: &[u8], mut i: usize) -> Option<usize> {
     while let Some(&c) = bytes.get(i) {
         match c {
             b'"' => return Some(i + 1),
@@ -561,19 +564,6 @@ pub fn text_of_key(key: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    /// The rule [`string_len`] keeps, one byte at a time.
-    fn string_len_by_bytes(bytes: &[u8]) -> Option<usize> {
-        let mut i = 1;
-        while let Some(&c) = bytes.get(i) {
-            match c {
-                b'"' => return Some(i + 1),
-                b'\\' => i += 2,
-                _ => i += 1,
-            }
-        }
-        None
-    }
-
     #[test]
     fn string_ends_found_sixteen_bytes_at_a_time_match_the_byte_rule() {
         // Every placement of a quote, an escaped quote and a double backslash around the
@@ -589,7 +579,7 @@ mod tests {
                         let bytes = &s[..cut.max(1)];
                         assert_eq!(
                             string_len(bytes),
-                            string_len_by_bytes(bytes),
+                            string_end_by_bytes(bytes, 1),
                             "{:?}",
                             String::from_utf8_lossy(bytes)
                         );

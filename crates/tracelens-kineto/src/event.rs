@@ -128,6 +128,8 @@ impl<'a> RawEvent<'a> {
                     e.arg_fields = Args::default();
                 }
                 let Some((v, whole)) = fields.object_value(|f| e.arg_fields.fill(f)) else {
+                    // Cut off: what the walk took is dropped, as if never read.
+                    e.arg_fields = read_args(e.args);
                     break;
                 };
                 if !whole {
@@ -762,6 +764,29 @@ impl EventReader {
 mod tests {
     use super::*;
     use tracelens_model::SourceInfo;
+
+    #[test]
+    fn args_cut_off_are_not_read_and_a_repeated_args_replaces_the_first() {
+        fn fields_of(raw: &[u8]) -> (&[u8], Option<&[u8]>, Option<&[u8]>) {
+            let mut fields = Fields::new(raw);
+            let e = RawEvent::collect(&mut fields);
+            (e.args, e.arg_fields.device, e.arg_fields.stream)
+        }
+        // The file ends inside `args`: the event keeps no argument, as before it was walked
+        // in place.
+        let (raw, device, _) =
+            fields_of(br#"{"ph": "X", "args": {"device": 3, "stream": 7, "correlation"#);
+        assert!(raw.is_empty());
+        assert_eq!(device, None);
+        // A first `args` stays when a second is cut off.
+        let (raw, device, _) = fields_of(br#"{"args": {"device": 1}, "args": {"device": 3, "str"#);
+        assert_eq!(raw, &br#"{"device": 1}"#[..]);
+        assert_eq!(device, Some(&b"1"[..]));
+        // The last whole `args` wins, with none of the first one's fields.
+        let (_, device, stream) =
+            fields_of(br#"{"args": {"device": 1, "stream": 2}, "args": {"device": 3}}"#);
+        assert_eq!((device, stream), (Some(&b"3"[..]), None));
+    }
 
     #[test]
     fn an_autograd_sequence_number_is_not_a_collective() {

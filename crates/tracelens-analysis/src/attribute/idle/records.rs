@@ -170,16 +170,6 @@ pub struct IdleSegment {
 }
 
 impl IdleSegment {
-    /// A segment; `sync` is the blocking call charged, for `sync_drain`.
-    #[must_use]
-    pub fn new(cause: IdleCause, interval: Interval, sync: Option<SpanId>) -> IdleSegment {
-        IdleSegment {
-            cause,
-            interval,
-            sync_at: stored_id(sync.map(|s| s.0)),
-        }
-    }
-
     /// The blocking call charged, for `sync_drain`.
     #[must_use]
     pub fn sync(&self) -> Option<SpanId> {
