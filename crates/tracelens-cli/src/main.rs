@@ -5,6 +5,7 @@
 static ALLOCATOR: tracelens_cli::memory::BudgetAllocator = tracelens_cli::memory::BudgetAllocator;
 
 fn main() {
+    tracelens_cli::memory::share_heap_arenas();
     if let Err(problem) = tracelens_cli::memory::set_budget() {
         eprintln!("tracelens: error: {problem}");
         std::process::exit(tracelens_cli::EXIT_INPUT);
