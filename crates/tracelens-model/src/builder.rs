@@ -13,7 +13,7 @@ use crate::source::SourceInfo;
 use crate::span::{Span, SpanId, SpanIds, SpanKind, NO_DETAIL};
 use crate::time::{TimeNs, NS_PER_S};
 use crate::trace::Trace;
-use rayon::slice::ParallelSliceMut;
+use rayon::iter::{IndexedParallelIterator, IntoParallelIterator, ParallelIterator};
 use rustc_hash::FxHashMap;
 
 /// Durations above this are CUPTI garbage or clock errors, and such spans are dropped.
@@ -69,14 +69,18 @@ pub struct TraceBuilder {
     names: StringTable,
     lane_keys: Vec<LaneKey>,
     lane_index: FxHashMap<LaneKey, LaneId>,
-    spans: Vec<BuildSpan>,
+    /// Each lane's spans (by the `LaneId` it was interned under), in the order added: a lane's
+    /// spans arrive nearly in time order, so sorting lane by lane is close to linear.
+    lane_spans: Vec<Vec<BuildSpan>>,
+    span_count: usize,
     copies: Vec<CopyInfo>,
     op_details: Vec<OpDetail>,
     op_detail_index: FxHashMap<OpDetail, u32>,
     kernel_launches: Vec<KernelLaunch>,
     kernel_launch_index: FxHashMap<KernelLaunch, u32>,
     flows: Vec<FlowInput>,
-    awaiting_flow: Vec<(u32, Ident, Ident)>,
+    /// Spans to link by a flow event: (lane, position in the lane, raw pid, raw tid).
+    awaiting_flow: Vec<(LaneId, u32, Ident, Ident)>,
     thread_names: FxHashMap<(Ident, Ident), NameId>,
     process_names: FxHashMap<Ident, NameId>,
     stream_names: FxHashMap<(i64, i64), NameId>,
@@ -123,7 +127,11 @@ impl TraceBuilder {
             gpu => gpu,
         };
         let lanes: Vec<LaneId> = other.lane_keys.iter().map(|&k| self.lane(key(k))).collect();
-        let span_base = table_index(self.spans.len());
+        // Where each of `other`'s lanes starts in this builder's lane.
+        let lane_bases: Vec<u32> = lanes
+            .iter()
+            .map(|l| table_index(self.lane_spans[l.0 as usize].len()))
+            .collect();
         let copy_base = table_index(self.copies.len());
         // Deduplicated tables are re-entered in order, so indices come out as one pass gives.
         let remap = |n: Option<NameId>| n.map(|n| names[n.0 as usize]);
@@ -144,21 +152,25 @@ impl TraceBuilder {
             .iter()
             .map(|&k| self.add_kernel_launch(k))
             .collect();
-        self.spans.extend(other.spans.into_iter().map(|mut b| {
-            let s = &mut b.span;
-            s.name = names[s.name.0 as usize];
-            s.lane = lanes[s.lane.0 as usize];
-            if s.detail != NO_DETAIL {
-                // CPU ops index op details, kernels launch configurations; copies and copy
-                // API calls index copy details.
-                s.detail = match s.kind {
-                    SpanKind::CpuOp | SpanKind::UserAnnotation => op_map[s.detail as usize],
-                    SpanKind::Kernel => launch_map[s.detail as usize],
-                    _ => s.detail + copy_base,
-                };
-            }
-            b
-        }));
+        self.span_count += other.span_count;
+        for (from, spans) in other.lane_spans.into_iter().enumerate() {
+            let lane = lanes[from];
+            self.lane_spans[lane.0 as usize].extend(spans.into_iter().map(|mut b| {
+                let s = &mut b.span;
+                s.name = names[s.name.0 as usize];
+                s.lane = lane;
+                if s.detail != NO_DETAIL {
+                    // CPU ops index op details, kernels launch configurations; copies and copy
+                    // API calls index copy details.
+                    s.detail = match s.kind {
+                        SpanKind::CpuOp | SpanKind::UserAnnotation => op_map[s.detail as usize],
+                        SpanKind::Kernel => launch_map[s.detail as usize],
+                        _ => s.detail + copy_base,
+                    };
+                }
+                b
+            }));
+        }
         self.copies.extend(other.copies);
         for (key, args) in other.collective_args {
             self.add_collective_args(key, args);
@@ -176,12 +188,11 @@ impl TraceBuilder {
                 tid: ident(f.tid),
                 ..f
             }));
-        self.awaiting_flow.extend(
-            other
-                .awaiting_flow
-                .into_iter()
-                .map(|(i, pid, tid)| (i + span_base, ident(pid), ident(tid))),
-        );
+        self.awaiting_flow
+            .extend(other.awaiting_flow.into_iter().map(|(lane, at, pid, tid)| {
+                let from = lane.0 as usize;
+                (lanes[from], at + lane_bases[from], ident(pid), ident(tid))
+            }));
         // First names win, as they would in one pass.
         for ((pid, tid), n) in other.thread_names {
             self.thread_names
@@ -235,6 +246,7 @@ impl TraceBuilder {
         }
         let id = LaneId::at(self.lane_keys.len());
         self.lane_keys.push(key);
+        self.lane_spans.push(Vec::new());
         self.lane_index.insert(key, id);
         id
     }
@@ -352,7 +364,8 @@ impl TraceBuilder {
             self.absurd_durations += 1;
             return false;
         }
-        self.spans.push(BuildSpan {
+        self.span_count += 1;
+        self.lane_spans[input.lane.0 as usize].push(BuildSpan {
             span: Span {
                 start_ns: input.start_ns,
                 dur_ns,
@@ -372,8 +385,8 @@ impl TraceBuilder {
     pub fn add_span_linked_by_flow(&mut self, input: SpanInput, pid: Ident, tid: Ident) -> bool {
         let kept = self.add_span(input);
         if kept {
-            self.awaiting_flow
-                .push((table_index(self.spans.len() - 1), pid, tid));
+            let at = table_index(self.lane_spans[input.lane.0 as usize].len() - 1);
+            self.awaiting_flow.push((input.lane, at, pid, tid));
         }
         kept
     }
@@ -410,11 +423,6 @@ impl TraceBuilder {
         });
     }
 
-    /// Makes room for `additional` more spans.
-    pub fn reserve(&mut self, additional: usize) {
-        self.spans.reserve(additional);
-    }
-
     /// Records one allocator sample.
     pub fn add_memory(&mut self, sample: crate::memory::MemorySample) {
         self.memory.push(sample);
@@ -423,7 +431,7 @@ impl TraceBuilder {
     /// Number of spans appended so far.
     #[must_use]
     pub fn span_count(&self) -> usize {
-        self.spans.len()
+        self.span_count
     }
 
     /// Sorts, nests and links everything into a [`Trace`].
@@ -512,8 +520,8 @@ impl TraceBuilder {
                 .or_insert(f.id);
         }
         let mut recovered = 0;
-        for &(idx, pid, tid) in &self.awaiting_flow {
-            let BuildSpan { span, ids } = &mut self.spans[idx as usize];
+        for &(lane, at, pid, tid) in &self.awaiting_flow {
+            let BuildSpan { span, ids } = &mut self.lane_spans[lane.0 as usize][at as usize];
             let is_start = !span.kind.is_gpu();
             if let Some(&id) = by_place.get(&(is_start, pid, tid, span.start_ns)) {
                 span.has_correlation = true;
@@ -534,10 +542,6 @@ impl TraceBuilder {
         for (new, &old) in order.iter().enumerate() {
             remap[old as usize] = table_index(new);
         }
-        let mut spans = std::mem::take(&mut self.spans);
-        for s in &mut spans {
-            s.span.lane = LaneId(remap[s.span.lane.0 as usize]);
-        }
         let mut memory = std::mem::take(&mut self.memory);
         for m in &mut memory {
             m.lane = LaneId(remap[m.lane.0 as usize]);
@@ -547,45 +551,31 @@ impl TraceBuilder {
             a.0 = LaneId(remap[a.0 .0 as usize]);
         }
         trace.memory = memory;
-        spans.par_sort_unstable_by(|a, b| {
-            let (sa, sb) = (&a.span, &b.span);
-            (
-                sa.lane,
-                sa.start_ns,
-                std::cmp::Reverse(sa.dur_ns),
-                sa.kind,
-                sa.name,
-                a.ids,
-            )
-                .cmp(&(
-                    sb.lane,
-                    sb.start_ns,
-                    std::cmp::Reverse(sb.dur_ns),
-                    sb.kind,
-                    sb.name,
-                    b.ids,
-                ))
-        });
-        // The same event written twice (a trace concatenated or re-exported with itself) is
-        // counted once: otherwise its time counts twice and shares pass 100 %.
-        let before = spans.len();
-        spans.dedup_by(|later, kept| {
-            let (a, b) = (&later.span, &kept.span);
-            a.dur_ns > 0
-                && (a.lane, a.start_ns, a.dur_ns, a.kind, a.name)
-                    == (b.lane, b.start_ns, b.dur_ns, b.kind, b.name)
-                && later.ids == kept.ids
-        });
-        self.duplicates = (before - spans.len()) as u64;
-        let (spans, ids) = into_columns(spans);
+        // Each lane's spans in the new lane order, sorted by time (the key orders every field,
+        // so any sort gives this order); the largest lanes are handed out first.
+        let mut by_lane: Vec<Vec<BuildSpan>> = order
+            .iter()
+            .map(|&old| std::mem::take(&mut self.lane_spans[old as usize]))
+            .collect();
+        let mut largest_first: Vec<(usize, &mut Vec<BuildSpan>)> =
+            by_lane.iter_mut().enumerate().collect();
+        largest_first.sort_by_key(|(_, spans)| std::cmp::Reverse(spans.len()));
+        let duplicates: usize = largest_first
+            .into_par_iter()
+            .with_max_len(1)
+            .map(|(new, spans)| {
+                for s in spans.iter_mut() {
+                    s.span.lane = LaneId::at(new);
+                }
+                sort_lane(spans)
+            })
+            .sum();
+        self.duplicates = duplicates as u64;
         let mut lanes = Vec::with_capacity(order.len());
-        let mut cursor = 0usize;
-        for (new, &old) in order.iter().enumerate() {
+        let mut begin = 0usize;
+        for (&old, spans) in order.iter().zip(&by_lane) {
             let key = self.lane_keys[old as usize];
-            let begin = cursor;
-            while cursor < spans.len() && spans[cursor].lane.0 == table_index(new) {
-                cursor += 1;
-            }
+            let end = begin + spans.len();
             let (name, process_name) = match key {
                 LaneKey::Cpu { pid, tid } => (
                     self.thread_names.get(&(pid, tid)).copied(),
@@ -599,9 +589,11 @@ impl TraceBuilder {
                 key,
                 name,
                 process_name,
-                spans: table_index(begin)..table_index(cursor),
+                spans: table_index(begin)..table_index(end),
             });
+            begin = end;
         }
+        let (spans, ids) = into_columns(by_lane);
         trace.lanes = lanes;
         trace.spans = spans;
         trace.names = std::mem::take(&mut self.names);
@@ -698,21 +690,62 @@ struct BuildSpan {
     ids: SpanIds,
 }
 
-/// Splits the builder's spans into the span column and the ids column without holding both
-/// copies at once: elements move from the back in blocks and the source is shrunk after each
-/// block (for an allocation this size the allocator hands the tail back), so the columns grow
-/// as the source shrinks; both are filled back to front, then reversed.
-fn into_columns(mut spans: Vec<BuildSpan>) -> (Vec<Span>, Vec<SpanIds>) {
+/// Sorts one lane's spans by start, longer first, then kind, name, ids and detail (every
+/// field, so the order does not depend on the sort or on the order they were added), and drops
+/// repeated events: the same event written twice (a trace concatenated or re-exported with
+/// itself) is counted once, else its time counts twice and shares pass 100 %. Returns how many
+/// were dropped. The run-adaptive stable sort merges the few sorted runs a lane arrives in
+/// (one per table or chunk) in close to linear time.
+fn sort_lane(spans: &mut Vec<BuildSpan>) -> usize {
+    spans.sort_by(|a, b| {
+        let (sa, sb) = (&a.span, &b.span);
+        (
+            sa.start_ns,
+            std::cmp::Reverse(sa.dur_ns),
+            sa.kind,
+            sa.name,
+            a.ids,
+            sa.detail,
+        )
+            .cmp(&(
+                sb.start_ns,
+                std::cmp::Reverse(sb.dur_ns),
+                sb.kind,
+                sb.name,
+                b.ids,
+                sb.detail,
+            ))
+    });
+    let before = spans.len();
+    spans.dedup_by(|later, kept| {
+        let (a, b) = (&later.span, &kept.span);
+        a.dur_ns > 0
+            && (a.start_ns, a.dur_ns, a.kind, a.name) == (b.start_ns, b.dur_ns, b.kind, b.name)
+            && later.ids == kept.ids
+    });
+    before - spans.len()
+}
+
+/// Splits the lanes' sorted spans, in lane order, into the span column and the ids column
+/// without holding both copies at once: elements move from the back in blocks and each lane is
+/// shrunk after each block, so the columns grow as the lanes shrink.
+fn into_columns(mut by_lane: Vec<Vec<BuildSpan>>) -> (Vec<Span>, Vec<SpanIds>) {
     const BLOCK: usize = 1 << 16;
-    let mut span_column = Vec::with_capacity(spans.len());
-    let mut id_column = Vec::with_capacity(spans.len());
-    while !spans.is_empty() {
-        let from = spans.len().saturating_sub(BLOCK);
-        for b in spans.drain(from..).rev() {
-            span_column.push(b.span);
-            id_column.push(b.ids);
+    let total = by_lane.iter().map(Vec::len).sum();
+    let mut span_column = Vec::with_capacity(total);
+    let mut id_column = Vec::with_capacity(total);
+    while let Some(mut spans) = by_lane.pop() {
+        while !spans.is_empty() {
+            let block = &spans[spans.len().saturating_sub(BLOCK)..];
+            // The two columns fill on two threads (their pages are new: faulting them in is
+            // much of the cost).
+            rayon::join(
+                || span_column.extend(block.iter().rev().map(|b| b.span)),
+                || id_column.extend(block.iter().rev().map(|b| b.ids)),
+            );
+            spans.truncate(spans.len() - block.len());
+            spans.shrink_to_fit();
         }
-        spans.shrink_to_fit();
     }
     span_column.reverse();
     id_column.reverse();
@@ -938,5 +971,135 @@ mod tests {
         let t = b.finish(SourceInfo::default());
         assert_eq!(t.links.gpu_ops_linked, 1);
         assert_eq!(t.links.links_from_flows, 2);
+    }
+
+    /// Spans sorted lane by lane: the trace does not depend on the order they arrive in, nor
+    /// on how they are split over builders absorbed in order (a flow awaiting its link in a
+    /// later chunk included); ties on time are ordered by kind, then name (by first use), and
+    /// a repeated event is kept once.
+    #[test]
+    fn arrival_order_and_chunks_do_not_change_the_trace() {
+        // (lane 0 = CPU, 1 = GPU, kind, name, start, dur, correlation, detail)
+        #[allow(clippy::type_complexity)]
+        let events: Vec<(usize, SpanKind, &str, i64, i64, Option<u64>, u32)> = vec![
+            (0, SpanKind::CpuOp, "step", 0, 500, None, NO_DETAIL),
+            (
+                0,
+                SpanKind::Runtime,
+                "cudaLaunchKernel",
+                10,
+                5,
+                Some(1),
+                NO_DETAIL,
+            ),
+            (
+                0,
+                SpanKind::Runtime,
+                "cudaLaunchKernel",
+                30,
+                5,
+                Some(2),
+                NO_DETAIL,
+            ),
+            (0, SpanKind::CpuOp, "aten::mm", 30, 5, None, NO_DETAIL),
+            // The same event twice: kept once.
+            (0, SpanKind::CpuOp, "aten::mm", 30, 5, None, NO_DETAIL),
+            (0, SpanKind::CpuOp, "aten::add", 30, 5, None, NO_DETAIL),
+            (1, SpanKind::Kernel, "k", 50, 10, Some(1), NO_DETAIL),
+            (1, SpanKind::Kernel, "k", 70, 10, Some(2), NO_DETAIL),
+            (1, SpanKind::Kernel, "j", 70, 10, None, NO_DETAIL),
+        ];
+        let build = |order: &[usize], chunk: usize| {
+            let mut whole = TraceBuilder::new();
+            for part in order.chunks(chunk) {
+                let mut b = TraceBuilder::new();
+                let lanes = [
+                    cpu(&mut b),
+                    b.lane(LaneKey::Gpu {
+                        device: 0,
+                        stream: 7,
+                    }),
+                ];
+                // Names interned in one order, so ties on time order alike whatever arrives
+                // first (name ids follow first use).
+                for e in &events {
+                    b.intern(e.2);
+                }
+                for &i in part {
+                    let (lane, kind, name, start, dur, corr, detail) = events[i];
+                    let name = b.intern(name);
+                    let input = SpanInput {
+                        kind,
+                        lane: lanes[lane],
+                        start_ns: start,
+                        dur_ns: dur,
+                        name,
+                        correlation: corr,
+                        external_id: None,
+                        detail,
+                    };
+                    if corr == Some(2) && kind == SpanKind::Kernel {
+                        // Its correlation arrives by flow only.
+                        let input = SpanInput {
+                            correlation: None,
+                            ..input
+                        };
+                        b.add_span_linked_by_flow(input, Ident::Num(0), Ident::Num(7));
+                        b.add_flow(FlowInput {
+                            id: 2,
+                            is_start: false,
+                            pid: Ident::Num(0),
+                            tid: Ident::Num(7),
+                            ts_ns: start,
+                        });
+                    } else {
+                        b.add_span(input);
+                    }
+                }
+                whole.absorb(b);
+            }
+            let t = whole.finish(SourceInfo::default());
+            let named: Vec<String> = t
+                .spans
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    format!(
+                        "{}@{}+{}:{}",
+                        t.name(SpanId::at(i)),
+                        s.start_ns,
+                        s.dur_ns,
+                        s.detail
+                    )
+                })
+                .collect();
+            (named, t.launch.clone(), t.links.gpu_ops_linked)
+        };
+        let forward: Vec<usize> = (0..events.len()).collect();
+        let backward: Vec<usize> = forward.iter().rev().copied().collect();
+        let reference = build(&forward, events.len());
+        assert_eq!(reference.2, 2, "both kernels linked");
+        assert_eq!(
+            reference.0,
+            [
+                "k@50+10:4294967295",
+                "k@70+10:4294967295",
+                "j@70+10:4294967295",
+                "step@0+500:4294967295",
+                "cudaLaunchKernel@10+5:4294967295",
+                "aten::mm@30+5:4294967295",
+                "aten::add@30+5:4294967295",
+                "cudaLaunchKernel@30+5:4294967295",
+            ]
+            .map(String::from)
+        );
+        for chunk in 1..events.len() {
+            assert_eq!(build(&forward, chunk), reference, "chunks of {chunk}");
+            assert_eq!(
+                build(&backward, chunk),
+                reference,
+                "backward, chunks of {chunk}"
+            );
+        }
     }
 }

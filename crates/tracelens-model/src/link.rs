@@ -48,42 +48,53 @@ pub(crate) fn nest(trace: &mut Trace) {
 /// Joins GPU-lane spans to the API call with the same correlation id (`ids`, by span).
 pub(crate) fn link_launches(trace: &mut Trace, ids: &[SpanIds]) {
     // A sort-merge join on correlation id: cache-friendly where a hash join over millions of
-    // calls is not.
-    let mut apis: Vec<(u64, u32)> = Vec::new();
-    let mut ops: Vec<(u64, u32)> = Vec::new();
+    // calls is not. The calls and the GPU ops are collected and sorted on two threads.
     let mut stats = LinkStats {
         links_from_flows: trace.links.links_from_flows,
         ..LinkStats::default()
     };
-    for (i, (s, ids)) in trace.spans.iter().zip(ids).enumerate() {
-        if s.kind.is_api_call() {
-            if let Some(c) = ids.correlation() {
-                apis.push((c, table_index(i)));
+    let spans = &trace.spans;
+    let ((apis, duplicates), (ops, gpu_ops, without_correlation)) = rayon::join(
+        || {
+            let mut apis: Vec<(u64, u32)> = Vec::new();
+            for (i, (s, ids)) in spans.iter().zip(ids).enumerate() {
+                if let Some(c) = ids.correlation().filter(|_| s.kind.is_api_call()) {
+                    apis.push((c, table_index(i)));
+                }
             }
-        } else if s.kind.is_gpu() && s.kind != SpanKind::GpuUserAnnotation {
-            if s.kind.is_gpu_work() {
-                stats.gpu_ops += 1;
+            apis.sort_unstable();
+            // Several calls with one id: the last one (by span order) is linked.
+            let mut duplicates = 0u64;
+            apis.dedup_by(|later, earlier| {
+                if later.0 == earlier.0 {
+                    duplicates += 1;
+                    earlier.1 = later.1;
+                    true
+                } else {
+                    false
+                }
+            });
+            (apis, duplicates)
+        },
+        || {
+            let mut ops: Vec<(u64, u32)> = Vec::new();
+            let (mut gpu_ops, mut without_correlation) = (0u64, 0u64);
+            for (i, (s, ids)) in spans.iter().zip(ids).enumerate() {
+                if !s.kind.is_gpu() || s.kind == SpanKind::GpuUserAnnotation {
+                    continue;
+                }
+                gpu_ops += u64::from(s.kind.is_gpu_work());
+                match ids.correlation() {
+                    Some(c) => ops.push((c, table_index(i))),
+                    None => without_correlation += u64::from(s.kind.is_gpu_work()),
+                }
             }
-            match ids.correlation() {
-                Some(c) => ops.push((c, table_index(i))),
-                None if s.kind.is_gpu_work() => stats.gpu_ops_without_correlation += 1,
-                None => {}
-            }
-        }
-    }
-    apis.sort_unstable();
-    ops.sort_unstable();
-    // Several calls with one id: the last one (by span order) is linked.
-    let mut duplicates = 0u64;
-    apis.dedup_by(|later, earlier| {
-        if later.0 == earlier.0 {
-            duplicates += 1;
-            earlier.1 = later.1;
-            true
-        } else {
-            false
-        }
-    });
+            ops.sort_unstable();
+            (ops, gpu_ops, without_correlation)
+        },
+    );
+    stats.gpu_ops = gpu_ops;
+    stats.gpu_ops_without_correlation = without_correlation;
     let mut launch = vec![NO_SPAN; trace.spans.len()];
     let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(ops.len());
     let mut a = 0;

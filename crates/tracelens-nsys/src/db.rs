@@ -277,8 +277,7 @@ pub(crate) fn real_to_int(f: f64) -> i64 {
 /// The format id in [`tracelens_model::SourceInfo::format`].
 pub const FORMAT: &str = "nsys_sqlite";
 
-/// The event tables the importer reads, one row per span (row counts size the model up
-/// front).
+/// The event tables the importer reads, one row per span.
 pub const EVENT_TABLES: [&str; 7] = [
     "CUPTI_ACTIVITY_KIND_RUNTIME",
     "CUPTI_ACTIVITY_KIND_KERNEL",

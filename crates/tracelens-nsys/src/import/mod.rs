@@ -190,8 +190,6 @@ fn import_with(
     for w in db.unread_warnings() {
         imp.b.warn(WarningKind::Other, w, 1);
     }
-    let expected: u64 = crate::db::EVENT_TABLES.iter().map(|t| db.count(t)).sum();
-    imp.b.reserve(usize::try_from(expected).unwrap_or(0));
     let gpu_rows = read_metadata(db, &mut imp.b.metadata)?;
     if let Some(rows) = gpu_rows {
         *imp.rows_by_table
