@@ -9,6 +9,7 @@
 //! `.to()` and DataLoader triggers are recognised as in a Kineto trace.
 #![deny(missing_docs)]
 
+mod cells;
 mod db;
 mod import;
 pub mod rules;

@@ -3,8 +3,8 @@
 //! blocks of runtime rows. A few blocks wait at most (the reader pauses when they are not
 //! taken), never the whole table: on a 1 GB export the table held 650 MB of rows at once.
 
-use crate::db::{int, Db};
-use rusqlite::Row;
+use crate::cells::{Cells, Query};
+use crate::db::Db;
 use std::sync::mpsc::{Receiver, SyncSender};
 use std::thread::{Scope, ScopedJoinHandle};
 use tracelens_model::KernelLaunch;
@@ -120,8 +120,7 @@ fn read_kernel_rows(
         .join(", ")
     );
     let mut rows = Vec::with_capacity(BLOCK_ROWS);
-    let mut stmt = db.conn.prepare(&sql)?;
-    let mut cursor = stmt.query([])?;
+    let mut cursor = Query::new(&db.conn, &sql)?;
     while let Some(r) = cursor.next()? {
         if rows.len() == BLOCK_ROWS {
             let full = std::mem::replace(&mut rows, Vec::with_capacity(BLOCK_ROWS));
@@ -129,18 +128,18 @@ fn read_kernel_rows(
                 return Ok(());
             }
         }
-        let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
+        let (Some(start), Some(end)) = (r.int(0), r.int(1)) else {
             continue;
         };
         rows.push(KernelRow {
             start,
             end,
-            device: int(r, 2).unwrap_or(0),
-            stream: int(r, 3).unwrap_or(-1),
-            correlation: int(r, 4).unwrap_or(-1),
-            global_pid: int(r, 5).unwrap_or(0),
-            name: int(r, 6).unwrap_or(-1),
-            launch: launch_of(r, 7),
+            device: r.int(2).unwrap_or(0),
+            stream: r.int(3).unwrap_or(-1),
+            correlation: r.int(4).unwrap_or(-1),
+            global_pid: r.int(5).unwrap_or(0),
+            name: r.int(6).unwrap_or(-1),
+            launch: launch_of(&r, 7),
         });
     }
     if !rows.is_empty() {
@@ -151,8 +150,8 @@ fn read_kernel_rows(
 
 /// A kernel's launch configuration from the nine columns at `first` (grid, block, registers,
 /// static and dynamic shared memory); `None` when the export lacks the grid or block.
-fn launch_of(r: &Row, first: usize) -> Option<KernelLaunch> {
-    let small = |i: usize| int(r, first + i).and_then(|v| u32::try_from(v).ok());
+fn launch_of(r: &Cells, first: usize) -> Option<KernelLaunch> {
+    let small = |i: usize| r.int(first + i).and_then(|v| u32::try_from(v).ok());
     let dims = |at: usize| Some([small(at)?, small(at + 1)?, small(at + 2)?]);
     Some(KernelLaunch {
         grid: dims(0)?,

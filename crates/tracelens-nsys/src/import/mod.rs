@@ -1,8 +1,8 @@
 //! An export's rows → the timeline model. Each table is scanned once; joins (strings, launch
 //! ↔ GPU op, thread names) are done in memory by the model's builder, never row by row in SQL.
 
-use crate::db::{int, pid_of, text, tid_of, Db};
-use rusqlite::Row;
+use crate::cells::{Cells, Query};
+use crate::db::{pid_of, tid_of, Db};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use tracelens_model::{
@@ -67,17 +67,16 @@ impl Importer<'_> {
         &mut self,
         table: &str,
         sql: &str,
-        mut f: impl FnMut(&mut Self, &Row),
+        mut f: impl FnMut(&mut Self, &Cells),
     ) -> rusqlite::Result<()> {
         let db = self.db;
         if !db.has(table) {
             return Ok(());
         }
-        let mut stmt = db.conn.prepare(sql)?;
-        let mut rows = stmt.query([])?;
+        let mut rows = Query::new(&db.conn, sql)?;
         let mut count = 0u64;
         while let Some(row) = rows.next()? {
-            f(self, row);
+            f(self, &row);
             count += 1;
         }
         *self.rows_by_table.entry(table.to_string()).or_default() += count;
@@ -279,7 +278,7 @@ fn read_names(imp: &mut Importer) -> rusqlite::Result<()> {
         "ThreadNames",
         "SELECT nameId, globalTid FROM ThreadNames",
         |imp, r| {
-            let (Some(name), Some(g)) = (int(r, 0), int(r, 1)) else {
+            let (Some(name), Some(g)) = (r.int(0), r.int(1)) else {
                 return;
             };
             let text = imp.strings.get(&name).cloned().unwrap_or_default();
@@ -295,7 +294,7 @@ fn read_names(imp: &mut Importer) -> rusqlite::Result<()> {
             db.col("PROCESSES", "name")
         );
         imp.scan("PROCESSES", &sql, |imp, r| {
-            if let (Some(pid), Some(name)) = (int(r, 0), text(r, 1)) {
+            if let (Some(pid), Some(name)) = (r.int(0), r.text(1)) {
                 imp.b.name_process(Ident::Num(pid), name);
             }
         })?;
@@ -326,11 +325,11 @@ fn read_runtime(imp: &mut Importer, kernels: &mut KernelFeed) -> rusqlite::Resul
         if rows % kernels::BLOCK_ROWS == 0 && kernel_error.is_none() {
             kernel_error = add_next_kernels(imp, kernels).err();
         }
-        let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
+        let (Some(start), Some(end)) = (r.int(0), r.int(1)) else {
             return;
         };
-        let g = int(r, 3).unwrap_or(0);
-        if let Some(c) = int(r, 4).filter(|&c| c != 0) {
+        let g = r.int(3).unwrap_or(0);
+        if let Some(c) = r.int(4).filter(|&c| c != 0) {
             let same_call = last
                 .get(&g)
                 .is_some_and(|&(lc, ls, le)| lc == c && start <= le && ls <= end);
@@ -340,13 +339,13 @@ fn read_runtime(imp: &mut Importer, kernels: &mut KernelFeed) -> rusqlite::Resul
                 return;
             }
         }
-        let name = imp.name(int(r, 5));
-        let kind = if int(r, 2) == Some(1) {
+        let name = imp.name(r.int(5));
+        let kind = if r.int(2) == Some(1) {
             SpanKind::Driver
         } else {
             SpanKind::Runtime
         };
-        let corr = int(r, 4).map(|c| correlation_key(pid_of(g), c));
+        let corr = r.int(4).map(|c| correlation_key(pid_of(g), c));
         cpu_span(imp, kind, g, (start, end), name, corr);
     })?;
     if let Some(e) = kernel_error {
@@ -419,8 +418,8 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "dstKind")
     );
     imp.scan(t, &sql, |imp, r| {
-        let (direction, unified) = copy_direction(int(r, 7));
-        let (src, dst) = (imp.mem_kind(int(r, 8)), imp.mem_kind(int(r, 9)));
+        let (direction, unified) = copy_direction(r.int(7));
+        let (src, dst) = (imp.mem_kind(r.int(8)), imp.mem_kind(r.int(9)));
         let label = format!(
             "Memcpy {}{:?} ({} -> {})",
             if unified { "Unified " } else { "" },
@@ -433,7 +432,7 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
             direction,
             src,
             dst,
-            bytes: int(r, 6).and_then(|b| u64::try_from(b).ok()),
+            bytes: r.int(6).and_then(|b| u64::try_from(b).ok()),
         });
         gpu_span(imp, r, SpanKind::Memcpy, name, detail);
     })?;
@@ -445,13 +444,13 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "memKind")
     );
     imp.scan(t, &sql, |imp, r| {
-        let kind = imp.mem_kind(int(r, 7));
+        let kind = imp.mem_kind(r.int(7));
         let name = imp.b.intern(&format!("Memset ({})", kind_label(kind)));
         let detail = imp.b.add_copy(CopyInfo {
             direction: CopyDirection::Unknown,
             src: MemoryKind::Unknown,
             dst: kind,
-            bytes: int(r, 6).and_then(|b| u64::try_from(b).ok()),
+            bytes: r.int(6).and_then(|b| u64::try_from(b).ok()),
         });
         gpu_span(imp, r, SpanKind::Memset, name, detail);
     })?;
@@ -459,7 +458,7 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
     let sql = format!("SELECT {}, {} FROM {t}", common(t), db.col(t, "syncType"));
     imp.scan(t, &sql, |imp, r| {
         // Kineto's names for the same CUPTI records.
-        let label = match int(r, 6) {
+        let label = match r.int(6) {
             Some(1) => "Event Sync",
             Some(2) => "Stream Wait Event",
             Some(3) => "Stream Sync",
@@ -498,27 +497,27 @@ fn cpu_span(
 
 /// Adds a GPU-lane span from the common `start, end, deviceId, streamId, correlationId,
 /// globalPid` prefix of a row.
-fn gpu_span(imp: &mut Importer, r: &Row, kind: SpanKind, name: NameId, detail: u32) {
-    let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
+fn gpu_span(imp: &mut Importer, r: &Cells, kind: SpanKind, name: NameId, detail: u32) {
+    let (Some(start), Some(end)) = (r.int(0), r.int(1)) else {
         return;
     };
-    let stream = match int(r, 3) {
+    let stream = match r.int(3) {
         // Context and event syncs carry 0xFFFFFFFF: no stream.
         Some(0xFFFF_FFFF) | None => -1,
         Some(s) => s,
     };
     let lane = imp.b.lane(LaneKey::Gpu {
-        device: int(r, 2).unwrap_or(0),
+        device: r.int(2).unwrap_or(0),
         stream,
     });
-    let pid = pid_of(int(r, 5).unwrap_or(0));
+    let pid = pid_of(r.int(5).unwrap_or(0));
     imp.b.add_span(SpanInput {
         kind,
         lane,
         start_ns: start,
         dur_ns: end.saturating_sub(start),
         name,
-        correlation: int(r, 4).map(|c| correlation_key(pid, c)),
+        correlation: r.int(4).map(|c| correlation_key(pid, c)),
         external_id: None,
         detail,
     });
@@ -550,11 +549,12 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "globalTid")
     );
     imp.scan(t, &sql, |imp, r| {
-        let Some(start) = int(r, 0) else { return };
-        let end = int(r, 1).unwrap_or(table_end);
-        let raw = match text(r, 3) {
+        let Some(start) = r.int(0) else { return };
+        let end = r.int(1).unwrap_or(table_end);
+        let raw = match r.text(3) {
             Some(s) => s.to_string(),
-            None => int(r, 4)
+            None => r
+                .int(4)
                 .and_then(|id| imp.strings.get(&id).cloned())
                 .unwrap_or_default(),
         };
@@ -569,7 +569,7 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
         } else {
             SpanKind::UserAnnotation
         };
-        cpu_span(imp, kind, int(r, 5).unwrap_or(0), (start, end), name, None);
+        cpu_span(imp, kind, r.int(5).unwrap_or(0), (start, end), name, None);
     })
 }
 
@@ -585,14 +585,14 @@ fn read_os_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "eventClass")
     );
     imp.scan(t, &sql, |imp, r| {
-        let (Some(start), Some(end)) = (int(r, 0), int(r, 1)) else {
+        let (Some(start), Some(end)) = (r.int(0), r.int(1)) else {
             return;
         };
-        let name = imp.name(int(r, 3));
+        let name = imp.name(r.int(3));
         cpu_span(
             imp,
             SpanKind::OsRuntime,
-            int(r, 2).unwrap_or(0),
+            r.int(2).unwrap_or(0),
             (start, end),
             name,
             None,
@@ -641,11 +641,11 @@ fn read_scheduling(imp: &mut Importer) -> rusqlite::Result<bool> {
     let name = imp.b.intern("[off CPU]");
     let mut out_since: Option<(i64, i64)> = None; // (globalTid, switch-out time)
     imp.scan(t, &sql, |imp, r| {
-        let (Some(at), Some(sched_in), Some(g)) = (int(r, 0), int(r, 1), int(r, 2)) else {
+        let (Some(at), Some(sched_in), Some(g)) = (r.int(0), r.int(1), r.int(2)) else {
             return;
         };
         match (sched_in, out_since) {
-            (0, _) if known_states && int(r, 3) != Some(STATE_RUNNING) => out_since = None,
+            (0, _) if known_states && r.int(3) != Some(STATE_RUNNING) => out_since = None,
             (0, _) => out_since = Some((g, at)),
             (_, Some((tid, since))) if tid == g && at > since => {
                 cpu_span(imp, SpanKind::OffCpu, g, (since, at), name, None);
