@@ -63,6 +63,7 @@ pub(crate) fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     }
     let loaded = started.elapsed();
     let read_peak = peak_rss_mb();
+    let read_cpu_s = process_cpu_s();
     // One capture of several rank processes (Nsight Systems of `torchrun`): their job.
     if args.format != Some(Format::Parquet) && !trace.rank_processes().is_empty() {
         return job::analyze_capture(args, &trace, out);
@@ -84,10 +85,14 @@ pub(crate) fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
     if args.timings {
         let _ = writeln!(
             out.stderr,
-            "timings: read {:.3} s ({} spans), analyse {:.3} s{}",
+            "timings: read {:.3} s ({} spans{}), analyse {:.3} s{}{}",
             loaded.as_secs_f64(),
             spans,
+            read_cpu_s.map_or_else(String::new, |c| format!(", CPU {c:.3} s")),
             (analysed - loaded).as_secs_f64(),
+            read_cpu_s
+                .zip(process_cpu_s())
+                .map_or_else(String::new, |(r, a)| format!(" (CPU {:.3} s)", a - r)),
             match (read_peak, peak_rss_mb()) {
                 (Some(r), Some(a)) =>
                     format!("; peak RSS {r} MB after reading, {a} MB after analysing"),
@@ -157,4 +162,15 @@ pub(crate) fn analyze(args: &AnalyzeArgs, out: &mut Sink) -> Result<(), Stop> {
         gate::fail_on(&rules, &tracelens_results::Metrics::of(results), out.stderr)?;
     }
     Ok(())
+}
+
+/// CPU seconds (user and system) the process has used so far, all threads together.
+fn process_cpu_s() -> Option<f64> {
+    // SAFETY: `getrusage` fills the zeroed struct it is handed and reads nothing else.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(libc::RUSAGE_SELF, &mut usage) == 0).then_some(usage)
+    }?;
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(seconds(usage.ru_utime) + seconds(usage.ru_stime))
 }
