@@ -260,6 +260,7 @@ pub fn diagnose(trace: &Trace) -> Diagnosis {
         &device_work(trace),
         analysis_window(trace),
         &detectors,
+        false,
     )
     .0
 }
@@ -273,6 +274,7 @@ pub(crate) fn detect_with(trace: &Trace, detectors: &[&dyn Detector]) -> Vec<Fin
         &device_work(trace),
         analysis_window(trace),
         detectors,
+        false,
     )
     .0
     .findings
@@ -287,17 +289,11 @@ pub fn analyze(trace: &Trace) -> Analysis {
     // The overview on a second thread beside the diagnosis (they share nothing but the trace
     // and the device work).
     let window_iv = window.as_ref().map(|w| w.interval);
-    let (overview, (diagnosis, device_idle)) = std::thread::scope(|scope| {
+    let (overview, (diagnosis, device_idle, timeline)) = std::thread::scope(|scope| {
         let overview =
             scope.spawn(|| crate::measure::overview::overview_of(trace, &works, window_iv));
-        let diagnosis = diagnose_with(trace, &works, window, &detectors);
+        let diagnosis = diagnose_with(trace, &works, window, &detectors, true);
         (joined(overview), diagnosis)
-    });
-    let timeline = diagnosis.window.as_ref().and_then(|w| {
-        let focus = device_idle
-            .iter()
-            .find(|d| Some(d.device) == diagnosis.focus_device)?;
-        crate::views::timeline::build(trace, w, focus)
     });
     Analysis {
         overview,
@@ -344,18 +340,27 @@ fn busy_views(trace: &Trace, window: Option<&AnalysisWindow>) -> BusyViews {
 }
 
 /// [`diagnose_core`] with the busy-GPU views computed on a second thread beside it (they
-/// share nothing but the trace): the analysis takes little longer for them.
+/// share nothing but the trace): the analysis takes little longer for them. The timeline view
+/// is built too when `with_timeline`.
 fn diagnose_with(
     trace: &Trace,
     works: &[DeviceWork],
     window: Option<AnalysisWindow>,
     detectors: &[&dyn Detector],
-) -> (Diagnosis, Vec<DeviceIdle>) {
+    with_timeline: bool,
+) -> (Diagnosis, Vec<DeviceIdle>, Option<TimelineView>) {
     // The views' own copy of the window (its steps: a few hundred bytes per step).
     let views_window = window.clone();
     std::thread::scope(|scope| {
         let views = scope.spawn(move || busy_views(trace, views_window.as_ref()));
-        diagnose_core(trace, works, window, detectors, || joined(views))
+        diagnose_core(
+            trace,
+            works,
+            window,
+            detectors,
+            || joined(views),
+            with_timeline,
+        )
     })
 }
 
@@ -374,7 +379,8 @@ fn diagnose_core(
     window: Option<AnalysisWindow>,
     detectors: &[&dyn Detector],
     busy_views: impl FnOnce() -> BusyViews,
-) -> (Diagnosis, Vec<DeviceIdle>) {
+    with_timeline: bool,
+) -> (Diagnosis, Vec<DeviceIdle>, Option<TimelineView>) {
     let threads = ThreadIndex::build(trace);
     let fw = framework(trace);
     let window_iv = window.as_ref().map(|w| w.interval);
@@ -432,53 +438,68 @@ fn diagnose_core(
                 launch,
             )
         });
-    let credit = focus_idle
-        .map(|d| {
-            let stretches = launch
-                .stretch_intervals
-                .iter()
-                .find(|(dev, _)| *dev == d.device)
-                .map_or(&[][..], |(_, v)| &v[..]);
-            credit_idle(trace, d, stretches, &threads, &fw)
-        })
-        .unwrap_or_default();
     let measured = device_idle.iter().filter(|d| d.extent.is_some()).count();
     let hw = hardware(trace, focus.map(|i| device_idle[i].device));
-    let mut verdict = verdict(&VerdictInput {
-        trace,
-        window: window.as_ref(),
-        idle: focus_idle,
-        ops: focus.map_or(&[][..], |i| &window_ops[i][..]),
-        devices_measured: measured,
-        delays: &launch.launch_delays,
-        hardware: &hw,
-        framework: &fw,
+    // The timeline view on a second thread beside the credit, verdict, detectors and memory
+    // view, which run one after another (it reads only the trace, the window and the focus
+    // device's idle attribution).
+    let (timeline, (mut verdict, communication, findings, memory)) = std::thread::scope(|scope| {
+        let timeline = with_timeline
+            .then(|| {
+                let (window, focus_idle) = (window.as_ref()?, focus_idle?);
+                Some(scope.spawn(move || crate::views::timeline::build(trace, window, focus_idle)))
+            })
+            .flatten();
+        let credit = focus_idle
+            .map(|d| {
+                let stretches = launch
+                    .stretch_intervals
+                    .iter()
+                    .find(|(dev, _)| *dev == d.device)
+                    .map_or(&[][..], |(_, v)| &v[..]);
+                credit_idle(trace, d, stretches, &threads, &fw)
+            })
+            .unwrap_or_default();
+        let verdict = verdict(&VerdictInput {
+            trace,
+            window: window.as_ref(),
+            idle: focus_idle,
+            ops: focus.map_or(&[][..], |i| &window_ops[i][..]),
+            devices_measured: measured,
+            delays: &launch.launch_delays,
+            hardware: &hw,
+            framework: &fw,
+        });
+        let communication = window.as_ref().zip(focus).and_then(|(win, i)| {
+            crate::attribute::communication::communication(trace, win, device_idle[i].device, &hw)
+        });
+        let findings: Vec<Finding> = match &window {
+            Some(win) => {
+                let shared = Analyses {
+                    communication: communication.as_ref(),
+                    idle: focus_idle,
+                    credit: &credit,
+                    sync_sites: &sites,
+                    copies: &copies,
+                    dataloader: &dataloader,
+                    launch: &launch,
+                    framework: &fw,
+                };
+                detectors
+                    .iter()
+                    .flat_map(|d| d.detect(&shared.context_for(trace, win, *d)))
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        let memory = window
+            .as_ref()
+            .map_or_else(Vec::new, |w| crate::views::memory::device_memory(trace, w));
+        (
+            timeline.and_then(joined),
+            (verdict, communication, findings, memory),
+        )
     });
-    let communication = window.as_ref().zip(focus).and_then(|(win, i)| {
-        crate::attribute::communication::communication(trace, win, device_idle[i].device, &hw)
-    });
-    let findings: Vec<Finding> = match &window {
-        Some(win) => {
-            let shared = Analyses {
-                communication: communication.as_ref(),
-                idle: focus_idle,
-                credit: &credit,
-                sync_sites: &sites,
-                copies: &copies,
-                dataloader: &dataloader,
-                launch: &launch,
-                framework: &fw,
-            };
-            detectors
-                .iter()
-                .flat_map(|d| d.detect(&shared.context_for(trace, win, *d)))
-                .collect()
-        }
-        None => Vec::new(),
-    };
-    let memory = window
-        .as_ref()
-        .map_or_else(Vec::new, |w| crate::views::memory::device_memory(trace, w));
     // The critical path and the predictions on one more thread (one pass over the steps'
     // graphs), beside the idle summaries (they share nothing but the trace).
     let focus_ops = focus.map_or(&[][..], |i| &works[i].ops[..]);
@@ -593,7 +614,7 @@ fn diagnose_core(
         focus_device,
         window,
     };
-    (diagnosis, device_idle)
+    (diagnosis, device_idle, timeline)
 }
 
 /// Every finding after its detector, in one place: the batch advice fitted to the memory
