@@ -1,13 +1,14 @@
-//! A query's rows read cell by cell through SQLite's C interface: each cell's type is asked
-//! once and its value taken directly, without the checks rusqlite's `Row` makes on every cell
-//! (column count, bounds, the value's conversion into `ValueRef`), which were a fifth of the
-//! reading thread's time on a 1 GB export.
+//! A query's rows read cell by cell through SQLite's C interface: each cell's value is taken
+//! from the statement once and its type and contents read from it, without the checks
+//! rusqlite's `Row` makes on every cell (column count, bounds, the value's conversion into
+//! `ValueRef`), which were a fifth of the reading thread's time on a 1 GB export.
 //!
 //! Safety rests on three rules kept in this file alone: the statement lives no longer than its
 //! connection (the `'conn` borrow), a row's cells are read only while the statement stands on
-//! that row (`Cells` borrows the query mutably, so it cannot step meanwhile), and a cell is
+//! that row (`Cells` borrows the query mutably, so it cannot step meanwhile), and a value is
 //! read only through the accessor of the type SQLite reports for it (no conversion ever
-//! invalidates a text pointer handed out).
+//! invalidates a text pointer handed out). Values are SQLite's unprotected ones: a connection
+//! is used on one thread only.
 
 use rusqlite::{ffi, Connection};
 use std::ffi::c_int;
@@ -105,21 +106,26 @@ pub(crate) struct Cells<'row> {
 }
 
 impl<'row> Cells<'row> {
-    /// Column `i`'s SQLite type, `None` past the last column.
-    fn kind(&self, i: usize) -> Option<(c_int, c_int)> {
+    /// Column `i`'s value and its SQLite type, `None` past the last column. One call into the
+    /// statement per cell: the value is then read without going through the statement again.
+    fn value(&self, i: usize) -> Option<(*mut ffi::sqlite3_value, c_int)> {
         let i = c_int::try_from(i).ok().filter(|&i| i < self.columns)?;
-        // SAFETY: the statement stands on a row and `i` is one of its columns.
-        Some((i, unsafe { ffi::sqlite3_column_type(self.stmt, i) }))
+        // SAFETY: the statement stands on a row and `i` is one of its columns. The value is
+        // unprotected (no mutex): it is read on this thread alone, while the row stands.
+        unsafe {
+            let value = ffi::sqlite3_column_value(self.stmt, i);
+            (!value.is_null()).then(|| (value, ffi::sqlite3_value_type(value)))
+        }
     }
 
     /// Column `i` as an integer (exports store numbers as text in places; a real is
     /// truncated as [`crate::db::real_to_int`] does).
     pub(crate) fn int(&self, i: usize) -> Option<i64> {
-        match self.kind(i)? {
-            // SAFETY (both): the cell holds this type, so no conversion happens.
-            (i, ffi::SQLITE_INTEGER) => Some(unsafe { ffi::sqlite3_column_int64(self.stmt, i) }),
-            (i, ffi::SQLITE_FLOAT) => Some(crate::db::real_to_int(unsafe {
-                ffi::sqlite3_column_double(self.stmt, i)
+        match self.value(i)? {
+            // SAFETY (both): the value holds this type, so no conversion happens.
+            (value, ffi::SQLITE_INTEGER) => Some(unsafe { ffi::sqlite3_value_int64(value) }),
+            (value, ffi::SQLITE_FLOAT) => Some(crate::db::real_to_int(unsafe {
+                ffi::sqlite3_value_double(value)
             })),
             (_, ffi::SQLITE_TEXT) => self.text(i)?.trim().parse().ok(),
             _ => None,
@@ -128,15 +134,15 @@ impl<'row> Cells<'row> {
 
     /// Column `i` as text, when it holds valid UTF-8 text.
     pub(crate) fn text(&self, i: usize) -> Option<&'row str> {
-        let (i, ffi::SQLITE_TEXT) = self.kind(i)? else {
+        let (value, ffi::SQLITE_TEXT) = self.value(i)? else {
             return None;
         };
-        // SAFETY: the cell holds text, so SQLite hands out its own bytes (no conversion), and
+        // SAFETY: the value holds text, so SQLite hands out its own bytes (no conversion), and
         // they stay valid until the statement steps, which `'row` forbids meanwhile. The length
         // is taken after the pointer, as SQLite's documentation asks.
         let bytes = unsafe {
-            let at = ffi::sqlite3_column_text(self.stmt, i);
-            let len = usize::try_from(ffi::sqlite3_column_bytes(self.stmt, i)).unwrap_or(0);
+            let at = ffi::sqlite3_value_text(value);
+            let len = usize::try_from(ffi::sqlite3_value_bytes(value)).unwrap_or(0);
             if at.is_null() {
                 return Some("");
             }

@@ -6,7 +6,7 @@ use crate::db::{pid_of, tid_of, Db};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use tracelens_model::{
-    CopyDirection, CopyInfo, Detail, FrameworkRange, Ident, LaneKey, MemoryKind, NameId,
+    CopyDirection, CopyInfo, Detail, FrameworkRange, Ident, LaneId, LaneKey, MemoryKind, NameId,
     SourceInfo, SpanInput, SpanKind, Trace, TraceBuilder, WarningKind, NO_DETAIL,
 };
 
@@ -41,6 +41,8 @@ struct Importer<'a> {
     mem_kinds: FxHashMap<i64, String>,
     /// Distinct string ids that `StringIds` could not resolve.
     missing_names: u64,
+    /// The last CPU thread's lane (`globalTid`, lane): consecutive rows are mostly one thread's.
+    last_cpu_lane: Option<(i64, LaneId)>,
 }
 
 impl Importer<'_> {
@@ -166,6 +168,7 @@ fn import_with(
         rows_by_table: BTreeMap::new(),
         mem_kinds: db.enum_labels("ENUM_CUDA_MEM_KIND"),
         missing_names: 0,
+        last_cpu_lane: None,
     };
     let mut strings_error = None;
     if db.has("StringIds") {
@@ -331,9 +334,8 @@ fn read_runtime(imp: &mut Importer, kernels: &mut KernelFeed) -> rusqlite::Resul
         let g = r.int(3).unwrap_or(0);
         if let Some(c) = r.int(4).filter(|&c| c != 0) {
             let same_call = last
-                .get(&g)
-                .is_some_and(|&(lc, ls, le)| lc == c && start <= le && ls <= end);
-            last.insert(g, (c, start, end));
+                .insert(g, (c, start, end))
+                .is_some_and(|(lc, ls, le)| lc == c && start <= le && ls <= end);
             if same_call {
                 repeated += 1;
                 return;
@@ -479,10 +481,17 @@ fn cpu_span(
     name: NameId,
     correlation: Option<u64>,
 ) {
-    let lane = imp.b.lane(LaneKey::Cpu {
-        pid: Ident::Num(pid_of(global_tid)),
-        tid: Ident::Num(tid_of(global_tid)),
-    });
+    let lane = match imp.last_cpu_lane {
+        Some((g, lane)) if g == global_tid => lane,
+        _ => {
+            let lane = imp.b.lane(LaneKey::Cpu {
+                pid: Ident::Num(pid_of(global_tid)),
+                tid: Ident::Num(tid_of(global_tid)),
+            });
+            imp.last_cpu_lane = Some((global_tid, lane));
+            lane
+        }
+    };
     imp.b.add_span(SpanInput {
         kind,
         lane,
