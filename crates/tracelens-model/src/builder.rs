@@ -553,9 +553,15 @@ impl TraceBuilder {
         trace.memory = memory;
         // Each lane's spans in the new lane order, sorted by time (the key orders every field,
         // so any sort gives this order); the largest lanes are handed out first.
+        // Each lane's room past its spans goes back first (a lane grows by doubling): the
+        // memory budget counts it, and the columns below are allocated whole.
         let mut by_lane: Vec<Vec<BuildSpan>> = order
             .iter()
-            .map(|&old| std::mem::take(&mut self.lane_spans[old as usize]))
+            .map(|&old| {
+                let mut spans = std::mem::take(&mut self.lane_spans[old as usize]);
+                spans.shrink_to_fit();
+                spans
+            })
             .collect();
         let mut largest_first: Vec<(usize, &mut Vec<BuildSpan>)> =
             by_lane.iter_mut().enumerate().collect();
