@@ -824,6 +824,7 @@ mod tests {
         );
         add(&mut b, g, SpanKind::Kernel, "g1", 2_000, 10, Some(9));
         add(&mut b, g, SpanKind::Kernel, "g2", 2_010, 10, Some(9));
+        add(&mut b, g, SpanKind::Kernel, "g3", 2_020, 10, Some(9));
         add(&mut b, g, SpanKind::Kernel, "orphan", 3_000, 10, Some(77));
         let t = b.finish(SourceInfo::default());
         assert!(t.lanes[0].key.is_gpu(), "GPU lanes sort first");
@@ -835,14 +836,18 @@ mod tests {
             .find(|&s| t.name(s) == "k1")
             .unwrap();
         assert_eq!(t.launch_of(k1), Some(launch));
+        assert_eq!(t.launched_by(launch), [k1]);
+        assert!(t.launched_by(t.parent(launch).unwrap()).is_empty());
         let graph = (0..t.spans.len())
             .map(SpanId::at)
             .find(|&s| t.name(s) == "cudaGraphLaunch")
             .unwrap();
-        assert_eq!(t.launched_by(graph).len(), 2);
+        let fed: Vec<&str> = t.launched_by(graph).iter().map(|&k| t.name(k)).collect();
+        assert_eq!(fed, ["g1", "g2", "g3"]);
         assert_eq!(t.links.graph_launches, 1);
-        assert_eq!(t.links.gpu_ops, 4);
-        assert_eq!(t.links.gpu_ops_linked, 3);
+        assert_eq!(t.links.graph_launched_ops, 3);
+        assert_eq!(t.links.gpu_ops, 5);
+        assert_eq!(t.links.gpu_ops_linked, 4);
         assert_eq!(t.links.gpu_ops_launch_missing, 1);
         assert!(t
             .warnings

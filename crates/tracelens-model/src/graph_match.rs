@@ -217,10 +217,10 @@ pub fn attach_capture(replay: &mut Trace, capture: &Trace, capture_file: &str) -
     let mut replayed = 0u64;
     let mut cursor = 0usize;
     let graph_launches: Vec<SpanId> = replay
-        .launched_offsets
-        .iter()
-        .filter(|&&(_, _, n)| n > 1)
-        .map(|&(api, _, _)| SpanId(api))
+        .launched_apis
+        .chunk_by(|a, b| a == b)
+        .filter(|run| run.len() > 1)
+        .map(|run| SpanId(run[0]))
         .collect();
     let mut by_start: Vec<(TimeNs, SpanId)> = graph_launches
         .iter()

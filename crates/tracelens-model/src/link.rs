@@ -115,22 +115,15 @@ pub(crate) fn link_launches(trace: &mut Trace, ids: &[SpanIds]) {
         }
     }
     pairs.sort_unstable();
-    let mut offsets: Vec<(u32, u32, u32)> = Vec::new();
-    for (pos, &(api, _)) in pairs.iter().enumerate() {
-        match offsets.last_mut() {
-            Some(last) if last.0 == api => last.2 += 1,
-            _ => offsets.push((api, table_index(pos), 1)),
-        }
-    }
-    for &(_, _, n) in &offsets {
-        if n > 1 {
+    for run in pairs.chunk_by(|a, b| a.0 == b.0) {
+        if run.len() > 1 {
             stats.graph_launches += 1;
-            stats.graph_launched_ops += u64::from(n);
+            stats.graph_launched_ops += run.len() as u64;
         }
     }
     trace.launch = launch;
-    trace.launched_ops = pairs.into_iter().map(|(_, op)| SpanId(op)).collect();
-    trace.launched_offsets = offsets;
+    (trace.launched_apis, trace.launched_ops) =
+        pairs.into_iter().map(|(api, op)| (api, SpanId(op))).unzip();
     trace.links = stats;
     if duplicates > 0 {
         trace.warnings.push(Warning {

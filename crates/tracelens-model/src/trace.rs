@@ -120,7 +120,9 @@ pub struct Trace {
     pub(crate) step_names: rustc_hash::FxHashMap<NameId, i64>,
     pub(crate) parent: Vec<u32>,
     pub(crate) launch: Vec<u32>,
-    pub(crate) launched_offsets: Vec<(u32, u32, u32)>,
+    /// The launched GPU ops sorted by their API call, then op, and each one's call beside it
+    /// (4 bytes an op: a call's ops are found by searching the calls).
+    pub(crate) launched_apis: Vec<u32>,
     pub(crate) launched_ops: Vec<SpanId>,
     /// The spans' ids, by span, kept only where [`Trace::rank_processes`] finds ranks to
     /// split (the split links each rank again); empty otherwise.
@@ -274,16 +276,16 @@ impl Trace {
     /// The GPU ops launched by API call `id` (many for a graph launch).
     #[must_use]
     pub fn launched_by(&self, id: SpanId) -> &[SpanId] {
-        match self
-            .launched_offsets
-            .binary_search_by_key(&id.0, |&(api, _, _)| api)
-        {
-            Ok(i) => {
-                let (_, start, len) = self.launched_offsets[i];
-                &self.launched_ops[start as usize..(start + len) as usize]
+        let apis = &self.launched_apis;
+        let from = apis.partition_point(|&api| api < id.0);
+        // Most calls launch one op or none: the run's end is searched only past two.
+        let len = match apis.get(from..from + 2) {
+            Some([a, b]) if *a == id.0 && *b == id.0 => {
+                apis[from..].partition_point(|&api| api == id.0)
             }
-            Err(_) => &[],
-        }
+            _ => usize::from(apis.get(from) == Some(&id.0)),
+        };
+        &self.launched_ops[from..from + len]
     }
 
     /// What launched GPU op `id` when its CUDA/HIP graph was captured, for a replayed op
