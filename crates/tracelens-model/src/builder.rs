@@ -551,10 +551,9 @@ impl TraceBuilder {
             a.0 = LaneId(remap[a.0 .0 as usize]);
         }
         trace.memory = memory;
-        // Each lane's spans in the new lane order, sorted by time (the key orders every field,
-        // so any sort gives this order); the largest lanes are handed out first.
-        // Each lane's room past its spans goes back first (a lane grows by doubling): the
-        // memory budget counts it, and the columns below are allocated whole.
+        // Each lane's spans in the new lane order. A lane's room past its spans goes back
+        // first (lanes grow by doubling): the memory budget counts it, and the columns below
+        // are allocated whole.
         let mut by_lane: Vec<Vec<BuildSpan>> = order
             .iter()
             .map(|&old| {
@@ -563,6 +562,8 @@ impl TraceBuilder {
                 spans
             })
             .collect();
+        // Sorted by time (the key orders every field, so any sort gives this order), the
+        // largest lanes handed out first.
         let mut largest_first: Vec<(usize, &mut Vec<BuildSpan>)> =
             by_lane.iter_mut().enumerate().collect();
         largest_first.sort_by_key(|(_, spans)| std::cmp::Reverse(spans.len()));
