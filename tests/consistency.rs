@@ -88,8 +88,11 @@ fn critical_path_errors(d: &tracelens_analysis::Diagnosis, e: &mut Vec<String>) 
         }
     }
     // Ranked by expected gain: the predicted saving, else the upper bound.
+    // One-time work may rank below every per-step finding whatever its gain (issue 62), never
+    // above one with a larger gain.
     for w in d.findings.windows(2) {
-        if w[0].expected_gain_ns(step) < w[1].expected_gain_ns(step) {
+        let set_apart = w[0].one_time.is_none() && w[1].one_time.is_some();
+        if !set_apart && w[0].expected_gain_ns(step) < w[1].expected_gain_ns(step) {
             e.push(format!(
                 "{} ranked above {} with a smaller expected gain",
                 w[0].kind.label(),
@@ -284,6 +287,30 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
         if f.win_kind == WinKind::HostOnly && f.estimated_win_ns != 0 {
             e.push(format!("{:?}: a host-only finding claims GPU time", f.kind));
         }
+        // Every claim agrees with its own prediction, or says why not (issue 62).
+        if let Some(p) = f.predicted_step_ns {
+            let gain = (w.step.mean_ns - p).max(0);
+            let cost = f.estimated_win_per_step_ns;
+            let factor = tracelens_analysis::diagnose::GAIN_DISAGREEMENT_FACTOR;
+            if cost > 0
+                && gain.saturating_mul(factor) < cost
+                && !f
+                    .prediction
+                    .contains(tracelens_analysis::diagnose::DISAGREEMENT_NOTE)
+            {
+                e.push(format!(
+                    "{:?}: predicted gain {gain} ns is under 1/{factor} of the stated {cost} ns, unexplained: {}",
+                    f.kind, f.prediction
+                ));
+            }
+        }
+        // One-time work never gets a per-step lever.
+        if f.one_time.is_some() && f.lever.is_some_and(|l| l.per_step()) {
+            e.push(format!(
+                "{:?}: one-time work with a per-step lever {:?}",
+                f.kind, f.lever
+            ));
+        }
     }
     let idle_wins: i64 = d
         .findings
@@ -364,9 +391,14 @@ pub fn consistency_errors(t: &Trace, r: &Report) -> Vec<String> {
         if !out.contains(&verdict) {
             e.push(format!("{name} lacks the verdict"));
         }
+        // Found iterations are called iterations, profiled steps steps.
+        let what = match w.kind {
+            tracelens_analysis::WindowKind::FoundIterations => "mean iteration",
+            _ => "mean step",
+        };
         let step_shown = match name {
-            "markdown" => markdown_text(&format!("mean step {step}")),
-            _ => format!("mean step {step}"),
+            "markdown" => markdown_text(&format!("{what} {step}")),
+            _ => format!("{what} {step}"),
         };
         if w.has_steps() && !out.contains(&step_shown) {
             e.push(format!("{name} does not show the step {step}"));

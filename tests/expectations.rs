@@ -38,6 +38,21 @@ struct Expected {
     /// Words no finding's fix, advice or snippet may name: another tool's vocabulary.
     #[serde(default)]
     nowhere: Vec<String>,
+    /// The kind of the report's first finding (ranked by expected gain, one-time work last
+    /// where the work repeats), and words its fix must hold.
+    first: Option<String>,
+    #[serde(default)]
+    first_must: Vec<String>,
+    /// The lever the first finding's fix pulls (`diagnose/lever.rs`).
+    first_lever: Option<String>,
+    /// Where the window comes from (`profiled_steps`, `found_iterations`, `gpu_extent`, …)
+    /// and, for found iterations, how many and from which range.
+    window: Option<String>,
+    iterations: Option<usize>,
+    iterations_from: Option<String>,
+    /// Words that some finding's one-time note must hold (one-time work set apart).
+    #[serde(default)]
+    one_time: Vec<String>,
 }
 
 fn sub_cause(f: &Finding) -> Option<String> {
@@ -87,6 +102,68 @@ fn check(root: &Path, e: &Expected) -> Vec<String> {
                 f.kind.label(),
                 f.title
             )));
+        }
+    }
+    if let Some(kind) = &e.window {
+        let got = d.window.as_ref().map(|w| {
+            serde_json::to_value(w.kind)
+                .unwrap()
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        });
+        if got.as_deref() != Some(kind.as_str()) {
+            errors.push(at(format!("window {got:?}, expected {kind}")));
+        }
+    }
+    if let Some(n) = e.iterations {
+        let got = d.window.as_ref().map_or(0, |w| w.steps.len());
+        if got != n {
+            errors.push(at(format!("{got} iterations, expected {n}")));
+        }
+    }
+    if let Some(from) = &e.iterations_from {
+        let got = d.window.as_ref().and_then(|w| w.iterations_from.clone());
+        if !got.as_deref().is_some_and(|g| g.contains(from.as_str())) {
+            errors.push(at(format!("iterations from {got:?}, expected {from:?}")));
+        }
+    }
+    for word in &e.one_time {
+        if !d.findings.iter().any(|f| {
+            f.one_time
+                .as_deref()
+                .is_some_and(|o| o.contains(word.as_str()))
+        }) {
+            errors.push(at(format!(
+                "no finding set apart as one-time work {word:?}"
+            )));
+        }
+    }
+    if let Some(kind) = &e.first {
+        match d.findings.first() {
+            Some(f) if f.kind.label() == kind => {
+                for word in &e.first_must {
+                    if !f.fix.contains(word.as_str()) {
+                        errors.push(at(format!("first fix lacks {word:?}: {}", f.fix)));
+                    }
+                }
+                if let Some(lever) = &e.first_lever {
+                    let got = f.lever.map(|l| {
+                        serde_json::to_value(l)
+                            .unwrap()
+                            .as_str()
+                            .unwrap_or("")
+                            .to_string()
+                    });
+                    if got.as_deref() != Some(lever.as_str()) {
+                        errors.push(at(format!("first lever {got:?}, expected {lever}")));
+                    }
+                }
+            }
+            other => errors.push(at(format!(
+                "first finding {:?}, expected {kind}",
+                other.map(|f| f.title.clone())
+            ))),
         }
     }
     // The largest problem: the finding with the largest win (the report ranks by predicted

@@ -1,5 +1,6 @@
-//! The kinds of problem a finding can describe: the vocabulary the detectors, the predictions,
-//! the results, the rules and every output share. Reads no stage.
+//! The kinds of problem a finding can describe, and the levers a fix can pull: the vocabulary
+//! the detectors, the predictions, the results, the rules and every output share. Reads no
+//! stage (which lever a finding gets is decided in `diagnose::lever`).
 
 use serde::Serialize;
 
@@ -31,11 +32,15 @@ pub enum FindingKind {
     CopyTime,
     /// Collectives run with no compute beside them.
     ExposedCommunication,
+    /// Kernels launched with fewer blocks than the GPU has multiprocessors.
+    SmallGrid,
+    /// Managed memory migrating on page faults.
+    UnifiedMemory,
 }
 
 impl FindingKind {
     /// Every kind, in report order. Metrics, documentation and labels are checked against it.
-    pub const ALL: [FindingKind; 11] = [
+    pub const ALL: [FindingKind; 13] = [
         FindingKind::DataLoaderStall,
         FindingKind::ImplicitSync,
         FindingKind::PageableCopies,
@@ -47,6 +52,8 @@ impl FindingKind {
         FindingKind::GpuWait,
         FindingKind::CopyTime,
         FindingKind::ExposedCommunication,
+        FindingKind::SmallGrid,
+        FindingKind::UnifiedMemory,
     ];
 
     /// Snake-case label.
@@ -64,6 +71,57 @@ impl FindingKind {
             FindingKind::GpuWait => "gpu_wait",
             FindingKind::CopyTime => "copy_time",
             FindingKind::ExposedCommunication => "exposed_communication",
+            FindingKind::SmallGrid => "small_grid",
+            FindingKind::UnifiedMemory => "unified_memory",
         }
+    }
+}
+
+/// What a fix changes, in the program's terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lever {
+    /// Fewer, larger launches: compile the step, replay CUDA graphs, fuse, raise the batch.
+    FewerLaunches,
+    /// Keep values on the GPU and read them rarely.
+    KeepValuesOnGpu,
+    /// Copy from pinned memory, asynchronously.
+    PinnedAsyncCopies,
+    /// Keep memory cached instead of freeing it back to the device.
+    CachingAllocator,
+    /// Measure after the one-time work: capture later iterations.
+    CaptureAfterWarmUp,
+    /// One-time work of a program that runs its GPU work once: the run's fixed cost.
+    StartUpCost,
+}
+
+impl Lever {
+    /// Every lever, in table order.
+    pub const ALL: [Lever; 6] = [
+        Lever::FewerLaunches,
+        Lever::KeepValuesOnGpu,
+        Lever::PinnedAsyncCopies,
+        Lever::CachingAllocator,
+        Lever::CaptureAfterWarmUp,
+        Lever::StartUpCost,
+    ];
+
+    /// What the lever needs the trace to show, in words (the table's preconditions).
+    #[must_use]
+    pub fn needs(self) -> &'static str {
+        match self {
+            Lever::FewerLaunches => "per-launch CPU cost over a sequence with no host read of a GPU value inside it, and work that repeats",
+            Lever::KeepValuesOnGpu => "host-blocking reads of values the GPU computes, every step",
+            Lever::PinnedAsyncCopies => "copies between pageable host memory and the GPU that block the host, every step",
+            Lever::CachingAllocator => "frees that wait for the device, made again and again",
+            Lever::CaptureAfterWarmUp => "one-time work, in a program whose GPU work repeats",
+            Lever::StartUpCost => "one-time work, in a program that runs its GPU work once",
+        }
+    }
+
+    /// Whether the lever is a per-step change (every lever but the one-time ones).
+    #[must_use]
+    pub fn per_step(self) -> bool {
+        !matches!(self, Lever::CaptureAfterWarmUp | Lever::StartUpCost)
     }
 }

@@ -49,3 +49,13 @@ pub fn percent(part: TimeNs, whole: TimeNs) -> f64 {
         0.0
     }
 }
+
+/// `text` with its first letter in capitals (a phrase made into a sentence).
+#[must_use]
+pub fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}

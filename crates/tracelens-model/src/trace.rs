@@ -266,6 +266,17 @@ impl Trace {
         std::iter::successors(self.parent(id), move |&p| self.parent(p)).take(MAX_ANCESTORS)
     }
 
+    /// Whether GPU op `id` is a unified-memory migration: a copy of managed memory that no
+    /// API call launched (the driver moves managed pages on a fault).
+    #[must_use]
+    pub fn is_migration(&self, id: SpanId) -> bool {
+        self.span(id).kind == SpanKind::Memcpy
+            && self.launch_of(id).is_none()
+            && self.copy_info(id).is_some_and(|c| {
+                c.src == crate::MemoryKind::Managed || c.dst == crate::MemoryKind::Managed
+            })
+    }
+
     /// The runtime/driver call that launched GPU op `id`.
     #[must_use]
     pub fn launch_of(&self, id: SpanId) -> Option<SpanId> {

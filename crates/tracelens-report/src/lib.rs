@@ -132,6 +132,7 @@ fn of_time(d: &Diagnosis) -> &'static str {
 fn window_line(w: &AnalysisWindow) -> String {
     match w.kind {
         WindowKind::ProfiledSteps => format!("{}; {}", window_line_short(w), w.kind.describe()),
+        WindowKind::FoundIterations => format!("{}; {}", window_line_short(w), w.kind.describe()),
         _ => format!("{}, {}", format_ms(w.interval.dur_ns()), w.kind.describe()),
     }
 }
@@ -139,6 +140,16 @@ fn window_line(w: &AnalysisWindow) -> String {
 /// The window without saying where it comes from (the terminal's facts block).
 fn window_line_short(w: &AnalysisWindow) -> String {
     match w.kind {
+        WindowKind::FoundIterations => format!(
+            "{}, {} in all: mean iteration {} (min {}, max {})",
+            w.iterations_from
+                .as_deref()
+                .unwrap_or("iterations found by structure"),
+            format_ms(w.interval.dur_ns()),
+            format_ms(w.step.mean_ns),
+            format_ms(w.step.min_ns),
+            format_ms(w.step.max_ns),
+        ),
         WindowKind::ProfiledSteps => format!(
             "{} step{}, {} in all: mean step {} (min {}, max {})",
             w.step.count,
@@ -223,6 +234,11 @@ fn win_line(f: &Finding, per: &str) -> String {
         ),
         WinKind::ExposedCommunication => format!(
             "win up to {} of exposed communication {per} ({:.1} %)",
+            format_ms(f.estimated_win_per_step_ns),
+            f.estimated_win_percent
+        ),
+        WinKind::KernelTime => format!(
+            "win up to {} of kernel time {per} ({:.1} %)",
             format_ms(f.estimated_win_per_step_ns),
             f.estimated_win_percent
         ),

@@ -218,6 +218,11 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
                 format_ms(f.estimated_win_per_step_ns),
                 f.estimated_win_percent
             ),
+            tracelens_analysis::WinKind::KernelTime => format!(
+                "{} kernel ({:.1} %)",
+                format_ms(f.estimated_win_per_step_ns),
+                f.estimated_win_percent
+            ),
             tracelens_analysis::WinKind::GpuIdle => format!(
                 "{} ({:.1} %)",
                 format_ms(f.estimated_win_per_step_ns),
@@ -251,9 +256,14 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
     for (i, f) in diagnosis.findings.iter().take(md_fixes).enumerate() {
         let _ = writeln!(
             out,
-            "\n**Fix {}:** {}\n{}",
+            "\n**Fix {}:** {}{}\n{}",
             i + 1,
             esc(&f.fix),
+            if f.fix_chosen_by.is_empty() {
+                String::new()
+            } else {
+                format!(" *Chosen by:* {}.", esc(&f.fix_chosen_by))
+            },
             if f.snippet.is_empty() {
                 String::new()
             } else {

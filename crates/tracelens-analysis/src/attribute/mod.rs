@@ -10,4 +10,5 @@ pub mod dataloader;
 pub mod host_work;
 pub mod idle;
 pub mod launch;
+pub mod one_time;
 pub mod syncs;

@@ -41,6 +41,19 @@ pub enum SyncTrigger {
 }
 
 impl SyncTrigger {
+    /// Whether the sync reads a value the GPU computes (`.item()`, `if tensor:`, a
+    /// synchronous copy, a data-dependent shape): it waits for the GPU, whenever it runs.
+    #[must_use]
+    pub fn reads_a_value(self) -> bool {
+        matches!(
+            self,
+            SyncTrigger::Item
+                | SyncTrigger::TensorTruthValue
+                | SyncTrigger::SyncCopy
+                | SyncTrigger::DataDependentShape
+        )
+    }
+
     /// What the user wrote, in words.
     #[must_use]
     pub fn describe(self) -> &'static str {
@@ -128,6 +141,10 @@ pub struct SyncSite {
     pub calls: Vec<SpanId>,
     /// Time ranges of up to five example calls.
     pub example_ranges: Vec<Interval>,
+    /// Why every call of the site is work done once (context creation, a library's first
+    /// call), when each is: not a per-step cost. Never for value reads, which wait for the GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_time: Option<crate::attribute::one_time::OneTimeWork>,
 }
 
 /// Every host-blocking call of a trace that overlaps the analysis `window`; GPU idle is read
@@ -295,6 +312,7 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
                 examples: Vec::new(),
                 calls: Vec::new(),
                 example_ranges: Vec::new(),
+                one_time: None,
             });
             sites.len() - 1
         });
@@ -303,13 +321,7 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
         s.calls.push(c.span);
         // Blocking calls under one tensor op (a pageable copy and its stream sync under
         // aten::copy_) are one sync of the user's code; explicit syncs count one by one.
-        let op_sync = matches!(
-            c.trigger,
-            SyncTrigger::Item
-                | SyncTrigger::TensorTruthValue
-                | SyncTrigger::SyncCopy
-                | SyncTrigger::DataDependentShape
-        );
+        let op_sync = c.trigger.reads_a_value();
         if !op_sync || c.trigger_op.is_none_or(|op| seen_ops.insert((i, op))) {
             s.count += 1;
         }
@@ -349,6 +361,7 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
         s.apis.sort();
         s.per_step = s.count as f64 / steps.max(1) as f64;
     }
+    mark_one_time(trace, &mut sites);
     sites.sort_by(|a, b| {
         b.gpu_idle_ns
             .cmp(&a.gpu_idle_ns)
@@ -357,6 +370,32 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
             .then(a.call_site.cmp(&b.call_site))
     });
     sites
+}
+
+/// Marks the sites whose every call is one-time work ([`crate::attribute::one_time`]); the
+/// first-call index is built only when a site could be one.
+fn mark_one_time(trace: &Trace, sites: &mut [SyncSite]) {
+    let candidate =
+        |s: &SyncSite| !s.trigger.reads_a_value() && s.trigger != SyncTrigger::ProfilerInjected;
+    if !sites.iter().any(candidate) {
+        return;
+    }
+    let firsts = crate::attribute::one_time::FirstCalls::build(trace);
+    for s in sites.iter_mut().filter(|s| candidate(s)) {
+        let mut why = None;
+        for &c in &s.calls {
+            match firsts.of_call(trace, c) {
+                Some(w) => {
+                    why.get_or_insert(w);
+                }
+                None => {
+                    why = None;
+                    break;
+                }
+            }
+        }
+        s.one_time = why;
+    }
 }
 
 #[cfg(test)]

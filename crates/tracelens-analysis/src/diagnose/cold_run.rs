@@ -37,6 +37,33 @@ fn first_kernels(trace: &Trace) -> rustc_hash::FxHashSet<SpanId> {
     first.into_values().map(|(_, id)| id).collect()
 }
 
+/// `(first, all)`: how many of the kernel launches in `ops` are their kernel's first in the
+/// trace, and how many there are.
+#[must_use]
+pub fn first_launches(trace: &Trace, ops: &[GpuOp]) -> (u64, u64) {
+    let firsts = first_kernels(trace);
+    let (mut first_launches, mut launches) = (0u64, 0u64);
+    for &(kind, _, id) in ops {
+        if kind == SpanKind::Kernel {
+            launches += 1;
+            first_launches += u64::from(firsts.contains(&id));
+        }
+    }
+    (first_launches, launches)
+}
+
+/// Whether the window's GPU work repeats: it has profiled steps, or at least half its kernel
+/// launches run a kernel launched before (a program that runs each kernel once has no later
+/// iterations to capture).
+#[must_use]
+pub fn work_repeats(trace: &Trace, window_has_steps: bool, ops: &[GpuOp]) -> bool {
+    if window_has_steps {
+        return true;
+    }
+    let (first, all) = first_launches(trace, ops);
+    all > 0 && (all - first) * 2 >= all
+}
+
 /// The cold run the window is, when it is one: the GPU idles most of the window (a GPU-bound
 /// window's first launches cost the host, not the GPU) and half its launches are first ones
 /// or half its time one-time host work.
@@ -50,14 +77,7 @@ pub fn cold_run(
     if verdict.kind != VerdictKind::GpuIdle {
         return None;
     }
-    let firsts = first_kernels(trace);
-    let (mut first_launches, mut launches) = (0u64, 0u64);
-    for &(kind, _, id) in ops {
-        if kind == SpanKind::Kernel {
-            launches += 1;
-            first_launches += u64::from(firsts.contains(&id));
-        }
-    }
+    let (first_launches, launches) = first_launches(trace, ops);
     let one_time_idle_percent = findings
         .iter()
         .filter(|f| f.kind == FindingKind::HostCompute && f.sub_cause == Some(HostWork::WarmUp))
@@ -74,7 +94,15 @@ pub fn cold_run(
 
 /// Says the cold run in the verdict, and gives findings whose call site is one-time work the
 /// warm-up fix at low confidence.
-pub fn mark(verdict: &mut Verdict, findings: &mut [Finding], cold: ColdRun, fw: &Framework) {
+/// `work_repeats`: whether the window's GPU work repeats ([`work_repeats`]); a program that
+/// runs its GPU work once is not told to capture later iterations it does not have.
+pub fn mark(
+    verdict: &mut Verdict,
+    findings: &mut [Finding],
+    cold: ColdRun,
+    fw: &Framework,
+    work_repeats: bool,
+) {
     let mut why = Vec::new();
     if cold.first_launch_percent() > COLD_PERCENT {
         why.push(match (cold.first_launches, cold.launches) {
@@ -89,11 +117,18 @@ pub fn mark(verdict: &mut Verdict, findings: &mut [Finding], cold: ColdRun, fw: 
             cold.one_time_idle_percent
         ));
     }
-    verdict.text.push_str(&format!(
-        ". This is a cold run, not the steady state: {}; {}",
-        why.join(" and "),
-        crate::diagnose::advice::steady_state_capture(fw.dialect(), fw.capture)
-    ));
+    if work_repeats {
+        verdict.text.push_str(&format!(
+            ". This is a cold run, not the steady state: {}; {}",
+            why.join(" and "),
+            crate::diagnose::advice::steady_state_capture(fw.dialect(), fw.capture)
+        ));
+    } else {
+        verdict.text.push_str(&format!(
+            ". This is start-up work, not a loop: {}; the program runs its GPU work once, so there are no later iterations to capture, and its start-up (context creation, module loading, first library calls) is the run's fixed cost",
+            why.join(" and ")
+        ));
+    }
     verdict.cold_run = Some(cold);
     let (fix, snippet) = crate::diagnose::detectors::host_compute::warm_up_fix(fw);
     for f in findings.iter_mut() {
@@ -102,12 +137,38 @@ pub fn mark(verdict: &mut Verdict, findings: &mut [Finding], cold: ColdRun, fw: 
             .as_deref()
             .is_some_and(crate::vocabulary::activity::is_one_time);
         if one_time_site && f.sub_cause != Some(HostWork::WarmUp) {
+            f.one_time
+                .get_or_insert_with(|| "one-time work at its call site".into());
             f.fix.clone_from(&fix);
             f.snippet.clone_from(&snippet);
             f.snippet_language = crate::diagnose::advice::snippet_language(fw.dialect()).into();
             f.confidence = Confidence::Low;
         }
     }
+}
+
+/// Says in a warm window's verdict how much of the idle is one-time work the findings set
+/// apart (ranked after the per-step problems): a capture that starts with the program holds
+/// context creation and first library calls however warm its steps are.
+pub fn note_one_time(verdict: &mut Verdict, findings: &[Finding]) {
+    if verdict.kind != VerdictKind::GpuIdle {
+        return;
+    }
+    let once: Vec<&Finding> = findings
+        .iter()
+        .filter(|f| f.one_time.is_some() && f.estimated_win_ns > 0)
+        .collect();
+    if once.is_empty() {
+        return;
+    }
+    let share: f64 = once
+        .iter()
+        .map(|f| f.estimated_win_percent)
+        .sum::<f64>()
+        .min(100.0);
+    verdict.text.push_str(&format!(
+        ". One-time work ({share:.0} % of the time) is ranked last: it does not repeat"
+    ));
 }
 
 #[cfg(test)]

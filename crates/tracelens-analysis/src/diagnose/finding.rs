@@ -19,6 +19,9 @@ pub enum WinKind {
     /// GPU time in which only communication kernels run, which overlap with compute could
     /// hide (busy time, not idle).
     ExposedCommunication,
+    /// Kernel time on multiprocessors a small grid leaves empty, which a grid covering the
+    /// GPU could save (busy time, not idle).
+    KernelTime,
 }
 
 /// How much it matters, from the estimated win's share of step time.
@@ -192,6 +195,18 @@ pub struct Finding {
     /// What the prediction assumes, or why there is none.
     #[serde(default)]
     pub prediction: String,
+    /// What one-time work the problem is (context creation, a library's first call, module
+    /// loads, compilation), when it is: not a per-step cost, ranked after every per-step
+    /// problem and given the warm-up fix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_time: Option<String>,
+    /// The lever the fix pulls, once [`crate::diagnose::lever::decide`] has checked it
+    /// against the window's evidence (none for fixes outside the decision table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lever: Option<crate::finding_kind::Lever>,
+    /// The evidence that chose the fix, in words (empty for fixes outside the table).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub fix_chosen_by: String,
     /// The change the fix makes, for the replay (not serialized: it names spans of one
     /// import).
     #[serde(skip)]
@@ -317,6 +332,9 @@ mod tests {
             snippet_language: String::new(),
             confidence: Confidence::Medium,
             predicted_step_ns: None,
+            one_time: None,
+            lever: None,
+            fix_chosen_by: String::new(),
             prediction: String::new(),
             what_if: None,
         }

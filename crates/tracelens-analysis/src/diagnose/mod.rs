@@ -8,6 +8,7 @@ pub mod compiled;
 pub mod detectors;
 pub mod finding;
 pub mod inference;
+pub mod lever;
 pub mod memory;
 pub mod verdict;
 
@@ -528,9 +529,26 @@ fn diagnose_core(
     drop(fixes);
     let step_ns = window.as_ref().map_or(0, AnalysisWindow::step_ns);
     let mut findings = finish_findings(findings, predictions, &memory, &hw, step_ns, fw.dialect());
+    explain_disagreements(&mut findings, &critical_path, step_ns);
     let focus_window_ops = focus.map_or(&[][..], |i| &window_ops[i][..]);
+    let has_steps = window.as_ref().is_some_and(AnalysisWindow::has_steps);
+    // A PyTorch capture covers the code the profiler was turned on around, which the user
+    // can run again: its later iterations can always be captured.
+    let work_repeats = fw.pytorch() || cold_run::work_repeats(trace, has_steps, focus_window_ops);
     if let Some(cold) = cold_run::cold_run(trace, &verdict, focus_window_ops, &findings) {
-        cold_run::mark(&mut verdict, &mut findings, cold, &fw);
+        cold_run::mark(&mut verdict, &mut findings, cold, &fw, work_repeats);
+    } else if work_repeats {
+        cold_run::note_one_time(&mut verdict, &findings);
+    }
+    // Each finding's lever checked against what the whole window shows.
+    let evidence = lever::WindowEvidence::of(&sites, steps, work_repeats, &fw);
+    lever::decide(&mut findings, &evidence, &fw);
+    // Where the work repeats, work done once ranks after every per-step problem, whatever its
+    // size (the sort is stable: the gain order holds within each part); a program that runs
+    // its work once has no per-step problems to put first.
+    if work_repeats {
+        findings.sort_by_key(|f| f.one_time.is_some());
+        Finding::assign_keys(&mut findings);
     }
     // A window too short to judge has no findings; a busy GPU with nothing worth a fix says so.
     if verdict::mark_too_short(&mut verdict, focus_window_ops.len(), &fw) {
@@ -576,6 +594,8 @@ fn diagnose_core(
         step_count,
     );
     crate::diagnose::verdict::refine_with_efficiency(&mut verdict, &efficiency, &hw);
+    verdict::mark_small_grids(&mut verdict, &findings);
+    verdict::mark_unified_memory(&mut verdict, &findings);
     let compiled = views
         .compiled
         .map(|run| crate::diagnose::compiled::report(run, &fw, &hw));
@@ -650,6 +670,44 @@ fn finish_findings(
     });
     Finding::assign_keys(&mut findings);
     findings
+}
+
+/// A finding's predicted gain may fall this many times short of its stated cost before the
+/// difference needs words.
+pub const GAIN_DISAGREEMENT_FACTOR: i64 = 4;
+
+/// The words a prediction carries when it saves far less than the finding's cost
+/// ([`explain_disagreements`]).
+pub const DISAGREEMENT_NOTE: &str = "the replay saves far less than this finding's cost";
+
+/// Explains each finding whose replayed gain is under a [`GAIN_DISAGREEMENT_FACTOR`]th of the
+/// cost it states (its upper bound): what else bounds the step, from the critical path. The
+/// ranking already follows the prediction, so such a finding is ranked by what it saves.
+fn explain_disagreements(
+    findings: &mut [Finding],
+    path: &crate::predict::critical::CriticalPath,
+    step_ns: TimeNs,
+) {
+    for f in findings.iter_mut() {
+        let Some(predicted) = f.predicted_step_ns else {
+            continue;
+        };
+        let gain = (step_ns - predicted).max(0);
+        let cost = f.estimated_win_per_step_ns;
+        if cost <= 0 || gain.saturating_mul(GAIN_DISAGREEMENT_FACTOR) >= cost {
+            continue;
+        }
+        let bound = path
+            .step_breakdown
+            .first()
+            .map(|s| format!(": the step's critical path runs mostly through {} ({:.0} %), which this fix does not shorten", s.kind.describe(), s.percent))
+            .unwrap_or_default();
+        f.prediction.push_str(&format!(
+            "; {DISAGREEMENT_NOTE} ({} against up to {}){bound}",
+            tracelens_model::format_ms(gain),
+            tracelens_model::format_ms(cost)
+        ));
+    }
 }
 
 fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {

@@ -574,6 +574,43 @@ fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
 /// stream their operands (weights, KV cache) more than they compute on them, as small batches
 /// do (LLM decode), so dimension and precision-of-compute advice would be wrong. The advice
 /// follows the evidence: more rows per multiply, fewer bits per weight where the GPU runs them.
+/// A GPU-bound verdict whose kernels leave most multiprocessors empty says so: the busy
+/// figure counts a one-block kernel as a busy GPU, and filling the GPU comes before tuning
+/// the kernels.
+pub(crate) fn mark_small_grids(v: &mut Verdict, findings: &[Finding]) {
+    if v.kind != VerdictKind::GpuBound {
+        return;
+    }
+    let Some(f) = findings
+        .iter()
+        .find(|f| f.kind == crate::FindingKind::SmallGrid)
+    else {
+        return;
+    };
+    let what = f.title.split(": small grids").next().unwrap_or(&f.title);
+    v.text.push_str(&format!(
+        ". But busy is not full: {what}, so most of the GPU sits empty while it runs; size the grids to the GPU before tuning the kernels"
+    ));
+}
+
+/// An idle verdict whose idle ends mostly in unified-memory migrations names them: the
+/// trace holds no launch for that idle, and the migrations are why.
+pub(crate) fn mark_unified_memory(v: &mut Verdict, findings: &[Finding]) {
+    if v.kind != VerdictKind::GpuIdle {
+        return;
+    }
+    let Some(f) = findings
+        .iter()
+        .find(|f| f.kind == crate::FindingKind::UnifiedMemory && f.estimated_win_percent >= 10.0)
+    else {
+        return;
+    };
+    v.text.push_str(&format!(
+        ". {:.0} % of the time the GPU idles in gaps that end in unified-memory migrations: managed pages moving on faults",
+        f.estimated_win_percent
+    ));
+}
+
 pub(crate) fn refine_with_efficiency(
     v: &mut Verdict,
     efficiency: &crate::views::efficiency::Efficiency,

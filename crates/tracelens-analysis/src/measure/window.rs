@@ -18,6 +18,9 @@ use tracelens_model::{Interval, SpanId, TimeNs, Trace};
 pub enum WindowKind {
     /// The profiled steps: first step start to last step end.
     ProfiledSteps,
+    /// No profiler steps, but a top-level range repeats: its iterations, found by structure
+    /// ([`crate::measure::iterations`]), are the steps.
+    FoundIterations,
     /// No steps: the first to the last GPU op of the trace.
     GpuExtent,
     /// No steps and no GPU work: the first to the last CPU event.
@@ -32,6 +35,7 @@ impl WindowKind {
     pub fn describe(self) -> &'static str {
         match self {
             WindowKind::ProfiledSteps => "the profiled steps (CPU ProfilerStep#N ranges extended to the end of the GPU work they launched)",
+            WindowKind::FoundIterations => "the iterations found by structure (the trace has no ProfilerStep#N ranges: a top-level range repeats), each extended to the end of the GPU work it launched",
             WindowKind::GpuExtent => "first to last GPU op (the trace has no ProfilerStep#N ranges)",
             WindowKind::CpuExtent => "first to last CPU event (no steps, no GPU work)",
             WindowKind::MemoryExtent => "first to last allocator sample (the capture records memory only)",
@@ -77,6 +81,10 @@ pub struct AnalysisWindow {
     /// Time covered by the steps (the window without steps); equals the window length when
     /// the steps are back to back.
     pub covered_ns: TimeNs,
+    /// How the iterations were found, for [`WindowKind::FoundIterations`] ("304 iterations
+    /// from the repeated top-level range `reader`").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations_from: Option<String>,
 }
 
 impl AnalysisWindow {
@@ -122,7 +130,21 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
         .filter(|s| s.kind.is_gpu_work())
         .map(|s| s.interval())
         .reduce(|a, b| a.hull(b));
-    let steps = profiled_steps(trace);
+    let host: Vec<(i64, Interval)> = trace
+        .steps
+        .iter()
+        .filter_map(|s| s.cpu.map(|c| (s.number, c)))
+        .collect();
+    let (mut kind, mut iterations_from) = (WindowKind::ProfiledSteps, None);
+    let mut steps = steps_from_host(trace, &host);
+    if host.is_empty() {
+        if let Some(found) = crate::measure::iterations::find(trace) {
+            let host: Vec<(i64, Interval)> = (1..).zip(found.host.iter().copied()).collect();
+            steps = steps_from_host(trace, &host);
+            kind = WindowKind::FoundIterations;
+            iterations_from = Some(found.describe());
+        }
+    }
     if !steps.is_empty() {
         let first = steps[0].interval.start_ns;
         let last = steps
@@ -140,7 +162,8 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
             .sum::<f64>()
             / n as f64;
         return Some(AnalysisWindow {
-            kind: WindowKind::ProfiledSteps,
+            kind,
+            iterations_from,
             interval: Interval::new(first, last),
             step: StepStats {
                 count: steps.len(),
@@ -175,6 +198,7 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
     let d = interval.dur_ns();
     Some(AnalysisWindow {
         kind,
+        iterations_from: None,
         interval,
         steps: Vec::new(),
         step: StepStats {
@@ -192,12 +216,8 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
 /// its own host start, whichever is later) to the later of its host end and the end of the GPU
 /// work launched by API calls inside it. Trailing steps with no GPU work are dropped, and so is
 /// the last one if it matched under 80 % of the previous step's GPU ops (a capture cut short).
-fn profiled_steps(trace: &Trace) -> Vec<WindowStep> {
-    let host: Vec<(i64, Interval)> = trace
-        .steps
-        .iter()
-        .filter_map(|s| s.cpu.map(|c| (s.number, c)))
-        .collect();
+fn steps_from_host(trace: &Trace, host: &[(i64, Interval)]) -> Vec<WindowStep> {
+    let host = host.to_vec();
     if host.is_empty() {
         return Vec::new();
     }
@@ -506,6 +526,7 @@ mod tests {
             steps: vec![step(1, 0, 40), step(2, 30, 60), step(3, 70, 100)],
             step: StepStats::default(),
             covered_ns: 90,
+            iterations_from: None,
         };
         let at: Vec<Option<i64>> = [0, 29, 30, 59, 60, 65, 70, 99, 100]
             .iter()

@@ -241,3 +241,10 @@ pub fn is_mpi_call(name: &str) -> bool {
     name.strip_prefix("MPI_")
         .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
 }
+
+/// Whether a runtime/driver API call prefetches managed memory (`cudaMemPrefetchAsync`,
+/// `hipMemPrefetchAsync`, `cuMemPrefetchAsync`, any version suffix).
+#[must_use]
+pub fn is_prefetch(name: &str) -> bool {
+    normalize_api(name).ends_with("MemPrefetchAsync")
+}

@@ -421,7 +421,12 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
     );
     imp.scan(t, &sql, |imp, r| {
         let (direction, unified) = copy_direction(r.int(7));
-        let (src, dst) = (imp.mem_kind(r.int(8)), imp.mem_kind(r.int(9)));
+        // A unified-memory migration moves managed pages, whatever kinds the row states.
+        let (src, dst) = if unified {
+            (MemoryKind::Managed, MemoryKind::Managed)
+        } else {
+            (imp.mem_kind(r.int(8)), imp.mem_kind(r.int(9)))
+        };
         let label = format!(
             "Memcpy {}{:?} ({} -> {})",
             if unified { "Unified " } else { "" },

@@ -19,6 +19,8 @@ struct FindingView {
     prediction: String,
     call_site: Option<String>,
     fix: String,
+    /// The evidence that chose the fix (empty outside the decision table).
+    chosen_by: String,
     advice: String,
     snippet: String,
     confidence: String,
@@ -85,6 +87,7 @@ pub(crate) fn html(report: &Report) -> String {
                 }),
                 call_site: f.call_site.clone(),
                 fix: f.fix.clone(),
+                chosen_by: f.fix_chosen_by.clone(),
                 advice: f.advice.clone(),
                 snippet: f.snippet.clone(),
                 confidence: format!("{:?}", f.confidence).to_lowercase(),

@@ -91,7 +91,9 @@ impl GapAttribution<'_, '_> {
     ) -> Outcome {
         let trace = self.trace;
         let Some(launch) = trace.launch_of(ender) else {
-            let reason = if trace.span(ender).has_correlation() {
+            let reason = if trace.is_migration(ender) {
+                UnattributedReason::UnifiedMemory
+            } else if trace.span(ender).has_correlation() {
                 UnattributedReason::LaunchNotInTrace
             } else {
                 UnattributedReason::NoCorrelation

@@ -125,6 +125,9 @@ pub enum UnattributedReason {
     /// The gap runs to the window's end, the device runs nothing after it, and the op before
     /// it has no launch in the trace.
     NoLaterWork,
+    /// The op that ends the gap is a unified-memory migration: the driver moved managed pages
+    /// on a fault (the host or a kernel touched them), with no launch call behind it.
+    UnifiedMemory,
 }
 
 /// What shows a GPU-side wait.

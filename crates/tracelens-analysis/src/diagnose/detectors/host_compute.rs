@@ -134,6 +134,16 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         .map(|(n, _)| n.as_str());
     (f.fix, f.snippet) = work_fix(cx.framework(), part, region, frame);
     f.advice = work_advice(part.work).into();
+    f.lever = match part.work {
+        HostWork::FrameworkDispatch | HostWork::CompiledRegion => {
+            Some(crate::diagnose::lever::Lever::FewerLaunches)
+        }
+        HostWork::WarmUp => Some(crate::diagnose::lever::Lever::CaptureAfterWarmUp),
+        _ => None,
+    };
+    if part.work == HostWork::WarmUp {
+        f.one_time = Some("first launches, module loads, compilation".into());
+    }
     f.confidence = match part.work {
         HostWork::NotRecorded | HostWork::UserRegion => Confidence::Low,
         _ => Confidence::Medium,

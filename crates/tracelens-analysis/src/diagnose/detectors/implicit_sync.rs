@@ -86,6 +86,18 @@ impl Detector for ImplicitSyncs {
                 )
             };
             (f.fix, f.advice, f.snippet) = sync_advice(site, cx.framework());
+            f.lever = sync_lever(site);
+            if let Some(once) = &site.one_time {
+                // Work done once: the warm-up fix, never a per-step one.
+                (f.fix, f.snippet) =
+                    crate::diagnose::detectors::host_compute::warm_up_fix(cx.framework());
+                f.advice = format!(
+                    "These calls are {} (the thread's first API call, or a first call that costs many times the later ones): they happen once per run, not every step, so no per-step change removes them; judge the steps after them.",
+                    once.describe()
+                );
+                f.title = format!("One-time work, {}: {}", once.describe(), f.title);
+                f.one_time = Some(once.describe());
+            }
             f.win_basis = "GPU idle after the sync drained the queue, at most the time the sync blocked the host (the GPU work the CPU work after it could have overlapped)".into();
             f.cpu_cost_per_step_ns = Some(blocked.per_step_ns);
             f.evidence.add_occurrences("calls", site.count);
@@ -139,6 +151,26 @@ pub fn sync_site_reported(site: &SyncSite, window: &AnalysisWindow) -> bool {
     costly || blocks_every_step
 }
 
+/// The lever a sync site's own evidence points at (the decision table checks it).
+fn sync_lever(site: &SyncSite) -> Option<crate::diagnose::lever::Lever> {
+    use crate::diagnose::lever::Lever;
+    if site.one_time.is_some() {
+        return Some(Lever::CaptureAfterWarmUp);
+    }
+    match site.trigger {
+        SyncTrigger::SyncCopy | SyncTrigger::BlockingCopyApi
+            if site.host_memory == Some(MemoryKind::Pageable) =>
+        {
+            Some(Lever::PinnedAsyncCopies)
+        }
+        SyncTrigger::Item | SyncTrigger::TensorTruthValue | SyncTrigger::DataDependentShape => {
+            Some(Lever::KeepValuesOnGpu)
+        }
+        SyncTrigger::AllocatorFree => Some(Lever::CachingAllocator),
+        _ => None,
+    }
+}
+
 /// (fix, advice, snippet) for a sync site.
 fn sync_advice(site: &SyncSite, fw: &Framework) -> (String, String, String) {
     if !fw.pytorch() {
@@ -148,7 +180,12 @@ fn sync_advice(site: &SyncSite, fw: &Framework) -> (String, String, String) {
         return allocator_advice(site, fw);
     }
     let (fix, a, s): (&str, &str, &str) = match site.trigger {
-        SyncTrigger::Item | SyncTrigger::TensorTruthValue => (
+        SyncTrigger::TensorTruthValue => (
+            "Branch on the GPU instead of in Python: replace `if tensor:` / bool(t) with a device-side select (torch.where, a mask multiply), or decide once per N steps.",
+            "Each bool(tensor) reads a value back from the GPU, which waits for all queued GPU work, so the CPU cannot run ahead and the GPU idles while the CPU prepares the next launches.",
+            "# instead of: if (scores > t).any(): x = f(x)\nx = torch.where((scores > t).any(), f(x), x)   # no host read",
+        ),
+        SyncTrigger::Item => (
             "Keep the value on the GPU and read it every N steps (accumulate with loss.detach()), or compare on the device instead of branching on a tensor.",
             "Each .item() / bool(tensor) waits for all queued GPU work, so the CPU cannot run ahead and the GPU idles while the CPU prepares the next launches.",
             "running_loss += loss.detach()          # stays on the GPU\nif step % 100 == 0:\n    print(running_loss.item() / 100)    # one sync per 100 steps\n    running_loss.zero_()",

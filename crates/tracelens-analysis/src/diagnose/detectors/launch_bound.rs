@@ -61,6 +61,7 @@ impl Detector for LaunchBound {
             f.what_if = Some(WhatIf::GraphLaunches(stretches));
         }
         (f.fix, f.snippet) = launch_overhead_fix(cx.framework());
+        f.lever = Some(crate::diagnose::lever::Lever::FewerLaunches);
         f.advice = launch_bound_advice(cx.framework().dialect()).into();
         f.confidence = if cx.reliable() {
             Confidence::Medium

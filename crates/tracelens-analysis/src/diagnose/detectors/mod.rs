@@ -16,6 +16,8 @@ mod launch_bound;
 mod pageable_copies;
 #[cfg(test)]
 mod program_models;
+mod small_grid;
+mod unified_memory;
 
 pub use copy_time::CopyTime;
 pub use cpu_oversubscription::CpuOversubscription;
@@ -26,6 +28,8 @@ pub use host_compute::{HostCompute, HOST_COMPUTE_FINDING_PERCENT};
 pub use implicit_sync::{sync_site_reported, ImplicitSyncs, HOST_BLOCKED_FINDING_PERCENT};
 pub use launch_bound::LaunchBound;
 pub use pageable_copies::PageableCopies;
+pub use small_grid::{SmallGrid, SMALL_GRID_FINDING_PERCENT};
+pub use unified_memory::UnifiedMemory;
 
 use crate::attribute::copies::CopyReport;
 use crate::attribute::credit::IdleCredit;
@@ -236,6 +240,9 @@ impl Context<'_> {
             snippet_language: String::new(),
             confidence: Confidence::Medium,
             predicted_step_ns: None,
+            one_time: None,
+            lever: None,
+            fix_chosen_by: String::new(),
             prediction: String::new(),
             what_if: None,
         }
@@ -270,6 +277,8 @@ pub fn all_detectors() -> Vec<Box<dyn Detector>> {
         Box::new(UnexplainedGpuWait),
         Box::new(CopyTime),
         Box::new(ExposedCommunication),
+        Box::new(SmallGrid),
+        Box::new(UnifiedMemory),
     ]
 }
 

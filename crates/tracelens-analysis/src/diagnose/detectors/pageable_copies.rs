@@ -31,6 +31,7 @@ impl Detector for PageableCopies {
         f.what_if = Some(crate::predict::what_if::WhatIf::PinnedCopies(
             cx.copies().pageable_unclaimed_calls.clone(),
         ));
+        f.lever = Some(crate::diagnose::lever::Lever::PinnedAsyncCopies);
         f.title = format!(
             "{} {} pageable host memory ({:.1} MB, {} of GPU copy time not overlapped with compute, host blocked {})",
             plural(p.count, "copy").replace("copys", "copies"),

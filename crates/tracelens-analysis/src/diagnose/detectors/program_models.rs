@@ -108,6 +108,14 @@ fn traces() -> Vec<(String, Trace)> {
         out.push((name.into(), waiting_trace(wait)));
     }
     out.push(("descheduled thread".into(), descheduled(false, true)));
+    out.push((
+        "one-block kernels".into(),
+        super::small_grid::tests::one_kernel_loop(1),
+    ));
+    out.push((
+        "unified-memory migrations".into(),
+        super::unified_memory::tests::loop_with_migrations(true),
+    ));
     out
 }
 

@@ -69,6 +69,12 @@ pub fn no_prediction(kind: FindingKind) -> &'static str {
             "no prediction: what the GPU waits for is not recorded well enough to remove it"
         }
         FindingKind::CopyTime => "no prediction: fewer or smaller copies depend on the program",
+        FindingKind::UnifiedMemory => {
+            "no prediction: where the pages would live after prefetching is not in the trace"
+        }
+        FindingKind::SmallGrid => {
+            "no prediction: how a kernel's time falls with a larger grid depends on the kernel"
+        }
         FindingKind::DataLoaderStall
         | FindingKind::ImplicitSync
         | FindingKind::PageableCopies

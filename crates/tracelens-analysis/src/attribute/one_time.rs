@@ -1,0 +1,204 @@
+//! What a program does once, told by comparison with its own later work rather than by name:
+//! a thread's first API call when it takes milliseconds (the driver creates the context
+//! inside it, whatever the call is), and a call made inside the first call of an op that is
+//! called again later at a fraction of its cost (the library behind the op creating its
+//! handle or workspace: cuBLAS, cuDNN and cuFFT free and allocate inside their first call).
+//! Such calls are no per-step cost, so the fixes made for per-step costs do not apply.
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+use tracelens_model::{LaneId, NameId, SpanId, SpanKind, TimeNs, Trace, NS_PER_MS};
+
+/// A first call is one-time work when it costs at least this many times the mean of its
+/// op's later calls.
+pub const FIRST_CALL_RATIO: i64 = 4;
+
+/// A thread's first API call that takes this long creates the context.
+pub const CONTEXT_CREATION_NS: TimeNs = NS_PER_MS;
+
+/// Why a call happens once.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "op")]
+pub enum OneTimeWork {
+    /// The thread's first API call, milliseconds long: the driver creates the context.
+    ContextCreation,
+    /// Inside the first call of this op, which later calls make at a fraction of its cost:
+    /// the library behind it sets itself up (handles, workspaces, algorithm search).
+    FirstCallOf(String),
+}
+
+impl OneTimeWork {
+    /// In words, for a title or a verdict ("the first aten::addmm's library setup").
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            OneTimeWork::ContextCreation => "context creation".into(),
+            OneTimeWork::FirstCallOf(op) => format!("the first {op} call's library setup"),
+        }
+    }
+}
+
+/// Calls and durations of one op name.
+#[derive(Clone, Copy)]
+struct OpCalls {
+    first: SpanId,
+    first_start_ns: TimeNs,
+    count: u64,
+    total_ns: TimeNs,
+}
+
+/// The first call of each op name and the cost of its later calls, and each thread's first
+/// API call: built once per diagnosis, only when a call needs asking about.
+pub struct FirstCalls {
+    ops: FxHashMap<NameId, OpCalls>,
+    first_api: FxHashMap<LaneId, SpanId>,
+}
+
+impl FirstCalls {
+    /// Scans the trace's CPU ops once.
+    #[must_use]
+    pub fn build(trace: &Trace) -> Self {
+        let mut ops: FxHashMap<NameId, OpCalls> = FxHashMap::default();
+        for (i, s) in trace.spans.iter().enumerate() {
+            if s.kind != SpanKind::CpuOp || trace.step_of_name(s.name).is_some() {
+                continue;
+            }
+            let id = SpanId::at(i);
+            ops.entry(s.name)
+                .and_modify(|e| {
+                    e.count += 1;
+                    e.total_ns = e.total_ns.saturating_add(s.dur_ns);
+                    if s.start_ns < e.first_start_ns {
+                        e.first = id;
+                        e.first_start_ns = s.start_ns;
+                    }
+                })
+                .or_insert(OpCalls {
+                    first: id,
+                    first_start_ns: s.start_ns,
+                    count: 1,
+                    total_ns: s.dur_ns,
+                });
+        }
+        let first_api = (0..trace.lanes.len())
+            .map(LaneId::at)
+            .filter(|&l| !trace.lane(l).key.is_gpu())
+            .filter_map(|l| {
+                trace
+                    .lane_span_ids(l)
+                    .find(|&id| trace.span(id).kind.is_api_call())
+                    .map(|id| (l, id))
+            })
+            .collect();
+        FirstCalls { ops, first_api }
+    }
+
+    /// Why API call `id` is one-time work, when it is.
+    #[must_use]
+    pub fn of_call(&self, trace: &Trace, id: SpanId) -> Option<OneTimeWork> {
+        let s = trace.span(id);
+        if s.dur_ns >= CONTEXT_CREATION_NS && self.first_api.get(&s.lane) == Some(&id) {
+            return Some(OneTimeWork::ContextCreation);
+        }
+        trace
+            .ancestors(id)
+            .find(|&a| self.is_costly_first_call(trace, a))
+            .map(|a| OneTimeWork::FirstCallOf(trace.name(a).to_string()))
+    }
+
+    /// Whether op `id` is the first call of its name, called again later, and costs at least
+    /// [`FIRST_CALL_RATIO`] times the mean of the later calls.
+    fn is_costly_first_call(&self, trace: &Trace, id: SpanId) -> bool {
+        let s = trace.span(id);
+        if s.kind != SpanKind::CpuOp {
+            return false;
+        }
+        let Some(calls) = self.ops.get(&s.name) else {
+            return false;
+        };
+        if calls.first != id || calls.count < 2 {
+            return false;
+        }
+        let later_ns = calls.total_ns.saturating_sub(s.dur_ns);
+        let later_calls = i64::try_from(calls.count - 1).unwrap_or(i64::MAX);
+        s.dur_ns.saturating_mul(later_calls) >= later_ns.saturating_mul(FIRST_CALL_RATIO)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::detectors::testing::span_us;
+    use tracelens_model::{Ident, LaneKey, SourceInfo, TraceBuilder};
+
+    fn cpu(b: &mut TraceBuilder, tid: i64) -> LaneId {
+        b.lane(LaneKey::Cpu {
+            pid: Ident::Num(1),
+            tid: Ident::Num(tid),
+        })
+    }
+
+    fn op(b: &mut TraceBuilder, lane: LaneId, name: &str, at_us: (i64, i64)) {
+        span_us(b, SpanKind::CpuOp, lane, name, at_us, None);
+    }
+
+    fn api(b: &mut TraceBuilder, lane: LaneId, name: &str, at_us: (i64, i64)) {
+        span_us(b, SpanKind::Runtime, lane, name, at_us, None);
+    }
+
+    fn runtime_calls(trace: &Trace, name: &str) -> Vec<SpanId> {
+        trace
+            .spans_of_kind(SpanKind::Runtime)
+            .filter(|&id| trace.name(id) == name)
+            .collect()
+    }
+
+    /// A first `aten::addmm` of 20 ms holding a cudaFree, then ten of 40 µs: the free is the
+    /// first call's library setup; a free inside a later call is not, nor is one inside an op
+    /// called once.
+    #[test]
+    fn a_call_inside_a_costly_first_op_call_is_one_time_and_a_later_one_is_not() {
+        let mut b = TraceBuilder::new();
+        let lane = cpu(&mut b, 1);
+        api(&mut b, lane, "cudaGetDevice", (0, 1));
+        op(&mut b, lane, "aten::addmm", (10, 20_000));
+        api(&mut b, lane, "cudaFree", (11, 10_000));
+        for i in 0..10 {
+            op(&mut b, lane, "aten::addmm", (30_000 + i * 100, 40));
+        }
+        op(&mut b, lane, "aten::addmm", (40_000, 40));
+        api(&mut b, lane, "cudaFree", (40_001, 30));
+        op(&mut b, lane, "aten::once", (50_000, 5_000));
+        api(&mut b, lane, "cudaFree", (50_001, 1_000));
+        let trace = b.finish(SourceInfo::default());
+        let firsts = FirstCalls::build(&trace);
+        let frees = runtime_calls(&trace, "cudaFree");
+        assert_eq!(
+            firsts.of_call(&trace, frees[0]),
+            Some(OneTimeWork::FirstCallOf("aten::addmm".into()))
+        );
+        assert_eq!(firsts.of_call(&trace, frees[1]), None);
+        assert_eq!(firsts.of_call(&trace, frees[2]), None);
+    }
+
+    /// A thread's first API call of milliseconds creates the context; a short first call
+    /// does not, and neither does a slow second one.
+    #[test]
+    fn a_slow_first_api_call_is_context_creation() {
+        let mut b = TraceBuilder::new();
+        let (one, two) = (cpu(&mut b, 1), cpu(&mut b, 2));
+        api(&mut b, one, "cudaFree", (0, 200_000));
+        api(&mut b, one, "cudaFree", (300_000, 5_000));
+        api(&mut b, two, "cudaMalloc", (0, 10));
+        let trace = b.finish(SourceInfo::default());
+        let firsts = FirstCalls::build(&trace);
+        let frees = runtime_calls(&trace, "cudaFree");
+        assert_eq!(
+            firsts.of_call(&trace, frees[0]),
+            Some(OneTimeWork::ContextCreation)
+        );
+        assert_eq!(firsts.of_call(&trace, frees[1]), None);
+        let malloc = runtime_calls(&trace, "cudaMalloc");
+        assert_eq!(firsts.of_call(&trace, malloc[0]), None);
+    }
+}

@@ -1,0 +1,267 @@
+//! Kernels launched with fewer blocks than the device has multiprocessors: most of the GPU
+//! sits empty while they run, whatever the utilization figure says (a kernel of one block, or
+//! of one thread, keeps the GPU "busy"). Told from the launch configuration the trace
+//! records and the device's multiprocessor count; without either there is no finding.
+
+use super::{Context, Detector, Input};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
+use crate::measure::environment::Dialect;
+use rustc_hash::FxHashMap;
+use tracelens_model::{format_ms, LaneKey, NameId, SpanKind, TimeNs, Trace};
+
+/// A kernel whose grid has fewer blocks than this share of the multiprocessors leaves most of
+/// the GPU empty.
+pub const SMALL_GRID_SM_SHARE: f64 = 0.5;
+
+/// Small-grid kernels below this share of the step are details.
+pub const SMALL_GRID_FINDING_PERCENT: f64 = 5.0;
+
+/// Kernels whose grids leave most multiprocessors empty.
+pub struct SmallGrid;
+
+/// One kernel name's launches on the focus device inside the window.
+#[derive(Clone, Copy, Default)]
+struct KernelTime {
+    count: u64,
+    total_ns: TimeNs,
+    /// The largest grid it was launched with, in blocks, and that launch's threads per block.
+    blocks: u64,
+    threads_per_block: u64,
+}
+
+impl Detector for SmallGrid {
+    fn name(&self) -> &'static str {
+        "small_grid"
+    }
+
+    fn kind(&self) -> FindingKind {
+        FindingKind::SmallGrid
+    }
+
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Idle, Input::Framework]
+    }
+
+    fn detect(&self, cx: &Context) -> Vec<Finding> {
+        let Some(device) = cx.idle().map(|d| d.device) else {
+            return Vec::new();
+        };
+        let Some(sms) = multiprocessors(cx.trace, device) else {
+            return Vec::new();
+        };
+        // Collectives run on a few blocks by design (each block drives a link, not math).
+        let mut small: Vec<(NameId, KernelTime)> = kernel_times(cx, device)
+            .into_iter()
+            .filter(|(_, k)| (k.blocks as f64) < sms as f64 * SMALL_GRID_SM_SHARE)
+            .filter(|(n, _)| {
+                !crate::vocabulary::kernels::is_communication_kernel(cx.trace.names.get(*n))
+            })
+            .collect();
+        small.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+        let total_ns: TimeNs = small.iter().map(|(_, k)| k.total_ns).sum();
+        // What full grids could save at most: each kernel's empty share of the GPU.
+        let win_ns: TimeNs = small
+            .iter()
+            .map(|(_, k)| {
+                let empty = 1.0 - (k.blocks as f64 / sms as f64).min(1.0);
+                crate::num::float_ns(k.total_ns as f64 * empty)
+            })
+            .sum();
+        let share = cx.win(total_ns);
+        if small.is_empty() || share.percent < SMALL_GRID_FINDING_PERCENT {
+            return Vec::new();
+        }
+        let win = cx.win(win_ns);
+        let (top_name, top) = small[0];
+        let name = cx.trace.names.get(top_name);
+        let mut f = cx.finding(FindingKind::SmallGrid, WinKind::KernelTime, &win);
+        let shape = if top.blocks * top.threads_per_block == 1 {
+            "a single thread".to_string()
+        } else {
+            format!(
+                "{} of {} threads",
+                plural_blocks(top.blocks),
+                top.threads_per_block
+            )
+        };
+        let others = match small.len() {
+            1 => String::new(),
+            n => format!(" ({} more small-grid kernels)", n - 1),
+        };
+        f.title = format!(
+            "Kernel {name} runs on {shape} on a GPU of {sms} multiprocessors{others}: small grids take {} {} ({:.1} % of the {}) while most of the GPU is empty",
+            format_ms(share.per_step_ns),
+            cx.per(),
+            share.percent,
+            cx.step_time()
+        );
+        f.win_basis = "the kernels' time on the multiprocessors their grids leave empty, which a grid covering every multiprocessor could save if the work splits evenly (busy time, not idle; upper bound)".into();
+        f.evidence
+            .add_occurrences("small-grid kernels", small.len() as u64);
+        f.evidence.add("multiprocessors", EvidenceValue::Count(sms));
+        for (n, k) in small.iter().take(5) {
+            f.evidence.add(
+                format!(
+                    "{} ({} blocks × {} threads, {} launches)",
+                    cx.trace.names.get(*n),
+                    k.blocks,
+                    k.threads_per_block,
+                    k.count
+                ),
+                EvidenceValue::DurationNs(k.total_ns),
+            );
+        }
+        (f.fix, f.snippet) = small_grid_fix(cx.framework().dialect(), cx.framework().pytorch());
+        f.advice = "A block runs on one multiprocessor, so a grid of fewer blocks than the GPU has multiprocessors leaves the rest idle however long the kernel runs; the utilization figure counts the GPU busy all the same.".into();
+        f.confidence = Confidence::High;
+        vec![f]
+    }
+}
+
+/// `1 block`, `4 blocks`.
+fn plural_blocks(n: u64) -> String {
+    if n == 1 {
+        "1 block".into()
+    } else {
+        format!("{n} blocks")
+    }
+}
+
+/// The multiprocessor count of `device`, when the trace gives it.
+fn multiprocessors(trace: &Trace, device: i64) -> Option<u64> {
+    trace
+        .metadata
+        .device_properties
+        .iter()
+        .find(|p| p.id == device)
+        .and_then(|p| p.num_sms)
+        .and_then(|n| u64::try_from(n).ok())
+        .filter(|&n| n > 1)
+}
+
+/// Per kernel name on `device`, clipped to the window: launches, time and the largest grid.
+/// Kernels without a recorded launch configuration are left out.
+fn kernel_times(cx: &Context, device: i64) -> FxHashMap<NameId, KernelTime> {
+    let trace = cx.trace;
+    let window = cx.window.interval;
+    let mut out: FxHashMap<NameId, KernelTime> = FxHashMap::default();
+    for lane in trace.gpu_lanes() {
+        if !matches!(trace.lane(lane).key, LaneKey::Gpu { device: d, .. } if d == device) {
+            continue;
+        }
+        for id in trace.lane_span_ids(lane) {
+            let s = trace.span(id);
+            if s.kind != SpanKind::Kernel {
+                continue;
+            }
+            let (Some(launch), Some(iv)) = (trace.kernel_launch(id), s.interval().clip(window))
+            else {
+                continue;
+            };
+            let k = out.entry(s.name).or_default();
+            k.count += 1;
+            k.total_ns += iv.dur_ns();
+            if launch.blocks() > k.blocks || k.count == 1 {
+                k.blocks = launch.blocks();
+                k.threads_per_block = launch.threads() / launch.blocks().max(1);
+            }
+        }
+    }
+    out
+}
+
+/// (fix, snippet) in the program's words.
+fn small_grid_fix(dialect: Dialect, pytorch: bool) -> (String, String) {
+    if pytorch {
+        return (
+            "Give each launch more parallel work: these kernels run on tiny tensors (or a custom kernel launches a tiny grid), so batch the work into fewer, larger ops (stack the small tensors, raise the batch size), and size a custom kernel's grid from the data.".into(),
+            "# one op over a stacked batch instead of one per small tensor\nout = torch.stack(chunks).mul_(scale)".into(),
+        );
+    }
+    match dialect {
+        Dialect::OpenAcc => (
+            "Let the compiler spread the loops over the GPU: mark the outer loop gang and the inner one vector (or collapse nested loops), so each compute region launches many gangs, not one.".into(),
+            "!$acc parallel loop gang vector collapse(2)   ! C/C++: #pragma acc parallel loop gang vector collapse(2)".into(),
+        ),
+        Dialect::OpenMp => (
+            "Spread the target region over the GPU: use teams distribute parallel for (and collapse nested loops), so it launches many teams, not one.".into(),
+            "#pragma omp target teams distribute parallel for collapse(2)".into(),
+        ),
+        Dialect::Neutral => (
+            "Launch each kernel with a grid that covers the data (many blocks, a few hundred threads each), so every multiprocessor gets work: a grid of fewer blocks than multiprocessors leaves the rest of the GPU empty.".into(),
+            String::new(),
+        ),
+        Dialect::CudaRuntime | Dialect::PyTorch => (
+            "Launch a grid that covers the data with 128–256 threads per block, (n + threads − 1) / threads blocks, and a grid-stride loop so the kernel stays correct for any size: a grid of fewer blocks than multiprocessors leaves the rest of the GPU empty.".into(),
+            "int threads = 256;\nint blocks = (n + threads - 1) / threads;\nkernel<<<blocks, threads>>>(n, x, y);\n// in the kernel: for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)".into(),
+        ),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::super::testing::{findings_of, span_us};
+    use super::*;
+    use tracelens_model::{
+        DeviceProperties, Ident, KernelLaunch, SourceInfo, SpanInput, TraceBuilder,
+    };
+
+    /// A loop of one kernel on a 108-SM GPU, launched with `grid` blocks of 256 threads.
+    pub(crate) fn one_kernel_loop(grid: u32) -> Trace {
+        let mut b = TraceBuilder::new();
+        let cpu = b.lane(LaneKey::Cpu {
+            pid: Ident::Num(1),
+            tid: Ident::Num(1),
+        });
+        let gpu = b.lane(LaneKey::Gpu {
+            device: 0,
+            stream: 7,
+        });
+        let detail = b.add_kernel_launch(KernelLaunch {
+            grid: [grid, 1, 1],
+            block: [256, 1, 1],
+            ..KernelLaunch::default()
+        });
+        let name = b.intern("vector_add");
+        for i in 0..10u64 {
+            let t = i.cast_signed() * 1_000;
+            span_us(
+                &mut b,
+                SpanKind::Runtime,
+                cpu,
+                "cudaLaunchKernel",
+                (t, 5),
+                Some(i + 1),
+            );
+            b.add_span(SpanInput {
+                kind: SpanKind::Kernel,
+                lane: gpu,
+                start_ns: (t + 10) * 1_000,
+                dur_ns: 900_000,
+                name,
+                correlation: Some(i + 1),
+                external_id: None,
+                detail,
+            });
+        }
+        b.metadata.device_properties = vec![DeviceProperties {
+            id: 0,
+            num_sms: Some(108),
+            ..DeviceProperties::default()
+        }];
+        b.finish(SourceInfo::default())
+    }
+
+    #[test]
+    fn a_one_block_kernel_is_reported_and_its_full_grid_twin_is_not() {
+        let found = findings_of(&SmallGrid, &one_kernel_loop(1));
+        assert_eq!(found.len(), 1);
+        let f = &found[0];
+        assert!(f.title.contains("1 block of 256 threads"), "{}", f.title);
+        assert!(f.title.contains("108 multiprocessors"), "{}", f.title);
+        assert_eq!(f.win_kind, WinKind::KernelTime);
+        assert!(f.estimated_win_percent > 50.0 && f.estimated_win_percent <= 100.0);
+        assert!(findings_of(&SmallGrid, &one_kernel_loop(216)).is_empty());
+    }
+}

@@ -1,0 +1,231 @@
+//! Unified-memory migrations: managed pages the driver moves on a fault, when the host or a
+//! kernel touches memory that lives on the other side. They show as copies no API call
+//! launched, and the GPU idle that ends in one has no launch to blame
+//! ([`UnattributedReason::UnifiedMemory`]); this finding names them, by direction, and says
+//! whether the program already prefetches.
+
+use super::{plural, Context, Detector, Input};
+use crate::attribute::idle::UnattributedReason;
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
+use crate::finding_kind::FindingKind;
+use crate::measure::environment::Dialect;
+use tracelens_model::{format_ms, CopyDirection, LaneKey, SpanKind, TimeNs};
+
+/// Fewer migrations than this are a detail.
+pub const MIN_MIGRATIONS: u64 = 10;
+
+/// Managed memory migrating on faults.
+pub struct UnifiedMemory;
+
+/// The migrations of one direction.
+#[derive(Clone, Copy, Default)]
+struct Moved {
+    count: u64,
+    bytes: u64,
+    gpu_ns: TimeNs,
+}
+
+impl Detector for UnifiedMemory {
+    fn name(&self) -> &'static str {
+        "unified_memory"
+    }
+
+    fn kind(&self) -> FindingKind {
+        FindingKind::UnifiedMemory
+    }
+
+    fn reads(&self) -> &'static [Input] {
+        &[Input::Idle, Input::Framework]
+    }
+
+    fn detect(&self, cx: &Context) -> Vec<Finding> {
+        let Some(idle) = cx.idle() else {
+            return Vec::new();
+        };
+        let trace = cx.trace;
+        let (mut to_device, mut to_host) = (Moved::default(), Moved::default());
+        for lane in trace.gpu_lanes() {
+            if !matches!(trace.lane(lane).key, LaneKey::Gpu { device, .. } if device == idle.device)
+            {
+                continue;
+            }
+            for id in trace.lane_span_ids(lane) {
+                let s = trace.span(id);
+                if s.kind != SpanKind::Memcpy || !trace.is_migration(id) {
+                    continue;
+                }
+                let Some(iv) = s.interval().clip(cx.window.interval) else {
+                    continue;
+                };
+                let info = trace.copy_info(id);
+                let moved = match info.map(|c| c.direction) {
+                    Some(CopyDirection::DtoH) => &mut to_host,
+                    _ => &mut to_device,
+                };
+                moved.count += 1;
+                moved.bytes += info.and_then(|c| c.bytes).unwrap_or(0);
+                moved.gpu_ns += iv.dur_ns();
+            }
+        }
+        let count = to_device.count + to_host.count;
+        let waiting_ns = idle
+            .unattributed_by_reason
+            .get(&UnattributedReason::UnifiedMemory)
+            .copied()
+            .unwrap_or(0);
+        let win = cx.win(waiting_ns);
+        if count < MIN_MIGRATIONS || win.percent < super::MIN_FINDING_PERCENT {
+            return Vec::new();
+        }
+        let prefetches = trace
+            .spans
+            .iter()
+            .filter(|s| s.kind.is_api_call())
+            .filter(|s| crate::vocabulary::api::is_prefetch(trace.names.get(s.name)))
+            .count() as u64;
+        let mut f = cx.finding(FindingKind::UnifiedMemory, WinKind::GpuIdle, &win);
+        let mb = |b: u64| b as f64 / 1e6;
+        f.title = format!(
+            "Managed memory moves on page faults: {} ({:.1} MB to the GPU, {:.1} MB back to the host); the GPU idles {} {} ({:.1} %) in gaps that end in a migration",
+            plural(count, "unified-memory migration"),
+            mb(to_device.bytes),
+            mb(to_host.bytes),
+            format_ms(win.per_step_ns),
+            cx.per(),
+            win.percent
+        );
+        f.win_basis = "GPU idle in gaps that end in a unified-memory migration (no launch behind it: the host or a kernel touched pages that live on the other side), at most what prefetching or explicit copies recover (upper bound)".into();
+        f.evidence.add_occurrences("migrations", count);
+        f.evidence
+            .add("to the GPU", EvidenceValue::Count(to_device.count));
+        f.evidence
+            .add("bytes to the GPU", EvidenceValue::Bytes(to_device.bytes));
+        f.evidence
+            .add("back to the host", EvidenceValue::Count(to_host.count));
+        f.evidence.add(
+            "bytes back to the host",
+            EvidenceValue::Bytes(to_host.bytes),
+        );
+        f.evidence.add(
+            "GPU time migrating",
+            EvidenceValue::DurationNs(to_device.gpu_ns + to_host.gpu_ns),
+        );
+        f.evidence
+            .add("prefetch calls", EvidenceValue::Count(prefetches));
+        (f.fix, f.snippet) = migration_fix(cx.framework().dialect(), prefetches, to_host.count > 0);
+        f.advice = "Managed memory lives where it was last touched: a kernel that touches pages on the host, or host code that reads pages on the GPU, stalls on a fault while the driver moves them a few kilobytes at a time, far below the link's bandwidth.".into();
+        f.confidence = Confidence::Medium;
+        vec![f]
+    }
+}
+
+/// (fix, snippet) for migrations, saying what the program already does.
+fn migration_fix(dialect: Dialect, prefetches: u64, back_to_host: bool) -> (String, String) {
+    let back = if back_to_host {
+        " and back to the host (cudaCpuDeviceId) before the host reads the results"
+    } else {
+        ""
+    };
+    // What the program already does comes first; the fix's first word is then lower-case.
+    let lead = |fix: &str| {
+        if prefetches > 0 {
+            format!(
+                "The program prefetches already ({}), yet pages still move on faults: {fix}",
+                plural(prefetches, "cudaMemPrefetchAsync call")
+            )
+        } else {
+            crate::num::capitalized(fix)
+        }
+    };
+    match dialect {
+        Dialect::OpenAcc | Dialect::OpenMp => (
+            lead("move the arrays explicitly instead of relying on managed memory: a data region (or enter/exit data) that copies them once, and updates only where the host reads them."),
+            String::new(),
+        ),
+        Dialect::PyTorch | Dialect::Neutral => (
+            lead(&format!("prefetch managed memory to the GPU before the kernels that use it{}, or allocate device memory and copy explicitly.", back.replace(" (cudaCpuDeviceId)", ""))),
+            String::new(),
+        ),
+        _ => (
+            lead(&format!("prefetch each managed buffer to the GPU before the kernels that use it (cudaMemPrefetchAsync on the kernels' stream){back}; or give hot buffers a preferred location (cudaMemAdvise), or use cudaMalloc with explicit cudaMemcpyAsync.")),
+            "cudaMemPrefetchAsync(buf, bytes, device, stream);          // before the kernels\nkernel<<<grid, block, 0, stream>>>(buf);\ncudaMemPrefetchAsync(buf, bytes, cudaCpuDeviceId, stream); // before the host reads\ncudaStreamSynchronize(stream);".into(),
+        ),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::super::testing::{findings_of, span_us};
+    use super::*;
+    use tracelens_model::{
+        CopyInfo, Ident, MemoryKind, SourceInfo, SpanInput, Trace, TraceBuilder,
+    };
+
+    /// Ten kernels, each after a gap of 400 µs that ends in a page migration (a copy of
+    /// managed memory with no launch call), or in nothing without `migrations`.
+    pub(crate) fn loop_with_migrations(migrations: bool) -> Trace {
+        let mut b = TraceBuilder::new();
+        let cpu = b.lane(LaneKey::Cpu {
+            pid: Ident::Num(1),
+            tid: Ident::Num(1),
+        });
+        let gpu = b.lane(LaneKey::Gpu {
+            device: 0,
+            stream: 7,
+        });
+        let detail = b.add_copy(CopyInfo {
+            direction: CopyDirection::HtoD,
+            src: MemoryKind::Managed,
+            dst: MemoryKind::Managed,
+            bytes: Some(65_536),
+        });
+        let name = b.intern("Memcpy Unified HtoD (Managed -> Managed)");
+        for i in 0..10u64 {
+            let t = i.cast_signed() * 1_000;
+            if migrations {
+                b.add_span(SpanInput {
+                    kind: SpanKind::Memcpy,
+                    lane: gpu,
+                    start_ns: (t + 400) * 1_000,
+                    dur_ns: 20_000,
+                    name,
+                    correlation: None,
+                    external_id: None,
+                    detail,
+                });
+            }
+            span_us(
+                &mut b,
+                SpanKind::Runtime,
+                cpu,
+                "cudaLaunchKernel",
+                (t + 410, 5),
+                Some(i + 1),
+            );
+            span_us(
+                &mut b,
+                SpanKind::Kernel,
+                gpu,
+                "k",
+                (t + 430, 570),
+                Some(i + 1),
+            );
+        }
+        b.finish(SourceInfo::default())
+    }
+
+    #[test]
+    fn migrations_that_end_idle_gaps_are_reported_and_their_twin_without_is_not() {
+        let found = findings_of(&UnifiedMemory, &loop_with_migrations(true));
+        assert_eq!(found.len(), 1, "{found:?}");
+        let f = &found[0];
+        assert!(
+            f.title.contains(": 10 unified-memory migrations ("),
+            "{}",
+            f.title
+        );
+        assert!(f.fix.contains("Prefetch"), "{}", f.fix);
+        assert!(f.estimated_win_percent > 0.0 && f.estimated_win_percent <= 100.0);
+        assert!(findings_of(&UnifiedMemory, &loop_with_migrations(false)).is_empty());
+    }
+}

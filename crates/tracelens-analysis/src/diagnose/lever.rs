@@ -1,0 +1,233 @@
+//! The one decision table from evidence to lever: each finding's detector names the lever its
+//! own evidence points at ([`Lever`]), and this module checks that lever's preconditions
+//! against what the whole window shows before the fix is given. A lever the evidence rules
+//! out is replaced by the one it allows, and every finding says which evidence chose its fix
+//! ([`crate::Finding::fix_chosen_by`]).
+//!
+//! | lever | chosen when | ruled out by |
+//! |---|---|---|
+//! | fewer launches (compile, CUDA graphs, fusion, batch) | per-launch CPU cost over a run of launches | host reads of GPU values in the window (they break compiled graphs and cannot be captured); one-time work |
+//! | keep values on the GPU | blocking reads of GPU values (`.item()`, `if tensor:`, sync copies of results) | one-time work |
+//! | pinned, asynchronous copies | blocking copies from pageable memory | one-time work |
+//! | caching allocator | frees that wait for the device, repeated | frees made once (context creation, a library's first call) |
+//! | capture after warm-up | one-time work in a program whose GPU work repeats | a program that runs its GPU work once |
+//! | start-up cost | one-time work in a program that runs its GPU work once | — |
+
+use crate::attribute::syncs::SyncSite;
+use crate::diagnose::finding::Finding;
+pub use crate::finding_kind::Lever;
+use crate::measure::environment::Framework;
+
+/// Host reads of GPU values per step from which they split the step's launch sequence.
+pub const READS_PER_STEP: f64 = 2.0;
+
+/// What the whole window shows that the levers' preconditions ask about.
+#[derive(Clone, Debug, Default)]
+pub struct WindowEvidence {
+    /// Host-blocking reads of GPU values in the window that recur (not one-time).
+    pub value_reads: u64,
+    /// The largest such site, in words (`tensor truth value (if tensor: / bool(t)) at model.py:143`).
+    pub value_read_site: Option<String>,
+    /// Whether the GPU work repeats: profiled steps, or a kernel launched more than once.
+    pub work_repeats: bool,
+}
+
+impl WindowEvidence {
+    /// From the window's sync sites, its step count (1 without steps) and whether its
+    /// kernels repeat. Reads split the step's launch sequence when there are at least
+    /// [`READS_PER_STEP`] of them per step: one read at the step's end (the loss) leaves the
+    /// sequence before it whole.
+    #[must_use]
+    pub fn of(sites: &[SyncSite], steps: usize, work_repeats: bool, fw: &Framework) -> Self {
+        let mut reads: Vec<&SyncSite> = sites
+            .iter()
+            .filter(|s| s.trigger.reads_a_value() && s.one_time.is_none())
+            .collect();
+        let per_step = reads.iter().map(|s| s.count).sum::<u64>() as f64 / steps.max(1) as f64;
+        if per_step < READS_PER_STEP {
+            reads.clear();
+        }
+        let site = reads
+            .iter()
+            .max_by_key(|s| (s.blocked_ns, s.count))
+            .map(|s| {
+                let what = s.trigger.describe_for(fw.pytorch());
+                match &s.call_site {
+                    Some(c) => format!("{what} at {c}"),
+                    None => what.to_string(),
+                }
+            });
+        WindowEvidence {
+            value_reads: reads.iter().map(|s| s.count).sum(),
+            value_read_site: site,
+            work_repeats,
+        }
+    }
+}
+
+/// Checks each finding's lever against the window's evidence: a ruled-out lever gives way to
+/// the one the evidence allows, and every finding with a lever says what chose its fix.
+pub fn decide(findings: &mut [Finding], evidence: &WindowEvidence, fw: &Framework) {
+    for f in findings.iter_mut() {
+        let Some(lever) = f.lever else {
+            continue;
+        };
+        // One-time work gets a one-time lever, whatever its detector named.
+        let lever = if f.one_time.is_some() || !lever.per_step() {
+            one_time_lever(evidence)
+        } else {
+            lever
+        };
+        match lever {
+            Lever::FewerLaunches if evidence.value_reads > 0 => {
+                let site = evidence
+                    .value_read_site
+                    .clone()
+                    .unwrap_or_else(|| "host reads of GPU values".into());
+                f.fix = format!(
+                    "First remove the host reads of GPU values in the step ({} of them; the largest: {site}): each one stops the CPU until the GPU catches up, breaks a compiled graph and cannot be captured in a CUDA graph. Then: {}",
+                    evidence.value_reads, f.fix
+                );
+                f.lever = Some(Lever::KeepValuesOnGpu);
+                f.fix_chosen_by = format!(
+                    "per-launch CPU cost, but {} host reads of GPU values in the window rule out graph capture until they go",
+                    evidence.value_reads
+                );
+            }
+            Lever::StartUpCost if f.lever != Some(Lever::StartUpCost) => {
+                let (fix, snippet) = start_up_fix(fw);
+                f.fix = fix;
+                f.snippet = snippet;
+                f.lever = Some(Lever::StartUpCost);
+                f.fix_chosen_by = "one-time work in a program whose GPU work does not repeat (each kernel is launched once): there are no later iterations to capture".into();
+            }
+            other => {
+                f.lever = Some(other);
+                if f.fix_chosen_by.is_empty() {
+                    f.fix_chosen_by = other.needs().to_string();
+                }
+            }
+        }
+    }
+}
+
+/// The lever for one-time work: capture after it where the work repeats, else it is the
+/// run's fixed start-up cost.
+fn one_time_lever(evidence: &WindowEvidence) -> Lever {
+    if evidence.work_repeats {
+        Lever::CaptureAfterWarmUp
+    } else {
+        Lever::StartUpCost
+    }
+}
+
+/// (fix, snippet) for the start-up cost of a program that runs its GPU work once.
+fn start_up_fix(fw: &Framework) -> (String, String) {
+    let fix = "This is start-up work (context creation, module loading, first library calls) of a program that runs its GPU work once: it is the run's fixed cost, not a per-iteration one. Give each run more work to amortize it, or keep one process alive across inputs; lazy module loading (CUDA_MODULE_LOADING=LAZY, CUDA 11.7+) loads only the kernels used.";
+    let snippet = if fw.pytorch() {
+        "# one process, many inputs: pay the start-up once\nfor batch in inputs:\n    out = model(batch)"
+    } else {
+        ""
+    };
+    (fix.into(), snippet.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnose::finding::{Confidence, Evidence, Severity, WinKind};
+    use crate::finding_kind::FindingKind;
+
+    fn finding(lever: Lever, one_time: bool) -> Finding {
+        Finding {
+            key: String::new(),
+            kind: FindingKind::HostCompute,
+            sub_cause: None,
+            title: "t".into(),
+            severity: Severity::High,
+            win_kind: WinKind::GpuIdle,
+            estimated_win_ns: 1,
+            estimated_win_per_step_ns: 1,
+            estimated_win_percent: 1.0,
+            win_basis: String::new(),
+            cpu_cost_per_step_ns: None,
+            evidence: Evidence::default(),
+            call_site: None,
+            fix: "Compile the step.".into(),
+            advice: String::new(),
+            snippet: String::new(),
+            snippet_language: "python".into(),
+            confidence: Confidence::Medium,
+            predicted_step_ns: None,
+            prediction: String::new(),
+            one_time: one_time.then(|| "context creation".into()),
+            lever: Some(lever),
+            fix_chosen_by: String::new(),
+            what_if: None,
+        }
+    }
+
+    /// Every evidence combination, for every lever: the lever kept is one whose
+    /// preconditions hold, and the finding says what chose it.
+    #[test]
+    fn no_lever_is_given_while_its_evidence_is_absent() {
+        let fw = Framework::default();
+        for lever in Lever::ALL {
+            for reads in [0, 3] {
+                for repeats in [false, true] {
+                    for one_time in [false, true] {
+                        let evidence = WindowEvidence {
+                            value_reads: reads,
+                            value_read_site: (reads > 0).then(|| ".item() at train.py:9".into()),
+                            work_repeats: repeats,
+                        };
+                        let mut f = [finding(lever, one_time)];
+                        decide(&mut f, &evidence, &fw);
+                        let chosen = f[0].lever.unwrap();
+                        let case = format!(
+                            "{lever:?} reads={reads} repeats={repeats} one_time={one_time} -> {chosen:?}: {}",
+                            f[0].fix
+                        );
+                        assert!(!f[0].fix_chosen_by.is_empty(), "{case}");
+                        if chosen == Lever::FewerLaunches {
+                            assert_eq!(reads, 0, "{case}");
+                        }
+                        if one_time {
+                            assert!(!chosen.per_step(), "{case}");
+                        }
+                        if chosen == Lever::CaptureAfterWarmUp {
+                            assert!(repeats, "{case}");
+                        }
+                        if chosen == Lever::StartUpCost {
+                            assert!(!repeats && !f[0].fix.contains("later"), "{case}");
+                        }
+                        if reads > 0 && lever == Lever::FewerLaunches && !one_time {
+                            assert!(
+                                f[0].fix.starts_with("First remove the host reads"),
+                                "{case}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The table in the module's header names every lever, and each has its preconditions.
+    #[test]
+    fn the_table_lists_every_lever() {
+        let header = include_str!("lever.rs");
+        for lever in Lever::ALL {
+            assert!(!lever.needs().is_empty());
+            let words = match lever {
+                Lever::FewerLaunches => "fewer launches",
+                Lever::KeepValuesOnGpu => "keep values on the GPU",
+                Lever::PinnedAsyncCopies => "pinned, asynchronous copies",
+                Lever::CachingAllocator => "caching allocator",
+                Lever::CaptureAfterWarmUp => "capture after warm-up",
+                Lever::StartUpCost => "start-up cost",
+            };
+            assert!(header.contains(&format!("//! | {words}")), "{lever:?}");
+        }
+    }
+}
