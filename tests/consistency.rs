@@ -88,10 +88,10 @@ fn critical_path_errors(d: &tracelens_analysis::Diagnosis, e: &mut Vec<String>) 
         }
     }
     // Ranked by expected gain: the predicted saving, else the upper bound.
-    // One-time work may rank below every per-step finding whatever its gain (issue 62), never
-    // above one with a larger gain.
+    // One-time work may rank below every per-step finding worth fixing whatever its gain
+    // (issue 62), never above one with a larger gain.
     for w in d.findings.windows(2) {
-        let set_apart = w[0].one_time.is_none() && w[1].one_time.is_some();
+        let set_apart = w[0].ranks_before_one_time_work() && !w[1].ranks_before_one_time_work();
         if !set_apart && w[0].expected_gain_ns(step) < w[1].expected_gain_ns(step) {
             e.push(format!(
                 "{} ranked above {} with a smaller expected gain",

@@ -408,11 +408,18 @@ fn a_healthy_busy_trace_says_nothing_is_worth_fixing() {
         "{}",
         r.stdout
     );
-    // Its twin on MI300 idles 12 % with a 3.8 % finding: still worth a look.
+    // Its twin on MI300 idles 12 %: its 3.8 % dispatch finding held the first calls of its
+    // ops (library setup, one-time); per step, nothing is worth 3 % (issue 62), and the
+    // verdict says what the idle is.
     let twin = root.join("other/TraceLens/mi300/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
     if twin.exists() {
         let r = run(&["analyze", p(&twin), "--no-report"]);
-        assert!(!r.stdout.contains("nothing worth fixing"), "{}", r.stdout);
+        let flat = r.stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            flat.contains("nothing worth fixing — the 12 % idle is mostly waiting for CPU work"),
+            "{}",
+            r.stdout
+        );
     }
 }
 

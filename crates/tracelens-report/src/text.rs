@@ -358,13 +358,14 @@ impl Form {
         fix_lines: None,
         short_win: false,
     };
+    /// A one-line title: for a long verdict (a cold run's capture advice) on a small screen.
     const SHORTEST: Form = Form {
-        title_lines: Some(2),
+        title_lines: Some(1),
         fix_lines: Some(1),
         short_win: true,
     };
     /// Fullest first.
-    const ALL: [Form; 4] = [
+    const ALL: [Form; 5] = [
         Form::FULL,
         Form {
             title_lines: None,
@@ -374,6 +375,11 @@ impl Form {
         Form {
             title_lines: Some(2),
             fix_lines: Some(2),
+            short_win: true,
+        },
+        Form {
+            title_lines: Some(2),
+            fix_lines: Some(1),
             short_win: true,
         },
         Form::SHORTEST,

@@ -184,7 +184,15 @@ fn credit_gap(
                         credit.oversubscription_ns += off_cpu;
                         credit.host_compute_ns += piece.dur_ns() - off_cpu;
                         if let Some(l) = lane {
-                            credit_host_ops(trace, l, piece, &[], host_ops, contexts);
+                            credit_host_ops(
+                                trace,
+                                l,
+                                piece,
+                                &[],
+                                threads.first_calls(),
+                                host_ops,
+                                contexts,
+                            );
                         }
                     }
                 }

@@ -10,5 +10,4 @@ pub mod dataloader;
 pub mod host_work;
 pub mod idle;
 pub mod launch;
-pub mod one_time;
 pub mod syncs;

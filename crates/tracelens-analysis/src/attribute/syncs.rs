@@ -40,6 +40,18 @@ pub enum SyncTrigger {
     ProfilerInjected,
 }
 
+impl SyncSite {
+    /// Whether the site's calls read a value the GPU computed: `.item()`, `if tensor:`, a
+    /// data-dependent shape, or a synchronous copy back to the host (an upload reads none).
+    #[must_use]
+    pub fn reads_a_value(&self) -> bool {
+        match self.trigger {
+            SyncTrigger::SyncCopy => self.copies_to_host,
+            t => t.reads_a_value(),
+        }
+    }
+}
+
 impl SyncTrigger {
     /// Whether the sync reads a value the GPU computes (`.item()`, `if tensor:`, a
     /// synchronous copy, a data-dependent shape): it waits for the GPU, whenever it runs.
@@ -141,10 +153,14 @@ pub struct SyncSite {
     pub calls: Vec<SpanId>,
     /// Time ranges of up to five example calls.
     pub example_ranges: Vec<Interval>,
+    /// Whether any of its copies brings data back to the host (device-to-host): a synchronous
+    /// copy that only uploads reads no GPU value.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub copies_to_host: bool,
     /// Why every call of the site is work done once (context creation, a library's first
     /// call), when each is: not a per-step cost. Never for value reads, which wait for the GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub one_time: Option<crate::attribute::one_time::OneTimeWork>,
+    pub one_time: Option<crate::measure::one_time::OneTimeWork>,
 }
 
 /// Every host-blocking call of a trace that overlaps the analysis `window`; GPU idle is read
@@ -280,7 +296,12 @@ fn enclosing_ops(trace: &Trace, id: SpanId) -> impl Iterator<Item = SpanId> + '_
 
 /// Groups calls by (trigger, call site), largest GPU idle first, then largest blocked time.
 #[must_use]
-pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<SyncSite> {
+pub fn group_sync_sites(
+    trace: &Trace,
+    calls: &[SyncCall],
+    steps: usize,
+    threads: &ThreadIndex,
+) -> Vec<SyncSite> {
     let mut sites: Vec<SyncSite> = Vec::new();
     let mut index: FxHashMap<(SyncTrigger, Option<String>), usize> = FxHashMap::default();
     let mut seen_ops = rustc_hash::FxHashSet::default();
@@ -312,6 +333,7 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
                 examples: Vec::new(),
                 calls: Vec::new(),
                 example_ranges: Vec::new(),
+                copies_to_host: false,
                 one_time: None,
             });
             sites.len() - 1
@@ -340,6 +362,7 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
             s.apis.push(api.to_string());
         }
         if let Some(copy) = c.copy {
+            s.copies_to_host |= copy.direction == tracelens_model::CopyDirection::DtoH;
             let host = if matches!(copy.src, MemoryKind::Device) {
                 copy.dst
             } else {
@@ -361,7 +384,7 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
         s.apis.sort();
         s.per_step = s.count as f64 / steps.max(1) as f64;
     }
-    mark_one_time(trace, &mut sites);
+    mark_one_time(trace, &mut sites, threads.first_calls());
     sites.sort_by(|a, b| {
         b.gpu_idle_ns
             .cmp(&a.gpu_idle_ns)
@@ -372,15 +395,14 @@ pub fn group_sync_sites(trace: &Trace, calls: &[SyncCall], steps: usize) -> Vec<
     sites
 }
 
-/// Marks the sites whose every call is one-time work ([`crate::attribute::one_time`]); the
-/// first-call index is built only when a site could be one.
-fn mark_one_time(trace: &Trace, sites: &mut [SyncSite]) {
+/// Marks the sites whose every call is one-time work ([`crate::measure::one_time`]).
+fn mark_one_time(
+    trace: &Trace,
+    sites: &mut [SyncSite],
+    firsts: &crate::measure::one_time::FirstCalls,
+) {
     let candidate =
         |s: &SyncSite| !s.trigger.reads_a_value() && s.trigger != SyncTrigger::ProfilerInjected;
-    if !sites.iter().any(candidate) {
-        return;
-    }
-    let firsts = crate::attribute::one_time::FirstCalls::build(trace);
     for s in sites.iter_mut().filter(|s| candidate(s)) {
         let mut why = None;
         for &c in &s.calls {

@@ -113,7 +113,7 @@ pub fn mark(
     }
     if cold.one_time_idle_percent >= 1.0 {
         why.push(format!(
-            "one-time work (module loads, compilation, graph capture, first launches) keeps the GPU idle {:.0} %",
+            "one-time work keeps the GPU idle {:.0} %",
             cold.one_time_idle_percent
         ));
     }
@@ -166,9 +166,15 @@ pub fn note_one_time(verdict: &mut Verdict, findings: &[Finding]) {
         .map(|f| f.estimated_win_percent)
         .sum::<f64>()
         .min(100.0);
-    verdict.text.push_str(&format!(
-        ". One-time work ({share:.0} % of the time) is ranked last: it does not repeat"
-    ));
+    if findings.iter().any(Finding::ranks_before_one_time_work) {
+        verdict.text.push_str(&format!(
+            ". One-time work ({share:.0} % of the time) is ranked last: it does not repeat"
+        ));
+    } else {
+        verdict.text.push_str(&format!(
+            ". Most of what the findings explain is one-time work ({share:.0} % of the time): it does not repeat, so judge the steps after it"
+        ));
+    }
 }
 
 #[cfg(test)]

@@ -143,6 +143,9 @@ impl Evidence {
     }
 }
 
+/// A per-step finding worth this share of the step ranks ahead of one-time work.
+pub const PER_STEP_FIRST_PERCENT: f64 = 2.0;
+
 /// One diagnosed problem.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Finding {
@@ -260,6 +263,14 @@ impl Finding {
             *n += 1;
             f.key = if *n > 1 { format!("{key}#{n}") } else { key };
         }
+    }
+
+    /// Whether the finding ranks ahead of one-time work where the window's work repeats: a
+    /// per-step problem worth [`PER_STEP_FIRST_PERCENT`] of the step or more (a smaller one
+    /// keeps its place by gain among the one-time work).
+    #[must_use]
+    pub fn ranks_before_one_time_work(&self) -> bool {
+        self.one_time.is_none() && self.estimated_win_percent >= PER_STEP_FIRST_PERCENT
     }
 
     /// Step time the fix saves by the best estimate: the predicted saving when the replay

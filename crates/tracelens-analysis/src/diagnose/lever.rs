@@ -41,7 +41,7 @@ impl WindowEvidence {
     pub fn of(sites: &[SyncSite], steps: usize, work_repeats: bool, fw: &Framework) -> Self {
         let mut reads: Vec<&SyncSite> = sites
             .iter()
-            .filter(|s| s.trigger.reads_a_value() && s.one_time.is_none())
+            .filter(|s| s.reads_a_value() && s.one_time.is_none())
             .collect();
         let per_step = reads.iter().map(|s| s.count).sum::<u64>() as f64 / steps.max(1) as f64;
         if per_step < READS_PER_STEP {

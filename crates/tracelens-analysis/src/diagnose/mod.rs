@@ -414,7 +414,7 @@ fn diagnose_core(
         std::thread::scope(|scope| {
             let launch = scope.spawn(|| launch_report(trace, works, &window_ops, &device_idle));
             let calls = find_syncs(trace, window_iv, focus_slice, &threads);
-            let sites = group_sync_sites(trace, &calls, steps);
+            let sites = group_sync_sites(trace, &calls, steps, &threads);
             let claimed: FxHashSet<_> = match &window {
                 Some(win) => sites
                     .iter()
@@ -543,11 +543,11 @@ fn diagnose_core(
     // Each finding's lever checked against what the whole window shows.
     let evidence = lever::WindowEvidence::of(&sites, steps, work_repeats, &fw);
     lever::decide(&mut findings, &evidence, &fw);
-    // Where the work repeats, work done once ranks after every per-step problem, whatever its
-    // size (the sort is stable: the gain order holds within each part); a program that runs
-    // its work once has no per-step problems to put first.
+    // Where the work repeats, work done once ranks after every per-step problem worth
+    // fixing, whatever its size (the sort is stable: the gain order holds within each part);
+    // a program that runs its work once has no per-step problems to put first.
     if work_repeats {
-        findings.sort_by_key(|f| f.one_time.is_some());
+        findings.sort_by_key(|f| !f.ranks_before_one_time_work());
         Finding::assign_keys(&mut findings);
     }
     // A window too short to judge has no findings; a busy GPU with nothing worth a fix says so.
@@ -555,6 +555,7 @@ fn diagnose_core(
         findings.clear();
     }
     verdict::mark_nothing_worth_fixing(&mut verdict, &findings);
+    verdict::drop_trivial_on_busy_gpu(&verdict, &mut findings);
     let wins = WinTotals {
         idle_ns: focus_idle.map_or(0, |d| d.idle_ns),
         gpu_idle_wins_ns: findings

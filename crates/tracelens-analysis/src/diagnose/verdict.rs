@@ -574,13 +574,29 @@ fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
 /// stream their operands (weights, KV cache) more than they compute on them, as small batches
 /// do (LLM decode), so dimension and precision-of-compute advice would be wrong. The advice
 /// follows the evidence: more rows per multiply, fewer bits per weight where the GPU runs them.
+/// A finding under this share of the step is noise next to a GPU-bound window's kernels.
+pub const TRIVIAL_ON_BUSY_GPU_PERCENT: f64 = 1.0;
+
+/// On a GPU-bound window the kernels are the lever: findings that cost under
+/// [`TRIVIAL_ON_BUSY_GPU_PERCENT`] of the step both on the GPU and on the host are dropped, so
+/// the first fix a reader sees is never a trivial change next to a busy GPU.
+pub(crate) fn drop_trivial_on_busy_gpu(v: &Verdict, findings: &mut Vec<Finding>) {
+    if v.kind == VerdictKind::GpuBound {
+        let step_ns = v.step_ns.max(1) as f64;
+        findings.retain(|f| {
+            let host_percent = f.cpu_cost_per_step_ns.unwrap_or(0) as f64 * 100.0 / step_ns;
+            f.estimated_win_percent >= TRIVIAL_ON_BUSY_GPU_PERCENT
+                || host_percent >= TRIVIAL_ON_BUSY_GPU_PERCENT
+        });
+    }
+}
+
 /// A GPU-bound verdict whose kernels leave most multiprocessors empty says so: the busy
 /// figure counts a one-block kernel as a busy GPU, and filling the GPU comes before tuning
 /// the kernels.
+/// An idle verdict names them too when they are a tenth of the time or more: the GPU's busy
+/// time is then mostly one multiprocessor's.
 pub(crate) fn mark_small_grids(v: &mut Verdict, findings: &[Finding]) {
-    if v.kind != VerdictKind::GpuBound {
-        return;
-    }
     let Some(f) = findings
         .iter()
         .find(|f| f.kind == crate::FindingKind::SmallGrid)
@@ -588,9 +604,15 @@ pub(crate) fn mark_small_grids(v: &mut Verdict, findings: &[Finding]) {
         return;
     };
     let what = f.title.split(": small grids").next().unwrap_or(&f.title);
-    v.text.push_str(&format!(
-        ". But busy is not full: {what}, so most of the GPU sits empty while it runs; size the grids to the GPU before tuning the kernels"
-    ));
+    match v.kind {
+        VerdictKind::GpuBound => v.text.push_str(&format!(
+            ". But busy is not full: {what}, so most of the GPU sits empty while it runs; size the grids to the GPU before tuning the kernels"
+        )),
+        VerdictKind::GpuIdle if f.estimated_win_percent >= 10.0 => v.text.push_str(&format!(
+            ". While it is busy, most of it sits empty: {what}"
+        )),
+        _ => {}
+    }
 }
 
 /// An idle verdict whose idle ends mostly in unified-memory migrations names them: the

@@ -6,6 +6,7 @@
 pub mod environment;
 pub mod intervals;
 pub mod iterations;
+pub mod one_time;
 pub mod overview;
 pub mod peaks;
 pub mod priority;

@@ -84,9 +84,17 @@ impl NameClass {
 #[derive(Clone, Debug, Default)]
 pub struct ThreadIndex {
     facts: Vec<ThreadFacts>,
+    first_calls: crate::measure::one_time::FirstCalls,
 }
 
 impl ThreadIndex {
+    /// Each op name's first call and each thread's first API call
+    /// ([`crate::measure::one_time`]).
+    #[must_use]
+    pub fn first_calls(&self) -> &crate::measure::one_time::FirstCalls {
+        &self.first_calls
+    }
+
     /// Scans every CPU lane once; API names are classified once per distinct name.
     #[must_use]
     pub fn build(trace: &Trace) -> Self {
@@ -179,7 +187,10 @@ impl ThreadIndex {
                 }
             })
             .collect();
-        ThreadIndex { facts }
+        ThreadIndex {
+            facts,
+            first_calls: crate::measure::one_time::FirstCalls::build(trace),
+        }
     }
 
     /// Facts of one lane.

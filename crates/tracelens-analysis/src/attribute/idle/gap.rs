@@ -76,7 +76,15 @@ impl GapAttribution<'_, '_> {
     fn host(&mut self, lane: tracelens_model::LaneId, iv: Interval) {
         if let Some(c) = iv.clip(self.gap) {
             let one_time = self.threads.lane(lane).one_time_calls_within(c);
-            credit_host_ops(self.trace, lane, c, &one_time, self.host_ops, self.contexts);
+            credit_host_ops(
+                self.trace,
+                lane,
+                c,
+                &one_time,
+                self.threads.first_calls(),
+                self.host_ops,
+                self.contexts,
+            );
         }
         self.push(IdleCause::HostCompute, iv, None);
     }

@@ -3,6 +3,7 @@
 
 use crate::attribute::host_work::{classify, in_region, unnamed, HostWork};
 use crate::measure::environment::Framework;
+use crate::measure::one_time::FirstCalls;
 use crate::measure::seek::partition_point_from;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
@@ -289,18 +290,19 @@ pub(crate) fn credit_host_ops(
     lane: tracelens_model::LaneId,
     window: Interval,
     one_time: &[(Interval, NameId)],
+    firsts: &FirstCalls,
     time: &mut HostTime,
     contexts: &mut SpanContexts,
 ) {
     let mut cursor = window.start_ns;
     for &(launch, _) in one_time {
         let before = Interval::new(cursor, launch.start_ns);
-        credit_ops_in(trace, lane, before, time, contexts);
+        credit_ops_in(trace, lane, before, firsts, time, contexts);
         cursor = launch.end_ns;
     }
     credit_one_time_calls(one_time, time);
     let rest = Interval::new(cursor, window.end_ns);
-    credit_ops_in(trace, lane, rest, time, contexts);
+    credit_ops_in(trace, lane, rest, firsts, time, contexts);
 }
 
 /// Credits one-time launch calls (clipped) to `time` as warm-up, under the call's name.
@@ -315,11 +317,13 @@ pub(crate) fn credit_one_time_calls(one_time: &[(Interval, NameId)], time: &mut 
     }
 }
 
-/// [`credit_host_ops`] for a window without one-time launches.
+/// [`credit_host_ops`] for a window without one-time launches. An op's first call that costs
+/// many times its later ones ([`FirstCalls::is_costly_first_call`]) is warm-up.
 fn credit_ops_in(
     trace: &Trace,
     lane: tracelens_model::LaneId,
     window: Interval,
+    firsts: &FirstCalls,
     time: &mut HostTime,
     contexts: &mut SpanContexts,
 ) {
@@ -328,6 +332,11 @@ fn credit_ops_in(
     }
     let mut add = |contexts: &mut SpanContexts, id: SpanId, ns: TimeNs| {
         let (region, context) = contexts.outside(trace, id);
+        let context = if firsts.is_costly_first_call(trace, id) {
+            Some(HostWork::WarmUp)
+        } else {
+            context
+        };
         let key = HostKey {
             op: Some(trace.span(id).name),
             region,

@@ -39,7 +39,7 @@ impl OneTimeWork {
 }
 
 /// Calls and durations of one op name.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 struct OpCalls {
     first: SpanId,
     first_start_ns: TimeNs,
@@ -48,7 +48,8 @@ struct OpCalls {
 }
 
 /// The first call of each op name and the cost of its later calls, and each thread's first
-/// API call: built once per diagnosis, only when a call needs asking about.
+/// API call: built once per trace, with the per-thread facts.
+#[derive(Clone, Debug, Default)]
 pub struct FirstCalls {
     ops: FxHashMap<NameId, OpCalls>,
     first_api: FxHashMap<LaneId, SpanId>,
@@ -107,8 +108,10 @@ impl FirstCalls {
     }
 
     /// Whether op `id` is the first call of its name, called again later, and costs at least
-    /// [`FIRST_CALL_RATIO`] times the mean of the later calls.
-    fn is_costly_first_call(&self, trace: &Trace, id: SpanId) -> bool {
+    /// [`FIRST_CALL_RATIO`] times the mean of the later calls: its time beyond theirs is the
+    /// library behind it setting itself up, done once.
+    #[must_use]
+    pub fn is_costly_first_call(&self, trace: &Trace, id: SpanId) -> bool {
         let s = trace.span(id);
         if s.kind != SpanKind::CpuOp {
             return false;
