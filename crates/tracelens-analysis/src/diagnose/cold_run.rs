@@ -168,7 +168,7 @@ pub fn note_one_time(verdict: &mut Verdict, findings: &[Finding]) {
         .min(100.0);
     if findings.iter().any(Finding::ranks_before_one_time_work) {
         verdict.text.push_str(&format!(
-            ". One-time work ({share:.0} % of the time) is ranked last: it does not repeat"
+            ". One-time work ({share:.0} % of the time) ranks after the per-step findings worth 2 % or more: it does not repeat"
         ));
     } else {
         verdict.text.push_str(&format!(

@@ -25,8 +25,9 @@ pub struct ThreadFacts {
     pub off_cpu: Vec<Interval>,
     /// One-time calls, sorted by start, with the call's name: the first launch of a kernel
     /// that took [`ONE_TIME_LAUNCH_NS`] or more (module load, lazy init), the thread's first
-    /// API call when it took as long (context creation), and calls whose name is one-time
-    /// work (module and library loads, NVRTC, graph capture and instantiation).
+    /// API call, or its first call of an API name, when it took as long (context creation,
+    /// the first stream or pool), and calls whose name is one-time work (module and library
+    /// loads, NVRTC, graph capture and instantiation).
     pub one_time_calls: Vec<(Interval, NameId)>,
 }
 
@@ -103,6 +104,9 @@ impl ThreadIndex {
         let mut one_time_name = PerName::new(trace, crate::vocabulary::activity::is_one_time);
         let mut os_wait = PerName::new(trace, crate::vocabulary::api::is_os_wait);
         let firsts = first_launches(trace);
+        // The lane (plus one) each API name was last called on: a call whose name this lane
+        // has not called before is that name's first call here.
+        let mut called_on: Vec<u32> = vec![0; trace.names.len()];
         let facts = trace
             .lanes
             .iter()
@@ -128,6 +132,10 @@ impl ThreadIndex {
                         SpanKind::Runtime | SpanKind::Driver => {
                             let first_call = !seen_call;
                             seen_call = true;
+                            let lane_mark = u32::try_from(i + 1).unwrap_or(u32::MAX);
+                            let first_of_name = called_on
+                                .get_mut(s.name.0 as usize)
+                                .is_some_and(|c| std::mem::replace(c, lane_mark) != lane_mark);
                             match classes.of(trace, s.name) {
                                 NameClass::Blocking(kind) => blocking.push((s.end_ns(), id, kind)),
                                 NameClass::AsyncCopy => {
@@ -144,8 +152,11 @@ impl ThreadIndex {
                                     let slow_first_launch = s.dur_ns >= ONE_TIME_LAUNCH_NS
                                         && firsts.contains(&id)
                                         && crate::vocabulary::api::is_kernel_launch(name);
-                                    // The thread's first slow call creates the context.
-                                    let context_init = first_call && s.dur_ns >= ONE_TIME_LAUNCH_NS;
+                                    // The thread's first slow call creates the context;
+                                    // the first slow call of an API name sets up what it
+                                    // uses (a stream pool, a memory pool, a module).
+                                    let context_init = (first_call || first_of_name)
+                                        && s.dur_ns >= ONE_TIME_LAUNCH_NS;
                                     let after_previous = one_time.last().is_none_or(
                                         |(p, _): &(Interval, NameId)| p.end_ns <= s.start_ns,
                                     );

@@ -29,13 +29,28 @@ impl Detector for UnexplainedGpuWait {
         // Only a capture without stream-wait records gains from Nsight Systems; in a job,
         // every rank's trace read together shows whether another rank held this one.
         let fw = cx.framework();
-        f.fix = if fw.nsight() {
+        let job = cx
+            .trace
+            .metadata
+            .distributed
+            .as_ref()
+            .and_then(|d| d.world_size)
+            .is_some_and(|w| w > 1);
+        f.fix = if !job {
+            // One process: no other rank to blame.
+            if fw.nsight() {
+                "The trace does not say what the queued work waited for: a dependency it does not record (an event on another stream or device, another process sharing the GPU). Check what else runs on the GPU (nvidia-smi) and mark the waits with NVTX ranges to find them.".into()
+            } else {
+                "The trace does not say what the queued work waited for: profile the step with Nsight Systems (nsys -t cuda,nvtx,osrt), which records stream waits and events, and check what else runs on the GPU (nvidia-smi).".into()
+            }
+        } else if fw.nsight() {
             "The trace does not say what the queued work waited for: in a distributed job, analyse every rank's trace together (tracelens analyze DIR/ with one trace per rank) to see whether another rank held this one.".into()
         } else {
             "The trace does not say what the queued work waited for: profile the step with Nsight Systems (nsys -t cuda,nvtx,osrt), which records stream waits and events, and in a distributed job analyse every rank's trace together (tracelens analyze DIR/).".into()
         };
         f.advice = "Launched work did not start although the GPU was idle and no stream wait or collective explains it: a dependency the trace does not record (an event, another device, a semaphore).".into();
         f.snippet = match (fw.nsight(), fw.pytorch()) {
+            (true, _) if !job => String::new(),
             (true, _) => "tracelens analyze traces/   # one trace per rank".into(),
             (false, true) => "nsys profile -t cuda,nvtx,osrt python train.py".into(),
             (false, false) => "nsys profile -t cuda,nvtx,osrt ./program".into(),
