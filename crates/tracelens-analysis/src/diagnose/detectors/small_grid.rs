@@ -203,21 +203,11 @@ fn small_grid_fix(dialect: Dialect, pytorch: bool) -> (String, String) {
 pub(crate) mod tests {
     use super::super::testing::{findings_of, span_us};
     use super::*;
-    use tracelens_model::{
-        DeviceProperties, Ident, KernelLaunch, SourceInfo, SpanInput, TraceBuilder,
-    };
+    use tracelens_model::{DeviceProperties, KernelLaunch, SourceInfo, SpanInput};
 
     /// A loop of one kernel on a 108-SM GPU, launched with `grid` blocks of 256 threads.
     pub(crate) fn one_kernel_loop(grid: u32) -> Trace {
-        let mut b = TraceBuilder::new();
-        let cpu = b.lane(LaneKey::Cpu {
-            pid: Ident::Num(1),
-            tid: Ident::Num(1),
-        });
-        let gpu = b.lane(LaneKey::Gpu {
-            device: 0,
-            stream: 7,
-        });
+        let (mut b, cpu, gpu) = super::super::testing::thread_and_stream();
         let detail = b.add_kernel_launch(KernelLaunch {
             grid: [grid, 1, 1],
             block: [256, 1, 1],

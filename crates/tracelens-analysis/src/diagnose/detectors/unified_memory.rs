@@ -157,22 +157,12 @@ fn migration_fix(dialect: Dialect, prefetches: u64, back_to_host: bool) -> (Stri
 pub(crate) mod tests {
     use super::super::testing::{findings_of, span_us};
     use super::*;
-    use tracelens_model::{
-        CopyInfo, Ident, MemoryKind, SourceInfo, SpanInput, Trace, TraceBuilder,
-    };
+    use tracelens_model::{CopyInfo, MemoryKind, SourceInfo, SpanInput, Trace};
 
     /// Ten kernels, each after a gap of 400 µs that ends in a page migration (a copy of
     /// managed memory with no launch call), or in nothing without `migrations`.
     pub(crate) fn loop_with_migrations(migrations: bool) -> Trace {
-        let mut b = TraceBuilder::new();
-        let cpu = b.lane(LaneKey::Cpu {
-            pid: Ident::Num(1),
-            tid: Ident::Num(1),
-        });
-        let gpu = b.lane(LaneKey::Gpu {
-            device: 0,
-            stream: 7,
-        });
+        let (mut b, cpu, gpu) = super::super::testing::thread_and_stream();
         let detail = b.add_copy(CopyInfo {
             direction: CopyDirection::HtoD,
             src: MemoryKind::Managed,
