@@ -1,8 +1,9 @@
 //! What a program does once, told by comparison with its own later work rather than by name:
 //! a thread's first API call when it takes milliseconds (the driver creates the context
-//! inside it, whatever the call is), and a call made inside the first call of an op that is
-//! called again later at a fraction of its cost (the library behind the op creating its
-//! handle or workspace: cuBLAS, cuDNN and cuFFT free and allocate inside their first call).
+//! inside it, whatever the call is), and a call made inside the first call of an op (with the
+//! same recorded inputs, when shapes are recorded) that is called again later at a fraction of
+//! its cost (the library behind the op creating its handle or workspace, or tuning for a new
+//! shape: cuBLAS, cuDNN and cuFFT free and allocate inside their first call).
 //! Such calls are no per-step cost, so the fixes made for per-step costs do not apply.
 
 use rustc_hash::FxHashMap;
@@ -47,11 +48,37 @@ struct OpCalls {
     total_ns: TimeNs,
 }
 
+impl OpCalls {
+    /// No call yet; [`OpCalls::add`] counts the first.
+    fn new(id: SpanId, s: &tracelens_model::Span) -> Self {
+        OpCalls {
+            first: id,
+            first_start_ns: s.start_ns,
+            count: 0,
+            total_ns: 0,
+        }
+    }
+
+    /// One more call; the earliest is the first.
+    fn add(&mut self, id: SpanId, s: &tracelens_model::Span) {
+        self.count += 1;
+        self.total_ns = self.total_ns.saturating_add(s.dur_ns);
+        if s.start_ns < self.first_start_ns {
+            self.first = id;
+            self.first_start_ns = s.start_ns;
+        }
+    }
+}
+
 /// The first call of each op name and the cost of its later calls, and each thread's first
 /// API call: built once per trace, with the per-thread facts.
 #[derive(Clone, Debug, Default)]
 pub struct FirstCalls {
-    ops: FxHashMap<NameId, OpCalls>,
+    /// Per op name, and per op name and recorded inputs (the span's detail: its shapes when
+    /// recorded), so a new input shape's first call is compared with that shape's later calls
+    /// too (cuDNN sets up each convolution shape on its first call).
+    by_name: FxHashMap<NameId, OpCalls>,
+    by_inputs: FxHashMap<(NameId, u32), OpCalls>,
     first_api: FxHashMap<LaneId, SpanId>,
 }
 
@@ -59,27 +86,21 @@ impl FirstCalls {
     /// Scans the trace's CPU ops once.
     #[must_use]
     pub fn build(trace: &Trace) -> Self {
-        let mut ops: FxHashMap<NameId, OpCalls> = FxHashMap::default();
+        let mut by_name: FxHashMap<NameId, OpCalls> = FxHashMap::default();
+        let mut by_inputs: FxHashMap<(NameId, u32), OpCalls> = FxHashMap::default();
         for (i, s) in trace.spans.iter().enumerate() {
             if s.kind != SpanKind::CpuOp || trace.step_of_name(s.name).is_some() {
                 continue;
             }
             let id = SpanId::at(i);
-            ops.entry(s.name)
-                .and_modify(|e| {
-                    e.count += 1;
-                    e.total_ns = e.total_ns.saturating_add(s.dur_ns);
-                    if s.start_ns < e.first_start_ns {
-                        e.first = id;
-                        e.first_start_ns = s.start_ns;
-                    }
-                })
-                .or_insert(OpCalls {
-                    first: id,
-                    first_start_ns: s.start_ns,
-                    count: 1,
-                    total_ns: s.dur_ns,
-                });
+            by_name
+                .entry(s.name)
+                .or_insert_with(|| OpCalls::new(id, s))
+                .add(id, s);
+            by_inputs
+                .entry((s.name, s.detail))
+                .or_insert_with(|| OpCalls::new(id, s))
+                .add(id, s);
         }
         let first_api = (0..trace.lanes.len())
             .map(LaneId::at)
@@ -91,7 +112,11 @@ impl FirstCalls {
                     .map(|id| (l, id))
             })
             .collect();
-        FirstCalls { ops, first_api }
+        FirstCalls {
+            by_name,
+            by_inputs,
+            first_api,
+        }
     }
 
     /// Why API call `id` is one-time work, when it is.
@@ -116,15 +141,17 @@ impl FirstCalls {
         if s.kind != SpanKind::CpuOp {
             return false;
         }
-        let Some(calls) = self.ops.get(&s.name) else {
-            return false;
+        let costly = |calls: Option<&OpCalls>| {
+            calls.is_some_and(|calls| {
+                if calls.first != id || calls.count < 2 {
+                    return false;
+                }
+                let later_ns = calls.total_ns.saturating_sub(s.dur_ns);
+                let later_calls = i64::try_from(calls.count - 1).unwrap_or(i64::MAX);
+                s.dur_ns.saturating_mul(later_calls) >= later_ns.saturating_mul(FIRST_CALL_RATIO)
+            })
         };
-        if calls.first != id || calls.count < 2 {
-            return false;
-        }
-        let later_ns = calls.total_ns.saturating_sub(s.dur_ns);
-        let later_calls = i64::try_from(calls.count - 1).unwrap_or(i64::MAX);
-        s.dur_ns.saturating_mul(later_calls) >= later_ns.saturating_mul(FIRST_CALL_RATIO)
+        costly(self.by_name.get(&s.name)) || costly(self.by_inputs.get(&(s.name, s.detail)))
     }
 }
 
@@ -182,6 +209,47 @@ mod tests {
         );
         assert_eq!(firsts.of_call(&trace, frees[1]), None);
         assert_eq!(firsts.of_call(&trace, frees[2]), None);
+    }
+
+    /// Shapes recorded: the first call of a new input shape, far costlier than that shape's
+    /// later calls, is one-time (cuDNN setting up the shape) though the op ran before.
+    #[test]
+    fn a_new_shapes_costly_first_call_is_one_time() {
+        let mut b = TraceBuilder::new();
+        let lane = cpu(&mut b, 1);
+        let name = b.intern("aten::conv2d");
+        let small = b.add_op_detail(None, Some("[[8, 3, 32, 32]]"), None, None);
+        let large = b.add_op_detail(None, Some("[[8, 64, 32, 32]]"), None, None);
+        let conv = |b: &mut TraceBuilder, start_us: i64, dur_us: i64, detail: u32| {
+            b.add_span(tracelens_model::SpanInput {
+                kind: SpanKind::CpuOp,
+                lane,
+                start_ns: start_us * 1_000,
+                dur_ns: dur_us * 1_000,
+                name,
+                correlation: None,
+                external_id: None,
+                detail,
+            });
+        };
+        // The small shape first, many times; the large one's first call takes 40 ms, its
+        // later ones 1 ms: by name alone that first call is no outlier among many.
+        api(&mut b, lane, "cudaGetDevice", (0, 1));
+        for k in 0..20 {
+            conv(&mut b, 10 + k * 100, 50, small);
+        }
+        conv(&mut b, 10_000, 40_000, large);
+        api(&mut b, lane, "cudaFree", (10_001, 5_000));
+        for k in 0..5 {
+            conv(&mut b, 60_000 + k * 2_000, 1_000, large);
+        }
+        let trace = b.finish(SourceInfo::default());
+        let firsts = FirstCalls::build(&trace);
+        let frees = runtime_calls(&trace, "cudaFree");
+        assert_eq!(
+            firsts.of_call(&trace, frees[0]),
+            Some(OneTimeWork::FirstCallOf("aten::conv2d".into()))
+        );
     }
 
     /// A thread's first API call of milliseconds creates the context; a short first call
