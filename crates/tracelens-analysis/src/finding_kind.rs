@@ -110,11 +110,11 @@ impl Lever {
     #[must_use]
     pub fn needs(self) -> &'static str {
         match self {
-            Lever::FewerLaunches => "per-launch CPU cost over a sequence with no host read of a GPU value inside it, and work that repeats",
-            Lever::KeepValuesOnGpu => "host-blocking reads of values the GPU computes, every step",
-            Lever::PinnedAsyncCopies => "copies between pageable host memory and the GPU that block the host, every step",
+            Lever::FewerLaunches => "per-launch CPU cost over a sequence of launches with no host read of a GPU value inside it",
+            Lever::KeepValuesOnGpu => "host-blocking reads of values the GPU computes",
+            Lever::PinnedAsyncCopies => "copies between pageable host memory and the GPU that block the host",
             Lever::CachingAllocator => "frees that wait for the device, made again and again",
-            Lever::CaptureAfterWarmUp => "one-time work, in a program whose GPU work repeats",
+            Lever::CaptureAfterWarmUp => "one-time work, in a program whose later iterations can be captured",
             Lever::StartUpCost => "one-time work, in a program that runs its GPU work once",
         }
     }

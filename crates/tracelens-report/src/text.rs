@@ -254,7 +254,12 @@ fn render_findings(
     };
     section.push_str(&wrap(
         &format!(
-            "Findings, largest gain first (upper bounds; GPU-idle wins {} of {} idle{unit}):",
+            "Findings, largest gain first{} (upper bounds; GPU-idle wins {} of {} idle{unit}):",
+            if d.one_time_set_apart() {
+                ", one-time work after the per-step ones"
+            } else {
+                ""
+            },
             format_ms(wins),
             format_ms(idle)
         ),

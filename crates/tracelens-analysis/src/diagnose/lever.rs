@@ -10,7 +10,7 @@
 //! | keep values on the GPU | blocking reads of GPU values (`.item()`, `if tensor:`, sync copies of results) | one-time work |
 //! | pinned, asynchronous copies | blocking copies from pageable memory | one-time work |
 //! | caching allocator | frees that wait for the device, repeated | frees made once (context creation, a library's first call) |
-//! | capture after warm-up | one-time work in a program whose GPU work repeats | a program that runs its GPU work once |
+//! | capture after warm-up | one-time work in a program whose later iterations can be captured (its GPU work repeats, or a PyTorch capture) | a native program that runs its GPU work once |
 //! | start-up cost | one-time work in a program that runs its GPU work once | — |
 
 use crate::attribute::syncs::SyncSite;

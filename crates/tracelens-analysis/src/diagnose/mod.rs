@@ -222,6 +222,20 @@ impl Diagnosis {
         self.idle.iter().find(|i| i.device == device)
     }
 
+    /// Whether one-time work was set apart: a one-time finding ranks after a per-step one
+    /// (whatever their gains), so "largest gain first" holds within each part only.
+    #[must_use]
+    pub fn one_time_set_apart(&self) -> bool {
+        self.findings
+            .iter()
+            .position(|f| f.one_time.is_none())
+            .is_some_and(|first_per_step| {
+                self.findings[first_per_step..]
+                    .iter()
+                    .any(|f| f.one_time.is_some())
+            })
+    }
+
     /// Whether figures are per profiled step (else for the whole window).
     pub fn has_steps(&self) -> bool {
         self.window.as_ref().is_some_and(AnalysisWindow::has_steps)

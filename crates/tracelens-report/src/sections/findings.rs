@@ -34,6 +34,8 @@ struct Html {
     file_name: String,
     findings: Vec<FindingView>,
     findings_total: usize,
+    /// Whether one-time findings rank after the per-step ones.
+    one_time_last: bool,
     /// Whether `tracelens annotate` can take this trace (Kineto JSON).
     annotatable: bool,
 }
@@ -114,6 +116,7 @@ pub(crate) fn html(report: &Report) -> String {
             })
             .collect(),
         findings_total: diagnosis.findings.len(),
+        one_time_last: diagnosis.one_time_set_apart(),
         annotatable: report.input.annotatable,
     }
     .render()
