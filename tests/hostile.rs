@@ -1442,3 +1442,46 @@ fn a_crafted_timeline_cannot_size_the_report() {
     assert!(!crafted_html.contains("lane 11"), "lane 11 drawn");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Issue 62: a repeated top-level range names the found iterations in the window line, so a
+/// range named with a terminal escape sequence must not reach the terminal through it.
+#[test]
+fn a_hostile_iteration_marker_reaches_no_output_raw() {
+    let dir = scratch("iteration_marker");
+    let path = dir.join("loop.json");
+    let mut events = Vec::new();
+    for k in 0..4 {
+        let t = k * 1000;
+        events.push(format!(
+            r#"{{"ph":"X","cat":"user_annotation","name":"\u001b]0;pwned\u0007loop|x","pid":1,"tid":1,"ts":{t},"dur":900}}"#
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{}}}}}"#,
+            t + 10,
+            k + 1
+        ));
+        events.push(format!(
+            r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{},"dur":500,"args":{{"correlation":{},"device":0,"stream":7}}}}"#,
+            t + 20,
+            k + 1
+        ));
+    }
+    std::fs::write(&path, format!("{{\"traceEvents\":[{}]}}", events.join(","))).unwrap();
+    let run = analyze(&path, &["--no-report", "--verbose"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("4 iterations"), "{}", run.stdout);
+    assert!(
+        !run.stdout.contains('\u{1b}') && !run.stdout.contains('\u{7}'),
+        "{:?}",
+        run.stdout
+    );
+    let md = dir.join("out.md");
+    let run = analyze(&path, &["--format", "md", "-o", md.to_str().unwrap()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(
+        !text.contains('\u{1b}') && !text.contains("loop|x"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -435,7 +435,7 @@ fn render_facts(out: &mut String, report: &Report, opts: &TextOptions) {
         } else {
             crate::window_line_short(win)
         };
-        fact(out, "window", &line);
+        fact(out, "window", &clean(&line));
     }
     if !d.program.is_empty() {
         fact(out, "program", &clean(&d.program));

@@ -38,7 +38,7 @@ fn first_kernels(trace: &Trace) -> rustc_hash::FxHashSet<SpanId> {
 }
 
 /// `(first, all)`: how many of the kernel launches in `ops` are their kernel's first in the
-/// trace, and how many there are.
+/// trace, and how many there are (one pass over the spans: count once per diagnosis).
 #[must_use]
 pub fn first_launches(trace: &Trace, ops: &[GpuOp]) -> (u64, u64) {
     let firsts = first_kernels(trace);
@@ -56,28 +56,23 @@ pub fn first_launches(trace: &Trace, ops: &[GpuOp]) -> (u64, u64) {
 /// launches run a kernel launched before (a program that runs each kernel once has no later
 /// iterations to capture).
 #[must_use]
-pub fn work_repeats(trace: &Trace, window_has_steps: bool, ops: &[GpuOp]) -> bool {
-    if window_has_steps {
-        return true;
-    }
-    let (first, all) = first_launches(trace, ops);
-    all > 0 && (all - first) * 2 >= all
+pub fn work_repeats(window_has_steps: bool, (first, all): (u64, u64)) -> bool {
+    window_has_steps || (all > 0 && (all - first) * 2 >= all)
 }
 
 /// The cold run the window is, when it is one: the GPU idles most of the window (a GPU-bound
 /// window's first launches cost the host, not the GPU) and half its launches are first ones
 /// or half its time one-time host work.
 #[must_use]
+/// `launches`: [`first_launches`] of the window's ops.
 pub fn cold_run(
-    trace: &Trace,
     verdict: &Verdict,
-    ops: &[GpuOp],
+    (first_launches, launches): (u64, u64),
     findings: &[Finding],
 ) -> Option<ColdRun> {
     if verdict.kind != VerdictKind::GpuIdle {
         return None;
     }
-    let (first_launches, launches) = first_launches(trace, ops);
     let one_time_idle_percent = findings
         .iter()
         .filter(|f| f.kind == FindingKind::HostCompute && f.sub_cause == Some(HostWork::WarmUp))

@@ -123,13 +123,20 @@ fn one_time_lever(evidence: &WindowEvidence) -> Lever {
 
 /// (fix, snippet) for the start-up cost of a program that runs its GPU work once.
 fn start_up_fix(fw: &Framework) -> (String, String) {
-    let fix = "This is start-up work (context creation, module loading, first library calls) of a program that runs its GPU work once: it is the run's fixed cost, not a per-iteration one. Give each run more work to amortize it, or keep one process alive across inputs; lazy module loading (CUDA_MODULE_LOADING=LAZY, CUDA 11.7+) loads only the kernels used.";
+    use crate::vocabulary::api::GpuApi;
+    // Lazy module loading is the CUDA driver's; a HIP or unknown program is not told of it.
+    let lazy = if matches!(fw.gpu_api, GpuApi::CudaRuntime | GpuApi::CudaDriver) {
+        "; lazy module loading (CUDA_MODULE_LOADING=LAZY, CUDA 11.7+) loads only the kernels used"
+    } else {
+        ""
+    };
+    let fix = format!("This is start-up work (context creation, module loading, first library calls) of a program that runs its GPU work once: it is the run's fixed cost, not a per-iteration one. Give each run more work to amortize it, or keep one process alive across inputs{lazy}.");
     let snippet = if fw.pytorch() {
         "# one process, many inputs: pay the start-up once\nfor batch in inputs:\n    out = model(batch)"
     } else {
         ""
     };
-    (fix.into(), snippet.into())
+    (fix, snippet.into())
 }
 
 #[cfg(test)]

@@ -548,8 +548,9 @@ fn diagnose_core(
     let has_steps = window.as_ref().is_some_and(AnalysisWindow::has_steps);
     // A PyTorch capture covers the code the profiler was turned on around, which the user
     // can run again: its later iterations can always be captured.
-    let work_repeats = fw.pytorch() || cold_run::work_repeats(trace, has_steps, focus_window_ops);
-    if let Some(cold) = cold_run::cold_run(trace, &verdict, focus_window_ops, &findings) {
+    let launches = cold_run::first_launches(trace, focus_window_ops);
+    let work_repeats = fw.pytorch() || cold_run::work_repeats(has_steps, launches);
+    if let Some(cold) = cold_run::cold_run(&verdict, launches, &findings) {
         cold_run::mark(&mut verdict, &mut findings, cold, &fw, work_repeats);
     } else if work_repeats {
         cold_run::note_one_time(&mut verdict, &findings);

@@ -61,9 +61,10 @@ impl Repeats {
     }
 }
 
-/// The iterations of a trace without profiler steps, when a top-level range repeats.
+/// The iterations of a trace without profiler steps, when a top-level range repeats;
+/// `gpu_extent` is the trace's first to last GPU op (the window computed it already).
 #[must_use]
-pub fn find(trace: &Trace) -> Option<FoundIterations> {
+pub fn find(trace: &Trace, gpu_extent: Option<Interval>) -> Option<FoundIterations> {
     let mut by_range: FxHashMap<(LaneId, NameId), Vec<Interval>> = FxHashMap::default();
     for (i, s) in trace.spans.iter().enumerate() {
         if s.kind != SpanKind::UserAnnotation || trace.step_of_name(s.name).is_some() {
@@ -140,19 +141,13 @@ pub fn find(trace: &Trace) -> Option<FoundIterations> {
             Interval::new(start, end)
         })
         .collect();
-    let extent = trace
-        .spans
-        .iter()
-        .filter(|s| s.kind.is_gpu_work())
-        .map(|s| s.interval())
-        .reduce(|a, b| a.hull(b))
-        .or_else(|| {
-            trace
-                .spans
-                .iter()
-                .map(|s| s.interval())
-                .reduce(|a, b| a.hull(b))
-        })?;
+    let extent = gpu_extent.or_else(|| {
+        trace
+            .spans
+            .iter()
+            .map(|s| s.interval())
+            .reduce(|a, b| a.hull(b))
+    })?;
     let covered = Interval::new(host[0].start_ns, host[n - 1].end_ns);
     let overlap = covered.clip(extent).map_or(0, |c| c.dur_ns());
     if crate::num::percent(overlap, extent.dur_ns()) < MIN_COVER_PERCENT {
@@ -195,7 +190,7 @@ mod tests {
             range(&mut b, lane, "post", (t + 700, 200));
         }
         let trace = b.finish(SourceInfo::default());
-        let found = find(&trace).expect("a loop");
+        let found = find(&trace, None).expect("a loop");
         assert_eq!(found.marker, "reader");
         assert_eq!(found.host.len(), 4);
         assert_eq!(found.host[0], Interval::new(100_000, 1_100_000));
@@ -218,6 +213,6 @@ mod tests {
         range(&mut b, lane, "twice", (20_000, 100));
         range(&mut b, lane, "twice", (20_200, 100));
         let trace = b.finish(SourceInfo::default());
-        assert_eq!(find(&trace), None);
+        assert_eq!(find(&trace, None), None);
     }
 }

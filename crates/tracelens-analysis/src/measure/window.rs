@@ -138,7 +138,7 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
     let (mut kind, mut iterations_from) = (WindowKind::ProfiledSteps, None);
     let mut steps = steps_from_host(trace, &host);
     if host.is_empty() {
-        if let Some(found) = crate::measure::iterations::find(trace) {
+        if let Some(found) = crate::measure::iterations::find(trace, gpu_extent) {
             let host: Vec<(i64, Interval)> = (1..).zip(found.host.iter().copied()).collect();
             steps = steps_from_host(trace, &host);
             kind = WindowKind::FoundIterations;

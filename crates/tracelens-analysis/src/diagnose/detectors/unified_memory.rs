@@ -131,7 +131,7 @@ fn migration_fix(dialect: Dialect, prefetches: u64, back_to_host: bool) -> (Stri
         if prefetches > 0 {
             format!(
                 "The program prefetches already ({}), yet pages still move on faults: {fix}",
-                plural(prefetches, "cudaMemPrefetchAsync call")
+                plural(prefetches, "prefetch call")
             )
         } else {
             crate::num::capitalized(fix)
