@@ -155,6 +155,23 @@ fn archives_and_other_tools_databases_are_named() {
     assert!(refusal(&path).starts_with(
         "a ROCm profiler database (rocprofv3 rocpd SQLite), not an Nsight Systems export"
     ));
+    // nvprof's database: CUPTI's table names, API calls by callback id.
+    let path = temp("prof.nvvp");
+    let _ = std::fs::remove_file(&path);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "CREATE TABLE StringTable (_id_ INTEGER PRIMARY KEY, value TEXT);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (_id_ INTEGER PRIMARY KEY, cbid INT, start INT, end INT, processId INT, threadId INT, correlationId INT, returnValue INT);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (_id_ INTEGER PRIMARY KEY, start INT, end INT, name INT);",
+    )
+    .unwrap();
+    drop(conn);
+    assert!(
+        refusal(&path)
+            .starts_with("an nvprof database (nvprof -o / .nvvp), not an Nsight Systems export"),
+        "{}",
+        refusal(&path)
+    );
 }
 
 /// A zstd frame, written by hand: `prefix` as a raw block, then `blocks` run-length blocks

@@ -95,6 +95,50 @@ pub struct CopyInfo {
     pub dst: MemoryKind,
     /// Bytes moved, when stated.
     pub bytes: Option<u64>,
+    /// Why a unified-memory migration moved its pages, when the trace says (none for a copy
+    /// a program asked for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migration: Option<MigrationCause>,
+}
+
+/// Why the driver moved managed pages (CUPTI's unified-memory migration cause).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MigrationCause {
+    /// Not stated.
+    Unknown,
+    /// The program prefetched them (`cudaMemPrefetchAsync`).
+    UserPrefetch,
+    /// A page fault: the GPU or the host touched pages that lived on the other side.
+    PageFault,
+    /// The driver prefetched them speculatively, following faults.
+    SpeculativePrefetch,
+    /// Evicted to make room.
+    Eviction,
+    /// Moved because of access counters.
+    AccessCounters,
+}
+
+impl MigrationCause {
+    /// CUPTI's `CUpti_ActivityUnifiedMemoryMigrationCause` value (Nsight Systems'
+    /// `migrationCause`).
+    #[must_use]
+    pub fn from_cupti(value: i64) -> Self {
+        match value {
+            1 => MigrationCause::UserPrefetch,
+            2 => MigrationCause::PageFault,
+            3 => MigrationCause::SpeculativePrefetch,
+            4 => MigrationCause::Eviction,
+            5 => MigrationCause::AccessCounters,
+            _ => MigrationCause::Unknown,
+        }
+    }
+
+    /// Whether the program asked for the move (a prefetch it issued), not a fault.
+    #[must_use]
+    pub fn requested(self) -> bool {
+        self == MigrationCause::UserPrefetch
+    }
 }
 
 impl Default for CopyInfo {
@@ -104,6 +148,7 @@ impl Default for CopyInfo {
             src: MemoryKind::Unknown,
             dst: MemoryKind::Unknown,
             bytes: None,
+            migration: None,
         }
     }
 }

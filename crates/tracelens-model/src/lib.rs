@@ -36,6 +36,7 @@ pub mod graph;
 mod graph_match;
 mod import;
 pub mod inputs;
+mod kernel_name;
 mod lane;
 mod link;
 pub mod memory;
@@ -55,18 +56,20 @@ pub use builder::{
 pub use by_start::SpansByStart;
 pub use collect::profiler_step_number;
 pub use collective::{CollectiveArgs, CollectiveKey, MAX_COLLECTIVE_RECORDS};
-pub use copy::{CopyDirection, CopyInfo, MemoryKind};
+pub use copy::{CopyDirection, CopyInfo, MemoryKind, MigrationCause};
 pub use diagnostics::{Warning, WarningKind};
 pub use graph::{attach_capture, CapturedOp, GraphAttribution, OriginSource};
 pub use import::{first_meaningful_byte, Compression, ImportFailure, Importer, Input, HEAD_BYTES};
 pub use inputs::{KernelLaunch, OpDetail};
+pub use kernel_name::kernel_display_name;
 pub use lane::{Ident, Lane, LaneClass, LaneId, LaneKey};
 pub use link::NESTING_TOLERANCE_NS;
 pub use memory::{
     format_bytes, AllocatorState, MemoryDevice, MemorySample, OutOfMemory, SegmentState,
 };
 pub use metadata::{
-    shorten, DeviceProperties, DistributedInfo, Metadata, MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS,
+    shorten, ApiError, DeviceProperties, DistributedInfo, Metadata, MAX_API_ERRORS,
+    MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS,
 };
 pub use names::{table_index, NameId, StringTable};
 pub use python::{parse_call_stack, PyFrame};

@@ -65,6 +65,43 @@ pub struct Metadata {
     pub redacted: Vec<String>,
     /// Entries dropped past [`MAX_EXTRA_ENTRIES`].
     pub extra_dropped: u64,
+    /// API calls that returned an error code, by call and code (the first
+    /// [`MAX_API_ERRORS`] pairs; where the trace records return values).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub api_errors: Vec<ApiError>,
+}
+
+/// Distinct (call, code) pairs of failed API calls kept.
+pub const MAX_API_ERRORS: usize = 32;
+
+/// API calls of one name that returned one error code.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ApiError {
+    /// The call (`cudaLaunchKernel`).
+    pub call: String,
+    /// The code it returned (the runtime's or the driver's error enum).
+    pub code: i64,
+    /// How many calls returned it.
+    pub count: u64,
+}
+
+impl Metadata {
+    /// Counts one call of `call` that returned `code` (not 0).
+    pub fn add_api_error(&mut self, call: &str, code: i64) {
+        if let Some(e) = self
+            .api_errors
+            .iter_mut()
+            .find(|e| e.code == code && e.call == call)
+        {
+            e.count += 1;
+        } else if self.api_errors.len() < MAX_API_ERRORS {
+            self.api_errors.push(ApiError {
+                call: shorten(call, MAX_EXTRA_VALUE_CHARS),
+                code,
+                count: 1,
+            });
+        }
+    }
 }
 
 impl Metadata {

@@ -45,6 +45,17 @@ pub fn open(path: &Path) -> Result<Db, String> {
             crate::db::describe(&e)
         )
     })?;
+    // nvprof's database (`nvprof -o`, `.nvvp`) shares CUPTI's table names but names its API
+    // calls by callback id (`cbid`) and its strings in `StringTable`: read as an export, its
+    // kernels and calls would be missed while the report looked complete.
+    if db.has_col("CUPTI_ACTIVITY_KIND_RUNTIME", "cbid")
+        && !db.has_col("CUPTI_ACTIVITY_KIND_RUNTIME", "nameId")
+    {
+        return Err(
+            "an nvprof database (nvprof -o / .nvvp), not an Nsight Systems export: tracelens does not read nvprof's schema; record the program again with nsys profile (or open this file in NVIDIA Visual Profiler)"
+                .into(),
+        );
+    }
     if !NSYS_TABLES.iter().any(|t| db.has(t)) {
         if db.has_name_starting(ROCPD_PREFIX) {
             return Err(

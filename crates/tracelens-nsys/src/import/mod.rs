@@ -6,8 +6,9 @@ use crate::db::{pid_of, tid_of, Db};
 use rustc_hash::FxHashMap;
 use std::collections::BTreeMap;
 use tracelens_model::{
-    CopyDirection, CopyInfo, Detail, FrameworkRange, Ident, LaneId, LaneKey, MemoryKind, NameId,
-    SourceInfo, SpanInput, SpanKind, Trace, TraceBuilder, WarningKind, NO_DETAIL,
+    CopyDirection, CopyInfo, Detail, FrameworkRange, Ident, LaneId, LaneKey, MemoryKind,
+    MigrationCause, NameId, SourceInfo, SpanInput, SpanKind, Trace, TraceBuilder, WarningKind,
+    NO_DETAIL,
 };
 
 mod kernels;
@@ -311,11 +312,12 @@ fn read_runtime(imp: &mut Importer, kernels: &mut KernelFeed) -> rusqlite::Resul
     let t = "CUPTI_ACTIVITY_KIND_RUNTIME";
     let db = imp.db;
     let sql = format!(
-        "SELECT start, end, {}, {}, {}, {} FROM {t}",
+        "SELECT start, end, {}, {}, {}, {}, {} FROM {t}",
         db.col(t, "eventClass"),
         db.col(t, "globalTid"),
         db.col(t, "correlationId"),
-        db.col(t, "nameId")
+        db.col(t, "nameId"),
+        db.col(t, "returnValue")
     );
     // Some exports record one call twice under two API names (`cudaMemcpy` and
     // `cudaMemcpy_v3020`) with one correlation id, in consecutive rows of the thread: the
@@ -342,6 +344,10 @@ fn read_runtime(imp: &mut Importer, kernels: &mut KernelFeed) -> rusqlite::Resul
             }
         }
         let name = imp.name(r.int(5));
+        if let Some(code) = r.int(6).filter(|&c| c != 0) {
+            let call = imp.b.text(name).to_string();
+            imp.b.metadata.add_api_error(&call, code);
+        }
         let kind = if r.int(2) == Some(1) {
             SpanKind::Driver
         } else {
@@ -412,12 +418,13 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
     };
     let t = "CUPTI_ACTIVITY_KIND_MEMCPY";
     let sql = format!(
-        "SELECT {}, {}, {}, {}, {} FROM {t}",
+        "SELECT {}, {}, {}, {}, {}, {} FROM {t}",
         common(t),
         db.col(t, "bytes"),
         db.col(t, "copyKind"),
         db.col(t, "srcKind"),
-        db.col(t, "dstKind")
+        db.col(t, "dstKind"),
+        db.col(t, "migrationCause")
     );
     imp.scan(t, &sql, |imp, r| {
         let (direction, unified) = copy_direction(r.int(7));
@@ -440,6 +447,7 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
             src,
             dst,
             bytes: r.int(6).and_then(|b| u64::try_from(b).ok()),
+            migration: unified.then(|| MigrationCause::from_cupti(r.int(10).unwrap_or(0))),
         });
         gpu_span(imp, r, SpanKind::Memcpy, name, detail);
     })?;
@@ -458,6 +466,7 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
             src: MemoryKind::Unknown,
             dst: kind,
             bytes: r.int(6).and_then(|b| u64::try_from(b).ok()),
+            migration: None,
         });
         gpu_span(imp, r, SpanKind::Memset, name, detail);
     })?;

@@ -99,7 +99,13 @@ impl GapAttribution<'_, '_> {
     ) -> Outcome {
         let trace = self.trace;
         let Some(launch) = trace.launch_of(ender) else {
-            let reason = if trace.is_migration(ender) {
+            let requested = trace
+                .copy_info(ender)
+                .and_then(|c| c.migration)
+                .is_some_and(tracelens_model::MigrationCause::requested);
+            let reason = if trace.is_migration(ender) && requested {
+                UnattributedReason::Prefetch
+            } else if trace.is_migration(ender) {
                 UnattributedReason::UnifiedMemory
             } else if trace.span(ender).has_correlation() {
                 UnattributedReason::LaunchNotInTrace

@@ -128,6 +128,9 @@ pub enum UnattributedReason {
     /// The op that ends the gap is a unified-memory migration: the driver moved managed pages
     /// on a fault (the host or a kernel touched them), with no launch call behind it.
     UnifiedMemory,
+    /// The op that ends the gap is a migration the program asked for (a prefetch), whose
+    /// call the trace does not link to it.
+    Prefetch,
 }
 
 /// What shows a GPU-side wait.

@@ -9,7 +9,7 @@ use crate::attribute::idle::UnattributedReason;
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
 use crate::measure::environment::Dialect;
-use tracelens_model::{format_ms, CopyDirection, LaneKey, SpanKind, TimeNs};
+use tracelens_model::{format_ms, CopyDirection, LaneKey, MigrationCause, SpanKind, TimeNs};
 
 /// Fewer migrations than this are a detail.
 pub const MIN_MIGRATIONS: u64 = 10;
@@ -43,7 +43,9 @@ impl Detector for UnifiedMemory {
             return Vec::new();
         };
         let trace = cx.trace;
-        let (mut to_device, mut to_host) = (Moved::default(), Moved::default());
+        // Migrations the program asked for (its prefetches) are not faults: counted apart.
+        let (mut to_device, mut to_host, mut prefetched) =
+            (Moved::default(), Moved::default(), Moved::default());
         for lane in trace.gpu_lanes() {
             if !matches!(trace.lane(lane).key, LaneKey::Gpu { device, .. } if device == idle.device)
             {
@@ -58,7 +60,11 @@ impl Detector for UnifiedMemory {
                     continue;
                 };
                 let info = trace.copy_info(id);
+                let requested = info
+                    .and_then(|c| c.migration)
+                    .is_some_and(MigrationCause::requested);
                 let moved = match info.map(|c| c.direction) {
+                    _ if requested => &mut prefetched,
                     Some(CopyDirection::DtoH) => &mut to_host,
                     _ => &mut to_device,
                 };
@@ -112,16 +118,48 @@ impl Detector for UnifiedMemory {
         );
         f.evidence
             .add("prefetch calls", EvidenceValue::Count(prefetches));
-        (f.fix, f.snippet) = migration_fix(cx.framework().dialect(), prefetches, to_host.count > 0);
+        f.evidence.add(
+            "prefetched migrations (requested, not faults)",
+            EvidenceValue::Count(prefetched.count),
+        );
+        f.evidence
+            .add("bytes prefetched", EvidenceValue::Bytes(prefetched.bytes));
+        (f.fix, f.snippet) = migration_fix(
+            cx.framework().dialect(),
+            prefetches,
+            Faults {
+                to_device: to_device.count > 0,
+                to_host: to_host.count > 0,
+            },
+        );
         f.advice = "Managed memory lives where it was last touched: a kernel that touches pages on the host, or host code that reads pages on the GPU, stalls on a fault while the driver moves them a few kilobytes at a time, far below the link's bandwidth.".into();
         f.confidence = Confidence::Medium;
         vec![f]
     }
 }
 
+/// Which directions pages moved in on faults.
+#[derive(Clone, Copy)]
+struct Faults {
+    to_device: bool,
+    to_host: bool,
+}
+
 /// (fix, snippet) for migrations, saying what the program already does.
-fn migration_fix(dialect: Dialect, prefetches: u64, back_to_host: bool) -> (String, String) {
-    let back = if back_to_host {
+fn migration_fix(dialect: Dialect, prefetches: u64, faults: Faults) -> (String, String) {
+    // Pages reach the GPU by the program's prefetches, and fault only on the way back: the
+    // fix is the prefetch back, not another one to the GPU.
+    if !faults.to_device && faults.to_host && !matches!(dialect, Dialect::OpenAcc | Dialect::OpenMp)
+    {
+        return (
+            format!(
+                "The program's prefetches ({}) bring the pages to the GPU; they fault only on the way back: prefetch them back to the host (cudaMemPrefetchAsync to cudaCpuDeviceId) before the host reads the results, or read the results on the GPU (verify there, copy back only what the host needs).",
+                plural(prefetches.max(1), "prefetch call")
+            ),
+            "cudaMemPrefetchAsync(buf, bytes, cudaCpuDeviceId, stream); // before the host reads\ncudaStreamSynchronize(stream);".into(),
+        );
+    }
+    let back = if faults.to_host {
         " and back to the host (cudaCpuDeviceId) before the host reads the results"
     } else {
         ""
@@ -168,6 +206,7 @@ pub(crate) mod tests {
             src: MemoryKind::Managed,
             dst: MemoryKind::Managed,
             bytes: Some(65_536),
+            migration: Some(tracelens_model::MigrationCause::PageFault),
         });
         let name = b.intern("Memcpy Unified HtoD (Managed -> Managed)");
         for i in 0..10u64 {
