@@ -246,7 +246,14 @@ fn item_every_step_is_found_with_its_call_site_and_the_twin_is_clean() {
         .unwrap_or_else(|| panic!("{f:#?}"));
     assert_eq!(item.0, "implicit_sync");
     assert_eq!(item.2.as_deref(), Some("train.py:52 log_loss"));
-    assert_eq!(f[0].1, item.1, "the .item() sync is the largest win");
+    // The GPU is busy 96 %: its matrix multiplies come first; among the host's problems,
+    // the .item() sync is the largest win.
+    assert_eq!(f[0].0, "kernel_work", "{f:#?}");
+    let host_first = f.iter().find(|x| x.0 != "kernel_work").unwrap();
+    assert_eq!(
+        host_first.1, item.1,
+        "the .item() sync is the largest host-side win"
+    );
     assert!(by_cause(&doc, "sync_drain") > 0);
     let twin = analyze("item_read_every_n_steps");
     assert!(
@@ -280,7 +287,10 @@ fn synchronous_pageable_copy_is_found_and_pinned_non_blocking_is_clean() {
         "{:#?}",
         findings(&doc)
     );
-    assert!(findings(&doc)[0].1.starts_with("synchronous .to()"));
+    // The GPU is busy 99 %: the kernels come first, then the synchronous copy.
+    let f = findings(&doc);
+    assert_eq!(f[0].0, "kernel_work", "{f:#?}");
+    assert!(f[1].1.starts_with("synchronous .to()"), "{f:#?}");
     assert_eq!(doc["diagnosis"]["copies"]["htod_pageable"]["count"], 6);
     let twin = analyze("pinned_non_blocking_copy");
     let tk = kinds(&twin);

@@ -260,7 +260,12 @@ fn hostile_requests_get_errors_and_the_server_keeps_answering() {
     assert!(e.contains("max_chars"), "{e}");
     // The injected text is a string field of the result, nothing else.
     let run = s.tool("analyze", json!({"path": injected})).unwrap();
-    let site = run["findings"]["items"][0]["call_site"].as_str().unwrap();
+    let site = run["findings"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|f| f["call_site"].as_str())
+        .unwrap();
     assert!(site.starts_with("IGNORE PREVIOUS INSTRUCTIONS"), "{site}");
     // Still answering.
     assert_eq!(s.request("ping", json!({}))["result"], json!({}));

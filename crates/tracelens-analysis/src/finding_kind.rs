@@ -36,11 +36,13 @@ pub enum FindingKind {
     SmallGrid,
     /// Managed memory migrating on page faults.
     UnifiedMemory,
+    /// The GPU is busy with compute kernels most of the window: the kernels are the cost.
+    KernelWork,
 }
 
 impl FindingKind {
     /// Every kind, in report order. Metrics, documentation and labels are checked against it.
-    pub const ALL: [FindingKind; 13] = [
+    pub const ALL: [FindingKind; 14] = [
         FindingKind::DataLoaderStall,
         FindingKind::ImplicitSync,
         FindingKind::PageableCopies,
@@ -54,6 +56,7 @@ impl FindingKind {
         FindingKind::ExposedCommunication,
         FindingKind::SmallGrid,
         FindingKind::UnifiedMemory,
+        FindingKind::KernelWork,
     ];
 
     /// Snake-case label.
@@ -73,6 +76,7 @@ impl FindingKind {
             FindingKind::ExposedCommunication => "exposed_communication",
             FindingKind::SmallGrid => "small_grid",
             FindingKind::UnifiedMemory => "unified_memory",
+            FindingKind::KernelWork => "kernel_work",
         }
     }
 }
@@ -93,17 +97,20 @@ pub enum Lever {
     CaptureAfterWarmUp,
     /// One-time work of a program that runs its GPU work once: the run's fixed cost.
     StartUpCost,
+    /// Faster kernels, or less kernel work: the GPU is busy with them.
+    FasterKernels,
 }
 
 impl Lever {
     /// Every lever, in table order.
-    pub const ALL: [Lever; 6] = [
+    pub const ALL: [Lever; 7] = [
         Lever::FewerLaunches,
         Lever::KeepValuesOnGpu,
         Lever::PinnedAsyncCopies,
         Lever::CachingAllocator,
         Lever::CaptureAfterWarmUp,
         Lever::StartUpCost,
+        Lever::FasterKernels,
     ];
 
     /// What the lever needs the trace to show, in words (the table's preconditions).
@@ -116,6 +123,7 @@ impl Lever {
             Lever::CachingAllocator => "frees that wait for the device, made again and again",
             Lever::CaptureAfterWarmUp => "one-time work, in a program whose later iterations can be captured",
             Lever::StartUpCost => "one-time work, in a program that runs its GPU work once",
+            Lever::FasterKernels => "a GPU busy with compute kernels nearly all the window, so little idle is left to recover",
         }
     }
 

@@ -17,8 +17,8 @@
 //!   verdict reports them).
 
 use crate::attribute::idle::{
-    credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, DeviceIdle, Gap, HostPart,
-    HostTime, IdleCause, SpanContexts,
+    credit_host_ops, credit_one_time_calls, credit_set_up_ops, host_parts, name_host_ops,
+    DeviceIdle, Gap, HostPart, HostTime, IdleCause, SpanContexts,
 };
 use crate::measure::environment::Framework;
 use crate::measure::threads::ThreadIndex;
@@ -75,8 +75,9 @@ impl IdleCredit {
 }
 
 /// Credits the idle of `idle`; `stretches` are the device's launch-bound stretches, sorted by
-/// start and disjoint. The gaps are credited in chunks on both cores (every figure is a sum,
-/// so the chunks' credits add up to the serial one).
+/// start and disjoint; host work before `set_up_end_ns` is the program's set-up (warm-up).
+/// The gaps are credited in chunks on both cores (every figure is a sum, so the chunks'
+/// credits add up to the serial one).
 #[must_use]
 pub fn credit_idle(
     trace: &Trace,
@@ -84,6 +85,7 @@ pub fn credit_idle(
     stretches: &[Interval],
     threads: &ThreadIndex,
     fw: &Framework,
+    set_up_end_ns: Option<TimeNs>,
 ) -> IdleCredit {
     use rayon::prelude::*;
     let chunk = (idle.gaps.len() / (rayon::current_num_threads().max(1) * 8)).max(256);
@@ -99,7 +101,7 @@ pub fn credit_idle(
                     trace,
                     idle,
                     gap,
-                    stretches,
+                    (stretches, set_up_end_ns),
                     threads,
                     &mut credit,
                     &mut host_ops,
@@ -129,7 +131,7 @@ fn credit_gap(
     trace: &Trace,
     idle: &DeviceIdle,
     gap: &Gap,
-    stretches: &[Interval],
+    (stretches, set_up_end_ns): (&[Interval], Option<TimeNs>),
     threads: &ThreadIndex,
     credit: &mut IdleCredit,
     host_ops: &mut HostTime,
@@ -150,6 +152,31 @@ fn credit_gap(
                 credit.launch_bound_ns += inside(stretches, iv);
             }
             IdleCause::HostCompute => {
+                // Before the first kernel of a cold window the program sets itself up
+                // (uploads weights, builds the model): one-time work, whatever the ops.
+                let set_up = set_up_end_ns
+                    .and_then(|end| Interval::new(iv.start_ns, end.min(iv.end_ns)).clip(iv))
+                    .filter(|p| p.dur_ns() > 0);
+                let iv = match set_up {
+                    Some(p) => {
+                        credit.host_compute_ns += p.dur_ns();
+                        if let Some(l) = lane {
+                            credit_set_up_ops(
+                                trace,
+                                l,
+                                p,
+                                threads.first_calls(),
+                                host_ops,
+                                contexts,
+                            );
+                        }
+                        if p.end_ns >= iv.end_ns {
+                            continue;
+                        }
+                        Interval::new(p.end_ns, iv.end_ns)
+                    }
+                    None => iv,
+                };
                 // A kernel's slow first launch (module load) is one-time host work, not
                 // launch overhead: the host-compute finding's warm-up part.
                 let one_time =

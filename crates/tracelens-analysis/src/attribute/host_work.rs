@@ -25,6 +25,9 @@ pub enum HostWork {
     GarbageCollection,
     /// The per-call overhead of compiled regions (guards, graph dispatch).
     CompiledRegion,
+    /// Framework ops computing on CPU tensors: an op of a millisecond or more that launches no
+    /// GPU work (`aten::randn` on the CPU, a CPU matmul) — the work itself, not its dispatch.
+    CpuTensorOps,
     /// Framework dispatch of the model's own ops (`aten::`, autograd).
     FrameworkDispatch,
     /// Python code between ops (a Python program).
@@ -48,6 +51,7 @@ impl HostWork {
             HostWork::HostDataWork => "host_data_work",
             HostWork::GarbageCollection => "garbage_collection",
             HostWork::CompiledRegion => "compiled_region",
+            HostWork::CpuTensorOps => "cpu_tensor_ops",
             HostWork::FrameworkDispatch => "framework_dispatch",
             HostWork::Python => "python",
             HostWork::UserRegion => "user_region",
@@ -68,6 +72,7 @@ impl HostWork {
             HostWork::HostDataWork => "prepares data on the training thread",
             HostWork::GarbageCollection => "runs Python's garbage collector",
             HostWork::CompiledRegion => "enters compiled regions",
+            HostWork::CpuTensorOps => "computes framework ops on CPU tensors",
             HostWork::FrameworkDispatch => "dispatches framework ops",
             HostWork::Python => "runs Python between ops",
             HostWork::UserRegion => "runs annotated regions",
@@ -152,6 +157,12 @@ pub fn unnamed(fw: &Framework) -> HostWork {
     } else {
         HostWork::Python
     }
+}
+
+/// The sub-cause a name shows by itself (an op, a region or a frame), when it shows one.
+#[must_use]
+pub fn named(name: &str) -> Option<HostWork> {
+    by_name(name)
 }
 
 /// Time under a user region with no op or frame inside it: the region's own sub-cause when its

@@ -52,6 +52,32 @@ pub fn first_launches(trace: &Trace, ops: &[GpuOp]) -> (u64, u64) {
     (first_launches, launches)
 }
 
+/// Where a cold window's set-up ends: its first kernel, when the program is PyTorch, the
+/// window is one span (no steps, no found iterations), most of its launches are first ones,
+/// and GPU work (uploads) comes before that kernel. The host work before it builds the model
+/// and uploads its weights (`model.cuda()`): one-time. A native program's host work before
+/// its first kernel is its own computation, which may well repeat: not set apart.
+#[must_use]
+pub fn set_up_end(
+    window: &crate::measure::window::AnalysisWindow,
+    ops: &[GpuOp],
+    (first, all): (u64, u64),
+    fw: &Framework,
+) -> Option<TimeNs> {
+    let cold = all > 0 && first as f64 * 100.0 > COLD_PERCENT * all as f64;
+    if !fw.pytorch() || window.kind != crate::measure::window::WindowKind::GpuExtent || !cold {
+        return None;
+    }
+    let first_kernel = ops
+        .iter()
+        .filter(|(kind, _, _)| *kind == SpanKind::Kernel)
+        .map(|(_, iv, _)| iv.start_ns)
+        .min()?;
+    ops.iter()
+        .any(|(_, iv, _)| iv.start_ns < first_kernel)
+        .then_some(first_kernel)
+}
+
 /// Whether the window's GPU work repeats: it has profiled steps, or at least half its kernel
 /// launches run a kernel launched before (a program that runs each kernel once has no later
 /// iterations to capture).
@@ -161,7 +187,12 @@ pub fn note_one_time(verdict: &mut Verdict, findings: &[Finding]) {
         .map(|f| f.estimated_win_percent)
         .sum::<f64>()
         .min(100.0);
-    if findings.iter().any(Finding::ranks_before_one_time_work) {
+    // The kernels' own work is busy time: it ranks among the idle's findings by no part of it.
+    if findings
+        .iter()
+        .filter(|f| f.kind != FindingKind::KernelWork)
+        .any(Finding::ranks_before_one_time_work)
+    {
         verdict.text.push_str(&format!(
             ". One-time work ({share:.0} % of the time) ranks after the per-step findings worth 2 % or more: it does not repeat"
         ));
@@ -218,5 +249,71 @@ mod tests {
             "{}",
             cold.verdict.text
         );
+    }
+
+    /// A PyTorch forward run once: five weight uploads 1 ms apart (host work between them),
+    /// then six kernels, each a first launch; with `kernel_first`, one kernel runs before the
+    /// uploads, so they are no longer the set-up before the first kernel.
+    fn uploads_then_forward(kernel_first: bool) -> tracelens_model::Trace {
+        let mut events = Vec::new();
+        let mut c = 0;
+        let mut launch = |events: &mut Vec<String>, t: i64, name: &str, copy: bool| {
+            c += 1;
+            let (call, cat, dur) = if copy {
+                ("cudaMemcpyAsync", "gpu_memcpy", 20)
+            } else {
+                ("cudaLaunchKernel", "kernel", 300)
+            };
+            events.push(format!(r#"{{"ph":"X","cat":"cpu_op","name":"aten::{}","pid":1,"tid":1,"ts":{t},"dur":30}}"#, if copy { "to" } else { "mm" }));
+            events.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"{call}","pid":1,"tid":1,"ts":{},"dur":10,"args":{{"correlation":{c}}}}}"#, t + 5));
+            events.push(format!(r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":0,"tid":7,"ts":{},"dur":{dur},"args":{{"correlation":{c},"device":0,"stream":7}}}}"#, t + 20));
+        };
+        let mut t = 0;
+        if kernel_first {
+            launch(&mut events, t, "warm_kernel", false);
+            t += 400;
+        }
+        for _ in 0..5 {
+            launch(&mut events, t, "Memcpy HtoD (Pageable -> Device)", true);
+            events.push(format!(r#"{{"ph":"X","cat":"python_function","name":"model.py(12): build","pid":1,"tid":1,"ts":{},"dur":900}}"#, t + 60));
+            t += 1_000;
+        }
+        for k in 0..6 {
+            launch(&mut events, t, &format!("kernel_{k}"), false);
+            t += 340;
+        }
+        let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+        tracelens_kineto::import_reader(
+            std::io::Cursor::new(text),
+            std::path::Path::new("uploads.json"),
+            0,
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn host_work_before_a_cold_forwards_first_kernel_is_set_up_and_after_it_is_not() {
+        let once = crate::diagnose(&uploads_then_forward(false));
+        let set_up = once
+            .findings
+            .iter()
+            .find(|f| f.sub_cause == Some(crate::attribute::host_work::HostWork::WarmUp))
+            .unwrap_or_else(|| panic!("{}\n{:#?}", once.verdict.text, once.findings));
+        assert!(set_up.one_time.is_some());
+        assert_eq!(
+            set_up.lever,
+            Some(crate::finding_kind::Lever::CaptureAfterWarmUp)
+        );
+        assert!(set_up.estimated_win_percent > 50.0, "{}", set_up.title);
+        // Uploads after a kernel: the same host work is no longer before the first kernel.
+        let twin = crate::diagnose(&uploads_then_forward(true));
+        let warm: f64 = twin
+            .findings
+            .iter()
+            .filter(|f| f.sub_cause == Some(crate::attribute::host_work::HostWork::WarmUp))
+            .map(|f| f.estimated_win_percent)
+            .sum();
+        assert!(warm < 10.0, "{:#?}", twin.findings);
     }
 }

@@ -12,6 +12,7 @@
 //! | caching allocator | frees that wait for the device, repeated | frees made once (context creation, a library's first call) |
 //! | capture after warm-up | one-time work in a program whose later iterations can be captured (its GPU work repeats, or a PyTorch capture) | a native program that runs its GPU work once |
 //! | start-up cost | one-time work in a program that runs its GPU work once | — |
+//! | faster kernels (a library call, the kernel class's next step, a kernel profiler) | a GPU busy with compute kernels nearly all the window | a grid that leaves most multiprocessors empty (the small-grid fix comes first) |
 
 use crate::attribute::syncs::SyncSite;
 use crate::diagnose::finding::Finding;
@@ -233,6 +234,7 @@ mod tests {
                 Lever::CachingAllocator => "caching allocator",
                 Lever::CaptureAfterWarmUp => "capture after warm-up",
                 Lever::StartUpCost => "start-up cost",
+                Lever::FasterKernels => "faster kernels",
             };
             assert!(header.contains(&format!("//! | {words}")), "{lever:?}");
         }

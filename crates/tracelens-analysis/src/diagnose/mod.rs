@@ -222,18 +222,21 @@ impl Diagnosis {
         self.idle.iter().find(|i| i.device == device)
     }
 
-    /// Whether one-time work was set apart: a one-time finding ranks after a per-step one
-    /// (whatever their gains), so "largest gain first" holds within each part only.
+    /// Whether one-time work was set apart: a one-time finding ranks after a per-step one of
+    /// smaller gain, so "largest gain first" holds within each part only.
     #[must_use]
     pub fn one_time_set_apart(&self) -> bool {
-        self.findings
-            .iter()
-            .position(|f| f.one_time.is_none())
-            .is_some_and(|first_per_step| {
-                self.findings[first_per_step..]
-                    .iter()
-                    .any(|f| f.one_time.is_some())
-            })
+        let step_ns = self.verdict.step_ns;
+        let mut smallest_per_step: Option<TimeNs> = None;
+        self.findings.iter().any(|f| {
+            let gain = f.expected_gain_ns(step_ns);
+            if f.one_time.is_none() {
+                smallest_per_step = Some(smallest_per_step.map_or(gain, |g| g.min(gain)));
+                false
+            } else {
+                smallest_per_step.is_some_and(|g| g < gain)
+            }
+        })
     }
 
     /// Whether figures are per profiled step (else for the whole window).
@@ -455,6 +458,11 @@ fn diagnose_core(
         });
     let measured = device_idle.iter().filter(|d| d.extent.is_some()).count();
     let hw = hardware(trace, focus.map(|i| device_idle[i].device));
+    let focus_window_ops = focus.map_or(&[][..], |i| &window_ops[i][..]);
+    let launches = cold_run::first_launches(trace, focus_window_ops);
+    let set_up_end = window
+        .as_ref()
+        .and_then(|w| cold_run::set_up_end(w, focus_window_ops, launches, &fw));
     // The timeline view on a second thread beside the credit, verdict, detectors and memory
     // view, which run one after another (it reads only the trace, the window and the focus
     // device's idle attribution).
@@ -472,7 +480,7 @@ fn diagnose_core(
                     .iter()
                     .find(|(dev, _)| *dev == d.device)
                     .map_or(&[][..], |(_, v)| &v[..]);
-                credit_idle(trace, d, stretches, &threads, &fw)
+                credit_idle(trace, d, stretches, &threads, &fw, set_up_end)
             })
             .unwrap_or_default();
         let verdict = verdict(&VerdictInput {
@@ -499,6 +507,9 @@ fn diagnose_core(
                     dataloader: &dataloader,
                     launch: &launch,
                     framework: &fw,
+                    verdict: &verdict,
+                    kernels: &top_kernels,
+                    hardware: &hw,
                 };
                 detectors
                     .iter()
@@ -544,11 +555,9 @@ fn diagnose_core(
     let step_ns = window.as_ref().map_or(0, AnalysisWindow::step_ns);
     let mut findings = finish_findings(findings, predictions, &memory, &hw, step_ns, fw.dialect());
     explain_disagreements(&mut findings, &critical_path, step_ns);
-    let focus_window_ops = focus.map_or(&[][..], |i| &window_ops[i][..]);
     let has_steps = window.as_ref().is_some_and(AnalysisWindow::has_steps);
     // A PyTorch capture covers the code the profiler was turned on around, which the user
     // can run again: its later iterations can always be captured.
-    let launches = cold_run::first_launches(trace, focus_window_ops);
     let work_repeats = fw.pytorch() || cold_run::work_repeats(has_steps, launches);
     if let Some(cold) = cold_run::cold_run(&verdict, launches, &findings) {
         cold_run::mark(&mut verdict, &mut findings, cold, &fw, work_repeats);
@@ -560,8 +569,10 @@ fn diagnose_core(
     lever::decide(&mut findings, &evidence, &fw);
     // Where the work repeats, work done once ranks after every per-step problem worth
     // fixing, whatever its size (the sort is stable: the gain order holds within each part);
-    // a program that runs its work once has no per-step problems to put first.
-    if work_repeats {
+    // a program that runs its work once has no per-step problems to put first, and a cold
+    // window whose launches do not repeat holds no steady state to rank them in: there the
+    // largest gain comes first.
+    if cold_run::work_repeats(has_steps, launches) || (work_repeats && verdict.cold_run.is_none()) {
         findings.sort_by_key(|f| !f.ranks_before_one_time_work());
         Finding::assign_keys(&mut findings);
     }
@@ -609,8 +620,12 @@ fn diagnose_core(
         window_ns,
         step_count,
     );
-    crate::diagnose::verdict::refine_with_efficiency(&mut verdict, &efficiency, &hw);
+    if let Some((class, advice)) = verdict::refine_with_efficiency(&mut verdict, &efficiency, &hw) {
+        crate::diagnose::detectors::kernel_work_refit(&mut findings, class, &advice);
+    }
     verdict::mark_small_grids(&mut verdict, &findings);
+    verdict::mark_kernel_work(&mut verdict, &findings);
+    verdict::mark_window_in_capture(&mut verdict, trace);
     verdict::mark_unified_memory(&mut verdict, &findings);
     let compiled = views
         .compiled

@@ -72,6 +72,9 @@ pub struct KernelClassShare {
     /// advice only: not stored).
     #[serde(skip)]
     pub precision: Option<Precision>,
+    /// Its compute-kernel time in the window (for the kernel-work finding only: not stored).
+    #[serde(skip)]
+    pub total_ns: TimeNs,
 }
 
 /// The window a verdict covers.
@@ -348,9 +351,7 @@ pub(crate) fn mark_nothing_worth_fixing(v: &mut Verdict, findings: &[Finding]) {
     if v.kind != VerdictKind::GpuIdle
         || idle_pct >= NOTHING_TO_FIX_IDLE_PERCENT
         || v.cold_run.is_some()
-        || findings
-            .iter()
-            .any(|f| f.estimated_win_percent >= WORTH_FIXING_PERCENT)
+        || idle_findings(findings).any(|f| f.estimated_win_percent >= WORTH_FIXING_PERCENT)
     {
         return;
     }
@@ -363,11 +364,10 @@ pub(crate) fn mark_nothing_worth_fixing(v: &mut Verdict, findings: &[Finding]) {
         || " small".to_string(),
         |c| format!(" mostly {}", c.describe()),
     );
-    let largest = findings
-        .iter()
+    let largest = idle_findings(findings)
         .map(|f| f.estimated_win_percent)
         .fold(0.0, f64::max);
-    let wins = if findings.is_empty() {
+    let wins = if idle_findings(findings).next().is_none() {
         "no finding".to_string()
     } else {
         format!("the largest expected win is {largest:.1} %")
@@ -377,6 +377,14 @@ pub(crate) fn mark_nothing_worth_fixing(v: &mut Verdict, findings: &[Finding]) {
         "GPU busy {:.0} % {per}: nothing worth fixing — the {idle_pct:.0} % idle is{cause}, and {wins} (under {WORTH_FIXING_PERCENT:.0} % of the time)",
         v.gpu_busy_percent
     );
+}
+
+/// The findings about the idle and the host: all but the kernels' own work, which is busy
+/// time (it is said after, by [`mark_kernel_work`]).
+fn idle_findings(findings: &[Finding]) -> impl Iterator<Item = &Finding> {
+    findings
+        .iter()
+        .filter(|f| f.kind != crate::FindingKind::KernelWork)
 }
 
 /// What a GPU-bound device is busy with, and what to do next.
@@ -403,6 +411,18 @@ fn bound_by(
         );
     }
     match v.kernel_classes.first() {
+        // Kernels no class names: the largest one by name is what to look at.
+        Some(top) if top.class == KernelClass::Other => {
+            let (name, percent) = largest_kernel(trace, ops);
+            format!(
+                "the GPU itself is the bottleneck; {} takes {percent:.0} % of kernel time: {}",
+                tracelens_model::kernel_display_name(name),
+                match hardware.vendor {
+                    Vendor::Amd => "a kernel profiler (rocprofv3, Omniperf) on it shows whether it is compute- or memory-bound",
+                    _ => "Nsight Compute (ncu) on it shows whether it is compute- or memory-bound",
+                }
+            )
+        }
         Some(top) => format!(
             "the GPU itself is the bottleneck; {:.0} % of kernel time is {}: {}",
             top.percent,
@@ -417,6 +437,25 @@ fn bound_by(
     }
 }
 
+/// The compute kernel with the most time in `ops`, and its share of compute-kernel time.
+fn largest_kernel<'t>(trace: &'t Trace, ops: &[GpuOp]) -> (&'t str, f64) {
+    let mut by: FxHashMap<tracelens_model::NameId, TimeNs> = FxHashMap::default();
+    let mut total: TimeNs = 0;
+    for &(kind, iv, id) in ops {
+        let name = trace.span(id).name;
+        if kind != SpanKind::Kernel || is_communication_kernel(trace.names.get(name)) {
+            continue;
+        }
+        *by.entry(name).or_default() += iv.dur_ns();
+        total += iv.dur_ns();
+    }
+    by.into_iter()
+        .max_by_key(|&(n, ns)| (ns, std::cmp::Reverse(n)))
+        .map_or(("", 0.0), |(n, ns)| {
+            (trace.names.get(n), crate::num::percent(ns, total))
+        })
+}
+
 /// Why a trace holds no GPU work, as far as it tells: launch calls without GPU records mean
 /// the capture did not record GPU activity; an Nsight Systems capture without any CUDA call
 /// was taken without its CUDA trace; otherwise the program ran nothing on a GPU.
@@ -429,6 +468,26 @@ fn no_gpu_activity(trace: &Trace, fw: &Framework) -> String {
                 && crate::vocabulary::api::submits_gpu_work(trace.names.get(s.name))
         })
         .count();
+    // Launches that returned an error ran nothing: the capture is not at fault.
+    let failed = trace
+        .metadata
+        .api_errors
+        .iter()
+        .find(|e| crate::vocabulary::api::submits_gpu_work(&e.call));
+    if let Some(e) = failed {
+        let (name, why) = crate::vocabulary::api::cuda_error(e.code)
+            .unwrap_or(("an error", "check the call's error code"));
+        return format!(
+            "No GPU work ran: {} {} returned error {} ({name}), so there was nothing for the GPU to do: {why}",
+            e.count,
+            if e.count == 1 {
+                format!("{} call", e.call)
+            } else {
+                format!("{} calls", e.call)
+            },
+            e.code
+        );
+    }
     if launches > 0 {
         let how = match fw.capture {
             tracelens_model::CaptureTool::TorchProfiler => {
@@ -440,7 +499,8 @@ fn no_gpu_activity(trace: &Trace, fw: &Framework) -> String {
             }
         };
         return format!(
-            "GPU activity not recorded: the trace holds {launches} kernel launch, copy or fill calls but no GPU work to match them, so the capture missed the GPU side (CUPTI activity unavailable, as under WSL, or not enabled): profile again with {how}"
+            "GPU activity not recorded: the trace holds {launches} kernel launch, copy or fill calls but no GPU work to match them, so the capture missed the GPU side (CUPTI activity unavailable, as under WSL, or not enabled): profile again with {how}{}",
+            dominant_cpu_op(trace).unwrap_or_default()
         );
     }
     if fw.capture == tracelens_model::CaptureTool::MemorySnapshot {
@@ -451,6 +511,53 @@ fn no_gpu_activity(trace: &Trace, fw: &Framework) -> String {
         return "No GPU activity recorded: this Nsight Systems capture holds no CUDA trace at all (no API call, kernel or copy), so whether the program used a GPU is not in it: profile again with nsys profile -t cuda".into();
     }
     "No GPU activity in this trace: nothing to diagnose on the GPU side".into()
+}
+
+/// A framework op that takes this share of a capture without GPU records is named.
+pub const DOMINANT_CPU_OP_PERCENT: f64 = 25.0;
+
+/// What the host's time goes to in a capture whose GPU side was not recorded, when one
+/// outermost framework op takes [`DOMINANT_CPU_OP_PERCENT`] of the capture or more: a clause
+/// naming it, and the fix where it computes on CPU tensors.
+fn dominant_cpu_op(trace: &Trace) -> Option<String> {
+    let (mut first, mut last) = (TimeNs::MAX, TimeNs::MIN);
+    let mut by: FxHashMap<tracelens_model::NameId, (TimeNs, bool)> = FxHashMap::default();
+    for (i, s) in trace.spans.iter().enumerate() {
+        if s.kind.is_gpu() {
+            continue;
+        }
+        first = first.min(s.start_ns);
+        last = last.max(s.end_ns());
+        let id = tracelens_model::SpanId::at(i);
+        let outermost = s.kind == SpanKind::CpuOp
+            && !trace
+                .ancestors(id)
+                .any(|a| trace.span(a).kind == SpanKind::CpuOp);
+        if outermost {
+            let e = by.entry(s.name).or_insert((0, true));
+            e.0 += s.dur_ns;
+            e.1 &= crate::attribute::idle::computes_on_cpu(trace, id);
+        }
+    }
+    let (name, (ns, on_cpu)) = by
+        .into_iter()
+        .max_by_key(|&(n, (ns, _))| (ns, std::cmp::Reverse(n)))?;
+    let percent = crate::num::percent(ns, last - first);
+    if percent < DOMINANT_CPU_OP_PERCENT {
+        return None;
+    }
+    let name = trace.names.get(name);
+    let fix = match (on_cpu, crate::vocabulary::ops::is_tensor_factory(name)) {
+        (true, true) => {
+            ": it builds its tensors on the CPU; create them on the GPU directly (device=\"cuda\")"
+        }
+        (true, false) => ": it computes on CPU tensors; move its inputs to the GPU first",
+        _ => "",
+    };
+    Some(format!(
+        ". What the capture does show: the host spends {percent:.0} % of it in {name} ({}){fix}",
+        format_ms(ns)
+    ))
 }
 
 /// The copy direction with the most copy time, and its bytes.
@@ -556,6 +663,7 @@ fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
         .into_iter()
         .map(|(class, ns)| KernelClassShare {
             class,
+            total_ns: ns,
             percent: crate::num::percent(ns, total),
             precision: by_precision
                 .iter()
@@ -569,11 +677,6 @@ fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
     shares
 }
 
-/// Rewrites a GPU-bound verdict's advice when matrix multiplies dominate and the efficiency
-/// view measured most of their counted time below the device's ridge point: such multiplies
-/// stream their operands (weights, KV cache) more than they compute on them, as small batches
-/// do (LLM decode), so dimension and precision-of-compute advice would be wrong. The advice
-/// follows the evidence: more rows per multiply, fewer bits per weight where the GPU runs them.
 /// A finding under this share of the step is noise next to a GPU-bound window's kernels.
 pub const TRIVIAL_ON_BUSY_GPU_PERCENT: f64 = 1.0;
 
@@ -615,6 +718,98 @@ pub(crate) fn mark_small_grids(v: &mut Verdict, findings: &[Finding]) {
     }
 }
 
+/// A window that spans the GPU's work holds this share of the capture or less before the
+/// verdict says what lies outside it.
+pub const WINDOW_SHARE_OF_CAPTURE_PERCENT: f64 = 50.0;
+
+/// Host time outside a GPU-extent window under this is not worth a sentence.
+pub const OUTSIDE_WINDOW_MIN_NS: TimeNs = 10 * NS_PER_MS;
+
+/// A verdict over the first to the last GPU op says when that is a small part of the capture:
+/// the host time before and after it (context creation, set-up, a CPU phase, an idle REPL) is
+/// in none of the figures, and the longest call before the first GPU op names what it was.
+pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace) {
+    let Some(w) = v.window.filter(|w| w.kind == WindowKind::GpuExtent) else {
+        return;
+    };
+    let (mut first, mut last) = (TimeNs::MAX, TimeNs::MIN);
+    // (duration, name, start) of the longest API call before the window, and the first call's start.
+    let mut longest_before: Option<(TimeNs, tracelens_model::NameId, TimeNs)> = None;
+    let mut first_call = TimeNs::MAX;
+    for s in &trace.spans {
+        first = first.min(s.start_ns);
+        last = last.max(s.end_ns());
+        if !s.kind.is_api_call() {
+            continue;
+        }
+        first_call = first_call.min(s.start_ns);
+        if s.end_ns() <= w.interval.start_ns
+            && longest_before.is_none_or(|(ns, _, _)| s.dur_ns > ns)
+        {
+            longest_before = Some((s.dur_ns, s.name, s.start_ns));
+        }
+    }
+    let capture_ns = last.saturating_sub(first);
+    let (before, after) = (
+        w.interval.start_ns.saturating_sub(first).max(0),
+        last.saturating_sub(w.interval.end_ns).max(0),
+    );
+    if capture_ns <= 0
+        || crate::num::percent(w.duration_ns, capture_ns) > WINDOW_SHARE_OF_CAPTURE_PERCENT
+        || before + after < OUTSIDE_WINDOW_MIN_NS
+    {
+        return;
+    }
+    let named = longest_before
+        .filter(|&(ns, _, _)| ns * 4 >= before && ns >= NS_PER_MS)
+        .map_or(String::new(), |(ns, name, start)| {
+            let why = if start == first_call {
+                ", the first API call: it creates the context"
+            } else {
+                ""
+            };
+            format!(
+                " (one {} call takes {} of it{why})",
+                trace.names.get(name),
+                format_ms(ns)
+            )
+        });
+    v.text.push_str(&format!(
+        ". These figures cover the GPU's work only, {} of the {} capture: the {} of host time before its first op{named} and the {} after its last are outside them",
+        format_ms(w.duration_ns),
+        format_ms(capture_ns),
+        format_ms(before),
+        format_ms(after)
+    ));
+}
+
+/// An idle verdict (or one with nothing worth fixing in the idle) whose first finding is the
+/// kernels' own work says so: the GPU is busy most of the window, and its kernels weigh more
+/// than the idle.
+pub(crate) fn mark_kernel_work(v: &mut Verdict, findings: &[Finding]) {
+    let Some(f) = findings
+        .first()
+        .filter(|f| f.kind == crate::FindingKind::KernelWork)
+    else {
+        return;
+    };
+    let what = f
+        .title
+        .split(": the GPU is busy")
+        .next()
+        .unwrap_or(&f.title);
+    match v.kind {
+        VerdictKind::GpuIdle => v.text.push_str(&format!(
+            ". Still, the GPU is busy {:.0} % of the time and its kernels weigh more than the idle: {what}",
+            v.gpu_busy_percent
+        )),
+        VerdictKind::NothingWorthFixing => {
+            v.text.push_str(&format!(". What is left to work on is the kernels: {what}"));
+        }
+        _ => {}
+    }
+}
+
 /// An idle verdict whose idle ends mostly in unified-memory migrations names them: the
 /// trace holds no launch for that idle, and the migrations are why.
 pub(crate) fn mark_unified_memory(v: &mut Verdict, findings: &[Finding]) {
@@ -633,21 +828,25 @@ pub(crate) fn mark_unified_memory(v: &mut Verdict, findings: &[Finding]) {
     ));
 }
 
+/// Rewrites a GPU-bound verdict's advice when matrix multiplies dominate and the efficiency
+/// view measured most of their counted time below the device's ridge point: such multiplies
+/// stream their operands (weights, KV cache) more than they compute on them, as small batches
+/// do (LLM decode), so dimension and precision-of-compute advice would be wrong. The advice
+/// follows the evidence: more rows per multiply, fewer bits per weight where the GPU runs them.
+/// Returns the class and the new advice, for the kernel-work finding to say the same.
 pub(crate) fn refine_with_efficiency(
     v: &mut Verdict,
     efficiency: &crate::views::efficiency::Efficiency,
     hw: &crate::measure::environment::Hardware,
-) {
+) -> Option<(KernelClass, String)> {
     use crate::views::efficiency::Bound;
     use crate::views::flops::OpClass;
     if v.kind != VerdictKind::GpuBound {
-        return;
+        return None;
     }
-    let Some(top) = v.kernel_classes.first() else {
-        return;
-    };
+    let top = v.kernel_classes.first()?;
     if !matches!(top.class, KernelClass::Gemm | KernelClass::GemmFp32) {
-        return;
+        return None;
     }
     let gemm = efficiency
         .classes
@@ -663,12 +862,10 @@ pub(crate) fn refine_with_efficiency(
         }
     }
     if all_ns == 0 || memory_ns * 2 <= all_ns || bytes <= 0.0 {
-        return;
+        return None;
     }
     let marker = format!("{}: ", top.class.describe());
-    let Some(at) = v.text.rfind(&marker) else {
-        return;
-    };
+    let at = v.text.rfind(&marker)?;
     let ridge = match (efficiency.peak_tflops, efficiency.peak_tb_per_s) {
         (Some(f), Some(b)) if b > 0.0 => format!(", below this GPU's ridge point of {:.0}", f / b),
         _ => String::new(),
@@ -692,4 +889,70 @@ pub(crate) fn refine_with_efficiency(
     );
     v.text.truncate(at + marker.len());
     v.text.push_str(&advice);
+    Some((top.class, advice))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnose::detectors::testing::{launch_call, span_us, thread_and_stream};
+    use tracelens_model::{SourceInfo, SpanKind, Trace};
+
+    /// A 100 ms host call, then `kernels` launches of a 1 ms kernel (none: no GPU records).
+    fn host_then_kernels(kernels: i64) -> Trace {
+        let (mut b, cpu, gpu) = thread_and_stream();
+        span_us(
+            &mut b,
+            SpanKind::Runtime,
+            cpu,
+            "cudaMalloc",
+            (0, 100_000),
+            None,
+        );
+        for i in 0..kernels.max(1) {
+            let t = 100_010 + i * 1_100;
+            let c = Some(i.unsigned_abs() + 1);
+            launch_call(&mut b, cpu, t, c);
+            if kernels > 0 {
+                span_us(&mut b, SpanKind::Kernel, gpu, "k", (t + 10, 1_000), c);
+            }
+        }
+        b.finish(SourceInfo::default())
+    }
+
+    #[test]
+    fn failed_launches_are_named_and_unrecorded_ones_are_not_called_failed() {
+        let mut failed = host_then_kernels(0);
+        failed.metadata.add_api_error("cudaLaunchKernel", 222);
+        let v = crate::diagnose(&failed).verdict;
+        assert!(v.text.starts_with("No GPU work ran"), "{}", v.text);
+        assert!(
+            v.text.contains("cudaErrorUnsupportedPtxVersion"),
+            "{}",
+            v.text
+        );
+        let unrecorded = crate::diagnose(&host_then_kernels(0)).verdict;
+        assert!(
+            unrecorded.text.starts_with("GPU activity not recorded"),
+            "{}",
+            unrecorded.text
+        );
+    }
+
+    #[test]
+    fn a_window_that_is_a_small_part_of_the_capture_says_what_lies_outside() {
+        let short = crate::diagnose(&host_then_kernels(3)).verdict;
+        assert!(
+            short
+                .text
+                .contains("These figures cover the GPU's work only")
+                && short
+                    .text
+                    .contains("one cudaMalloc call takes 100.000 ms of it, the first API call"),
+            "{}",
+            short.text
+        );
+        // The GPU works most of the capture: nothing to add.
+        let long = crate::diagnose(&host_then_kernels(200)).verdict;
+        assert!(!long.text.contains("These figures cover"), "{}", long.text);
+    }
 }

@@ -227,6 +227,25 @@ pub fn offload_kernel(name: &str) -> Option<Offload> {
         .then_some(Offload::OpenAcc)
 }
 
+/// What a CUDA runtime error code means, and what usually fixes it, for the codes that stop a
+/// program's GPU work (`cudaError_t`).
+#[must_use]
+pub fn cuda_error(code: i64) -> Option<(&'static str, &'static str)> {
+    Some(match code {
+        2 => ("cudaErrorMemoryAllocation", "the device ran out of memory"),
+        3 => ("cudaErrorInitializationError", "the CUDA driver could not initialise"),
+        35 => ("cudaErrorInsufficientDriver", "the driver is older than the CUDA runtime: update the driver"),
+        98 => ("cudaErrorInvalidDeviceFunction", "the kernel was not built for this GPU: add its architecture (-arch=sm_XY) to the build"),
+        100 => ("cudaErrorNoDevice", "no CUDA device is visible (check CUDA_VISIBLE_DEVICES and the driver)"),
+        209 => ("cudaErrorNoKernelImageForDevice", "the binary holds no code for this GPU's architecture: rebuild with -arch=sm_XY for it"),
+        222 => ("cudaErrorUnsupportedPtxVersion", "the kernels were compiled by a newer CUDA toolkit than this driver supports: update the driver, or build with the toolkit the driver matches"),
+        700 => ("cudaErrorIllegalAddress", "a kernel accessed memory out of bounds: run compute-sanitizer"),
+        701 => ("cudaErrorLaunchOutOfResources", "the launch asks for more registers or shared memory than a block may have: fewer threads per block"),
+        719 => ("cudaErrorLaunchFailure", "a kernel faulted: run compute-sanitizer"),
+        _ => return None,
+    })
+}
+
 /// Whether API call `name` submits GPU work (a kernel launch, a copy or a fill), as opposed
 /// to a query or a synchronization.
 #[must_use]

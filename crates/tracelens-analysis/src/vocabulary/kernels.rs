@@ -119,7 +119,14 @@ pub fn kernel_class(name: &str) -> KernelClass {
         KernelClass::Embedding
     } else if has("conv") || has("cudnn") || has("winograd") || has("miopen") || has("igemm") {
         KernelClass::Convolution
-    } else if has("gemm") || has("cijk_") || has("cutlass") || has("xmma") || has("matmul") {
+    } else if has("gemm")
+        || has("cijk_")
+        || has("cutlass")
+        || has("xmma")
+        || has("matmul")
+        || has("matrixmul")
+        || has("mat_mul")
+    {
         if has("sgemm") || has("_sb_") || has("f32f32_f32") || has("fp32") && !has("tf32") {
             KernelClass::GemmFp32
         } else {
@@ -134,6 +141,16 @@ pub fn kernel_class(name: &str) -> KernelClass {
     } else {
         KernelClass::Other
     }
+}
+
+/// Whether a matrix-multiply kernel's name is a vendor library's (cuBLAS, cuBLASLt, CUTLASS,
+/// rocBLAS/Tensile, hipBLASLt): a matrix multiply not named so is the program's own.
+#[must_use]
+pub fn is_library_gemm(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    ["gemm", "cutlass", "xmma", "cijk_", "cublas", "rocblas"]
+        .iter()
+        .any(|w| n.contains(w))
 }
 
 /// Whether a GPU op is a collective's kernel: NCCL, RCCL and MSCCL (`ncclDevKernel_*`,

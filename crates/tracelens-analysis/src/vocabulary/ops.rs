@@ -268,6 +268,37 @@ pub fn is_sgd(class: &str) -> bool {
     class == "SGD"
 }
 
+/// Whether an op builds a new tensor from nothing but its arguments (`aten::randn`,
+/// `aten::zeros`, `aten::arange`): such a tensor can be made on the GPU directly.
+#[must_use]
+pub fn is_tensor_factory(name: &str) -> bool {
+    let Some(op) = name.strip_prefix("aten::") else {
+        return false;
+    };
+    matches!(
+        op,
+        "randn"
+            | "rand"
+            | "randint"
+            | "randperm"
+            | "normal"
+            | "normal_"
+            | "uniform_"
+            | "zeros"
+            | "ones"
+            | "full"
+            | "empty"
+            | "arange"
+            | "linspace"
+            | "eye"
+            | "randn_like"
+            | "rand_like"
+            | "zeros_like"
+            | "ones_like"
+            | "full_like"
+    )
+}
+
 /// Whether an op or frame is `zero_grad`.
 #[must_use]
 pub fn is_zero_grad(name: &str) -> bool {

@@ -1,7 +1,7 @@
 //! The CPU work of the launching thread during host-compute idle: which ops, inside which user
 //! regions, for how long, and which [`HostWork`] sub-cause each piece is.
 
-use crate::attribute::host_work::{classify, in_region, unnamed, HostWork};
+use crate::attribute::host_work::{classify, in_region, named, unnamed, HostWork};
 use crate::measure::environment::Framework;
 use crate::measure::one_time::FirstCalls;
 use crate::measure::seek::partition_point_from;
@@ -297,12 +297,25 @@ pub(crate) fn credit_host_ops(
     let mut cursor = window.start_ns;
     for &(launch, _) in one_time {
         let before = Interval::new(cursor, launch.start_ns);
-        credit_ops_in(trace, lane, before, firsts, time, contexts);
+        credit_ops_in(trace, lane, before, firsts, time, contexts, false);
         cursor = launch.end_ns;
     }
     credit_one_time_calls(one_time, time);
     let rest = Interval::new(cursor, window.end_ns);
-    credit_ops_in(trace, lane, rest, firsts, time, contexts);
+    credit_ops_in(trace, lane, rest, firsts, time, contexts, false);
+}
+
+/// Credits the CPU work on `lane` during `window` as warm-up, whatever it is: the program's
+/// set-up before its first kernel in a cold window (uploading weights, building the model).
+pub(crate) fn credit_set_up_ops(
+    trace: &Trace,
+    lane: tracelens_model::LaneId,
+    window: Interval,
+    firsts: &FirstCalls,
+    time: &mut HostTime,
+    contexts: &mut SpanContexts,
+) {
+    credit_ops_in(trace, lane, window, firsts, time, contexts, true);
 }
 
 /// Credits one-time launch calls (clipped) to `time` as warm-up, under the call's name.
@@ -317,8 +330,30 @@ pub(crate) fn credit_one_time_calls(one_time: &[(Interval, NameId)], time: &mut 
     }
 }
 
+/// A framework op at least this long that launches no GPU work computes on CPU tensors.
+pub const CPU_TENSOR_OP_NS: TimeNs = tracelens_model::NS_PER_MS;
+
+/// Whether CPU op `id` computes on CPU tensors: a framework op of [`CPU_TENSOR_OP_NS`] or more
+/// with no call inside it that submits GPU work (a kernel, copy or fill).
+pub(crate) fn computes_on_cpu(trace: &Trace, id: SpanId) -> bool {
+    let s = trace.span(id);
+    if s.kind != SpanKind::CpuOp || s.dur_ns < CPU_TENSOR_OP_NS {
+        return false;
+    }
+    let end = s.end_ns();
+    let lane_end = trace.lane(s.lane).spans.end;
+    !(id.0 + 1..lane_end)
+        .map(|j| &trace.spans[j as usize])
+        .take_while(|c| c.start_ns < end)
+        .any(|c| {
+            c.kind.is_api_call()
+                && crate::vocabulary::api::submits_gpu_work(trace.names.get(c.name))
+        })
+}
+
 /// [`credit_host_ops`] for a window without one-time launches. An op's first call that costs
-/// many times its later ones ([`FirstCalls::is_costly_first_call`]) is warm-up.
+/// many times its later ones ([`FirstCalls::is_costly_first_call`]) is warm-up, and so is
+/// everything when `set_up` says the window is the program's set-up.
 fn credit_ops_in(
     trace: &Trace,
     lane: tracelens_model::LaneId,
@@ -326,14 +361,20 @@ fn credit_ops_in(
     firsts: &FirstCalls,
     time: &mut HostTime,
     contexts: &mut SpanContexts,
+    set_up: bool,
 ) {
     if window.dur_ns() <= 0 {
         return;
     }
     let mut add = |contexts: &mut SpanContexts, id: SpanId, ns: TimeNs| {
         let (region, context) = contexts.outside(trace, id);
-        let context = if firsts.is_costly_first_call(trace, id) {
+        let context = if set_up || firsts.is_costly_first_call(trace, id) {
             Some(HostWork::WarmUp)
+        } else if context.is_none()
+            && named(trace.names.get(trace.span(id).name)).is_none()
+            && computes_on_cpu(trace, id)
+        {
+            Some(HostWork::CpuTensorOps)
         } else {
             context
         };
@@ -395,13 +436,17 @@ fn credit_ops_in(
             HostKey {
                 op: around.user_frame,
                 region: around.region,
-                context: around.context,
+                context: if set_up {
+                    Some(HostWork::WarmUp)
+                } else {
+                    around.context
+                },
             }
         }
         None => HostKey {
             op: None,
             region: None,
-            context: None,
+            context: set_up.then_some(HostWork::WarmUp),
         },
     };
     *time.entry(key).or_default() += rest;

@@ -30,7 +30,8 @@ mod records;
 
 use gap::{last_op_ending_before, GapAttribution, Outcome};
 pub(crate) use host_ops::{
-    credit_host_ops, credit_one_time_calls, host_parts, name_host_ops, HostTime, SpanContexts,
+    computes_on_cpu, credit_host_ops, credit_one_time_calls, credit_set_up_ops, host_parts,
+    name_host_ops, HostTime, SpanContexts,
 };
 pub use host_ops::{HostPart, BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
 use records::{read_segments, stored_id, StoredSegment};

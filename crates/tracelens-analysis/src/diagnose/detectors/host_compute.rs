@@ -152,6 +152,23 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
     f
 }
 
+/// (fix, snippet) for framework ops that compute on CPU tensors: a factory makes its tensor on
+/// the GPU; other ops get their inputs there first.
+fn cpu_tensor_fix(part: &HostPart) -> (String, String) {
+    let op = part.ops.first().map_or("these ops", |(n, _)| n.as_str());
+    if crate::vocabulary::ops::is_tensor_factory(op) {
+        (
+            format!("{op} builds its tensor on the CPU while the GPU waits (and the result is then copied up): create it on the GPU directly with device=\"cuda\"."),
+            "x = torch.randn(n, n, device=\"cuda\")   # not torch.randn(n, n).cuda()".into(),
+        )
+    } else {
+        (
+            format!("{op} computes on CPU tensors while the GPU waits: move its inputs to the GPU before it (or create them there), so it runs as GPU kernels; work that must stay on the CPU belongs in DataLoader workers or overlapped with GPU work."),
+            "x = x.to(\"cuda\", non_blocking=True)   # before the op, so it runs on the GPU".into(),
+        )
+    }
+}
+
 /// An op name as a host-compute title shows it.
 fn host_label(work: HostWork, name: &str) -> String {
     if work == HostWork::FrameworkDispatch && !name.starts_with('(') {
@@ -170,6 +187,7 @@ fn work_advice(work: HostWork) -> &'static str {
         HostWork::HostDataWork => "Data preparation runs on the launching thread instead of in loader workers; the GPU waits for it every step.",
         HostWork::GarbageCollection => "Python's garbage collector pauses the launching thread; with many tensors alive a full collection takes milliseconds.",
         HostWork::CompiledRegion => "Entering a compiled region checks its guards and dispatches its graph on the CPU; short regions pay that for little GPU work.",
+        HostWork::CpuTensorOps => "Framework ops on CPU tensors compute on the CPU: each runs for milliseconds and launches nothing, so the GPU waits for the work itself, not for its dispatch.",
         HostWork::FrameworkDispatch => "The framework spends more CPU time dispatching each op than the GPU spends running it: many small ops starve the GPU.",
         HostWork::Python => "Python code between framework ops runs while the GPU has nothing queued.",
         HostWork::UserRegion => "The time falls inside an annotated region with no op or Python frame recorded inside it, so the trace names the region but not the work.",
@@ -213,6 +231,7 @@ fn work_fix(
             }
         }
         HostWork::FrameworkDispatch | HostWork::CompiledRegion => launch_overhead_fix(fw),
+        HostWork::CpuTensorOps => cpu_tensor_fix(part),
         HostWork::Logging if python => (
             "Log every N steps, not every step: keep the metrics as GPU tensors, read them once at log time, and let a background thread write them out.".into(),
             "if step % log_every == 0:\n    logger.log({\"loss\": loss.detach().item()})   # one read per N steps".into(),
@@ -426,5 +445,49 @@ mod tests {
 
         let twin = findings_of(&HostCompute, &scenario("no_device_sync"));
         assert!(twin.is_empty(), "{twin:#?}");
+    }
+
+    /// Ten steps, each a `factory` op of `factory_us` (with a kernel launch inside it when
+    /// `on_gpu`), then a launch of a 1 ms kernel.
+    fn factory_loop(factory_us: i64, on_gpu: bool) -> tracelens_model::Trace {
+        let mut events = Vec::new();
+        let step_us = factory_us + 1_200;
+        for i in 0..10i64 {
+            let t = i * step_us;
+            let c = 2 * i + 1;
+            events.push(format!(r#"{{"ph":"X","cat":"cpu_op","name":"aten::randn","pid":1,"tid":1,"ts":{t},"dur":{factory_us}}}"#));
+            if on_gpu {
+                events.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{c}}}}}"#, t + 1));
+                events.push(format!(r#"{{"ph":"X","cat":"kernel","name":"normal_kernel","pid":0,"tid":7,"ts":{},"dur":{},"args":{{"correlation":{c},"device":0,"stream":7}}}}"#, t + 10, factory_us - 20));
+            }
+            let l = t + factory_us + 10;
+            events.push(format!(
+                r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":{l},"dur":20}}"#
+            ));
+            events.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{},"dur":5,"args":{{"correlation":{}}}}}"#, l + 5, c + 1));
+            events.push(format!(r#"{{"ph":"X","cat":"kernel","name":"sgemm_kernel","pid":0,"tid":7,"ts":{},"dur":1000,"args":{{"correlation":{},"device":0,"stream":7}}}}"#, l + 30, c + 1));
+        }
+        let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+        let path = std::path::Path::new("factory_loop.json");
+        tracelens_kineto::import_reader(std::io::Cursor::new(text), path, 0, None).unwrap()
+    }
+
+    #[test]
+    fn a_factory_op_on_cpu_tensors_is_cpu_work_and_its_gpu_twin_is_not() {
+        let f = findings_of(&HostCompute, &factory_loop(5_000, false));
+        let cpu = f
+            .iter()
+            .find(|x| x.sub_cause == Some(HostWork::CpuTensorOps))
+            .unwrap_or_else(|| panic!("{f:#?}"));
+        assert!(cpu.title.contains("aten::randn"), "{}", cpu.title);
+        assert!(cpu.fix.contains("device=\"cuda\""), "{}", cpu.fix);
+        assert_eq!(cpu.lever, None, "not a launch-overhead fix: {}", cpu.fix);
+        // The same op launching its kernel: the GPU is busy with it, and no CPU-tensor part.
+        let twin = findings_of(&HostCompute, &factory_loop(5_000, true));
+        assert!(
+            twin.iter()
+                .all(|x| x.sub_cause != Some(HostWork::CpuTensorOps)),
+            "{twin:#?}"
+        );
     }
 }

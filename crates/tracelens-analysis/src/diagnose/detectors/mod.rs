@@ -12,6 +12,7 @@ mod exposed_communication;
 mod gpu_waits;
 pub(crate) mod host_compute;
 mod implicit_sync;
+mod kernel_work;
 mod launch_bound;
 mod pageable_copies;
 #[cfg(test)]
@@ -26,6 +27,7 @@ pub use exposed_communication::ExposedCommunication;
 pub use gpu_waits::{CollectiveWait, CrossStreamWait, UnexplainedGpuWait, BIG_SHARE_PERCENT};
 pub use host_compute::{HostCompute, HOST_COMPUTE_FINDING_PERCENT};
 pub use implicit_sync::{sync_site_reported, ImplicitSyncs, HOST_BLOCKED_FINDING_PERCENT};
+pub use kernel_work::{refit as kernel_work_refit, KernelWork, KERNEL_WORK_BUSY_PERCENT};
 pub use launch_bound::LaunchBound;
 pub use pageable_copies::PageableCopies;
 pub use small_grid::{SmallGrid, SMALL_GRID_FINDING_PERCENT};
@@ -66,6 +68,12 @@ pub enum Input {
     Framework,
     /// The focus device's communication.
     Communication,
+    /// The verdict's figures (busy share, what the busy time is, kernel classes).
+    Verdict,
+    /// The window's largest kernels.
+    Kernels,
+    /// The device's hardware (its peaks, the precisions it runs).
+    Hardware,
 }
 
 /// The shared analyses, computed once per diagnosis before any detector runs.
@@ -86,6 +94,12 @@ pub struct Analyses<'a> {
     pub framework: &'a Framework,
     /// The focus device's communication (none without collectives).
     pub communication: Option<&'a crate::attribute::communication::Communication>,
+    /// The verdict, computed before any detector (its text is refined afterwards).
+    pub verdict: &'a crate::diagnose::verdict::Verdict,
+    /// The window's largest kernels, largest first.
+    pub kernels: &'a [crate::views::kernels::KernelStat],
+    /// The focus device's hardware.
+    pub hardware: &'a crate::measure::environment::Hardware,
 }
 
 /// What one detector reads: the trace, the window, and the shared analyses it declared.
@@ -171,6 +185,24 @@ impl<'a> Context<'a> {
     #[must_use]
     pub fn communication(&self) -> Option<&'a crate::attribute::communication::Communication> {
         self.read(Input::Communication).communication
+    }
+
+    /// The verdict's figures: busy share, what the busy time is, the kernel classes.
+    #[must_use]
+    pub fn verdict(&self) -> &'a crate::diagnose::verdict::Verdict {
+        self.read(Input::Verdict).verdict
+    }
+
+    /// The window's largest kernels, largest first.
+    #[must_use]
+    pub fn kernels(&self) -> &'a [crate::views::kernels::KernelStat] {
+        self.read(Input::Kernels).kernels
+    }
+
+    /// The focus device's hardware.
+    #[must_use]
+    pub fn hardware(&self) -> &'a crate::measure::environment::Hardware {
+        self.read(Input::Hardware).hardware
     }
 }
 
@@ -279,6 +311,7 @@ pub fn all_detectors() -> Vec<Box<dyn Detector>> {
         Box::new(ExposedCommunication),
         Box::new(SmallGrid),
         Box::new(UnifiedMemory),
+        Box::new(KernelWork),
     ]
 }
 
@@ -362,6 +395,23 @@ pub(crate) mod testing {
             external_id: None,
             detail: 0,
         });
+    }
+
+    /// Adds a 5 µs `cudaLaunchKernel` call at `start_us` on `cpu`, with `correlation`.
+    pub(crate) fn launch_call(
+        b: &mut tracelens_model::TraceBuilder,
+        cpu: tracelens_model::LaneId,
+        start_us: i64,
+        correlation: Option<u64>,
+    ) {
+        span_us(
+            b,
+            tracelens_model::SpanKind::Runtime,
+            cpu,
+            "cudaLaunchKernel",
+            (start_us, 5),
+            correlation,
+        );
     }
 
     /// What `detector` alone reports on `trace`, over the same shared analyses as a full

@@ -113,6 +113,10 @@ fn traces() -> Vec<(String, Trace)> {
         super::small_grid::tests::one_kernel_loop(1),
     ));
     out.push((
+        "a hand-written matrix multiply on a busy GPU".into(),
+        super::kernel_work::tests::loop_of("matrixMulKernel", 1_000, 20),
+    ));
+    out.push((
         "unified-memory migrations".into(),
         super::unified_memory::tests::loop_with_migrations(true),
     ));

@@ -201,7 +201,7 @@ fn small_grid_fix(dialect: Dialect, pytorch: bool) -> (String, String) {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use super::super::testing::{findings_of, span_us};
+    use super::super::testing::{findings_of, launch_call};
     use super::*;
     use tracelens_model::{DeviceProperties, KernelLaunch, SourceInfo, SpanInput};
 
@@ -216,14 +216,7 @@ pub(crate) mod tests {
         let name = b.intern("vector_add");
         for i in 0..10u64 {
             let t = i.cast_signed() * 1_000;
-            span_us(
-                &mut b,
-                SpanKind::Runtime,
-                cpu,
-                "cudaLaunchKernel",
-                (t, 5),
-                Some(i + 1),
-            );
+            launch_call(&mut b, cpu, t, Some(i + 1));
             b.add_span(SpanInput {
                 kind: SpanKind::Kernel,
                 lane: gpu,

@@ -75,6 +75,9 @@ pub fn no_prediction(kind: FindingKind) -> &'static str {
         FindingKind::SmallGrid => {
             "no prediction: how a kernel's time falls with a larger grid depends on the kernel"
         }
+        FindingKind::KernelWork => {
+            "no prediction: how much faster a kernel can run depends on how far it runs from the GPU's peak, which the trace does not measure"
+        }
         FindingKind::DataLoaderStall
         | FindingKind::ImplicitSync
         | FindingKind::PageableCopies
