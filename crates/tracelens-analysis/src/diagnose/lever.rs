@@ -6,7 +6,7 @@
 //!
 //! | lever | chosen when | ruled out by |
 //! |---|---|---|
-//! | fewer launches (compile, CUDA graphs, fusion, batch) | per-launch CPU cost over a run of launches | host reads of GPU values in the window (they break compiled graphs and cannot be captured); one-time work |
+//! | fewer launches (compile, CUDA graphs, fusion, batch) | per-launch CPU cost over a run of launches that repeat | host reads of GPU values in the window (they break compiled graphs and cannot be captured); one-time work; a window whose every launch is a first one (dispatch and first-call set-up look alike) |
 //! | keep values on the GPU | blocking reads of GPU values (`.item()`, `if tensor:`, sync copies of results) | one-time work |
 //! | pinned, asynchronous copies | blocking copies from pageable memory | one-time work |
 //! | caching allocator | frees that wait for the device, repeated | frees made once (context creation, a library's first call) |
@@ -31,6 +31,10 @@ pub struct WindowEvidence {
     pub value_read_site: Option<String>,
     /// Whether the GPU work repeats: profiled steps, or a kernel launched more than once.
     pub work_repeats: bool,
+    /// Whether the window's own launches repeat (steps, or half its launches run a kernel
+    /// launched before): without that, every launch is a first one, and per-launch CPU cost
+    /// cannot be told from first-call set-up.
+    pub launches_repeat: bool,
 }
 
 impl WindowEvidence {
@@ -39,7 +43,12 @@ impl WindowEvidence {
     /// [`READS_PER_STEP`] of them per step: one read at the step's end (the loss) leaves the
     /// sequence before it whole.
     #[must_use]
-    pub fn of(sites: &[SyncSite], steps: usize, work_repeats: bool, fw: &Framework) -> Self {
+    pub fn of(
+        sites: &[SyncSite],
+        steps: usize,
+        (work_repeats, launches_repeat): (bool, bool),
+        fw: &Framework,
+    ) -> Self {
         let mut reads: Vec<&SyncSite> = sites
             .iter()
             .filter(|s| s.reads_a_value() && s.one_time.is_none())
@@ -62,6 +71,7 @@ impl WindowEvidence {
             value_reads: reads.iter().map(|s| s.count).sum(),
             value_read_site: site,
             work_repeats,
+            launches_repeat,
         }
     }
 }
@@ -80,6 +90,19 @@ pub fn decide(findings: &mut [Finding], evidence: &WindowEvidence, fw: &Framewor
             lever
         };
         match lever {
+            // A window of first launches: what looks like dispatch holds each op's first-call
+            // set-up too, and nothing repeats to tell them apart.
+            Lever::FewerLaunches if !evidence.launches_repeat => {
+                let lever = one_time_lever(evidence);
+                (f.fix, f.snippet) = match lever {
+                    Lever::StartUpCost => start_up_fix(fw),
+                    _ => crate::diagnose::detectors::host_compute::warm_up_fix(fw),
+                };
+                f.one_time
+                    .get_or_insert_with(|| "first launches: each op's first call".into());
+                f.lever = Some(lever);
+                f.fix_chosen_by = "per-launch CPU cost, but every launch in the window is its kernel's first: dispatch cannot be told from first-call set-up until later iterations are captured".into();
+            }
             Lever::FewerLaunches if evidence.value_reads > 0 => {
                 let site = evidence
                     .value_read_site
@@ -182,12 +205,13 @@ mod tests {
         let fw = Framework::default();
         for lever in Lever::ALL {
             for reads in [0, 3] {
-                for repeats in [false, true] {
+                for (repeats, launches_repeat) in [(false, false), (true, false), (true, true)] {
                     for one_time in [false, true] {
                         let evidence = WindowEvidence {
                             value_reads: reads,
                             value_read_site: (reads > 0).then(|| ".item() at train.py:9".into()),
                             work_repeats: repeats,
+                            launches_repeat,
                         };
                         let mut f = [finding(lever, one_time)];
                         decide(&mut f, &evidence, &fw);
@@ -199,6 +223,7 @@ mod tests {
                         assert!(!f[0].fix_chosen_by.is_empty(), "{case}");
                         if chosen == Lever::FewerLaunches {
                             assert_eq!(reads, 0, "{case}");
+                            assert!(launches_repeat, "{case}");
                         }
                         if one_time {
                             assert!(!chosen.per_step(), "{case}");
@@ -209,7 +234,11 @@ mod tests {
                         if chosen == Lever::StartUpCost {
                             assert!(!repeats && !f[0].fix.contains("later"), "{case}");
                         }
-                        if reads > 0 && lever == Lever::FewerLaunches && !one_time {
+                        if reads > 0
+                            && lever == Lever::FewerLaunches
+                            && !one_time
+                            && launches_repeat
+                        {
                             assert!(
                                 f[0].fix.starts_with("First remove the host reads"),
                                 "{case}"

@@ -565,14 +565,15 @@ fn diagnose_core(
         cold_run::note_one_time(&mut verdict, &findings);
     }
     // Each finding's lever checked against what the whole window shows.
-    let evidence = lever::WindowEvidence::of(&sites, steps, work_repeats, &fw);
+    let launches_repeat = cold_run::work_repeats(has_steps, launches);
+    let evidence = lever::WindowEvidence::of(&sites, steps, (work_repeats, launches_repeat), &fw);
     lever::decide(&mut findings, &evidence, &fw);
     // Where the work repeats, work done once ranks after every per-step problem worth
     // fixing, whatever its size (the sort is stable: the gain order holds within each part);
     // a program that runs its work once has no per-step problems to put first, and a cold
     // window whose launches do not repeat holds no steady state to rank them in: there the
     // largest gain comes first.
-    if cold_run::work_repeats(has_steps, launches) || (work_repeats && verdict.cold_run.is_none()) {
+    if launches_repeat || (work_repeats && verdict.cold_run.is_none()) {
         findings.sort_by_key(|f| !f.ranks_before_one_time_work());
         Finding::assign_keys(&mut findings);
     }

@@ -722,6 +722,9 @@ pub(crate) fn mark_small_grids(v: &mut Verdict, findings: &[Finding]) {
 /// verdict says what lies outside it.
 pub const WINDOW_SHARE_OF_CAPTURE_PERCENT: f64 = 50.0;
 
+/// A GPU-extent window under this share of the capture leads the verdict with the capture.
+pub const WINDOW_SLIVER_PERCENT: f64 = 10.0;
+
 /// Host time outside a GPU-extent window under this is not worth a sentence.
 pub const OUTSIDE_WINDOW_MIN_NS: TimeNs = 10 * NS_PER_MS;
 
@@ -760,27 +763,43 @@ pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace) {
     {
         return;
     }
-    let named = longest_before
+    // (call, its time, whether it is the first API call), when one call is most of the time
+    // before the window.
+    let longest = longest_before
         .filter(|&(ns, _, _)| ns * 4 >= before && ns >= NS_PER_MS)
-        .map_or(String::new(), |(ns, name, start)| {
+        .map(|(ns, name, start)| {
             let why = if start == first_call {
                 ", the first API call: it creates the context"
             } else {
                 ""
             };
             format!(
-                " (one {} call takes {} of it{why})",
+                "one {} call takes {} of it{why}",
                 trace.names.get(name),
                 format_ms(ns)
             )
         });
-    v.text.push_str(&format!(
-        ". These figures cover the GPU's work only, {} of the {} capture: the {} of host time before its first op{named} and the {} after its last are outside them",
-        format_ms(w.duration_ns),
-        format_ms(capture_ns),
-        format_ms(before),
-        format_ms(after)
-    ));
+    // A sliver of the run: what the run is comes first, what the GPU did within it after.
+    if crate::num::percent(w.duration_ns, capture_ns) < WINDOW_SLIVER_PERCENT {
+        let named = longest.map_or(String::new(), |l| format!("; {l}"));
+        v.text = format!(
+            "Most of this capture is host time: the GPU works {} of its {} ({} before the first GPU op{named}; {} after the last). Over the GPU's work: {}",
+            format_ms(w.duration_ns),
+            format_ms(capture_ns),
+            format_ms(before),
+            format_ms(after),
+            v.text
+        );
+    } else {
+        let named = longest.map_or(String::new(), |l| format!(" ({l})"));
+        v.text.push_str(&format!(
+            ". These figures cover the GPU's work only, {} of the {} capture: the {} of host time before its first op{named} and the {} after its last are outside them",
+            format_ms(w.duration_ns),
+            format_ms(capture_ns),
+            format_ms(before),
+            format_ms(after)
+        ));
+    }
 }
 
 /// An idle verdict (or one with nothing worth fixing in the idle) whose first finding is the
@@ -944,10 +963,12 @@ mod tests {
         assert!(
             short
                 .text
-                .contains("These figures cover the GPU's work only")
-                && short
-                    .text
-                    .contains("one cudaMalloc call takes 100.000 ms of it, the first API call"),
+                .contains("one cudaMalloc call takes 100.000 ms of it, the first API call"),
+            "{}",
+            short.text
+        );
+        assert!(
+            short.text.starts_with("Most of this capture is host time"),
             "{}",
             short.text
         );

@@ -216,6 +216,7 @@ pub fn framework(trace: &Trace) -> Framework {
     // Profiler steps, or an importer that places the file in a PyTorch version range (a
     // PyTorch profiler trace), say PyTorch even when no op was recorded.
     let mut pytorch = !trace.steps.is_empty() || range.min.is_some() || range.max.is_some();
+    let mut aten_kernels = false;
     for i in 0..trace.names.len() {
         let name = trace.names.get(NameId::at(i));
         if let Some(class) = ops::optimizer_step_class(name) {
@@ -240,6 +241,7 @@ pub fn framework(trace: &Trace) -> Framework {
         }
         fw.graphs |= ops::is_graph_launch(name);
         pytorch |= ops::is_pytorch_name(name);
+        aten_kernels |= ops::is_aten_kernel(name);
         if let Some(kind) = crate::vocabulary::api::offload_kernel(name) {
             fw.offload.get_or_insert(kind);
         }
@@ -266,10 +268,11 @@ pub fn framework(trace: &Trace) -> Framework {
         }
     }
     fw.gpu_api = launch_api(&api_names, trace);
-    fw.program = if pytorch {
-        Program::PyTorch
-    } else {
-        program_from_processes(trace)
+    fw.program = match (pytorch, program_from_processes(trace)) {
+        (true, _) => Program::PyTorch,
+        // A Python process running ATen's kernels is PyTorch, whatever the capture recorded.
+        (false, Program::Python) if aten_kernels => Program::PyTorch,
+        (false, program) => program,
     };
     if fw.compiled && torch_min.is_none_or(|m| m < TORCH_COMPILE) {
         torch_min = Some(TORCH_COMPILE);
@@ -440,6 +443,30 @@ pub fn hardware(trace: &Trace, device: Option<i64>) -> Hardware {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process named `process` launching one ATen kernel.
+    fn aten_kernel_in(process: &str) -> Trace {
+        use crate::diagnose::detectors::testing::{launch_call, span_us, thread_and_stream};
+        let (mut b, cpu, gpu) = thread_and_stream();
+        b.name_process(tracelens_model::Ident::Num(1), process);
+        launch_call(&mut b, cpu, 0, Some(1));
+        span_us(
+            &mut b,
+            SpanKind::Kernel,
+            gpu,
+            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >(int)",
+            (10, 100),
+            Some(1),
+        );
+        b.finish(tracelens_model::SourceInfo::default())
+    }
+
+    #[test]
+    fn a_python_process_running_aten_kernels_is_pytorch_and_a_native_one_is_not() {
+        assert_eq!(framework(&aten_kernel_in("python3")).program, Program::PyTorch);
+        // A C++ program may run them through libtorch: no Python advice for it.
+        assert_eq!(framework(&aten_kernel_in("server")).program, Program::Native);
+    }
 
     #[test]
     fn version_ranges_answer_only_what_they_know() {

@@ -332,6 +332,14 @@ pub fn is_graph_launch(name: &str) -> bool {
     name.contains("GraphLaunch")
 }
 
+/// Whether a kernel is ATen's own (`void at::native::vectorized_elementwise_kernel<…>`): a
+/// Python process running them is PyTorch, though an Nsight Systems capture without NVTX
+/// ranges shows it only in its kernels (a C++ program may run them through libtorch).
+#[must_use]
+pub fn is_aten_kernel(name: &str) -> bool {
+    name.contains("at::native::")
+}
+
 /// Whether a name is one only PyTorch writes: ATen and autograd ops, optimizer ranges,
 /// DataLoader fetches, Python frames (`file.py(line): function`).
 #[must_use]

@@ -252,6 +252,7 @@ fn work_fix(
         HostWork::Python if python => (
             match (frame, fw.pytorch()) {
                 (Some(frame), _) => format!("Python at {frame} runs between launches every step: move it out of the step, run it every N steps, or launch the next GPU work before it."),
+                (None, true) if fw.nsight() => "Python code between ops runs every step while the GPU waits: find the lines with a Python sampler (py-spy record, or nsys profile --python-sampling=true) or torch.profiler with with_stack=True, then move that work out of the step or run it every N steps.".into(),
                 (None, true) => "Python code between ops runs every step while the GPU waits: profile with with_stack=True to see the lines, then move that work out of the step or run it every N steps.".into(),
                 (None, false) => "Python code between launches keeps the GPU waiting: find the lines with a Python sampler (py-spy record) or NVTX ranges around the host phases, then move that work out of the loop or launch the next GPU work before it.".into(),
             },

@@ -20,7 +20,8 @@ pub const KERNEL_WORK_BUSY_PERCENT: f64 = 80.0;
 /// The named kernels must take at least this share of the step.
 pub const KERNEL_WORK_FINDING_PERCENT: f64 = 25.0;
 
-/// A PyTorch program's kernel class must take this share of compute-kernel time to be named.
+/// A PyTorch program's kernel class must take more than this share of compute-kernel time to
+/// be named.
 pub const DOMINANT_CLASS_PERCENT: f64 = 50.0;
 
 /// A kernel with fewer blocks per multiprocessor than this is the small-grid finding's.
@@ -158,7 +159,7 @@ impl Detector for KernelWork {
 }
 
 /// What the finding is about, where the trace shows a lever for it: in a PyTorch program, the
-/// kernel class most of the kernel time goes to (half of it or more), when the class is named
+/// kernel class most of the kernel time goes to (more than half of it), when the class is named
 /// by what it does; in any program, a hand-written matrix multiply that is the largest kernel.
 /// Otherwise none: a kernel the trace says nothing about needs a kernel profiler, which the
 /// verdict names with the kernel.
@@ -171,7 +172,7 @@ fn subject<'a>(
         if let Some(top) = v
             .kernel_classes
             .first()
-            .filter(|c| c.class != KernelClass::Other && c.percent >= DOMINANT_CLASS_PERCENT)
+            .filter(|c| c.class != KernelClass::Other && c.percent > DOMINANT_CLASS_PERCENT)
         {
             return Some(Subject::Class {
                 class: top.class,
