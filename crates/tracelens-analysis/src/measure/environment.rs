@@ -463,9 +463,15 @@ mod tests {
 
     #[test]
     fn a_python_process_running_aten_kernels_is_pytorch_and_a_native_one_is_not() {
-        assert_eq!(framework(&aten_kernel_in("python3")).program, Program::PyTorch);
+        assert_eq!(
+            framework(&aten_kernel_in("python3")).program,
+            Program::PyTorch
+        );
         // A C++ program may run them through libtorch: no Python advice for it.
-        assert_eq!(framework(&aten_kernel_in("server")).program, Program::Native);
+        assert_eq!(
+            framework(&aten_kernel_in("server")).program,
+            Program::Native
+        );
     }
 
     #[test]
