@@ -88,8 +88,8 @@ pub(super) fn launch_overhead_fix(fw: &Framework) -> (String, String) {
     }
     if fw.graphs {
         return (
-            "The step already replays CUDA graphs: raise the batch size or fuse more ops so each launch does more work.".into(),
-            "# larger batches amortize each launch\nloader = DataLoader(ds, batch_size=2 * B, ...)".into(),
+            "The step already replays CUDA graphs: capture more of it in each graph (the work launched between replays, or several iterations whose shapes stay fixed), fuse more ops, or put more samples through each launch.".into(),
+            "g = torch.cuda.CUDAGraph()\nwith torch.cuda.graph(g):\n    for _ in range(n_steps):          # several iterations per replay\n        static_x = model(static_x)\ng.replay()".into(),
         );
     }
     if fw.compiled {
@@ -118,7 +118,7 @@ pub(super) fn launch_overhead_fix(fw: &Framework) -> (String, String) {
             ),
             Some(false) => (
                 "Raise the batch size so each kernel does more work, or fuse small ops by hand: this PyTorch predates CUDA graph capture (1.10) and compilation (2.0), which an upgrade adds.".into(),
-                "# larger batches amortize each launch\nloader = DataLoader(ds, batch_size=2 * B, ...)".into(),
+                "# more samples per launch amortize each launch\nout = model(torch.cat([x1, x2]))   # two batches in one forward".into(),
             ),
         },
     }
@@ -146,9 +146,10 @@ mod tests {
             program: crate::measure::environment::Program::PyTorch,
             ..Framework::default()
         };
-        assert!(launch_overhead_fix(&graphs)
-            .0
-            .contains("already replays CUDA graphs"));
+        let (fix, snippet) = launch_overhead_fix(&graphs);
+        assert!(fix.contains("already replays CUDA graphs"), "{fix}");
+        // Inference has no DataLoader to resize: the snippet names none.
+        assert!(!snippet.contains("DataLoader"), "{snippet}");
         let compiled = Framework {
             compiled: true,
             program: crate::measure::environment::Program::PyTorch,
