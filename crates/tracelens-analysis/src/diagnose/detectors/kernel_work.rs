@@ -1,10 +1,11 @@
 //! The GPU's own work on a busy GPU: when compute kernels keep the GPU busy nearly all the
 //! window, the idle left is small and the kernels are what a change can shorten. Names the
 //! kernels (a PyTorch program: the kernel class most of the time goes to, with its largest
-//! kernel and the op that launched it) and the lever in the program's words: a library call
-//! for a hand-written matrix multiply, the class's next step in PyTorch, a kernel profiler
-//! otherwise. A kernel whose grid leaves most multiprocessors empty is the small-grid
-//! finding's, not this one's.
+//! kernel and the op that launched it; any program: a hand-written matrix multiply) and the
+//! lever in the program's words: the class's next step in PyTorch, a library call for the
+//! hand-written multiply. A kernel the trace says nothing more about gets no finding (the
+//! GPU-bound verdict names it with a kernel profiler). A kernel whose grid leaves most
+//! multiprocessors empty is the small-grid finding's, not this one's.
 
 use super::{Context, Detector, Input};
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
