@@ -803,3 +803,35 @@ fn a_call_recorded_under_two_api_names_counts_once() {
         .iter()
         .all(|w| w.kind != WarningKind::DuplicateEvent));
 }
+
+/// A library's NVTX domain is kept in the metadata and names the program; a peer copy keeps
+/// its two devices.
+#[test]
+fn nvtx_domains_and_peer_devices_are_read() {
+    let path = temp_export("domains_and_peers");
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.7.2");
+    e.conn
+        .execute_batch(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) VALUES (5, NULL, 75, 'libcudf', 0, 3);
+             INSERT INTO PROCESSES VALUES (7, 7, 'python3');",
+        )
+        .unwrap();
+    e.runtime("cudaMemcpyPeerAsync_v4000", 7, 7, 100, 110, 1);
+    e.memcpy(7, 0, 7, 200, 300, 1, 4_000_000, 10, 2, 2);
+    e.conn
+        .execute_batch("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET srcDeviceId = 0, dstDeviceId = 1")
+        .unwrap();
+    drop(e);
+    let t = tracelens_nsys::import_file(&path).unwrap();
+    assert_eq!(t.metadata.nvtx_domains, vec!["libcudf".to_string()]);
+    let copy = t.spans_of_kind(SpanKind::Memcpy).next().unwrap();
+    assert_eq!(
+        t.copy_info(copy).and_then(|c| c.peer),
+        tracelens_model::PeerDevices::new(0, 1)
+    );
+    let fw = tracelens_analysis::measure::environment::framework(&t);
+    assert_eq!(
+        fw.library,
+        Some(tracelens_analysis::measure::environment::PythonLibrary::CuDf)
+    );
+}

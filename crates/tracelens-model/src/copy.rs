@@ -99,6 +99,31 @@ pub struct CopyInfo {
     /// a program asked for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migration: Option<MigrationCause>,
+    /// Source and destination device of a peer-to-peer copy, when the trace says (Nsight
+    /// Systems' `srcDeviceId` / `dstDeviceId`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerDevices>,
+}
+
+/// The two devices of a peer-to-peer copy (device indices below 256: a byte each keeps
+/// [`CopyInfo`] as small as it was).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, serde::Deserialize,
+)]
+pub struct PeerDevices {
+    /// The device the bytes leave.
+    pub src: u8,
+    /// The device they arrive on.
+    pub dst: u8,
+}
+
+impl PeerDevices {
+    /// The pair of two distinct device indices, when both fit.
+    #[must_use]
+    pub fn new(src: i64, dst: i64) -> Option<PeerDevices> {
+        let (src, dst) = (u8::try_from(src).ok()?, u8::try_from(dst).ok()?);
+        (src != dst).then_some(PeerDevices { src, dst })
+    }
 }
 
 /// Why the driver moved managed pages (CUPTI's unified-memory migration cause).
@@ -149,6 +174,7 @@ impl Default for CopyInfo {
             dst: MemoryKind::Unknown,
             bytes: None,
             migration: None,
+            peer: None,
         }
     }
 }
@@ -179,6 +205,17 @@ impl CopyInfo {
     #[must_use]
     pub fn touches_pageable(&self) -> bool {
         self.src == MemoryKind::Pageable || self.dst == MemoryKind::Pageable
+    }
+}
+
+/// A copy rate in GB/s for a reader: `13.1 GB/s`, or `< 0.1 GB/s` for the few-byte reads
+/// whose rate rounds to nothing.
+#[must_use]
+pub fn format_gb_per_s(rate: f64) -> String {
+    if rate < 0.05 {
+        "< 0.1 GB/s".into()
+    } else {
+        format!("{rate:.1} GB/s")
     }
 }
 

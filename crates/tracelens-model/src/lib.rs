@@ -56,7 +56,7 @@ pub use builder::{
 pub use by_start::SpansByStart;
 pub use collect::profiler_step_number;
 pub use collective::{CollectiveArgs, CollectiveKey, MAX_COLLECTIVE_RECORDS};
-pub use copy::{CopyDirection, CopyInfo, MemoryKind, MigrationCause};
+pub use copy::{format_gb_per_s, CopyDirection, CopyInfo, MemoryKind, MigrationCause, PeerDevices};
 pub use diagnostics::{Warning, WarningKind};
 pub use graph::{attach_capture, CapturedOp, GraphAttribution, OriginSource};
 pub use import::{first_meaningful_byte, Compression, ImportFailure, Importer, Input, HEAD_BYTES};
@@ -69,7 +69,7 @@ pub use memory::{
 };
 pub use metadata::{
     shorten, ApiError, DeviceProperties, DistributedInfo, Metadata, MAX_API_ERRORS,
-    MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS,
+    MAX_EXTRA_ENTRIES, MAX_EXTRA_VALUE_CHARS, MAX_NVTX_DOMAINS,
 };
 pub use names::{table_index, NameId, StringTable};
 pub use python::{parse_call_stack, PyFrame};

@@ -69,10 +69,21 @@ pub struct Metadata {
     /// [`MAX_API_ERRORS`] pairs; where the trace records return values).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub api_errors: Vec<ApiError>,
+    /// NVTX domains the program created (Nsight Systems; the first [`MAX_NVTX_DOMAINS`],
+    /// each cut to [`MAX_NVTX_DOMAIN_CHARS`]): a library that annotates its own calls
+    /// (libcudf, cudf_python) names itself here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nvtx_domains: Vec<String>,
 }
 
 /// Distinct (call, code) pairs of failed API calls kept.
 pub const MAX_API_ERRORS: usize = 32;
+
+/// NVTX domain names kept.
+pub const MAX_NVTX_DOMAINS: usize = 32;
+
+/// Characters kept of one NVTX domain name.
+pub const MAX_NVTX_DOMAIN_CHARS: usize = 128;
 
 /// API calls of one name that returned one error code.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -100,6 +111,14 @@ impl Metadata {
                 code,
                 count: 1,
             });
+        }
+    }
+
+    /// Records an NVTX domain the program created (once each, bounded).
+    pub fn add_nvtx_domain(&mut self, name: &str) {
+        let name = shorten(&crate::redact::redact_text(name), MAX_NVTX_DOMAIN_CHARS);
+        if self.nvtx_domains.len() < MAX_NVTX_DOMAINS && !self.nvtx_domains.contains(&name) {
+            self.nvtx_domains.push(name);
         }
     }
 }

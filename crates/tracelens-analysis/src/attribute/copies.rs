@@ -1,6 +1,8 @@
-//! Host↔device copies inside the analysis window: pageable versus pinned, how much of their GPU
-//! time is exposed (not overlapped by any kernel), how long they block the host, and pinned
-//! copies still followed by a blocking sync.
+//! Copies inside the analysis window by kind and link: pageable versus pinned host copies,
+//! device and peer copies (with each device pair's achieved rate), how much of their GPU time
+//! is exposed (not overlapped by any kernel), how long they block the host, the order the host
+//! issues copies and kernels across streams, and pinned copies still followed by a blocking
+//! sync.
 
 use crate::attribute::syncs::{SyncCall, SyncTrigger};
 use crate::measure::intervals::merge_into_last;
@@ -25,6 +27,12 @@ pub struct CopyStats {
 }
 
 impl CopyStats {
+    /// Achieved rate in GB/s (bytes over GPU time), when both are known.
+    #[must_use]
+    pub fn gb_per_s(&self) -> Option<f64> {
+        (self.bytes > 0 && self.gpu_ns > 0).then(|| self.bytes as f64 / self.gpu_ns as f64)
+    }
+
     fn add(&mut self, bytes: Option<u64>, gpu_ns: TimeNs, exposed_ns: TimeNs, host_ns: TimeNs) {
         self.count += 1;
         self.bytes += bytes.unwrap_or(0);
@@ -47,8 +55,15 @@ pub struct CopyReport {
     pub dtoh_pinned: CopyStats,
     /// Host↔device where the tracer does not say pageable or pinned (ROCm).
     pub host_kind_unknown: CopyStats,
-    /// Device→device and peer copies.
+    /// Device→device copies on one device.
     pub device_to_device: CopyStats,
+    /// Peer copies between devices.
+    #[serde(default)]
+    pub peer_to_peer: CopyStats,
+    /// Peer copies by device pair, where the trace names the devices (Nsight Systems), the
+    /// pairs in order.
+    #[serde(default)]
+    pub peer_links: Vec<PeerLink>,
     /// Copies whose direction is not stated.
     pub other: CopyStats,
     /// Host→device copies on a stream that also runs kernels, exposed (serialized with compute).
@@ -67,6 +82,28 @@ pub struct CopyReport {
     pub by_device: Vec<DeviceCopies>,
 }
 
+/// The peer copies of one device pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct PeerLink {
+    /// The devices, source and destination.
+    pub devices: tracelens_model::PeerDevices,
+    /// Their copies.
+    pub stats: CopyStats,
+}
+
+/// The order the host issues one device's copies and kernels across streams, where at least
+/// two streams each carry host copies and kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssueOrder {
+    /// Every stream's copy in, then every stream's kernels, then every copy out.
+    BreadthFirst,
+    /// Each stream's copy in, kernels and copy out together, one stream after another.
+    DepthFirst,
+    /// Neither pattern dominates.
+    Mixed,
+}
+
 /// One direction of copies on one device.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct DirectionCopies {
@@ -83,6 +120,9 @@ pub struct DirectionCopies {
     /// The CPU ops that issue the copies (the innermost op above the copy primitives), by GPU
     /// time, largest first (three at most): name, copies, GPU time.
     pub sources: Vec<(String, u64, TimeNs)>,
+    /// Streams that carry copies of the direction.
+    #[serde(default)]
+    pub streams: u32,
 }
 
 /// The copies of one device, by direction.
@@ -94,20 +134,99 @@ pub struct DeviceCopies {
     pub host_to_device: DirectionCopies,
     /// Device to host.
     pub device_to_host: DirectionCopies,
-    /// Device to device and peer.
+    /// Device to device on this device.
     pub device_to_device: DirectionCopies,
+    /// Peer copies this device runs.
+    #[serde(default)]
+    pub peer_to_peer: DirectionCopies,
+    /// How the host orders host copies and kernels across streams, where two or more streams
+    /// carry both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue_order: Option<IssueOrder>,
+    /// Kernel time on the device inside the window (summed over streams): the most that
+    /// overlapping the copies with kernels could hide.
+    #[serde(default)]
+    pub kernel_ns: TimeNs,
 }
 
 impl DeviceCopies {
-    /// The three directions with their names.
+    /// The four directions with their names.
     #[must_use]
-    pub fn directions(&self) -> [(CopyDirection, &DirectionCopies); 3] {
+    pub fn directions(&self) -> [(CopyDirection, &DirectionCopies); 4] {
         [
             (CopyDirection::HtoD, &self.host_to_device),
             (CopyDirection::DtoH, &self.device_to_host),
             (CopyDirection::DtoD, &self.device_to_device),
+            (CopyDirection::PtoP, &self.peer_to_peer),
         ]
     }
+}
+
+/// Where a GPU op stands in a chunked copy-in / compute / copy-out pipeline.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    CopyIn,
+    Compute,
+    CopyOut,
+}
+
+/// The order the host issued `device`'s host copies and kernels in (inside `window`): over
+/// the launch calls in host order, breadth-first when the stream changes from one call to the
+/// next more than twice as often as the stage does, depth-first when the stage changes more
+/// than twice as often as the stream. `None` unless two streams each carry host copies and
+/// kernels.
+fn issue_order(
+    trace: &Trace,
+    device: &tracelens_model::Device,
+    window: Option<Interval>,
+) -> Option<IssueOrder> {
+    let mut calls: Vec<(TimeNs, tracelens_model::LaneId, Stage)> = Vec::new();
+    for &lane in &device.lanes {
+        for id in trace.lane_span_ids(lane) {
+            let s = trace.span(id);
+            if window.is_some_and(|w| s.interval().clip(w).is_none()) {
+                continue;
+            }
+            let stage = match s.kind {
+                SpanKind::Kernel => Stage::Compute,
+                SpanKind::Memcpy => match trace.copy_info(id).map(|c| c.direction) {
+                    Some(CopyDirection::HtoD) => Stage::CopyIn,
+                    Some(CopyDirection::DtoH) => Stage::CopyOut,
+                    _ => continue,
+                },
+                _ => continue,
+            };
+            if let Some(call) = trace.launch_of(id) {
+                calls.push((trace.span(call).start_ns, lane, stage));
+            }
+        }
+    }
+    // Streams that carry both host copies and kernels.
+    let mut copies = FxHashSet::default();
+    let mut kernels = FxHashSet::default();
+    for &(_, lane, stage) in &calls {
+        if stage == Stage::Compute {
+            kernels.insert(lane);
+        } else {
+            copies.insert(lane);
+        }
+    }
+    if copies.intersection(&kernels).count() < 2 {
+        return None;
+    }
+    calls.sort_unstable_by_key(|&(t, _, _)| t);
+    let (mut stream_changes, mut stage_changes) = (0_usize, 0_usize);
+    for pair in calls.windows(2) {
+        stream_changes += usize::from(pair[0].1 != pair[1].1);
+        stage_changes += usize::from(pair[0].2 != pair[1].2);
+    }
+    Some(if stream_changes > 2 * stage_changes {
+        IssueOrder::BreadthFirst
+    } else if stage_changes > 2 * stream_changes {
+        IssueOrder::DepthFirst
+    } else {
+        IssueOrder::Mixed
+    })
 }
 
 /// The innermost CPU op above the copy primitives around a copy's launch.
@@ -200,6 +319,7 @@ pub fn copy_report(
     claimed: &FxHashSet<SpanId>,
 ) -> CopyReport {
     let mut report = CopyReport::default();
+    let mut peer_links: Vec<PeerLink> = Vec::new();
     for device in &trace.devices {
         let (exposed_by_copy, kernel_streams) = exposed_copy_times(trace, device, window);
         let mut mine = DeviceCopies {
@@ -207,16 +327,21 @@ pub fn copy_report(
             ..DeviceCopies::default()
         };
         let mut sources: [rustc_hash::FxHashMap<Option<tracelens_model::NameId>, (u64, TimeNs)>;
-            3] = Default::default();
+            4] = Default::default();
+        let mut stream_sets: [FxHashSet<tracelens_model::LaneId>; 4] = Default::default();
         for &lane in &device.lanes {
             for id in trace.lane_span_ids(lane) {
                 let s = trace.span(id);
-                if s.kind != SpanKind::Memcpy {
+                if !matches!(s.kind, SpanKind::Memcpy | SpanKind::Kernel) {
                     continue;
                 }
                 let Some(iv) = window.map_or(Some(s.interval()), |w| s.interval().clip(w)) else {
                     continue;
                 };
+                if s.kind == SpanKind::Kernel {
+                    mine.kernel_ns += iv.dur_ns();
+                    continue;
+                }
                 let info = trace.copy_info(id).copied().unwrap_or_default();
                 let exposed = exposed_by_copy.get(&id).copied().unwrap_or(0);
                 let host_ns = trace.launch_of(id).map_or(0, |l| trace.span(l).dur_ns);
@@ -228,12 +353,21 @@ pub fn copy_report(
                     (CopyDirection::HtoD | CopyDirection::DtoH, _, _) => {
                         &mut report.host_kind_unknown
                     }
-                    (CopyDirection::DtoD | CopyDirection::PtoP, _, _) => {
-                        &mut report.device_to_device
-                    }
+                    (CopyDirection::DtoD, _, _) => &mut report.device_to_device,
+                    (CopyDirection::PtoP, _, _) => &mut report.peer_to_peer,
                     _ => &mut report.other,
                 };
                 slot.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                if let Some(devices) = info.peer {
+                    match peer_links.iter_mut().find(|l| l.devices == devices) {
+                        Some(l) => l.stats.add(info.bytes, iv.dur_ns(), exposed, host_ns),
+                        None => {
+                            let mut stats = CopyStats::default();
+                            stats.add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                            peer_links.push(PeerLink { devices, stats });
+                        }
+                    }
+                }
                 let pageable = matches!(
                     (info.direction, info.src, info.dst),
                     (CopyDirection::HtoD, MemoryKind::Pageable, _)
@@ -250,14 +384,17 @@ pub fn copy_report(
                 let slot = match info.direction {
                     CopyDirection::HtoD => Some(0),
                     CopyDirection::DtoH => Some(1),
-                    CopyDirection::DtoD | CopyDirection::PtoP => Some(2),
+                    CopyDirection::DtoD => Some(2),
+                    CopyDirection::PtoP => Some(3),
                     _ => None,
                 };
                 if let Some(slot) = slot {
+                    stream_sets[slot].insert(lane);
                     let dir = match slot {
                         0 => &mut mine.host_to_device,
                         1 => &mut mine.device_to_host,
-                        _ => &mut mine.device_to_device,
+                        2 => &mut mine.device_to_device,
+                        _ => &mut mine.peer_to_peer,
                     };
                     dir.all.add(info.bytes, iv.dur_ns(), exposed, host_ns);
                     let host_kind = if info.direction == CopyDirection::HtoD {
@@ -302,16 +439,22 @@ pub fn copy_report(
                 .collect();
             named.sort_by(|a, b| b.2.cmp(&a.2).then_with(|| a.0.cmp(&b.0)));
             named.truncate(3);
-            match slot {
-                0 => mine.host_to_device.sources = named,
-                1 => mine.device_to_host.sources = named,
-                _ => mine.device_to_device.sources = named,
-            }
+            let dir = match slot {
+                0 => &mut mine.host_to_device,
+                1 => &mut mine.device_to_host,
+                2 => &mut mine.device_to_device,
+                _ => &mut mine.peer_to_peer,
+            };
+            dir.sources = named;
+            dir.streams = u32::try_from(stream_sets[slot].len()).unwrap_or(u32::MAX);
         }
+        mine.issue_order = issue_order(trace, device, window);
         if mine.directions().iter().any(|(_, d)| d.all.count > 0) {
             report.by_device.push(mine);
         }
     }
+    peer_links.sort_by_key(|l| l.devices);
+    report.peer_links = peer_links;
     report.pinned_copies_then_synced = syncs
         .iter()
         .filter(|c| c.trigger == SyncTrigger::SyncCopy)

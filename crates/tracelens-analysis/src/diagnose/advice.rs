@@ -5,51 +5,16 @@
 //! change in no tool's vocabulary. PyTorch's own fixes stay with their detectors, which know
 //! its versions and options.
 
+use crate::diagnose::library_advice;
 use crate::measure::environment::Dialect;
 
-/// One fix: the actionable sentence, why, and a short example (empty when no example fits
-/// the program).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Fix {
-    /// What to change.
-    pub fix: String,
-    /// Why, in full.
-    pub advice: String,
-    /// A short example in the program's language, or empty.
-    pub snippet: String,
-}
-
-impl Fix {
-    fn new(fix: &str, advice: &str, snippet: &str) -> Fix {
-        Fix {
-            fix: fix.into(),
-            advice: advice.into(),
-            snippet: snippet.into(),
-        }
-    }
-
-    /// `(fix, advice, snippet)`, the way findings store them.
-    #[must_use]
-    pub fn parts(self) -> (String, String, String) {
-        (self.fix, self.advice, self.snippet)
-    }
-}
-
-/// How a host-blocking call waits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum HostWait {
-    /// One stream or one event.
-    StreamOrEvent,
-    /// The whole device, or a synchronous copy or fill.
-    DeviceOrCopy,
-    /// Freeing device or pinned memory (waits for the device).
-    Free,
-}
+pub use crate::diagnose::fix::{Fix, HostWait};
 
 /// A host-blocking call in a program that is not PyTorch.
 #[must_use]
 pub fn host_wait(wait: HostWait, dialect: Dialect) -> Fix {
     match (dialect, wait) {
+        (Dialect::Python(lib), _) => library_advice::host_wait(wait, lib),
         (Dialect::CudaRuntime, HostWait::Free) => Fix::new(
             "Allocate device buffers once outside the loop and reuse them, or use stream-ordered allocation (cudaMallocAsync/cudaFreeAsync) that does not wait for the device.",
             "cudaFree and cudaFreeHost wait for the whole device before they return, so the queue drains and the GPU idles until the CPU launches again.",
@@ -102,6 +67,7 @@ pub fn host_wait(wait: HostWait, dialect: Dialect) -> Fix {
 #[must_use]
 pub fn pageable_copies(dialect: Dialect) -> Fix {
     match dialect {
+        Dialect::Python(lib) => library_advice::pageable_copies(lib),
         Dialect::CudaRuntime => Fix::new(
             "Allocate the host buffers pinned (cudaMallocHost/cudaHostAlloc, or cudaHostRegister an existing buffer) and copy with cudaMemcpyAsync on a stream.",
             "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels; pinned buffers with async copies can.",
@@ -130,6 +96,7 @@ pub fn pageable_copies(dialect: Dialect) -> Fix {
 #[must_use]
 pub fn launch_overhead(dialect: Dialect) -> (String, String) {
     let (fix, snippet) = match dialect {
+        Dialect::Python(lib) => return library_advice::launch_overhead(lib),
         Dialect::CudaRuntime => (
             "Capture the launch sequence once in a CUDA graph (cudaStreamBeginCapture ... cudaGraphLaunch) or fuse small kernels, so each launch does more work.",
             "cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);\n/* the step's kernels */\ncudaStreamEndCapture(stream, &graph);\ncudaGraphInstantiate(&exec, graph, 0);\ncudaGraphLaunch(exec, stream);   // every step",
@@ -156,6 +123,7 @@ pub fn launch_overhead(dialect: Dialect) -> (String, String) {
 pub fn link_copies(direction: &str, dialect: Dialect) -> Fix {
     let advice = "Copies across the host link are bounded by its bandwidth; on the compute stream they serialize with kernels.";
     match dialect {
+        Dialect::Python(lib) => library_advice::link_copies(direction, lib),
         Dialect::CudaRuntime => Fix {
             fix: format!("Copy less and overlap the rest: keep data resident on the GPU, and issue the {direction} copies from pinned buffers with cudaMemcpyAsync on a separate stream so kernels run meanwhile."),
             advice: advice.into(),
@@ -193,10 +161,85 @@ pub fn device_copies(dialect: Dialect) -> Fix {
     )
 }
 
+/// Peer-to-peer copies between GPUs; `slow_link` names a device pair far slower than the
+/// others, when the trace shows one.
+#[must_use]
+pub fn peer_copies(dialect: Dialect, slow_link: Option<&str>) -> Fix {
+    let mut fix = match dialect {
+        Dialect::PyTorch => Fix::new(
+            "Move less between GPUs and overlap the rest: keep each stage's tensors on its own GPU and send only what crosses the stage boundary (.to('cuda:N', non_blocking=True)), or use torch.distributed send/recv between ranks; place consecutive stages on GPUs joined by NVLink (nvidia-smi topo -m).",
+            "Peer copies are bounded by the link between the two GPUs (NVLink or PCIe, through the CPU's root complex when the GPUs are not peers), and on the compute stream they serialize with kernels.",
+            "x = x.to(\"cuda:1\", non_blocking=True)   # only the stage boundary crosses GPUs",
+        ),
+        Dialect::CudaRuntime => Fix::new(
+            "Enable peer access once (cudaDeviceEnablePeerAccess) so the copies go directly over NVLink or PCIe, issue them with cudaMemcpyPeerAsync on a copy stream so kernels run meanwhile, and move only the boundary data; nvidia-smi topo -m shows how each pair is linked.",
+            "Peer copies are bounded by the link between the two GPUs; without peer access they are staged through host memory, and on the compute stream they serialize with kernels.",
+            "cudaSetDevice(0);\ncudaDeviceEnablePeerAccess(1, 0);   // once\ncudaMemcpyPeerAsync(dst, 1, src, 0, bytes, copy_stream);",
+        ),
+        _ => Fix::new(
+            "Move less between GPUs and overlap the rest: keep each device's data on it, copy only the boundary data, and issue the peer copies asynchronously so kernels run meanwhile; nvidia-smi topo -m shows how each pair is linked.",
+            "Peer copies are bounded by the link between the two GPUs, and on the compute stream they serialize with kernels.",
+            "",
+        ),
+    };
+    if let Some(slow) = slow_link {
+        fix.fix = format!(
+            "{slow}: check the topology (nvidia-smi topo -m) and the peer access between them. {}",
+            fix.fix
+        );
+    }
+    fix
+}
+
+/// Host copies already pinned and spread over `streams` streams that still overlap no kernel:
+/// what is left to change. `copy_ns`, `exposed_ns` and `kernel_ns`: the copies' GPU time,
+/// the part of it no kernel overlaps, and the kernels' GPU time (kernels far shorter than the
+/// copies cannot hide them, whatever the order).
+#[must_use]
+pub fn pinned_stream_copies(
+    direction: &str,
+    streams: u32,
+    order: Option<crate::attribute::copies::IssueOrder>,
+    (copy_ns, exposed_ns, kernel_ns): (
+        tracelens_model::TimeNs,
+        tracelens_model::TimeNs,
+        tracelens_model::TimeNs,
+    ),
+) -> Fix {
+    use crate::attribute::copies::IssueOrder;
+    let already =
+        format!("The {direction} copies already come from pinned memory on {streams} streams");
+    let fix = if kernel_ns.saturating_mul(COPY_BOUND_RATIO) < copy_ns {
+        format!(
+            "{already}, and the kernels ({}) are far too short to hide the copies ({}): the link's bandwidth bounds the run. Copy less: keep the data on the GPU across iterations or runs, send compact types (convert on the GPU), or move only what changed.",
+            tracelens_model::format_ms(kernel_ns),
+            tracelens_model::format_ms(copy_ns)
+        )
+    } else if order == Some(IssueOrder::BreadthFirst) {
+        format!("{already}, but they are issued breadth-first (every chunk's copy in, then every kernel, then every copy out): issue each chunk's copy-in, kernels and copy-out together on its own stream (depth-first), so one chunk's copies run while another computes, or copy less.")
+    } else {
+        format!(
+            "{already}; {} of their time still overlaps no kernel: issue them earlier (a step or a chunk ahead, so they run under kernels already queued) or copy less (keep unchanged data on the GPU, send compact types and convert on the GPU).",
+            tracelens_model::format_ms(exposed_ns)
+        )
+    };
+    Fix {
+        fix,
+        advice: "Pinned asynchronous copies on several streams can overlap kernels only where a stream's copies have kernels of another stream to run beside; what does not overlap is bounded by the link.".into(),
+        snippet: String::new(),
+    }
+}
+
+/// Copies longer than this many times the kernels' time cannot be hidden behind them.
+const COPY_BOUND_RATIO: i64 = 4;
+
 /// The capture holds no record of the host's CPU work: how to record it. `nsight` when the
 /// trace is an Nsight Systems export.
 #[must_use]
 pub fn record_cpu_work(dialect: Dialect, nsight: bool) -> (String, String) {
+    if let Dialect::Python(_) = dialect {
+        return library_advice::record_cpu_work(nsight);
+    }
     let (fix, snippet) = match (dialect, nsight) {
         (Dialect::OpenAcc, true) => (
             "The trace records only the runtime's API calls, not what the host did around them, so the cause is not in it: profile again with the OpenACC and OS-runtime traces and CPU sampling (nsys profile -t openacc,cuda,nvtx,osrt -s cpu).",
@@ -225,6 +268,9 @@ pub fn record_cpu_work(dialect: Dialect, nsight: bool) -> (String, String) {
 /// One-time warm-up in a program that is not PyTorch: measure after it.
 #[must_use]
 pub fn warm_up(dialect: Dialect, nsight: bool) -> (String, String) {
+    if let Dialect::Python(lib) = dialect {
+        return library_advice::warm_up(lib, nsight);
+    }
     if dialect == Dialect::CudaRuntime {
         return (
             "This is one-time warm-up (module load, first launches): start the capture after it (nsys --capture-range=cudaProfilerApi with cudaProfilerStart after warm-up) so the profile shows steady-state steps.".into(),
@@ -254,6 +300,7 @@ pub fn steady_state_capture(
     match (dialect, capture) {
         (Dialect::PyTorch, CaptureTool::NsightSystems) => "start the capture after the first iterations (torch.cuda.profiler.start() after warm-up with nsys profile --capture-range=cudaProfilerApi)",
         (Dialect::PyTorch, _) => "profile later steps with torch.profiler.schedule(wait=1, warmup=2, active=3)",
+        (Dialect::Python(_), CaptureTool::NsightSystems) => "start the capture after the first iterations (an nvtx.annotate range around the later ones with nsys profile --capture-range=nvtx, or --delay)",
         (_, CaptureTool::NsightSystems) => "start the capture after the first iterations (cudaProfilerStart() after warm-up with nsys profile --capture-range=cudaProfilerApi, or --delay)",
         _ => "start the capture after the first iterations",
     }
@@ -282,7 +329,7 @@ pub fn inside_range(range: Option<&str>, dialect: Dialect) -> (String, String) {
             format!("The time is inside {what} with nothing finer recorded: add nested NVTX ranges inside it to see which part of it keeps the GPU waiting."),
             "nvtxRangePushA(\"inner phase\");\ninner_phase();\nnvtxRangePop();".into(),
         ),
-        Dialect::PyTorch | Dialect::Neutral => (
+        Dialect::PyTorch | Dialect::Neutral | Dialect::Python(_) => (
             format!("The time is inside {what} with nothing finer recorded: add nested ranges inside it to see which part of it keeps the GPU waiting."),
             String::new(),
         ),
@@ -292,12 +339,15 @@ pub fn inside_range(range: Option<&str>, dialect: Dialect) -> (String, String) {
 /// Host work between launches that keeps the GPU waiting, in a program that is not PyTorch.
 #[must_use]
 pub fn overlap_host_work(dialect: Dialect) -> (String, String) {
+    if let Dialect::Python(lib) = dialect {
+        return library_advice::overlap_host_work(lib);
+    }
     let fix = "Launch the next GPU work before the CPU work that follows it, or move that CPU work to another thread, so the queue never drains.";
     let snippet = match dialect {
         Dialect::CudaRuntime => "// enqueue the next kernels first, then do the host work\nkernel<<<grid, block, 0, stream>>>(...);\nhost_work();   // overlaps the queued kernels",
         Dialect::OpenAcc => "!$acc parallel loop async(1)   ! queue the next region first\n  ...\ncall host_work()               ! overlaps the queued region\n!$acc wait(1)",
         Dialect::OpenMp => "#pragma omp target teams distribute parallel for nowait   // queue first\nfor (...) { ... }\nhost_work();   // overlaps the target region\n#pragma omp taskwait",
-        Dialect::PyTorch | Dialect::Neutral => "",
+        Dialect::PyTorch | Dialect::Neutral | Dialect::Python(_) => "",
     };
     (fix.into(), snippet.into())
 }
@@ -306,7 +356,7 @@ pub fn overlap_host_work(dialect: Dialect) -> (String, String) {
 #[must_use]
 pub fn thread_pools(dialect: Dialect) -> Fix {
     let snippet = match dialect {
-        Dialect::Neutral | Dialect::PyTorch => "",
+        Dialect::Neutral | Dialect::PyTorch | Dialect::Python(_) => "",
         _ => "export OMP_NUM_THREADS=4\ntaskset -c 0-7 ./program",
     };
     Fix::new(
@@ -320,7 +370,7 @@ pub fn thread_pools(dialect: Dialect) -> Fix {
 #[must_use]
 pub fn snippet_language(dialect: Dialect) -> &'static str {
     match dialect {
-        Dialect::PyTorch => "python",
+        Dialect::PyTorch | Dialect::Python(_) => "python",
         Dialect::CudaRuntime | Dialect::OpenMp => "c",
         Dialect::OpenAcc | Dialect::Neutral => "text",
     }
@@ -365,6 +415,7 @@ pub(crate) fn foreign_words(dialect: Dialect) -> Vec<&'static str> {
             true,
             &["CUDA graph", "acc ", "#pragma omp", "nvtxRange"],
         ),
+        Dialect::Python(_) => (true, true, &["acc ", "#pragma omp", "nvtxRange"]),
     };
     let mut words = own.to_vec();
     if pytorch {
@@ -379,13 +430,18 @@ pub(crate) fn foreign_words(dialect: Dialect) -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::measure::environment::PythonLibrary;
 
-    const ALL: [Dialect; 5] = [
+    const ALL: [Dialect; 9] = [
         Dialect::PyTorch,
         Dialect::CudaRuntime,
         Dialect::OpenAcc,
         Dialect::OpenMp,
         Dialect::Neutral,
+        Dialect::Python(PythonLibrary::CuPy),
+        Dialect::Python(PythonLibrary::CuDf),
+        Dialect::Python(PythonLibrary::Numba),
+        Dialect::Python(PythonLibrary::Jax),
     ];
 
     /// Every fix of this module, for every dialect.
@@ -403,6 +459,9 @@ mod tests {
             link_copies("host-to-device", d).parts(),
         ));
         out.extend(<[String; 3]>::from(device_copies(d).parts()));
+        out.extend(<[String; 3]>::from(
+            peer_copies(d, Some("GPU 0 → GPU 1")).parts(),
+        ));
         out.extend(<[String; 3]>::from(thread_pools(d).parts()));
         for (a, b) in [
             launch_overhead(d),

@@ -7,8 +7,10 @@ pub mod cold_run;
 pub mod compiled;
 pub mod detectors;
 pub mod finding;
+pub mod fix;
 pub mod inference;
 pub mod lever;
+pub mod library_advice;
 pub mod memory;
 pub mod verdict;
 

@@ -3,7 +3,8 @@
 //! suggest only APIs that exist in that version and that the code does not already use.
 
 pub use crate::vocabulary::api::{GpuApi, Offload};
-use crate::vocabulary::{devices, ops};
+pub use crate::vocabulary::libraries::PythonLibrary;
+use crate::vocabulary::{devices, libraries, ops};
 use serde::Serialize;
 use tracelens_model::{NameId, SpanKind, Trace};
 
@@ -53,6 +54,10 @@ pub struct Framework {
     /// The tool that recorded the trace (how to profile again is said in its options).
     #[serde(default)]
     pub capture: tracelens_model::CaptureTool,
+    /// The Python GPU library that launches the work, in a Python program without PyTorch
+    /// (CuPy, cuDF, Numba, JAX), from its kernel names, NVTX domains and module ranges.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<PythonLibrary>,
 }
 
 /// The words a fix is written in, decided once from the program model: a fix names only
@@ -68,6 +73,9 @@ pub enum Dialect {
     OpenAcc,
     /// OpenMP target directives (`!$omp target` / `#pragma omp target`).
     OpenMp,
+    /// A Python GPU library's own API (CuPy arrays and memory pools, cuDF frames, Numba
+    /// kernels, `jax.jit`).
+    Python(PythonLibrary),
     /// No program identified (or one whose API tracelens does not write fixes in): what to
     /// change, in no tool's vocabulary.
     Neutral,
@@ -110,6 +118,9 @@ impl Framework {
     pub fn dialect(&self) -> Dialect {
         match (self.program, self.offload, self.gpu_api) {
             (Program::PyTorch, _, _) => Dialect::PyTorch,
+            (Program::Python, _, _) if self.library.is_some() => {
+                Dialect::Python(self.library.unwrap_or(PythonLibrary::CuPy))
+            }
             (_, Some(Offload::OpenAcc), _) => Dialect::OpenAcc,
             (_, Some(Offload::OpenMp), _) => Dialect::OpenMp,
             (Program::Native | Program::Unknown, None, GpuApi::CudaRuntime) => Dialect::CudaRuntime,
@@ -126,7 +137,10 @@ impl Framework {
                 Some(t) => format!("{t} program"),
                 None => "PyTorch program".into(),
             },
-            Program::Python => "Python program (no PyTorch in the trace)".into(),
+            Program::Python => match self.library {
+                Some(lib) => format!("{} program (Python, no PyTorch in the trace)", lib.name()),
+                None => "Python program (no PyTorch in the trace)".into(),
+            },
             Program::Native => "native program (C, C++ or Fortran)".into(),
             Program::Unknown => "program not identified".into(),
         }];
@@ -191,9 +205,9 @@ impl Framework {
     }
 }
 
-/// A program model a test imposes: program, offload, launch API.
+/// A program model a test imposes: program, offload, launch API, Python library.
 #[cfg(test)]
-pub(crate) type ImposedProgram = (Program, Option<Offload>, GpuApi);
+pub(crate) type ImposedProgram = (Program, Option<Offload>, GpuApi, Option<PythonLibrary>);
 
 #[cfg(test)]
 thread_local! {
@@ -202,6 +216,9 @@ thread_local! {
     pub(crate) static IMPOSED_PROGRAM: std::cell::Cell<Option<ImposedProgram>> =
         const { std::cell::Cell::new(None) };
 }
+
+/// Distinct XLA fusion kernel names that make a Python program a JAX one.
+const XLA_KERNEL_NAMES: usize = 3;
 
 /// Reads the framework facts of a trace.
 #[must_use]
@@ -217,6 +234,13 @@ pub fn framework(trace: &Trace) -> Framework {
     // PyTorch profiler trace), say PyTorch even when no op was recorded.
     let mut pytorch = !trace.steps.is_empty() || range.min.is_some() || range.max.is_some();
     let mut aten_kernels = false;
+    let mut library: Option<PythonLibrary> = None;
+    let mut xla_kernel_names = 0_usize;
+    for domain in &trace.metadata.nvtx_domains {
+        if let Some(lib) = libraries::annotation_library(domain) {
+            library = Some(library.map_or(lib, |l| l.over(lib)));
+        }
+    }
     for i in 0..trace.names.len() {
         let name = trace.names.get(NameId::at(i));
         if let Some(class) = ops::optimizer_step_class(name) {
@@ -242,6 +266,10 @@ pub fn framework(trace: &Trace) -> Framework {
         fw.graphs |= ops::is_graph_launch(name);
         pytorch |= ops::is_pytorch_name(name);
         aten_kernels |= ops::is_aten_kernel(name);
+        if let Some(lib) = libraries::kernel_library(name).or(libraries::annotation_library(name)) {
+            library = Some(library.map_or(lib, |l| l.over(lib)));
+        }
+        xla_kernel_names += usize::from(libraries::xla_kernel(name));
         if let Some(kind) = crate::vocabulary::api::offload_kernel(name) {
             fw.offload.get_or_insert(kind);
         }
@@ -274,16 +302,28 @@ pub fn framework(trace: &Trace) -> Framework {
         (false, Program::Python) if aten_kernels => Program::PyTorch,
         (false, program) => program,
     };
+    // XLA's fusion kernels launched from Python: JAX (three distinct names, not one look-alike).
+    if library.is_none() && xla_kernel_names >= XLA_KERNEL_NAMES && fw.program == Program::Python {
+        library = Some(PythonLibrary::Jax);
+    }
+    // A library's kernels say Python even where the processes are not named.
+    if library.is_some() && fw.program == Program::Unknown {
+        fw.program = Program::Python;
+    }
+    if fw.program == Program::Python {
+        fw.library = library;
+    }
     if fw.compiled && torch_min.is_none_or(|m| m < TORCH_COMPILE) {
         torch_min = Some(TORCH_COMPILE);
     }
     fw.torch_min = torch_min;
     fw.torch_max = torch_max.filter(|&m| torch_min.is_none_or(|n| n <= m));
     #[cfg(test)]
-    if let Some((program, offload, api)) = IMPOSED_PROGRAM.get() {
+    if let Some((program, offload, api, library)) = IMPOSED_PROGRAM.get() {
         fw.program = program;
         fw.offload = offload;
         fw.gpu_api = api;
+        fw.library = library;
     }
     fw
 }
@@ -444,21 +484,85 @@ pub fn hardware(trace: &Trace, device: Option<i64>) -> Hardware {
 mod tests {
     use super::*;
 
-    /// A process named `process` launching one ATen kernel.
-    fn aten_kernel_in(process: &str) -> Trace {
+    /// A process named `process` (unnamed when `None`) launching one kernel of each name.
+    fn kernels_in(process: Option<&str>, kernels: &[&str]) -> Trace {
         use crate::diagnose::detectors::testing::{launch_call, span_us, thread_and_stream};
         let (mut b, cpu, gpu) = thread_and_stream();
-        b.name_process(tracelens_model::Ident::Num(1), process);
-        launch_call(&mut b, cpu, 0, Some(1));
-        span_us(
-            &mut b,
-            SpanKind::Kernel,
-            gpu,
-            "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >(int)",
-            (10, 100),
-            Some(1),
-        );
+        if let Some(process) = process {
+            b.name_process(tracelens_model::Ident::Num(1), process);
+        }
+        for (i, kernel) in (0_i64..).zip(kernels) {
+            launch_call(&mut b, cpu, i * 200, Some(i.unsigned_abs() + 1));
+            span_us(
+                &mut b,
+                SpanKind::Kernel,
+                gpu,
+                kernel,
+                (i * 200 + 10, i * 200 + 100),
+                Some(i.unsigned_abs() + 1),
+            );
+        }
         b.finish(tracelens_model::SourceInfo::default())
+    }
+
+    /// A process named `process` launching one ATen kernel.
+    fn aten_kernel_in(process: &str) -> Trace {
+        kernels_in(
+            Some(process),
+            &["void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >(int)"],
+        )
+    }
+
+    #[test]
+    fn python_gpu_libraries_are_named_by_their_kernels_and_get_their_own_words() {
+        let cupy = framework(&kernels_in(
+            Some("python3"),
+            &["cupy_copy__float32_float32"],
+        ));
+        assert_eq!(
+            (cupy.program, cupy.library),
+            (Program::Python, Some(PythonLibrary::CuPy))
+        );
+        assert_eq!(cupy.dialect(), Dialect::Python(PythonLibrary::CuPy));
+        assert!(cupy.describe_program(false).starts_with("CuPy program"));
+        // A library's kernels say Python where the processes are not named.
+        let numba = framework(&kernels_in(
+            None,
+            &["cudapy::__main__::saxpy[abi:v1](Array<float, 1, C, mutable, aligned>)"],
+        ));
+        assert_eq!(
+            (numba.program, numba.library),
+            (Program::Python, Some(PythonLibrary::Numba))
+        );
+        // cuDF's kernels win over the CuPy kernels it runs on.
+        let cudf = framework(&kernels_in(
+            Some("python"),
+            &["cupy_fill", "void cudf::detail::gather_kernel<int>(int)"],
+        ));
+        assert_eq!(cudf.library, Some(PythonLibrary::CuDf));
+        // XLA's fusions from Python: JAX, but one look-alike name is not enough.
+        let jax = framework(&kernels_in(
+            Some("python3"),
+            &["loop_add_fusion", "input_reduce_fusion", "fusion_3"],
+        ));
+        assert_eq!(jax.library, Some(PythonLibrary::Jax));
+        let one = framework(&kernels_in(Some("python3"), &["fusion_3", "saxpy"]));
+        assert_eq!((one.program, one.library), (Program::Python, None));
+        assert_eq!(one.dialect(), Dialect::Neutral);
+        // PyTorch stays PyTorch with a CuPy kernel beside it; a native program names no library.
+        let torch = framework(&kernels_in(
+            Some("python3"),
+            &[
+                "void at::native::vectorized_elementwise_kernel<4>(int)",
+                "cupy_fill",
+            ],
+        ));
+        assert_eq!((torch.program, torch.library), (Program::PyTorch, None));
+        let native = framework(&kernels_in(
+            Some("solver"),
+            &["loop_add_fusion", "input_x_fusion", "fusion_1"],
+        ));
+        assert_eq!((native.program, native.library), (Program::Native, None));
     }
 
     #[test]

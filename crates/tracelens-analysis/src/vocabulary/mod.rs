@@ -7,6 +7,7 @@ pub mod api;
 pub mod compiled;
 pub mod devices;
 pub mod kernels;
+pub mod libraries;
 pub mod memo;
 pub mod ops;
 pub mod phases;

@@ -418,13 +418,15 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
     };
     let t = "CUPTI_ACTIVITY_KIND_MEMCPY";
     let sql = format!(
-        "SELECT {}, {}, {}, {}, {}, {} FROM {t}",
+        "SELECT {}, {}, {}, {}, {}, {}, {}, {} FROM {t}",
         common(t),
         db.col(t, "bytes"),
         db.col(t, "copyKind"),
         db.col(t, "srcKind"),
         db.col(t, "dstKind"),
-        db.col(t, "migrationCause")
+        db.col(t, "migrationCause"),
+        db.col(t, "srcDeviceId"),
+        db.col(t, "dstDeviceId")
     );
     imp.scan(t, &sql, |imp, r| {
         let (direction, unified) = copy_direction(r.int(7));
@@ -448,6 +450,12 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
             dst,
             bytes: r.int(6).and_then(|b| u64::try_from(b).ok()),
             migration: unified.then(|| MigrationCause::from_cupti(r.int(10).unwrap_or(0))),
+            peer: match (direction, r.int(11), r.int(12)) {
+                (CopyDirection::PtoP, Some(src), Some(dst)) => {
+                    tracelens_model::PeerDevices::new(src, dst)
+                }
+                _ => None,
+            },
         });
         gpu_span(imp, r, SpanKind::Memcpy, name, detail);
     })?;
@@ -467,6 +475,7 @@ fn read_gpu_ops(imp: &mut Importer) -> rusqlite::Result<()> {
             dst: kind,
             bytes: r.int(6).and_then(|b| u64::try_from(b).ok()),
             migration: None,
+            peer: None,
         });
         gpu_span(imp, r, SpanKind::Memset, name, detail);
     })?;
@@ -564,6 +573,27 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
             |r| r.get::<_, Option<i64>>(0),
         )?
         .unwrap_or(0);
+    // Domain creations (type 75) name the libraries that annotate themselves (read apart:
+    // they are not ranges, and the table's row count stays the ranges').
+    let sql = format!(
+        "SELECT DISTINCT {}, {} FROM {t} WHERE eventType = 75 LIMIT {}",
+        db.col(t, "text"),
+        db.col(t, "textId"),
+        tracelens_model::MAX_NVTX_DOMAINS
+    );
+    let mut rows = Query::new(&db.conn, &sql)?;
+    while let Some(r) = rows.next()? {
+        let name = match r.text(0) {
+            Some(s) => s.to_string(),
+            None => r
+                .int(1)
+                .and_then(|id| imp.strings.get(&id).cloned())
+                .unwrap_or_default(),
+        };
+        if !name.is_empty() {
+            imp.b.metadata.add_nvtx_domain(&name);
+        }
+    }
     let sql = format!(
         "SELECT start, {}, eventType, {}, {}, {} FROM {t} WHERE eventType IN (59, 60, 70, 71)",
         db.col(t, "end"),

@@ -1,5 +1,5 @@
-//! Host↔device copies by kind: pageable or pinned, bytes, GPU time, exposed time and host
-//! time blocked.
+//! Copies by kind (pageable or pinned host copies, device and peer copies, each peer device
+//! pair): count, bytes, achieved rate, GPU time, exposed time and host time blocked.
 
 use askama::Template;
 use tracelens_analysis::Diagnosis;
@@ -33,15 +33,25 @@ fn copy_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
             c.host_kind_unknown,
         ),
         ("device → device", c.device_to_device),
+        ("peer → peer (between GPUs)", c.peer_to_peer),
         ("other", c.other),
     ]
     .into_iter()
+    .map(|(label, s)| (label.to_string(), s))
+    .chain(c.peer_links.iter().map(|l| {
+        (
+            format!("peer GPU {} → GPU {}", l.devices.src, l.devices.dst),
+            l.stats,
+        )
+    }))
     .filter(|(_, s)| s.count > 0)
     .map(|(label, s)| {
         vec![
-            label.to_string(),
+            label,
             s.count.to_string(),
             format!("{:.1} MB", s.bytes as f64 / 1e6),
+            s.gb_per_s()
+                .map_or_else(|| "–".to_string(), tracelens_model::format_gb_per_s),
             format_ms(s.gpu_ns),
             format_ms(s.exposed_ns),
             format_ms(s.host_blocked_ns),

@@ -76,7 +76,7 @@ impl Detector for LaunchBound {
 fn launch_bound_advice(dialect: Dialect) -> &'static str {
     match dialect {
         Dialect::PyTorch | Dialect::CudaRuntime => "The CPU cannot issue kernels as fast as the GPU runs them: each kernel is shorter than its launch call, so the GPU idles between them. Fewer, larger launches (CUDA graphs, fusion, bigger batches) remove the gaps.",
-        Dialect::OpenAcc | Dialect::OpenMp | Dialect::Neutral => "The CPU cannot issue kernels as fast as the GPU runs them: each kernel is shorter than its launch call, so the GPU idles between them. Fewer, larger launches (more work per kernel, fused loops) remove the gaps.",
+        Dialect::OpenAcc | Dialect::OpenMp | Dialect::Neutral | Dialect::Python(_) => "The CPU cannot issue kernels as fast as the GPU runs them: each kernel is shorter than its launch call, so the GPU idles between them. Fewer, larger launches (more work per kernel, fused loops) remove the gaps.",
     }
 }
 

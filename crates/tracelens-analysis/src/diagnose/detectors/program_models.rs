@@ -1,6 +1,6 @@
 //! Every finding kind rendered under every program model: the same traces analysed as a
-//! PyTorch program, a C/C++ CUDA program, an OpenACC program, an OpenMP-offload program and
-//! an unidentified one, and each finding's fix, advice and snippet (and the verdict) checked
+//! PyTorch program, a C/C++ CUDA program, an OpenACC program, an OpenMP-offload program, a
+//! CuPy, cuDF, Numba and JAX program and an unidentified one, and each finding's fix, advice and snippet (and the verdict) checked
 //! for another program's vocabulary.
 
 use super::cpu_oversubscription::tests::descheduled;
@@ -8,31 +8,80 @@ use super::gpu_waits::testing::{waiting_trace, Wait};
 use super::testing::{scenario, scenario_text};
 use crate::diagnose::advice::foreign_words;
 use crate::measure::environment::{
-    Dialect, GpuApi, ImposedProgram, Offload, Program, IMPOSED_PROGRAM,
+    Dialect, GpuApi, ImposedProgram, Offload, Program, PythonLibrary, IMPOSED_PROGRAM,
 };
 use crate::FindingKind;
 use std::collections::BTreeSet;
 use tracelens_model::Trace;
 
 /// The program models, each as (program, offload, launch API) and the dialect it must give.
-const MODELS: [(ImposedProgram, Dialect); 5] = [
+const MODELS: [(ImposedProgram, Dialect); 9] = [
     (
-        (Program::PyTorch, None, GpuApi::CudaRuntime),
+        (Program::PyTorch, None, GpuApi::CudaRuntime, None),
         Dialect::PyTorch,
     ),
     (
-        (Program::Native, None, GpuApi::CudaRuntime),
+        (Program::Native, None, GpuApi::CudaRuntime, None),
         Dialect::CudaRuntime,
     ),
     (
-        (Program::Native, Some(Offload::OpenAcc), GpuApi::CudaDriver),
+        (
+            Program::Native,
+            Some(Offload::OpenAcc),
+            GpuApi::CudaDriver,
+            None,
+        ),
         Dialect::OpenAcc,
     ),
     (
-        (Program::Native, Some(Offload::OpenMp), GpuApi::CudaDriver),
+        (
+            Program::Native,
+            Some(Offload::OpenMp),
+            GpuApi::CudaDriver,
+            None,
+        ),
         Dialect::OpenMp,
     ),
-    ((Program::Unknown, None, GpuApi::Unknown), Dialect::Neutral),
+    (
+        (Program::Unknown, None, GpuApi::Unknown, None),
+        Dialect::Neutral,
+    ),
+    (
+        (
+            Program::Python,
+            None,
+            GpuApi::CudaRuntime,
+            Some(PythonLibrary::CuPy),
+        ),
+        Dialect::Python(PythonLibrary::CuPy),
+    ),
+    (
+        (
+            Program::Python,
+            None,
+            GpuApi::CudaRuntime,
+            Some(PythonLibrary::CuDf),
+        ),
+        Dialect::Python(PythonLibrary::CuDf),
+    ),
+    (
+        (
+            Program::Python,
+            None,
+            GpuApi::CudaDriver,
+            Some(PythonLibrary::Numba),
+        ),
+        Dialect::Python(PythonLibrary::Numba),
+    ),
+    (
+        (
+            Program::Python,
+            None,
+            GpuApi::CudaRuntime,
+            Some(PythonLibrary::Jax),
+        ),
+        Dialect::Python(PythonLibrary::Jax),
+    ),
 ];
 
 /// A scenario with one text replaced, imported again.

@@ -188,6 +188,14 @@ fn small_grid_fix(dialect: Dialect, pytorch: bool) -> (String, String) {
             "Spread the target region over the GPU: use teams distribute parallel for (and collapse nested loops), so it launches many teams, not one.".into(),
             "#pragma omp target teams distribute parallel for collapse(2)".into(),
         ),
+        Dialect::Python(crate::measure::environment::PythonLibrary::Numba) => (
+            "Launch each @cuda.jit kernel over the data: blocks = (n + threads - 1) // threads with 128–256 threads per block, and a grid-stride loop (cuda.grid / cuda.gridsize) inside, so every multiprocessor gets work.".into(),
+            "threads = 256\nblocks = (n + threads - 1) // threads\nkernel[blocks, threads](x, y)".into(),
+        ),
+        Dialect::Python(lib) => (
+            format!("Give each {} call more data: these kernels run on small arrays (the library sizes the grid from the array), so stack the small arrays and operate on them at once{}.", lib.name(), if lib == crate::measure::environment::PythonLibrary::Jax { ", or jax.vmap the function over a batch axis" } else { " (one call over a new batch axis)" }),
+            String::new(),
+        ),
         Dialect::Neutral => (
             "Launch each kernel with a grid that covers the data (many blocks, a few hundred threads each), so every multiprocessor gets work: a grid of fewer blocks than multiprocessors leaves the rest of the GPU empty.".into(),
             String::new(),

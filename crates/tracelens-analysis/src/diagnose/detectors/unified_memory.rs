@@ -8,7 +8,7 @@ use super::{plural, Context, Detector, Input};
 use crate::attribute::idle::UnattributedReason;
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
-use crate::measure::environment::Dialect;
+use crate::measure::environment::{Dialect, PythonLibrary};
 use tracelens_model::{format_ms, CopyDirection, LaneKey, MigrationCause, SpanKind, TimeNs};
 
 /// Fewer migrations than this are a detail.
@@ -149,7 +149,12 @@ struct Faults {
 fn migration_fix(dialect: Dialect, prefetches: u64, faults: Faults) -> (String, String) {
     // Pages reach the GPU by the program's prefetches, and fault only on the way back: the
     // fix is the prefetch back, not another one to the GPU.
-    if !faults.to_device && faults.to_host && !matches!(dialect, Dialect::OpenAcc | Dialect::OpenMp)
+    if !faults.to_device
+        && faults.to_host
+        && !matches!(
+            dialect,
+            Dialect::OpenAcc | Dialect::OpenMp | Dialect::Python(_)
+        )
     {
         return (
             format!(
@@ -180,7 +185,19 @@ fn migration_fix(dialect: Dialect, prefetches: u64, faults: Faults) -> (String, 
             lead("move the arrays explicitly instead of relying on managed memory: a data region (or enter/exit data) that copies them once, and updates only where the host reads them."),
             String::new(),
         ),
-        Dialect::PyTorch | Dialect::Neutral => (
+        Dialect::Python(PythonLibrary::CuPy) => (
+            lead("when the arrays fit in GPU memory, go back to CuPy's default device memory pool instead of managed memory (cupy.cuda.set_allocator(cupy.get_default_memory_pool().malloc)); otherwise prefetch the arrays to the GPU before the kernels use them (cupy.cuda.runtime.memPrefetchAsync)."),
+            "cupy.cuda.set_allocator(cupy.get_default_memory_pool().malloc)   # device memory, no page faults".into(),
+        ),
+        Dialect::Python(PythonLibrary::Numba) => (
+            lead("when the arrays fit in GPU memory, allocate them with cuda.device_array / cuda.to_device instead of cuda.managed_array, and copy back explicitly what the host reads."),
+            "d_x = cuda.to_device(x)   # instead of cuda.managed_array".into(),
+        ),
+        Dialect::Python(PythonLibrary::CuDf) => (
+            lead("when the data fits in GPU memory, give RMM a device pool instead of managed memory (rmm.reinitialize(pool_allocator=True, managed_memory=False)); keep managed memory only to oversubscribe."),
+            "rmm.reinitialize(pool_allocator=True, managed_memory=False)".into(),
+        ),
+        Dialect::PyTorch | Dialect::Neutral | Dialect::Python(PythonLibrary::Jax) => (
             lead(&format!("prefetch managed memory to the GPU before the kernels that use it{}, or allocate device memory and copy explicitly.", back.replace(" (cudaCpuDeviceId)", ""))),
             String::new(),
         ),
@@ -207,6 +224,7 @@ pub(crate) mod tests {
             dst: MemoryKind::Managed,
             bytes: Some(65_536),
             migration: Some(tracelens_model::MigrationCause::PageFault),
+            peer: None,
         });
         let name = b.intern("Memcpy Unified HtoD (Managed -> Managed)");
         for i in 0..10u64 {
