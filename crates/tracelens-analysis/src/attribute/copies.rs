@@ -448,7 +448,10 @@ pub fn copy_report(
             dir.sources = named;
             dir.streams = u32::try_from(stream_sets[slot].len()).unwrap_or(u32::MAX);
         }
-        mine.issue_order = issue_order(trace, device, window);
+        // The order matters only where two streams carry host copies (one pass more otherwise).
+        if stream_sets[0].union(&stream_sets[1]).count() >= 2 {
+            mine.issue_order = issue_order(trace, device, window);
+        }
         if mine.directions().iter().any(|(_, d)| d.all.count > 0) {
             report.by_device.push(mine);
         }

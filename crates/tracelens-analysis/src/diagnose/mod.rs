@@ -583,6 +583,10 @@ fn diagnose_core(
     if verdict::mark_too_short(&mut verdict, focus_window_ops.len(), &fw) {
         findings.clear();
     }
+    let launches_failed = verdict::mark_failed_launches(&mut verdict, trace);
+    if launches_failed {
+        findings.clear();
+    }
     verdict::mark_nothing_worth_fixing(&mut verdict, &findings);
     verdict::drop_trivial_on_busy_gpu(&verdict, &mut findings);
     let wins = WinTotals {
@@ -628,7 +632,9 @@ fn diagnose_core(
     }
     verdict::mark_small_grids(&mut verdict, &findings);
     verdict::mark_kernel_work(&mut verdict, &findings);
-    verdict::mark_window_in_capture(&mut verdict, trace);
+    if !launches_failed {
+        verdict::mark_window_in_capture(&mut verdict, trace);
+    }
     verdict::mark_unified_memory(&mut verdict, &findings);
     let compiled = views
         .compiled

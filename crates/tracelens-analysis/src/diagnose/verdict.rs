@@ -456,6 +456,63 @@ fn largest_kernel<'t>(trace: &'t Trace, ops: &[GpuOp]) -> (&'t str, f64) {
         })
 }
 
+/// `21 cudaLaunchKernel calls returned error 222 (cudaErrorUnsupportedPtxVersion)`.
+fn failed_call_words(e: &tracelens_model::ApiError) -> String {
+    let name = crate::vocabulary::api::cuda_error(e.code).map_or("an error", |(n, _)| n);
+    format!(
+        "{} {} {} returned error {} ({name})",
+        e.count,
+        e.call,
+        if e.count == 1 { "call" } else { "calls" },
+        e.code
+    )
+}
+
+/// What a failed call's error code means, in words.
+fn failed_call_why(e: &tracelens_model::ApiError) -> &'static str {
+    crate::vocabulary::api::cuda_error(e.code).map_or("check the call's error code", |(_, why)| why)
+}
+
+/// Kernel launches that returned an error ran nothing: that leads the verdict. Where no
+/// kernel ran at all, it is the verdict, and no finding about the copies and set-up around
+/// the failed launches is worth a fix before them (returns whether the findings go).
+pub fn mark_failed_launches(v: &mut Verdict, trace: &Trace) -> bool {
+    let Some(e) = trace
+        .metadata
+        .api_errors
+        .iter()
+        .filter(|e| crate::vocabulary::api::is_kernel_launch(&e.call))
+        .max_by_key(|e| e.count)
+    else {
+        return false;
+    };
+    // Without any GPU op the no-GPU-work verdict already names the failure.
+    if !trace.spans.iter().any(|s| {
+        matches!(
+            s.kind,
+            SpanKind::Kernel | SpanKind::Memcpy | SpanKind::Memset
+        )
+    }) {
+        return false;
+    }
+    let ran = trace.spans.iter().any(|s| s.kind == SpanKind::Kernel);
+    if ran {
+        v.text = format!(
+            "{}: those kernels never ran ({}). {}",
+            failed_call_words(e),
+            failed_call_why(e),
+            v.text
+        );
+        return false;
+    }
+    v.text = format!(
+        "No kernel ran: {}, so the GPU only copied data around launches that failed: {}. Fix that first; until the launches succeed there is no GPU work to judge",
+        failed_call_words(e),
+        failed_call_why(e)
+    );
+    true
+}
+
 /// Why a trace holds no GPU work, as far as it tells: launch calls without GPU records mean
 /// the capture did not record GPU activity; an Nsight Systems capture without any CUDA call
 /// was taken without its CUDA trace; otherwise the program ran nothing on a GPU.
@@ -475,17 +532,10 @@ fn no_gpu_activity(trace: &Trace, fw: &Framework) -> String {
         .iter()
         .find(|e| crate::vocabulary::api::submits_gpu_work(&e.call));
     if let Some(e) = failed {
-        let (name, why) = crate::vocabulary::api::cuda_error(e.code)
-            .unwrap_or(("an error", "check the call's error code"));
         return format!(
-            "No GPU work ran: {} {} returned error {} ({name}), so there was nothing for the GPU to do: {why}",
-            e.count,
-            if e.count == 1 {
-                format!("{} call", e.call)
-            } else {
-                format!("{} calls", e.call)
-            },
-            e.code
+            "No GPU work ran: {}, so there was nothing for the GPU to do: {}",
+            failed_call_words(e),
+            failed_call_why(e)
         );
     }
     if launches > 0 {
@@ -955,6 +1005,44 @@ mod tests {
             "{}",
             unrecorded.text
         );
+    }
+
+    #[test]
+    fn failed_launches_lead_the_verdict_and_with_no_kernel_run_are_all_of_it() {
+        use crate::diagnose::detectors::testing::{launch_call, span_us, thread_and_stream};
+        // Copies ran, every kernel launch failed: the failure is the verdict, no findings.
+        let (mut b, cpu, gpu) = thread_and_stream();
+        for i in 0..3_u64 {
+            let t = i.cast_signed() * 1_000;
+            launch_call(&mut b, cpu, t, Some(i + 1));
+            span_us(
+                &mut b,
+                SpanKind::Memcpy,
+                gpu,
+                "Memcpy HtoD (Pinned -> Device)",
+                (t + 10, 100),
+                Some(i + 1),
+            );
+        }
+        let mut copies_only = b.finish(tracelens_model::SourceInfo::default());
+        copies_only.metadata.add_api_error("cudaLaunchKernel", 222);
+        let d = crate::diagnose(&copies_only);
+        assert!(d.verdict.text.starts_with("No kernel ran: 1 cudaLaunchKernel call returned error 222 (cudaErrorUnsupportedPtxVersion)"), "{}", d.verdict.text);
+        assert!(d.findings.is_empty(), "{:#?}", d.findings);
+        // Kernels ran beside the failed launch: it leads, the diagnosis stays.
+        let mut some = host_then_kernels(3);
+        some.metadata.add_api_error("cudaLaunchKernel", 222);
+        let v = crate::diagnose(&some).verdict;
+        assert!(
+            v.text
+                .contains("1 cudaLaunchKernel call returned error 222"),
+            "{}",
+            v.text
+        );
+        assert!(v.text.contains("those kernels never ran"), "{}", v.text);
+        // Without a failed launch, neither.
+        let twin = crate::diagnose(&host_then_kernels(3)).verdict;
+        assert!(!twin.text.contains("returned error"), "{}", twin.text);
     }
 
     #[test]
