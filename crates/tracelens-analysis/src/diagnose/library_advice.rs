@@ -6,51 +6,47 @@
 use crate::diagnose::fix::{Fix, HostWait};
 use crate::measure::environment::PythonLibrary;
 
-fn fix(fix: &str, advice: &str, snippet: &str) -> Fix {
-    Fix::new(fix, advice, snippet)
-}
-
 /// A host-blocking call (a free, a synchronize, a blocking copy) in a library's program.
 #[must_use]
 pub fn host_wait(wait: HostWait, lib: PythonLibrary) -> Fix {
     use PythonLibrary::{CuDf, CuPy, Jax, Numba};
     match (lib, wait) {
-        (CuPy, HostWait::Free) => fix(
+        (CuPy, HostWait::Free) => Fix::new(
             "Keep CuPy's memory pool: do not call free_all_blocks() (or set a pool limit that forces frees) inside the loop, and reuse arrays with out= instead of allocating new ones each iteration.",
             "A device free waits for all queued GPU work, so the queue drains; CuPy's default memory pool keeps freed blocks for reuse and frees to the driver only when told to.",
             "pool = cupy.get_default_memory_pool()\n# no pool.free_all_blocks() inside the loop\ncupy.add(a, b, out=buf)   # reuse buf each iteration",
         ),
-        (CuDf, HostWait::Free) => fix(
+        (CuDf, HostWait::Free) => Fix::new(
             "Give RMM a pool so cuDF's allocations and frees stay inside it: rmm.reinitialize(pool_allocator=True) once at start-up (or the cudf.pandas / dask-cuda pool options).",
             "Without a pool, each column cuDF allocates and frees goes to the driver, and a device free waits for all queued GPU work.",
             "import rmm\nrmm.reinitialize(pool_allocator=True, initial_pool_size=2**30)   # once, before cuDF work",
         ),
-        (Numba, HostWait::Free) => fix(
+        (Numba, HostWait::Free) => Fix::new(
             "Allocate the device arrays once, outside the loop (cuda.device_array / cuda.to_device), and pass them to every launch instead of creating new ones per iteration.",
             "Each device array Numba frees returns its memory to the driver, and a device free waits for all queued GPU work.",
             "d_out = cuda.device_array(n, dtype=np.float32)   # once\nfor step in range(steps):\n    kernel[blocks, threads](d_in, d_out)",
         ),
-        (Jax, HostWait::Free) => fix(
+        (Jax, HostWait::Free) => Fix::new(
             "Let XLA keep its memory: unset XLA_PYTHON_CLIENT_ALLOCATOR=platform (and XLA_PYTHON_CLIENT_PREALLOCATE=false where memory allows), so buffers come from its pool instead of the driver.",
             "With the platform allocator each buffer is allocated and freed through the driver, and a device free waits for all queued GPU work.",
             "# unset XLA_PYTHON_CLIENT_ALLOCATOR; keep the default BFC pool\nexport XLA_PYTHON_CLIENT_MEM_FRACTION=0.9",
         ),
-        (CuPy, _) => fix(
+        (CuPy, _) => Fix::new(
             "Keep results on the GPU inside the loop: no .get(), cupy.asnumpy(), float()/int() of an array or Stream.synchronize() per iteration; reduce on the GPU and read once after the loop.",
             "Reading a CuPy array on the host, or synchronizing its stream, waits for every queued kernel, so the GPU idles while Python prepares the next launches.",
             "total = cupy.zeros((), dtype=cupy.float32)\nfor batch in batches:\n    total += step(batch).sum()   # stays on the GPU\nprint(float(total))              # one read, after the loop",
         ),
-        (CuDf, _) => fix(
+        (CuDf, _) => Fix::new(
             "Keep the work in cuDF until the end: no .to_pandas(), .values_host, .to_numpy() or printing of intermediate results inside the loop; combine the operations (one groupby().agg({...}) instead of several) and convert once.",
             "Each conversion to host memory waits for every queued kernel and copies the column across the link, so the GPU idles in between.",
             "out = df.groupby(\"key\").agg({\"a\": \"sum\", \"b\": \"mean\"})   # one pass\nresult = out.to_pandas()                                   # once, at the end",
         ),
-        (Numba, _) => fix(
+        (Numba, _) => Fix::new(
             "Keep the arrays on the device across launches: copy in once with cuda.to_device, launch the kernels back to back, and copy_to_host (or cuda.synchronize()) only where the host needs the result.",
             "Numba launches are asynchronous, but copy_to_host and cuda.synchronize() wait for every queued kernel, so the GPU idles while the host prepares the next launch.",
             "d_x = cuda.to_device(x)          # once\nfor step in range(steps):\n    kernel[blocks, threads](d_x)  # no copy back per step\nx = d_x.copy_to_host()           # once, after the loop",
         ),
-        (Jax, _) => fix(
+        (Jax, _) => Fix::new(
             "Let JAX dispatch ahead: no block_until_ready(), float()/np.asarray() of a result or printing inside the loop; keep metrics as arrays and read them every N steps or after the loop.",
             "JAX dispatches asynchronously; reading a result on the host waits for every queued computation, so the GPU idles while Python traces and dispatches the next step.",
             "for step in range(steps):\n    state, loss = train_step(state, batch)   # returns at once\n    if step % 100 == 0:\n        print(float(loss))                    # read rarely",
@@ -63,22 +59,22 @@ pub fn host_wait(wait: HostWait, lib: PythonLibrary) -> Fix {
 pub fn pageable_copies(lib: PythonLibrary) -> Fix {
     let advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels.";
     match lib {
-        PythonLibrary::CuPy => fix(
+        PythonLibrary::CuPy => Fix::new(
             "Copy through pinned host buffers (cupyx.empty_pinned) on a non-default stream (ndarray.set(host, stream=s) / .get(stream=s, out=pinned)), or keep the data on the GPU so it crosses the link less often.",
             advice,
             "host = cupyx.empty_pinned(shape, dtype=numpy.float32)\ns = cupy.cuda.Stream()\nd.set(host, stream=s)   # asynchronous from pinned memory",
         ),
-        PythonLibrary::Numba => fix(
+        PythonLibrary::Numba => Fix::new(
             "Copy through pinned host arrays (cuda.pinned_array, or with cuda.pinned(a):) and pass a stream to to_device / copy_to_host so the copies run asynchronously.",
             advice,
             "h = cuda.pinned_array(n, dtype=np.float32)\ns = cuda.stream()\nd = cuda.to_device(h, stream=s)   # asynchronous from pinned memory",
         ),
-        PythonLibrary::CuDf => fix(
+        PythonLibrary::CuDf => Fix::new(
             "Read the data straight into GPU memory (cudf.read_parquet / read_csv) instead of building frames from pandas or NumPy on the host, and convert back to pandas once at the end.",
             advice,
             "df = cudf.read_parquet(path)   # not cudf.from_pandas(pd.read_parquet(path))",
         ),
-        PythonLibrary::Jax => fix(
+        PythonLibrary::Jax => Fix::new(
             "Put the next batch on the device ahead of use (jax.device_put while the current step runs, or a prefetching input pipeline) and keep state on the device, so no step waits for a host copy.",
             advice,
             "next_batch = jax.device_put(host_batch)   # issued before the current step is read\nstate, loss = train_step(state, batch)",

@@ -116,11 +116,11 @@ impl Framework {
     /// The words fixes are written in for this program.
     #[must_use]
     pub fn dialect(&self) -> Dialect {
+        if let (Program::Python, Some(lib)) = (self.program, self.library) {
+            return Dialect::Python(lib);
+        }
         match (self.program, self.offload, self.gpu_api) {
             (Program::PyTorch, _, _) => Dialect::PyTorch,
-            (Program::Python, _, _) if self.library.is_some() => {
-                Dialect::Python(self.library.unwrap_or(PythonLibrary::CuPy))
-            }
             (_, Some(Offload::OpenAcc), _) => Dialect::OpenAcc,
             (_, Some(Offload::OpenMp), _) => Dialect::OpenMp,
             (Program::Native | Program::Unknown, None, GpuApi::CudaRuntime) => Dialect::CudaRuntime,
