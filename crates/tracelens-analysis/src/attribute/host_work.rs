@@ -34,6 +34,13 @@ pub enum HostWork {
     Python,
     /// A user-annotated region (`record_function`, NVTX) with no finer record inside.
     UserRegion,
+    /// Allocating, freeing or pinning memory through the runtime outside any framework op
+    /// or Python frame (`cudaMalloc`, `cudaFree`, `cudaHostAlloc`): buffers made per
+    /// iteration pay the driver every time, and a free waits for the device.
+    Allocation,
+    /// Other recorded runtime or driver calls outside any framework op or Python frame:
+    /// queries, stream and event creation, the host side of copies and launches.
+    ApiCalls,
     /// CPU work between API calls in a program without Python.
     BetweenApiCalls,
     /// The trace records no CPU work around the launches.
@@ -55,6 +62,8 @@ impl HostWork {
             HostWork::FrameworkDispatch => "framework_dispatch",
             HostWork::Python => "python",
             HostWork::UserRegion => "user_region",
+            HostWork::Allocation => "allocation",
+            HostWork::ApiCalls => "api_calls",
             HostWork::BetweenApiCalls => "between_api_calls",
             HostWork::NotRecorded => "not_recorded",
         }
@@ -76,6 +85,8 @@ impl HostWork {
             HostWork::FrameworkDispatch => "dispatches framework ops",
             HostWork::Python => "runs Python between ops",
             HostWork::UserRegion => "runs annotated regions",
+            HostWork::Allocation => "allocates and frees memory through the runtime",
+            HostWork::ApiCalls => "runs runtime API calls",
             HostWork::BetweenApiCalls => "runs CPU work between API calls",
             HostWork::NotRecorded => "runs CPU work the trace does not record",
         }
@@ -163,6 +174,17 @@ pub fn unnamed(fw: &Framework) -> HostWork {
 #[must_use]
 pub fn named(name: &str) -> Option<HostWork> {
     by_name(name)
+}
+
+/// The sub-cause of time inside recorded runtime or driver call `name` that no op or Python
+/// frame encloses.
+#[must_use]
+pub fn api_call(name: &str) -> HostWork {
+    if crate::vocabulary::api::is_allocation(name) {
+        HostWork::Allocation
+    } else {
+        HostWork::ApiCalls
+    }
 }
 
 /// Time under a user region with no op or frame inside it: the region's own sub-cause when its

@@ -168,6 +168,21 @@ pub fn mark(
     }
 }
 
+/// Moves the largest one-time finding first, the others keeping their order: in a cold run
+/// the one-time work is most of the window, and the verdict's advice (capture the steady
+/// state) is its fix.
+pub fn lead_with_one_time_work(findings: &mut [Finding]) {
+    let largest = findings
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.one_time.is_some() && f.estimated_win_ns > 0)
+        .max_by_key(|(i, f)| (f.estimated_win_ns, std::cmp::Reverse(*i)))
+        .map(|(i, _)| i);
+    if let Some(i) = largest {
+        findings[..=i].rotate_right(1);
+    }
+}
+
 /// Says in a warm window's verdict how much of the idle is one-time work the findings set
 /// apart (ranked after the per-step problems): a capture that starts with the program holds
 /// context creation and first library calls however warm its steps are.

@@ -154,7 +154,7 @@ fn start_up_fix(fw: &Framework) -> (String, String) {
     } else {
         ""
     };
-    let fix = format!("This is start-up work (context creation, module loading, first library calls) of a program that runs its GPU work once: it is the run's fixed cost, not a per-iteration one. Give each run more work to amortize it, or keep one process alive across inputs{lazy}.");
+    let fix = format!("This is start-up work (context creation, module loading, first library calls) of a program that runs its GPU work once: it is the run's fixed cost, with nothing per iteration to fix. To judge the kernels themselves, launch them once untimed, then time many launches at a realistic size; to cut the cost itself, give each run more work or keep one process alive across inputs{lazy}.");
     let snippet = if fw.pytorch() {
         "# one process, many inputs: pay the start-up once\nfor batch in inputs:\n    out = model(batch)"
     } else {

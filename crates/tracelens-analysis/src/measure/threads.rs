@@ -2,6 +2,7 @@
 //! stream-wait calls. Built once per trace.
 
 use crate::measure::intervals::union;
+use crate::measure::one_time::FIRST_CALL_RATIO;
 use crate::vocabulary::api::{
     blocking_kind, is_async_copy, is_stream_wait, launched_pageable_copy, BlockingKind,
 };
@@ -24,20 +25,28 @@ pub struct ThreadFacts {
     /// Stretches in which the thread was off the CPU, sorted by start.
     pub off_cpu: Vec<Interval>,
     /// One-time calls, sorted by start, with the call's name: the first launch of a kernel
-    /// that took [`ONE_TIME_LAUNCH_NS`] or more (module load, lazy init), the thread's first
+    /// that took [`FIRST_LAUNCH_LOAD_NS`] or more and several times its later launches
+    /// (module load, lazy init), the thread's first
     /// API call, or its first call of an API name, when it took as long (context creation,
     /// the first stream or pool), and calls whose name is one-time work (module and library
     /// loads, NVRTC, graph capture and instantiation).
     pub one_time_calls: Vec<(Interval, NameId)>,
 }
 
-/// A kernel's first launch that takes this long loads its module or initializes the context:
-/// one-time work, not launch overhead (launches take microseconds).
+/// A thread's first API call, or its first call of an API name, that takes this long creates
+/// the context or sets up what the call uses: one-time work (calls take microseconds).
 pub const ONE_TIME_LAUNCH_NS: TimeNs = tracelens_model::NS_PER_MS;
 
-/// The launch calls that launch a kernel name for the first time in the trace.
+/// A kernel's first launch that takes this long, and [`FIRST_CALL_RATIO`] times its later
+/// launches when it has any, loads the kernel's module (lazy loading): one-time work.
+pub const FIRST_LAUNCH_LOAD_NS: TimeNs = 50 * tracelens_model::NS_PER_US;
+
+/// The launch calls that launch a kernel name for the first time in the trace and cost at
+/// least [`FIRST_CALL_RATIO`] times the mean of that kernel's later launch calls (all first
+/// launches of a kernel launched once).
 fn first_launches(trace: &Trace) -> rustc_hash::FxHashSet<SpanId> {
-    let mut first: FxHashMap<NameId, (TimeNs, SpanId)> = FxHashMap::default();
+    // Per kernel name: the first launch (start, call), the launch calls seen and their time.
+    let mut first: FxHashMap<NameId, ((TimeNs, SpanId), u64, TimeNs)> = FxHashMap::default();
     for (i, s) in trace.spans.iter().enumerate() {
         if s.kind != SpanKind::Kernel {
             continue;
@@ -45,17 +54,30 @@ fn first_launches(trace: &Trace) -> rustc_hash::FxHashSet<SpanId> {
         let Some(launch) = trace.launch_of(SpanId::at(i)) else {
             continue;
         };
-        let at = trace.span(launch).start_ns;
+        let call = trace.span(launch);
+        let at = call.start_ns;
         first
             .entry(s.name)
             .and_modify(|e| {
-                if at < e.0 {
-                    *e = (at, launch);
+                if at < e.0 .0 {
+                    e.0 = (at, launch);
                 }
+                e.1 += 1;
+                e.2 = e.2.saturating_add(call.dur_ns);
             })
-            .or_insert((at, launch));
+            .or_insert(((at, launch), 1, call.dur_ns));
     }
-    first.into_values().map(|(_, l)| l).collect()
+    first
+        .into_values()
+        .filter(|&((_, launch), calls, total_ns)| {
+            let first_ns = trace.span(launch).dur_ns;
+            let later = calls - 1;
+            later == 0
+                || first_ns.saturating_mul(i64::try_from(later).unwrap_or(i64::MAX))
+                    >= FIRST_CALL_RATIO.saturating_mul(total_ns - first_ns)
+        })
+        .map(|((_, l), _, _)| l)
+        .collect()
 }
 
 /// What an API name says about a call.
@@ -149,7 +171,7 @@ impl ThreadIndex {
                                 }
                                 NameClass::StreamWait => waits.push(s.start_ns),
                                 NameClass::Other => {
-                                    let slow_first_launch = s.dur_ns >= ONE_TIME_LAUNCH_NS
+                                    let slow_first_launch = s.dur_ns >= FIRST_LAUNCH_LOAD_NS
                                         && firsts.contains(&id)
                                         && crate::vocabulary::api::is_kernel_launch(name);
                                     // The thread's first slow call creates the context;
@@ -301,5 +323,50 @@ impl ThreadFacts {
     pub fn stream_wait_between(&self, from_ns: TimeNs, until_ns: TimeNs) -> bool {
         let i = self.stream_waits.partition_point(|&t| t < from_ns);
         self.stream_waits.get(i).is_some_and(|&t| t <= until_ns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Five launches of one kernel, 1 ms apart: the first call takes `first_us`, the later
+    /// ones `later_us`.
+    fn launches(first_us: i64, later_us: i64) -> Trace {
+        let events: Vec<String> = (0..5i64)
+            .flat_map(|i| {
+                let t = i * 1_000;
+                let dur = if i == 0 { first_us } else { later_us };
+                [
+                    format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{t},"dur":{dur},"args":{{"correlation":{}}}}}"#, i + 1),
+                    format!(r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{},"dur":50,"args":{{"correlation":{},"device":0,"stream":7}}}}"#, t + dur + 5, i + 1),
+                ]
+            })
+            .collect();
+        let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+        tracelens_kineto::import_reader(
+            std::io::Cursor::new(text),
+            std::path::Path::new("launches.json"),
+            0,
+            None,
+        )
+        .unwrap()
+    }
+
+    fn one_time_calls(trace: &Trace) -> usize {
+        let index = ThreadIndex::build(trace);
+        (0..trace.lanes.len())
+            .map(|l| index.lane(LaneId::at(l)).one_time_calls.len())
+            .sum()
+    }
+
+    #[test]
+    fn a_slow_first_launch_is_a_module_load_and_steadily_slow_launches_are_not() {
+        // 120 µs against 5 µs later: the first launch loaded the module.
+        assert_eq!(one_time_calls(&launches(120, 5)), 1);
+        // Every launch takes 120 µs: the first is no different from the rest.
+        assert_eq!(one_time_calls(&launches(120, 120)), 0);
+        // A fast first launch is a launch.
+        assert_eq!(one_time_calls(&launches(20, 5)), 0);
     }
 }

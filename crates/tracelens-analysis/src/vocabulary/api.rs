@@ -254,6 +254,55 @@ pub fn submits_gpu_work(name: &str) -> bool {
         && (name.contains("Launch") || name.contains("Memcpy") || name.contains("Memset"))
 }
 
+/// Whether API call `name` allocates, frees or pins memory (device, pinned host or managed):
+/// `cudaMalloc*`, `cudaFree*`, `cudaHostAlloc`, `cudaHostRegister`, `cuMemAlloc*`,
+/// `cuMemFree*`, `cuMemHostAlloc`, `hipMalloc*`, `hipFree*`, `hipHostMalloc`, any version
+/// suffix.
+#[must_use]
+pub fn is_allocation(name: &str) -> bool {
+    let n = normalize_api(name);
+    let rest = match api_family(n) {
+        Some(GpuApi::CudaRuntime) => &n[4..],
+        Some(GpuApi::Hip) => &n[3..],
+        Some(GpuApi::CudaDriver) => &n[2..],
+        _ => return false,
+    };
+    [
+        "Malloc",
+        "Free",
+        "MemAlloc",
+        "MemFree",
+        "HostAlloc",
+        "HostMalloc",
+        "HostFree",
+        "HostRegister",
+        "HostUnregister",
+        "MemHostAlloc",
+        "MemHostRegister",
+        "MemHostUnregister",
+        "ExtMallocWithFlags",
+    ]
+    .iter()
+    .any(|p| rest.starts_with(p))
+}
+
+/// Whether API call `name` allocates, frees or pins host memory for the GPU
+/// (`cudaHostAlloc`, `cudaMallocHost`, `cudaFreeHost`, `cudaHostRegister`, `cuMemHostAlloc`,
+/// `hipHostMalloc`, `hipHostFree`, …).
+#[must_use]
+pub fn is_pinned_host_allocation(name: &str) -> bool {
+    let n = normalize_api(name);
+    is_allocation(n) && n.contains("Host")
+}
+
+/// Whether API call `name` pins host memory (allocates it pinned or registers it), as
+/// opposed to freeing or unregistering it.
+#[must_use]
+pub fn pins_host_memory(name: &str) -> bool {
+    let n = normalize_api(name);
+    is_pinned_host_allocation(n) && !n.contains("Free") && !n.contains("Unregister")
+}
+
 /// Whether `name` is an MPI call (`MPI_Send`, `MPI_Allreduce`; Nsight Systems' MPI trace).
 #[must_use]
 pub fn is_mpi_call(name: &str) -> bool {
@@ -266,4 +315,42 @@ pub fn is_mpi_call(name: &str) -> bool {
 #[must_use]
 pub fn is_prefetch(name: &str) -> bool {
     normalize_api(name).ends_with("MemPrefetchAsync")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allocation_calls_are_told_from_other_calls_by_family() {
+        for name in [
+            "cudaMalloc_v3020",
+            "cudaFree_v3020",
+            "cudaMallocAsync_ptsz",
+            "cudaHostAlloc_v3020",
+            "cudaFreeHost",
+            "cuMemAlloc_v2",
+            "cuMemFreeHost",
+            "hipMalloc",
+            "hipHostFree",
+            "cudaHostRegister_v4000",
+        ] {
+            assert!(is_allocation(name), "{name}");
+        }
+        for name in [
+            "cudaMemcpy_v3020",
+            "cudaLaunchKernel",
+            "cudaGetDeviceProperties_v2",
+            "cuCtxCreate_v2",
+            "malloc",
+            "cudaMemset",
+        ] {
+            assert!(!is_allocation(name), "{name}");
+        }
+        assert!(pins_host_memory("cudaHostAlloc_v3020"));
+        assert!(pins_host_memory("cudaMallocHost"));
+        assert!(!pins_host_memory("cudaFreeHost_v3020"));
+        assert!(!pins_host_memory("cudaHostUnregister"));
+        assert!(!pins_host_memory("cudaMalloc_v3020"));
+    }
 }

@@ -1,7 +1,7 @@
 //! The CPU work of the launching thread during host-compute idle: which ops, inside which user
 //! regions, for how long, and which [`HostWork`] sub-cause each piece is.
 
-use crate::attribute::host_work::{classify, in_region, named, unnamed, HostWork};
+use crate::attribute::host_work::{api_call, classify, in_region, named, unnamed, HostWork};
 use crate::measure::environment::Framework;
 use crate::measure::one_time::FirstCalls;
 use crate::measure::seek::partition_point_from;
@@ -156,6 +156,22 @@ fn largest(mut v: Vec<(String, TimeNs)>, n: usize) -> Vec<(String, TimeNs)> {
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     v.truncate(n);
     v
+}
+
+/// A runtime or driver call that no CPU op and no user Python frame encloses (an enclosing
+/// API call is the one credited).
+fn bare_api_call(trace: &Trace, contexts: &mut SpanContexts, id: SpanId) -> bool {
+    if !trace.span(id).kind.is_api_call() {
+        return false;
+    }
+    if trace
+        .parent(id)
+        .is_some_and(|p| trace.span(p).kind.is_api_call())
+    {
+        return false;
+    }
+    let around = contexts.around(trace, id);
+    around.outermost_op.is_none() && around.user_frame.is_none()
 }
 
 /// A user region that is not the step or the DataLoader range.
@@ -366,7 +382,7 @@ fn credit_ops_in(
     if window.dur_ns() <= 0 {
         return;
     }
-    let mut add = |contexts: &mut SpanContexts, id: SpanId, ns: TimeNs| {
+    let add = |contexts: &mut SpanContexts, id: SpanId, ns: TimeNs, time: &mut HostTime| {
         let (region, context) = contexts.outside(trace, id);
         let context = if set_up || firsts.is_costly_first_call(trace, id) {
             Some(HostWork::WarmUp)
@@ -385,12 +401,31 @@ fn credit_ops_in(
         };
         *time.entry(key).or_default() += ns;
     };
+    // A recorded API call that no op or user Python frame encloses is credited to itself:
+    // in a program whose CPU work is not recorded, that is all the trace knows of the
+    // thread, and an allocation or a query is not "work the trace does not record".
+    let add_api = |contexts: &mut SpanContexts, id: SpanId, ns: TimeNs, time: &mut HostTime| {
+        let (region, context) = contexts.outside(trace, id);
+        let name = trace.span(id).name;
+        let context = if set_up {
+            HostWork::WarmUp
+        } else {
+            context.unwrap_or_else(|| api_call(trace.names.get(name)))
+        };
+        let key = HostKey {
+            op: Some(name),
+            region,
+            context: Some(context),
+        };
+        *time.entry(key).or_default() += ns;
+    };
     let range = trace.lane(lane).spans.clone();
     let spans = &trace.spans[range.start as usize..range.end as usize];
     let mut cursor = window.start_ns;
     let mut credited: TimeNs = 0;
     // The outermost op already running when the window opens (enclosing ops end no earlier
-    // than the ops inside them, so the outermost one is running if any is).
+    // than the ops inside them, so the outermost one is running if any is), else the
+    // outermost bare API call running.
     let place = contexts.places.entry(lane).or_default();
     let before = partition_point_from(spans, *place, |s| s.start_ns <= window.start_ns);
     *place = before;
@@ -402,7 +437,19 @@ fn credit_ops_in(
             .filter(|&op| trace.span(op).end_ns() > window.start_ns);
         if let Some(op) = outer {
             let end = trace.span(op).end_ns().min(window.end_ns);
-            add(contexts, op, end - cursor);
+            add(contexts, op, end - cursor, time);
+            credited += end - cursor;
+            cursor = end;
+        } else if let Some(call) = std::iter::once(innermost)
+            .chain(trace.ancestors(innermost))
+            .filter(|&id| {
+                trace.span(id).kind.is_api_call() && trace.span(id).end_ns() > window.start_ns
+            })
+            .last()
+            .filter(|&id| bare_api_call(trace, contexts, id))
+        {
+            let end = trace.span(call).end_ns().min(window.end_ns);
+            add_api(contexts, call, end - cursor, time);
             credited += end - cursor;
             cursor = end;
         }
@@ -411,13 +458,20 @@ fn credit_ops_in(
         if s.start_ns >= window.end_ns {
             break;
         }
-        let id = SpanId(range.start + table_index(before + offset));
-        if s.start_ns >= cursor && is_op(trace, id) {
-            let end = s.end_ns().min(window.end_ns);
-            add(contexts, id, end - s.start_ns);
-            credited += end - s.start_ns;
-            cursor = end;
+        if s.start_ns < cursor {
+            continue;
         }
+        let id = SpanId(range.start + table_index(before + offset));
+        let end = s.end_ns().min(window.end_ns);
+        if is_op(trace, id) {
+            add(contexts, id, end - s.start_ns, time);
+        } else if bare_api_call(trace, contexts, id) {
+            add_api(contexts, id, end - s.start_ns, time);
+        } else {
+            continue;
+        }
+        credited += end - s.start_ns;
+        cursor = end;
     }
     let rest = window.dur_ns() - credited;
     if rest <= 0 {

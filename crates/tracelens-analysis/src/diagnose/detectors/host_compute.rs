@@ -191,6 +191,8 @@ fn work_advice(work: HostWork) -> &'static str {
         HostWork::FrameworkDispatch => "The framework spends more CPU time dispatching each op than the GPU spends running it: many small ops starve the GPU.",
         HostWork::Python => "Python code between framework ops runs while the GPU has nothing queued.",
         HostWork::UserRegion => "The time falls inside an annotated region with no op or Python frame recorded inside it, so the trace names the region but not the work.",
+        HostWork::Allocation => "Each allocation or free goes to the driver while the GPU has nothing queued, and a free also waits for the device: buffers made per iteration pay this every time.",
+        HostWork::ApiCalls => "The launching thread spends this time inside runtime calls while the GPU has nothing queued: set-up calls (queries, streams, events, handles) made in the loop, or the host side of copies.",
         HostWork::BetweenApiCalls => "The program's own CPU work between API calls runs while the GPU has nothing queued.",
         HostWork::NotRecorded => "The GPU runs out of queued work while the launching thread is between API calls, but the trace holds no record of what that thread did: record its CPU work to find the cause.",
     }
@@ -207,6 +209,8 @@ fn work_fix(
     match part.work {
         HostWork::NotRecorded => record_fix(fw),
         HostWork::WarmUp => warm_up_fix(fw),
+        HostWork::Allocation => allocation_fix(fw, part),
+        HostWork::ApiCalls => api_calls_fix(fw, part),
         HostWork::Optimizer
             if part
                 .ops
@@ -266,6 +270,94 @@ fn work_fix(
     }
 }
 
+/// (fix, snippet) for runtime allocations and frees outside any op: allocate once.
+fn allocation_fix(fw: &Framework, part: &HostPart) -> (String, String) {
+    if fw.pytorch() && fw.cpu_ops_recorded {
+        return (
+            "These runtime allocations and frees run outside any PyTorch op (a library or extension managing its own buffers): allocate those buffers once and reuse them across steps, or let the library allocate from PyTorch's caching allocator.".into(),
+            "buf = torch.empty(n, device=\"cuda\")   # once, before the loop; reuse it every step".into(),
+        );
+    }
+    if fw.pytorch() {
+        return (
+            "PyTorch's caching allocator calls cudaMalloc when its pool must grow, which the first iterations do once; if these calls recur in later steps, keep tensor shapes fixed across steps (pad variable lengths to a few sizes) and take torch.cuda.empty_cache() out of the loop so the pool is reused.".into(),
+            "x = torch.nn.functional.pad(x, (0, max_len - x.shape[-1]))   # a few fixed shapes: the pool's blocks are reused".into(),
+        );
+    }
+    let pinned = part
+        .ops
+        .first()
+        .is_some_and(|(n, _)| crate::vocabulary::api::is_pinned_host_allocation(n));
+    if pinned && fw.dialect() == crate::measure::environment::Dialect::CudaRuntime {
+        // Named by the program's own pinning call.
+        let alloc = part
+            .ops
+            .iter()
+            .map(|(n, _)| crate::vocabulary::api::normalize_api(n))
+            .find(|n| crate::vocabulary::api::pins_host_memory(n))
+            .unwrap_or("cudaMallocHost");
+        let first = match alloc {
+            "cudaHostAlloc" => "cudaHostAlloc(&host_buf, bytes, cudaHostAllocDefault);",
+            "cudaHostRegister" => "cudaHostRegister(host_buf, bytes, cudaHostRegisterDefault);",
+            _ => "cudaMallocHost(&host_buf, bytes);",
+        };
+        return (
+            format!("Allocate the pinned host buffers once, at start-up, and reuse them: {alloc} pins memory, which is slow, and freeing pinned memory waits for the whole device."),
+            format!("{first}   // once, before the loop\nfor (int i = 0; i < n_iter; ++i) {{ /* copies through host_buf */ }}\n// free it once, at the end"),
+        );
+    }
+    let fix =
+        crate::diagnose::advice::host_wait(crate::diagnose::advice::HostWait::Free, fw.dialect());
+    (fix.fix, fix.snippet)
+}
+
+/// (fix, snippet) for time inside other runtime calls outside any op, by the call that takes
+/// most of it: a launch's own cost, a copy's host side, or set-up calls made in the loop.
+fn api_calls_fix(fw: &Framework, part: &HostPart) -> (String, String) {
+    use crate::diagnose::advice::{host_wait, HostWait};
+    use crate::vocabulary::api::{self, BlockingKind};
+    let top = part.ops.first().map_or("", |(n, _)| n.as_str());
+    if api::is_kernel_launch(top) {
+        return launch_overhead_fix(fw);
+    }
+    let wait = match api::blocking_kind(top) {
+        Some(BlockingKind::StreamSync | BlockingKind::EventSync) => Some(HostWait::StreamOrEvent),
+        Some(BlockingKind::AllocatorFree) => Some(HostWait::Free),
+        Some(_) => Some(HostWait::DeviceOrCopy),
+        None if api::is_async_copy(top) => Some(HostWait::DeviceOrCopy),
+        None => None,
+    };
+    match wait {
+        Some(HostWait::DeviceOrCopy) if fw.pytorch() => (
+            format!("The host side of {} runs while the GPU has nothing queued: copy from pinned memory with non_blocking=True (DataLoader pin_memory=True), so the copy is queued and the next launches follow at once.", api::normalize_api(top)),
+            "loader = DataLoader(ds, batch_size=B, pin_memory=True, num_workers=4)\nx = x.to(\"cuda\", non_blocking=True)".into(),
+        ),
+        Some(_) if fw.pytorch() => (
+            format!("The launching thread waits in {} while the GPU has nothing queued: synchronize only where the host needs a result (no torch.cuda.synchronize() or .item() in the step), and queue the next work before it.", api::normalize_api(top)),
+            "loss_sum += loss.detach()   # stays on the GPU\nif step % 100 == 0:\n    print(loss_sum.item())   # one read per 100 steps".into(),
+        ),
+        Some(wait) => {
+            let fix = host_wait(wait, fw.dialect());
+            (fix.fix, fix.snippet)
+        }
+        None => {
+            let names: Vec<&str> = part
+                .ops
+                .iter()
+                .take(3)
+                .map(|(n, _)| api::normalize_api(n))
+                .collect();
+            (
+                format!(
+                    "Make these calls once, at start-up, not between launches: {} queue no GPU work, so the GPU waits while they run (query device properties, create streams, events and library handles once and reuse them).",
+                    if names.is_empty() { "they".to_string() } else { names.join(", ") }
+                ),
+                String::new(),
+            )
+        }
+    }
+}
+
 /// (fix, snippet) when the trace records no CPU work: how to record it.
 fn record_fix(fw: &Framework) -> (String, String) {
     if fw.pytorch() {
@@ -282,6 +374,15 @@ fn record_fix(fw: &Framework) -> (String, String) {
 pub(crate) fn warm_up_fix(fw: &Framework) -> (String, String) {
     if !fw.pytorch() {
         return crate::diagnose::advice::warm_up(fw.dialect(), fw.nsight());
+    }
+    if fw.nsight() {
+        return (
+            format!(
+                "This is one-time warm-up, not a per-step cost: {}, and judge steady-state steps.",
+                crate::diagnose::advice::steady_state_capture(fw.dialect(), fw.capture)
+            ),
+            "for i, batch in enumerate(loader):\n    if i == warmup_steps:\n        torch.cuda.profiler.start()   # nsys profile --capture-range=cudaProfilerApi\n    train_step(batch)\ntorch.cuda.profiler.stop()".into(),
+        );
     }
     let cache = if fw.compiled && fw.at_least(FX_GRAPH_CACHE) != Some(false) {
         " Across runs, keep compiled artifacts in Inductor's cache (PyTorch 2.1+: TORCHINDUCTOR_FX_GRAPH_CACHE=1)."
@@ -488,6 +589,72 @@ mod tests {
         assert!(
             twin.iter()
                 .all(|x| x.sub_cause != Some(HostWork::CpuTensorOps)),
+            "{twin:#?}"
+        );
+    }
+
+    /// Ten iterations of a runtime-only trace (no CPU ops): a 100 µs kernel, then, while the
+    /// GPU waits, `calls` (name, µs) back to back and 100 µs of nothing recorded before the
+    /// next launch.
+    fn api_only_loop(calls: &[(&str, i64)]) -> tracelens_model::Trace {
+        let mut events = Vec::new();
+        let busy: i64 = calls.iter().map(|c| c.1).sum();
+        let step_us = 120 + busy + 100;
+        for i in 0..10i64 {
+            let t = i * step_us;
+            let c = i + 1;
+            events.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{t},"dur":5,"args":{{"correlation":{c}}}}}"#));
+            events.push(format!(r#"{{"ph":"X","cat":"kernel","name":"step_kernel","pid":0,"tid":7,"ts":{},"dur":100,"args":{{"correlation":{c},"device":0,"stream":7}}}}"#, t + 10));
+            let mut at = t + 120;
+            for (name, dur) in calls {
+                events.push(format!(r#"{{"ph":"X","cat":"cuda_runtime","name":"{name}","pid":1,"tid":1,"ts":{at},"dur":{dur}}}"#));
+                at += dur;
+            }
+        }
+        let text = format!(r#"{{"traceEvents":[{}]}}"#, events.join(","));
+        let path = std::path::Path::new("api_only_loop.json");
+        tracelens_kineto::import_reader(std::io::Cursor::new(text), path, 0, None).unwrap()
+    }
+
+    #[test]
+    fn idle_inside_recorded_allocations_is_allocation_and_uncovered_idle_is_not_recorded() {
+        let f = findings_of(
+            &HostCompute,
+            &api_only_loop(&[("cudaMalloc", 300), ("cudaFree", 200)]),
+        );
+        let alloc = f
+            .iter()
+            .find(|x| x.sub_cause == Some(HostWork::Allocation))
+            .unwrap_or_else(|| panic!("{f:#?}"));
+        assert_eq!(f[0].sub_cause, Some(HostWork::Allocation), "{f:#?}");
+        assert!(alloc.title.contains("cudaMalloc"), "{}", alloc.title);
+        assert!(alloc.fix.contains("once"), "{}", alloc.fix);
+        // What no call covers stays unrecorded work, and is the smaller part.
+        let rest = f
+            .iter()
+            .find(|x| x.sub_cause == Some(HostWork::NotRecorded))
+            .unwrap_or_else(|| panic!("{f:#?}"));
+        assert!(rest.estimated_win_ns < alloc.estimated_win_ns, "{f:#?}");
+        // Set-up calls in the loop are told to move out of it, not to record CPU work.
+        let queries = findings_of(
+            &HostCompute,
+            &api_only_loop(&[("cudaGetDeviceProperties", 400)]),
+        );
+        assert_eq!(
+            queries[0].sub_cause,
+            Some(HostWork::ApiCalls),
+            "{queries:#?}"
+        );
+        assert!(
+            queries[0].fix.contains("cudaGetDeviceProperties"),
+            "{}",
+            queries[0].fix
+        );
+        // The twin with nothing recorded in the gap: all of it is unrecorded CPU work.
+        let twin = findings_of(&HostCompute, &api_only_loop(&[]));
+        assert!(
+            twin.iter()
+                .all(|x| x.sub_cause == Some(HostWork::NotRecorded)),
             "{twin:#?}"
         );
     }
