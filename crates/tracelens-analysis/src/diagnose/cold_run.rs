@@ -18,6 +18,9 @@ use tracelens_model::{NameId, SpanId, SpanKind, TimeNs, Trace};
 /// time being one-time host work.
 pub const COLD_PERCENT: f64 = 50.0;
 
+/// One-time work that keeps the GPU idle this share of the window or more is a cost.
+pub const COSTLY_ONE_TIME_PERCENT: f64 = 10.0;
+
 /// The first kernel of each name in the trace (earliest start).
 fn first_kernels(trace: &Trace) -> rustc_hash::FxHashSet<SpanId> {
     let mut first: FxHashMap<NameId, (TimeNs, SpanId)> = FxHashMap::default();
@@ -109,7 +112,13 @@ pub fn cold_run(
         launches,
         one_time_idle_percent,
     };
-    (cold.first_launch_percent() > COLD_PERCENT || one_time_idle_percent > COLD_PERCENT)
+    // First launches make a window cold only where they cost something: the GPU idles
+    // most of it, or one-time work keeps it idle a tenth of it. Two cheap first launches
+    // between long copies are no start-up.
+    let first_launches_cost = 100.0 - verdict.gpu_busy_percent > COLD_PERCENT
+        || one_time_idle_percent >= COSTLY_ONE_TIME_PERCENT;
+    ((cold.first_launch_percent() > COLD_PERCENT && first_launches_cost)
+        || one_time_idle_percent > COLD_PERCENT)
         .then_some(cold)
 }
 

@@ -298,12 +298,25 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
             }
         }
     }
+    // Copies that fill most of the window bound it whatever the idle is.
+    let copy_share = v.busy_by.memcpy * v.gpu_busy_percent / 100.0;
+    if copy_share >= COPY_BOUND_WINDOW_PERCENT {
+        let (label, bytes) = main_copy_direction(trace, input.ops);
+        text.push_str(&format!(
+            "; copies fill {copy_share:.0} % of the window (mostly {label}, {}), against {:.0} % for kernels: the run is transfer-bound, so keep data on the GPU between kernels and copy less before anything else",
+            tracelens_model::format_bytes(i64::try_from(bytes).unwrap_or(i64::MAX)),
+            v.busy_by.kernel * v.gpu_busy_percent / 100.0
+        ));
+    }
     if !idle.reliable() {
         text.push_str(" (graph replays no capture accounts for: attribution less certain)");
     }
     v.text = text;
     v
 }
+
+/// An idle window whose copies fill this share of it or more is transfer-bound.
+pub const COPY_BOUND_WINDOW_PERCENT: f64 = 50.0;
 
 /// Windows shorter than this are too short to judge: a profiling cycle cut short by the end
 /// of the run, or one tiny kernel, says nothing about the program's steps.
@@ -399,15 +412,27 @@ fn bound_by(
     if b.memcpy >= 50.0 {
         let (label, bytes) = main_copy_direction(trace, ops);
         return format!(
-            "{:.0} % of the busy time is {label} copies ({:.1} GB): the transfers are the bottleneck, not compute; keep data on the GPU, copy less or overlap copies with compute",
+            "{:.0} % of the busy time is {label} copies ({}): the transfers are the bottleneck, not compute; keep data on the GPU, copy less or overlap copies with compute",
             b.memcpy,
-            bytes as f64 / 1e9
+            tracelens_model::format_bytes(i64::try_from(bytes).unwrap_or(i64::MAX))
         );
     }
     if b.communication >= 50.0 {
         return format!(
             "{:.0} % of the busy time is collectives not hidden under compute: overlap or shrink communication",
             b.communication
+        );
+    }
+    // The largest kernel in double precision on a GPU built for single: that first.
+    let (largest, largest_percent) = largest_kernel(trace, ops);
+    if largest_percent > 50.0
+        && crate::measure::peaks::slow_fp64(hardware)
+        && crate::vocabulary::kernels::works_on_double(largest)
+    {
+        return format!(
+            "the GPU itself is the bottleneck; {} takes {largest_percent:.0} % of kernel time in double precision, which {} runs at a small fraction of its FP32 rate: compute in single precision where the results allow",
+            tracelens_model::kernel_display_name(largest),
+            hardware.name.as_deref().unwrap_or("this GPU")
         );
     }
     match v.kernel_classes.first() {

@@ -122,6 +122,17 @@ const fn peak(
     }
 }
 
+/// A GPU whose FP64 peak is under its FP32 peak divided by this (or not in the table while
+/// FP32 is: consumer and inference cards) runs double precision slowly.
+pub const SLOW_FP64_RATIO: f64 = 8.0;
+
+/// Whether the device runs double precision at a small fraction of its single-precision
+/// rate (GeForce, RTX workstation and inference cards: 1/32 to 1/64), when the table knows it.
+#[must_use]
+pub fn slow_fp64(hw: &Hardware) -> bool {
+    device_peak(hw).is_some_and(|p| p.fp64.is_none_or(|fp64| fp64 * SLOW_FP64_RATIO < p.fp32))
+}
+
 /// The table, one line per device (kept unformatted to read as a table).
 #[rustfmt::skip]
 mod table {

@@ -102,6 +102,14 @@ pub fn kernel_precision(name: &str) -> Option<Precision> {
     }
 }
 
+/// Whether a kernel's name (its demangled signature or template arguments) shows it works on
+/// `double` data: FP64 arithmetic, which consumer and inference GPUs run at 1/32-1/64 of FP32.
+#[must_use]
+pub fn works_on_double(name: &str) -> bool {
+    name.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|t| t == "double")
+}
+
 /// The class of a kernel name.
 #[must_use]
 pub fn kernel_class(name: &str) -> KernelClass {

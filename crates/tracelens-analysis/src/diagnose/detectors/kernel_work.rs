@@ -41,6 +41,9 @@ enum Subject<'a> {
         largest: Option<&'a KernelStat>,
     },
     Kernel(&'a KernelStat),
+    /// The largest kernel computes in double precision on a GPU whose FP64 rate is a small
+    /// fraction of its FP32 rate.
+    DoubleOnSlowFp64(&'a KernelStat),
 }
 
 impl Detector for KernelWork {
@@ -78,12 +81,13 @@ impl Detector for KernelWork {
                     .is_none_or(|b| b >= SMALL_GRID_BLOCKS_PER_SM)
             })
             .collect();
-        let Some(subject) = subject(v, &compute, fw.pytorch()) else {
+        let slow_fp64 = crate::measure::peaks::slow_fp64(cx.hardware());
+        let Some(subject) = subject(v, &compute, fw.pytorch(), slow_fp64) else {
             return Vec::new();
         };
         let ns = match &subject {
             Subject::Class { ns, .. } => *ns,
-            Subject::Kernel(k) => k.total_ns,
+            Subject::Kernel(k) | Subject::DoubleOnSlowFp64(k) => k.total_ns,
         };
         let win = cx.win(ns);
         if win.percent < KERNEL_WORK_FINDING_PERCENT {
@@ -125,6 +129,12 @@ impl Detector for KernelWork {
                 kernel_display_name(&k.name),
                 k.share_percent
             ),
+            Subject::DoubleOnSlowFp64(k) => format!(
+                "Kernel {} ({:.0} % of kernel time) takes {amount} in double precision, which {} runs at a small fraction of its FP32 rate: {busy}",
+                kernel_display_name(&k.name),
+                k.share_percent,
+                cx.hardware().name.as_deref().unwrap_or("this GPU")
+            ),
         };
         f.win_basis = "the kernels' own time: what a faster kernel (or less kernel work) can shorten; how much of it a change saves depends on how far the kernels run from the GPU's peak, which the trace does not measure (upper bound, busy time, not idle)".into();
         let listed: Vec<&KernelStat> = match &subject {
@@ -133,7 +143,7 @@ impl Detector for KernelWork {
                 .copied()
                 .filter(|k| k.class == *class)
                 .collect(),
-            Subject::Kernel(k) => vec![*k],
+            Subject::Kernel(k) | Subject::DoubleOnSlowFp64(k) => vec![*k],
         };
         f.evidence.add_occurrences(
             "launches of the named kernels",
@@ -168,7 +178,16 @@ fn subject<'a>(
     v: &crate::diagnose::verdict::Verdict,
     compute: &[&'a KernelStat],
     pytorch: bool,
+    slow_fp64: bool,
 ) -> Option<Subject<'a>> {
+    // Double precision on a GPU built for single comes before any other kernel lever.
+    if let Some(top) = compute.first().copied().filter(|k| {
+        slow_fp64
+            && k.share_percent > DOMINANT_CLASS_PERCENT
+            && crate::vocabulary::kernels::works_on_double(&k.name)
+    }) {
+        return Some(Subject::DoubleOnSlowFp64(top));
+    }
     if pytorch {
         if let Some(top) = v
             .kernel_classes
@@ -248,6 +267,7 @@ fn fix(cx: &Context, subject: &Subject) -> (String, String) {
             };
             (format!("{}.", crate::num::capitalized(&step)), snippet)
         }
+        Subject::DoubleOnSlowFp64(k) => double_fix(fw, k),
         Subject::Kernel(k) => {
             let (library, profiler, snippet) = match hw.vendor {
                 Vendor::Amd => ("rocBLAS or hipBLASLt (rocblas_sgemm)", "rocprofv3 or Omniperf", String::new()),
@@ -276,6 +296,26 @@ fn fix(cx: &Context, subject: &Subject) -> (String, String) {
     }
 }
 
+/// (fix, snippet) for a kernel in double precision on a GPU with slow FP64, in the program's
+/// words.
+fn double_fix(fw: &crate::measure::environment::Framework, k: &KernelStat) -> (String, String) {
+    let name = kernel_display_name(&k.name);
+    match fw.dialect() {
+        Dialect::PyTorch => (
+            format!("{name} computes in float64: keep the model and its inputs in float32 (model.float(), x.float(); no torch.float64 or .double() in the step) unless a result is known to need double precision."),
+            "model = model.float()\nx = x.to(torch.float32)   # float64 runs at 1/32-1/64 rate on this GPU".into(),
+        ),
+        Dialect::Python(_) => (
+            format!("{name} computes in float64: create the arrays as float32 (dtype=numpy.float32, or .astype(numpy.float32)) unless a result is known to need double precision."),
+            "x = x.astype(numpy.float32)   # float64 runs at 1/32-1/64 rate on this GPU".into(),
+        ),
+        _ => (
+            format!("{name} works on double-precision data: compute in float where the precision allows (keep double only for the accumulations that need it, or move the work to a GPU with full-rate FP64), then profile it with Nsight Compute (ncu)."),
+            String::new(),
+        ),
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::super::testing::{findings_of, launch_call, span_us, thread_and_stream};
@@ -284,6 +324,11 @@ pub(crate) mod tests {
 
     /// One kernel launched ten times, each `kernel_us` long, `gap_us` of host work apart.
     pub(crate) fn loop_of(name: &str, kernel_us: i64, gap_us: i64) -> Trace {
+        loop_with(name, kernel_us, gap_us, None)
+    }
+
+    /// [`loop_of`], on a device of that name when one is given.
+    fn loop_with(name: &str, kernel_us: i64, gap_us: i64, device: Option<&str>) -> Trace {
         let (mut b, cpu, gpu) = thread_and_stream();
         for i in 0..10u64 {
             let t = i.cast_signed() * (kernel_us + gap_us);
@@ -296,6 +341,13 @@ pub(crate) mod tests {
                 (t + 10, kernel_us),
                 Some(i + 1),
             );
+        }
+        if let Some(device) = device {
+            b.metadata.device_properties = vec![tracelens_model::DeviceProperties {
+                id: 0,
+                name: device.into(),
+                ..tracelens_model::DeviceProperties::default()
+            }];
         }
         b.finish(SourceInfo::default())
     }
@@ -312,6 +364,34 @@ pub(crate) mod tests {
         assert!(f.estimated_win_percent > 90.0 && f.estimated_win_percent <= 100.0);
         // The same kernel with the GPU idle most of the time: the host is the lever.
         assert!(findings_of(&KernelWork, &loop_of("matrixMulKernel", 100, 400)).is_empty());
+    }
+
+    /// [`loop_of`] on a named device: a busy GPU.
+    fn loop_on(name: &str, device: &str) -> Trace {
+        loop_with(name, 1_000, 20, Some(device))
+    }
+
+    #[test]
+    fn double_precision_on_a_gpu_built_for_single_is_named_and_its_twins_are_not() {
+        let conv = "convolution(PtrStepSz<float>, PtrStepSz<double>, int)";
+        let found = findings_of(&KernelWork, &loop_on(conv, "NVIDIA GeForce RTX 3080"));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].title.contains("double precision"),
+            "{}",
+            found[0].title
+        );
+        assert!(
+            found[0].fix.contains("compute in float"),
+            "{}",
+            found[0].fix
+        );
+        // The same kernel on a GPU with full-rate FP64: a kernel the trace says nothing more
+        // about.
+        assert!(findings_of(&KernelWork, &loop_on(conv, "NVIDIA A100-SXM4-40GB")).is_empty());
+        // A single-precision kernel on the consumer card: no finding either.
+        let single = "convolution(PtrStepSz<float>, PtrStepSz<float>, int)";
+        assert!(findings_of(&KernelWork, &loop_on(single, "NVIDIA GeForce RTX 3080")).is_empty());
     }
 
     #[test]
