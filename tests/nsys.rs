@@ -835,3 +835,110 @@ fn nvtx_domains_and_peer_devices_are_read() {
         Some(tracelens_analysis::measure::environment::PythonLibrary::CuDf)
     );
 }
+
+/// An OS-runtime wait still open when the session stopped ends with the session, so the
+/// capture is the session's length; the twin without the session table keeps the wait whole.
+#[test]
+fn an_os_wait_past_the_session_ends_with_it() {
+    for with_session in [true, false] {
+        let path = temp_export(&format!("osrt_past_session_{with_session}"));
+        let mut e = Export::create(&path, "EXPORT_META_DATA", "3.11.0");
+        e.runtime("cudaLaunchKernel_v7000", 7, 7, 1_000_000, 1_010_000, 1);
+        e.kernel("k", 7, 0, 7, 1_020_000, 1_500_000, 1);
+        e.osrt("sem_wait", 7, 8, 500_000, 9_000_000_000);
+        if with_session {
+            e.conn
+                .execute_batch(
+                    "CREATE TABLE ANALYSIS_DETAILS (globalVid INTEGER, duration INTEGER, startTime INTEGER, stopTime INTEGER);
+                     INSERT INTO ANALYSIS_DETAILS VALUES (1, 600000000, 100, 600000100);",
+                )
+                .unwrap();
+        }
+        drop(e);
+        let t = tracelens_nsys::import_file(&path).unwrap();
+        let last = t.spans.iter().map(|s| s.end_ns()).max().unwrap();
+        let want = if with_session {
+            600_000_000
+        } else {
+            9_000_000_000
+        };
+        assert_eq!(last, want, "session table: {with_session}");
+    }
+}
+
+/// CUDA API calls traced but no GPU record back, under WSL2: the verdict names WSL2 and does
+/// not ask for `-t cuda` again; the same export without the kernel release names no WSL.
+#[test]
+fn gpu_activity_missing_under_wsl2_is_named_and_not_blamed_on_the_flags() {
+    for wsl in [true, false] {
+        let path = temp_export(&format!("no_activity_wsl_{wsl}"));
+        let mut e = Export::create(&path, "EXPORT_META_DATA", "3.20.3");
+        e.runtime("cudaMemcpyAsync_v3020", 7, 7, 1_000, 165_000_000, 1);
+        e.runtime("cudaLaunchKernel_v7000", 7, 7, 165_100_000, 165_110_000, 2);
+        let release = if wsl {
+            "6.6.87.2-microsoft-standard-WSL2"
+        } else {
+            "6.8.0-45-generic"
+        };
+        e.conn
+            .execute_batch(&format!(
+                "CREATE TABLE TARGET_INFO_SYSTEM_ENV (globalVid INTEGER, devStateName TEXT NOT NULL, name TEXT NOT NULL, nameEnum INTEGER NOT NULL, value TEXT NOT NULL);
+                 INSERT INTO TARGET_INFO_SYSTEM_ENV VALUES (1, 'Local', 'SoftwareReleaseVersion', 618, '{release}');
+                 INSERT INTO TARGET_INFO_SYSTEM_ENV VALUES (1, 'Local', 'Hostname', 619, 'secret-host');"
+            ))
+            .unwrap();
+        drop(e);
+        let t = tracelens_nsys::import_file(&path).unwrap();
+        assert!(
+            t.metadata.extra.values().all(|v| v != "secret-host"),
+            "the host name is not kept"
+        );
+        let text = diagnose(&t).verdict.text;
+        assert!(text.starts_with("GPU activity not recorded"), "{text}");
+        assert!(
+            !text.contains("profile again with nsys profile -t cuda"),
+            "{text}"
+        );
+        assert_eq!(text.contains("WSL2"), wsl, "{text}");
+    }
+}
+
+/// A program that only allocated: no GPU work, the calls named and the context creation
+/// said, never "nothing to diagnose".
+#[test]
+fn a_capture_without_gpu_work_says_the_program_never_reached_it() {
+    let path = temp_export("never_launched");
+    let mut e = Export::create(&path, "EXPORT_META_DATA", "3.1.2");
+    e.runtime("cudaMalloc_v3020", 7, 7, 1_000, 3_000_000_000, 1);
+    e.runtime("cudaMalloc_v3020", 7, 7, 3_000_100_000, 3_000_200_000, 2);
+    e.runtime("cudaFree_v3020", 7, 7, 3_000_300_000, 3_000_500_000, 3);
+    drop(e);
+    let text = diagnose(&tracelens_nsys::import_file(&path).unwrap())
+        .verdict
+        .text;
+    assert!(text.starts_with("No GPU work in this capture"), "{text}");
+    assert!(text.contains("cudaMalloc ×2, cudaFree"), "{text}");
+    assert!(text.contains("it creates the context"), "{text}");
+}
+
+/// One tiny kernel, then seconds of host time: without a later API call the run reached no
+/// more GPU work and a longer capture would not help; with one, a longer capture might.
+#[test]
+fn a_run_that_stops_calling_the_gpu_is_not_told_to_capture_longer() {
+    for later_call in [false, true] {
+        let path = temp_export(&format!("idle_tail_{later_call}"));
+        let mut e = Export::create(&path, "EXPORT_META_DATA", "3.4.0");
+        e.runtime("cudaLaunchKernel_v7000", 7, 7, 1_000_000, 1_010_000, 1);
+        e.kernel("emptyKernel", 7, 0, 7, 1_020_000, 1_076_000, 1);
+        e.osrt("read", 7, 7, 1_100_000, 3_000_000_000);
+        if later_call {
+            e.runtime("cudaFree_v3020", 7, 7, 3_000_100_000, 3_000_200_000, 2);
+        }
+        drop(e);
+        let text = diagnose(&tracelens_nsys::import_file(&path).unwrap())
+            .verdict
+            .text;
+        assert!(text.contains("Too short to judge"), "{text}");
+        assert_eq!(text.contains("no GPU call in the"), !later_call, "{text}");
+    }
+}

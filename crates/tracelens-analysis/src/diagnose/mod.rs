@@ -584,7 +584,7 @@ fn diagnose_core(
         Finding::assign_keys(&mut findings);
     }
     // A window too short to judge has no findings; a busy GPU with nothing worth a fix says so.
-    if verdict::mark_too_short(&mut verdict, focus_window_ops.len(), &fw) {
+    if verdict::mark_too_short(&mut verdict, trace, focus_window_ops.len(), &fw) {
         findings.clear();
     }
     let launches_failed = verdict::mark_failed_launches(&mut verdict, trace);

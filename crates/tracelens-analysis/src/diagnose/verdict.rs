@@ -331,7 +331,12 @@ const NOTHING_TO_FIX_IDLE_PERCENT: f64 = 15.0;
 
 /// Marks a window too short to judge: its verdict says so and how to capture a longer one;
 /// returns whether it did (the caller then drops the findings, which mean nothing on it).
-pub(crate) fn mark_too_short(v: &mut Verdict, gpu_ops: usize, fw: &Framework) -> bool {
+pub(crate) fn mark_too_short(
+    v: &mut Verdict,
+    trace: &Trace,
+    gpu_ops: usize,
+    fw: &Framework,
+) -> bool {
     let Some(w) = &v.window else {
         return false;
     };
@@ -344,17 +349,43 @@ pub(crate) fn mark_too_short(v: &mut Verdict, gpu_ops: usize, fw: &Framework) ->
         n => format!(", {n} steps"),
     };
     v.kind = VerdictKind::TooShort;
+    let window_end = w.interval.end_ns;
+    let advice = match idle_tail(trace, window_end) {
+        // The program ran on without calling the GPU: a longer capture holds no more work.
+        Some(tail_ns) => format!(
+            "the program made no GPU call in the {} the capture holds after it, so a longer capture of this run would show no more GPU work: make the run reach its GPU work (without waiting for input) and capture that",
+            format_ms(tail_ns)
+        ),
+        None => crate::diagnose::advice::longer_capture(fw.dialect(), fw.capture).to_string(),
+    };
     v.text = format!(
-        "Too short to judge: the analysis window is {} ({gpu_ops} GPU op{}{steps}); {}",
+        "Too short to judge: the analysis window is {} ({gpu_ops} GPU op{}{steps}); {advice}",
         if w.duration_ns < 1_000 {
             format!("{} ns", w.duration_ns)
         } else {
             format_ms(w.duration_ns)
         },
         if gpu_ops == 1 { "" } else { "s" },
-        crate::diagnose::advice::longer_capture(fw.dialect(), fw.capture)
     );
     true
+}
+
+/// A program that runs on this long after its last GPU op without an API call did no more
+/// GPU work in this run.
+pub const IDLE_TAIL_NS: TimeNs = 1_000 * tracelens_model::NS_PER_MS;
+
+/// How long the capture runs on after `window_end` when no API call starts after it and that
+/// is [`IDLE_TAIL_NS`] or more; else none.
+fn idle_tail(trace: &Trace, window_end: TimeNs) -> Option<TimeNs> {
+    let mut last = window_end;
+    for s in &trace.spans {
+        if s.kind.is_api_call() && s.start_ns > window_end {
+            return None;
+        }
+        last = last.max(s.end_ns());
+    }
+    let tail = last - window_end;
+    (tail >= IDLE_TAIL_NS).then_some(tail)
 }
 
 /// A busy GPU whose findings each win under [`WORTH_FIXING_PERCENT`] of the step: the verdict
@@ -563,6 +594,24 @@ fn no_gpu_activity(trace: &Trace, fw: &Framework) -> String {
             failed_call_why(e)
         );
     }
+    if launches > 0 && fw.nsight() {
+        // The CUDA API was traced, so `-t cuda` was on: the activity records did not come.
+        let wsl = trace
+            .metadata
+            .extra
+            .get("system.kernel_release")
+            .filter(|r| crate::vocabulary::devices::is_wsl(r));
+        return match wsl {
+            Some(release) => format!(
+                "GPU activity not recorded: the CUDA API was traced ({launches} kernel launch, copy or fill calls) but no kernel or copy came back, and the capture ran under WSL2 (kernel {release}), where Nsight Systems gets GPU activity only with a recent Windows driver and Nsight Systems release: profile on native Linux, or update both; tracing again with -t cuda as it is will give the same result{}",
+                dominant_cpu_op(trace).unwrap_or_default()
+            ),
+            None => format!(
+                "GPU activity not recorded: the CUDA API was traced ({launches} kernel launch, copy or fill calls) but no kernel or copy came back, so the GPU side was not available to the profiler (a container without the profiling capability, a driver that restricts profiling to administrators, or a GPU the profiler does not support): fix that and profile again{}",
+                dominant_cpu_op(trace).unwrap_or_default()
+            ),
+        };
+    }
     if launches > 0 {
         let how = match fw.capture {
             tracelens_model::CaptureTool::TorchProfiler => {
@@ -582,10 +631,86 @@ fn no_gpu_activity(trace: &Trace, fw: &Framework) -> String {
         return "A PyTorch memory snapshot: it records the caching allocator's history and segments, not the GPU's work, so there is no busy or idle time to diagnose; the memory section says where the memory went".into();
     }
     let api_calls = trace.spans.iter().filter(|s| s.kind.is_api_call()).count();
+    if api_calls > 0 {
+        return never_launched(trace, fw);
+    }
     if fw.nsight() && api_calls == 0 {
         return "No GPU activity recorded: this Nsight Systems capture holds no CUDA trace at all (no API call, kernel or copy), so whether the program used a GPU is not in it: profile again with nsys profile -t cuda".into();
     }
     "No GPU activity in this trace: nothing to diagnose on the GPU side".into()
+}
+
+/// The verdict of a capture whose program made API calls but never submitted GPU work: the
+/// calls (the runtime's, where there are any: the driver calls under them are its own
+/// bookkeeping), the longest one (context creation when it is the first), and where to look.
+fn never_launched(trace: &Trace, fw: &Framework) -> String {
+    use crate::vocabulary::api::{api_family, normalize_api, GpuApi};
+    let runtime = |s: &&tracelens_model::Span| {
+        matches!(
+            api_family(trace.names.get(s.name)),
+            Some(GpuApi::CudaRuntime | GpuApi::Hip)
+        )
+    };
+    let any_runtime = trace
+        .spans
+        .iter()
+        .filter(|s| s.kind.is_api_call())
+        .any(|s| runtime(&s));
+    let calls: Vec<&tracelens_model::Span> = trace
+        .spans
+        .iter()
+        .filter(|s| s.kind.is_api_call() && (!any_runtime || runtime(s)))
+        .collect();
+    let mut by_name: FxHashMap<&str, usize> = FxHashMap::default();
+    for s in &calls {
+        *by_name
+            .entry(normalize_api(trace.names.get(s.name)))
+            .or_default() += 1;
+    }
+    let mut names: Vec<(&str, usize)> = by_name.into_iter().collect();
+    names.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let listed: Vec<String> = names
+        .iter()
+        .take(3)
+        .map(|&(n, c)| {
+            if c == 1 {
+                n.to_string()
+            } else {
+                format!("{n} ×{c}")
+            }
+        })
+        .collect();
+    let first = calls.iter().min_by_key(|s| s.start_ns).copied();
+    let longest = calls
+        .iter()
+        .max_by_key(|s| s.dur_ns)
+        .filter(|s| s.dur_ns >= tracelens_model::NS_PER_MS)
+        .map_or(String::new(), |s| {
+            let context = if first.is_some_and(|f| std::ptr::eq(f, *s)) {
+                ", the first call: it creates the context"
+            } else {
+                ""
+            };
+            format!(
+                "; the longest, {}, takes {}{context}",
+                normalize_api(trace.names.get(s.name)),
+                format_ms(s.dur_ns)
+            )
+        });
+    // A profiler turned on around a region records that region; a whole-process capture
+    // records the run.
+    let next = if fw.capture == tracelens_model::CaptureTool::TorchProfiler {
+        "The profiled region ran no GPU work: put the profiler around the code that runs the model on the GPU (model and inputs on the device)"
+    } else {
+        "It stopped before its GPU work (an early exit, an error path, or input it waited for): check why, then capture a run that reaches the kernels"
+    };
+    format!(
+        "No GPU work in this capture: the program made {} CUDA API call{} ({}{}) but never launched a kernel, copy or fill{longest}. {next}",
+        calls.len(),
+        if calls.len() == 1 { "" } else { "s" },
+        listed.join(", "),
+        if names.len() > 3 { ", …" } else { "" }
+    )
 }
 
 /// A framework op that takes this share of a capture without GPU records is named.

@@ -43,6 +43,14 @@ pub fn instinct_generation(device_name: &str) -> Option<u32> {
     (1..=9).contains(&digit).then_some(digit * 100)
 }
 
+/// Whether a kernel release names Windows Subsystem for Linux 2
+/// (`6.6.87.2-microsoft-standard-WSL2`): the GPU is reached through the Windows driver.
+#[must_use]
+pub fn is_wsl(kernel_release: &str) -> bool {
+    let r = kernel_release.to_ascii_lowercase();
+    r.contains("microsoft") || r.contains("wsl")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

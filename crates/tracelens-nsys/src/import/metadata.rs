@@ -74,6 +74,29 @@ pub(super) fn read_metadata(db: &Db, meta: &mut Metadata) -> rusqlite::Result<Op
             meta.base_time_ns = v;
         }
     }
+    // The target's operating system and kernel release (WSL2 shows in the release), and
+    // nothing else of the table: it also holds the host name and the whole environment.
+    if db.has("TARGET_INFO_SYSTEM_ENV") {
+        let t = "TARGET_INFO_SYSTEM_ENV";
+        let sql = format!(
+            "SELECT {}, {} FROM {t} WHERE {} IN ('OsDescription', 'SoftwareReleaseVersion') LIMIT 4",
+            db.col(t, "name"),
+            db.col(t, "value"),
+            db.col(t, "name")
+        );
+        if let Ok(mut stmt) = db.conn.prepare(&sql) {
+            let rows = stmt.query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?))
+            });
+            for (name, value) in rows.into_iter().flatten().flatten() {
+                let value: String = value.unwrap_or_default().chars().take(128).collect();
+                match name.as_str() {
+                    "OsDescription" => meta.add_extra("system.os", &value),
+                    _ => meta.add_extra("system.kernel_release", &value),
+                }
+            }
+        }
+    }
     if db.has("TARGET_INFO_GPU") {
         let t = "TARGET_INFO_GPU";
         let sql = format!(

@@ -637,10 +637,17 @@ fn read_os_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
         db.col(t, "nameId"),
         db.col(t, "eventClass")
     );
+    let session_end = session_end_ns(db);
     imp.scan(t, &sql, |imp, r| {
         let (Some(start), Some(end)) = (r.int(0), r.int(1)) else {
             return;
         };
+        // A wait still open when the session stopped is recorded past its end: it ends
+        // there, or it would stretch the capture by seconds the session never held.
+        let end = session_end.map_or(end, |s| end.min(s));
+        if end < start {
+            return;
+        }
         let name = imp.name(r.int(3));
         cpu_span(
             imp,
@@ -651,6 +658,42 @@ fn read_os_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
             None,
         );
     })
+}
+
+/// Where the profiling session ended, on the export's clock: `ANALYSIS_DETAILS.duration`,
+/// when the export's timestamps count from the session's start (no CUDA API call ends after
+/// it).
+fn session_end_ns(db: &Db) -> Option<i64> {
+    let t = "ANALYSIS_DETAILS";
+    if !db.has(t) || !db.has_col(t, "duration") {
+        return None;
+    }
+    let duration: i64 = db
+        .conn
+        .query_row(
+            &format!("SELECT MAX({}) FROM {t}", db.col(t, "duration")),
+            [],
+            |r| r.get::<_, Option<i64>>(0),
+        )
+        .ok()
+        .flatten()
+        .filter(|&d| d > 0)?;
+    let runtime = "CUPTI_ACTIVITY_KIND_RUNTIME";
+    if db.has(runtime) {
+        let last: Option<i64> = db
+            .conn
+            .query_row(
+                &format!("SELECT MAX({}) FROM {runtime}", db.col(runtime, "end")),
+                [],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+            .ok()
+            .flatten();
+        if last.is_some_and(|l| l > duration) {
+            return None;
+        }
+    }
+    Some(duration)
 }
 
 /// `ENUM_SAMPLING_THREAD_STATE` of a switch-out: 0 unknown, 1 running (preempted while
