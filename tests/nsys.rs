@@ -942,3 +942,42 @@ fn a_run_that_stops_calling_the_gpu_is_not_told_to_capture_longer() {
         assert_eq!(text.contains("no GPU call in the"), !later_call, "{text}");
     }
 }
+
+/// A loop whose gaps no call covers: with CPU samples in the capture the fix reads them
+/// and never asks for `-s cpu`; the twin without samples asks for them.
+#[test]
+fn cpu_work_advice_never_asks_for_sampling_the_capture_already_did() {
+    for sampled in [true, false] {
+        let path = temp_export(&format!("sampled_{sampled}"));
+        let mut e = Export::create(&path, "EXPORT_META_DATA", "3.16.1");
+        for i in 0..10_i64 {
+            let t = i * 500_000;
+            e.runtime("cudaLaunchKernel_v7000", 7, 7, t, t + 5_000, i + 1);
+            e.kernel("step", 7, 0, 7, t + 10_000, t + 110_000, i + 1);
+        }
+        if sampled {
+            e.conn
+                .execute_batch(
+                    "CREATE TABLE COMPOSITE_EVENTS (id INTEGER, start INTEGER, cpu INTEGER, threadState INTEGER, globalTid INTEGER, cpuCycles INTEGER);
+                     INSERT INTO COMPOSITE_EVENTS VALUES (1, 200000, 0, 1, 7, 100);
+                     INSERT INTO COMPOSITE_EVENTS VALUES (2, 300000, 0, 1, 7, 100);",
+                )
+                .unwrap();
+        }
+        drop(e);
+        let t = tracelens_nsys::import_file(&path).unwrap();
+        let d = diagnose(&t);
+        let f = d
+            .findings
+            .iter()
+            .find(|f| f.kind == FindingKind::HostCompute)
+            .unwrap_or_else(|| panic!("{:#?}", d.findings));
+        assert_eq!(
+            f.fix.contains("already holds CPU samples"),
+            sampled,
+            "{}",
+            f.fix
+        );
+        assert_eq!(f.fix.contains("-s cpu"), !sampled, "{}", f.fix);
+    }
+}

@@ -207,6 +207,7 @@ pub fn import_reader_with_threads<R: Read>(
         framework: torch_range(generation),
         records_op_inputs: true,
         records_thread_states: false,
+        cpu_samples: 0,
         capture_tool: tracelens_model::CaptureTool::TorchProfiler,
         file_bytes,
         decoded_bytes: input.bytes_read(),

@@ -115,6 +115,10 @@ pub struct SourceInfo {
     /// stretch known to be runnable-but-not-running, which a CPU-oversubscription claim needs.
     #[serde(default)]
     pub records_thread_states: bool,
+    /// CPU samples the capture holds and the model does not read (Nsight Systems
+    /// `-s cpu`: `COMPOSITE_EVENTS` rows): advice must not ask to record them again.
+    #[serde(default)]
+    pub cpu_samples: u64,
     /// The tool that recorded the trace.
     #[serde(default)]
     pub capture_tool: CaptureTool,

@@ -265,6 +265,36 @@ pub fn record_cpu_work(dialect: Dialect, nsight: bool) -> (String, String) {
     (fix.into(), snippet.into())
 }
 
+/// How to see the host's CPU work in an Nsight Systems capture that already sampled the CPU
+/// or traced the OS runtime (`sampled`, `os_runtime`): never ask for what is on. `None`
+/// when neither is, and [`record_cpu_work`] applies.
+#[must_use]
+pub fn see_cpu_work_in_capture(
+    dialect: Dialect,
+    sampled: bool,
+    os_runtime: bool,
+) -> Option<(String, String)> {
+    let mark = match dialect {
+        Dialect::PyTorch => "with torch.cuda.nvtx.range(\"prepare batch\"):\n    prepare_batch()",
+        Dialect::Python(_) => {
+            "import nvtx\nwith nvtx.annotate(\"prepare batch\"):\n    prepare_batch()"
+        }
+        Dialect::OpenAcc | Dialect::OpenMp | Dialect::CudaRuntime => {
+            "nvtxRangePushA(\"prepare batch\");\nprepare_batch();\nnvtxRangePop();"
+        }
+        Dialect::Neutral => "",
+    };
+    let fix = match (sampled, os_runtime) {
+        (true, _) => format!(
+            "The capture already holds CPU samples{}, which tracelens does not read yet: open it in Nsight Systems and read the launching thread's sampled call stacks inside the GPU's idle gaps, and mark the host phases with NVTX ranges so the next capture names them.",
+            if os_runtime { " and the OS-runtime trace" } else { "" }
+        ),
+        (false, true) => "The capture traces the OS runtime calls but does not sample the CPU, so what the thread computed between them is not in it: profile again with CPU sampling (nsys profile -s cpu, keeping -t osrt) and NVTX ranges around the host phases.".to_string(),
+        (false, false) => return None,
+    };
+    Some((fix, mark.to_string()))
+}
+
 /// One-time warm-up in a program that is not PyTorch: measure after it.
 #[must_use]
 pub fn warm_up(dialect: Dialect, nsight: bool) -> (String, String) {

@@ -574,13 +574,18 @@ fn diagnose_core(
     // fixing, whatever its size (the sort is stable: the gain order holds within each part);
     // a program that runs its work once has no per-step problems to put first, and a cold
     // window whose launches do not repeat holds no steady state to rank them in: there the
-    // largest gain comes first. A cold window whose launches repeat is mostly one-time work:
-    // capturing its steady state comes first, then the per-step problems.
-    if launches_repeat || (work_repeats && verdict.cold_run.is_none()) {
+    // largest gain comes first. A cold window of a program whose later iterations can be
+    // captured is mostly one-time work: capturing its steady state comes first, then the
+    // rest in that order.
+    let reorder = launches_repeat || (work_repeats && verdict.cold_run.is_none());
+    if reorder {
         findings.sort_by_key(|f| !f.ranks_before_one_time_work());
-        if verdict.cold_run.is_some() {
-            cold_run::lead_with_one_time_work(&mut findings);
-        }
+    }
+    let lead = verdict.cold_run.is_some() && work_repeats;
+    if lead {
+        cold_run::lead_with_one_time_work(&mut findings);
+    }
+    if reorder || lead {
         Finding::assign_keys(&mut findings);
     }
     // A window too short to judge has no findings; a busy GPU with nothing worth a fix says so.

@@ -42,6 +42,10 @@ pub struct Framework {
     /// Whether the trace records CPU work at all (ops, annotations, Python frames): without
     /// it, what the CPU did between API calls is not in the trace.
     pub cpu_ops_recorded: bool,
+    /// Whether the capture holds CPU samples (Nsight Systems `-s cpu`), read or not.
+    pub cpu_sampled: bool,
+    /// Whether the capture traced OS runtime calls (Nsight Systems `-t osrt`).
+    pub os_runtime_traced: bool,
     /// The API the host launches GPU work through, from the API calls the trace records.
     #[serde(default)]
     pub gpu_api: GpuApi,
@@ -164,9 +168,12 @@ impl Framework {
         if self.mpi {
             parts.push("MPI".into());
         }
+        if !self.cpu_ops_recorded && self.cpu_sampled {
+            parts.push("CPU work sampled (samples not read)".into());
+        }
         let mut out = parts.join(", ");
         let mut missing = Vec::new();
-        if !self.cpu_ops_recorded {
+        if !self.cpu_ops_recorded && !self.cpu_sampled {
             missing.push("CPU work");
         }
         // Only Nsight Systems can record why threads leave the CPU.
@@ -276,6 +283,7 @@ pub fn framework(trace: &Trace) -> Framework {
         fw.mpi |= crate::vocabulary::api::is_mpi_call(name);
     }
     fw.capture = trace.source.capture_tool;
+    fw.cpu_sampled = trace.source.cpu_samples > 0;
     // A memory snapshot is PyTorch's own format.
     pytorch |= fw.capture == tracelens_model::CaptureTool::MemorySnapshot;
     // Only CPU lanes can hold them (GPU lanes come first in the span table).
@@ -288,6 +296,7 @@ pub fn framework(trace: &Trace) -> Framework {
                 SpanKind::CpuOp | SpanKind::UserAnnotation | SpanKind::PythonFunction => {
                     fw.cpu_ops_recorded = true;
                 }
+                SpanKind::OsRuntime => fw.os_runtime_traced = true,
                 k if k.is_api_call() => {
                     api_names.insert(s.name);
                 }

@@ -247,6 +247,7 @@ fn import_with(
         // never dtypes.
         records_op_inputs: false,
         records_thread_states,
+        cpu_samples: ignored.get("COMPOSITE_EVENTS").copied().unwrap_or(0),
         capture_tool: tracelens_model::CaptureTool::NsightSystems,
         file_bytes,
         decoded_bytes: file_bytes,

@@ -360,6 +360,15 @@ fn api_calls_fix(fw: &Framework, part: &HostPart) -> (String, String) {
 
 /// (fix, snippet) when the trace records no CPU work: how to record it.
 fn record_fix(fw: &Framework) -> (String, String) {
+    if fw.nsight() {
+        if let Some(fix) = crate::diagnose::advice::see_cpu_work_in_capture(
+            fw.dialect(),
+            fw.cpu_sampled,
+            fw.os_runtime_traced,
+        ) {
+            return fix;
+        }
+    }
     if fw.pytorch() {
         (
             "The trace records no CPU ops, so what the launching thread did is not in it: profile again with CPU activity (torch.profiler's ProfilerActivity.CPU, with_stack=True for Python lines) to see the cause.".into(),
