@@ -981,3 +981,35 @@ fn cpu_work_advice_never_asks_for_sampling_the_capture_already_did() {
         assert_eq!(f.fix.contains("-s cpu"), !sampled, "{}", f.fix);
     }
 }
+
+/// Gaps in which the launching thread sits in `poll`: the time is an OS wait with its own
+/// fix (find what it waits on), not unrecorded CPU work; the twin without the wait is.
+#[test]
+fn idle_inside_an_os_wait_is_a_wait_not_unrecorded_work() {
+    for waits in [true, false] {
+        let path = temp_export(&format!("os_wait_gaps_{waits}"));
+        let mut e = Export::create(&path, "EXPORT_META_DATA", "3.16.1");
+        for i in 0..10_i64 {
+            let t = i * 500_000;
+            e.runtime("cudaLaunchKernel_v7000", 7, 7, t, t + 5_000, i + 1);
+            e.kernel("step", 7, 0, 7, t + 10_000, t + 110_000, i + 1);
+            if waits {
+                e.osrt("poll", 7, 7, t + 120_000, t + 480_000);
+            }
+        }
+        drop(e);
+        let d = diagnose(&tracelens_nsys::import_file(&path).unwrap());
+        let f = d
+            .findings
+            .iter()
+            .find(|f| f.kind == FindingKind::HostCompute)
+            .unwrap_or_else(|| panic!("{:#?}", d.findings));
+        let label = f.sub_cause.map(|w| w.label());
+        if waits {
+            assert_eq!(label, Some("os_wait"), "{}", f.title);
+            assert!(f.fix.contains("waits in poll"), "{}", f.fix);
+        } else {
+            assert_eq!(label, Some("not_recorded"), "{}", f.title);
+        }
+    }
+}

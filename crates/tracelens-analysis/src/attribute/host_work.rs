@@ -41,6 +41,9 @@ pub enum HostWork {
     /// Other recorded runtime or driver calls outside any framework op or Python frame:
     /// queries, stream and event creation, the host side of copies and launches.
     ApiCalls,
+    /// Blocked in a recorded OS wait outside any op, frame or API call (`poll`, `read`,
+    /// `wait4`, `pthread_cond_wait`): the thread waits for I/O, another process or a lock.
+    OsWait,
     /// CPU work between API calls in a program without Python.
     BetweenApiCalls,
     /// The trace records no CPU work around the launches.
@@ -64,6 +67,7 @@ impl HostWork {
             HostWork::UserRegion => "user_region",
             HostWork::Allocation => "allocation",
             HostWork::ApiCalls => "api_calls",
+            HostWork::OsWait => "os_wait",
             HostWork::BetweenApiCalls => "between_api_calls",
             HostWork::NotRecorded => "not_recorded",
         }
@@ -87,6 +91,9 @@ impl HostWork {
             HostWork::UserRegion => "runs annotated regions",
             HostWork::Allocation => "allocates and frees memory through the runtime",
             HostWork::ApiCalls => "runs runtime API calls",
+            HostWork::OsWait => {
+                "is blocked in OS waits (I/O, another process or a lock)"
+            }
             HostWork::BetweenApiCalls => "runs CPU work between API calls",
             HostWork::NotRecorded => "runs CPU work the trace does not record",
         }

@@ -158,10 +158,13 @@ fn largest(mut v: Vec<(String, TimeNs)>, n: usize) -> Vec<(String, TimeNs)> {
     v
 }
 
-/// A runtime or driver call that no CPU op and no user Python frame encloses (an enclosing
-/// API call is the one credited).
+/// A runtime or driver call, or an OS wait, that no CPU op and no user Python frame encloses
+/// (an enclosing API call is the one credited).
 fn bare_api_call(trace: &Trace, contexts: &mut SpanContexts, id: SpanId) -> bool {
-    if !trace.span(id).kind.is_api_call() {
+    let s = trace.span(id);
+    let wait = s.kind == SpanKind::OsRuntime
+        && crate::vocabulary::api::is_os_wait(trace.names.get(s.name));
+    if !s.kind.is_api_call() && !wait {
         return false;
     }
     if trace
@@ -410,7 +413,13 @@ fn credit_ops_in(
         let context = if set_up {
             HostWork::WarmUp
         } else {
-            context.unwrap_or_else(|| api_call(trace.names.get(name)))
+            context.unwrap_or_else(|| {
+                if trace.span(id).kind == SpanKind::OsRuntime {
+                    HostWork::OsWait
+                } else {
+                    api_call(trace.names.get(name))
+                }
+            })
         };
         let key = HostKey {
             op: Some(name),
@@ -443,7 +452,9 @@ fn credit_ops_in(
         } else if let Some(call) = std::iter::once(innermost)
             .chain(trace.ancestors(innermost))
             .filter(|&id| {
-                trace.span(id).kind.is_api_call() && trace.span(id).end_ns() > window.start_ns
+                let kind = trace.span(id).kind;
+                (kind.is_api_call() || kind == SpanKind::OsRuntime)
+                    && trace.span(id).end_ns() > window.start_ns
             })
             .last()
             .filter(|&id| bare_api_call(trace, contexts, id))

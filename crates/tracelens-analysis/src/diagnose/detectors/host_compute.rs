@@ -107,7 +107,7 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         part.work.describe(),
         named,
         inside,
-        match (largest, cx.idle()) {
+        match (largest && part.work != HostWork::OsWait, cx.idle()) {
             (true, Some(d)) => os_wait_note(d, cx.credit().host_compute_ns),
             _ => String::new(),
         }
@@ -193,6 +193,7 @@ fn work_advice(work: HostWork) -> &'static str {
         HostWork::UserRegion => "The time falls inside an annotated region with no op or Python frame recorded inside it, so the trace names the region but not the work.",
         HostWork::Allocation => "Each allocation or free goes to the driver while the GPU has nothing queued, and a free also waits for the device: buffers made per iteration pay this every time.",
         HostWork::ApiCalls => "The launching thread spends this time inside runtime calls while the GPU has nothing queued: set-up calls (queries, streams, events, handles) made in the loop, or the host side of copies.",
+        HostWork::OsWait => "The launching thread is blocked in the operating system (waiting for I/O, another process or a lock) while the GPU has nothing queued: it is not computing, so faster code does not help; what it waits for does.",
         HostWork::BetweenApiCalls => "The program's own CPU work between API calls runs while the GPU has nothing queued.",
         HostWork::NotRecorded => "The GPU runs out of queued work while the launching thread is between API calls, but the trace holds no record of what that thread did: record its CPU work to find the cause.",
     }
@@ -211,6 +212,7 @@ fn work_fix(
         HostWork::WarmUp => warm_up_fix(fw),
         HostWork::Allocation => allocation_fix(fw, part),
         HostWork::ApiCalls => api_calls_fix(fw, part),
+        HostWork::OsWait => os_wait_fix(fw, part),
         HostWork::Optimizer
             if part
                 .ops
@@ -356,6 +358,23 @@ fn api_calls_fix(fw: &Framework, part: &HostPart) -> (String, String) {
             )
         }
     }
+}
+
+/// (fix, snippet) for the launching thread blocked in OS waits: find what it waits for.
+fn os_wait_fix(fw: &Framework, part: &HostPart) -> (String, String) {
+    let names: Vec<&str> = part.ops.iter().take(3).map(|(n, _)| n.as_str()).collect();
+    let input = if fw.pytorch() {
+        "input read on the launching thread → DataLoader workers (num_workers > 0) read ahead"
+    } else {
+        "input read on the launching thread → read ahead on a background thread"
+    };
+    (
+        format!(
+            "The launching thread waits in {} while the GPU has nothing queued: find what it waits on and take it off the GPU's path — {input}; a child process it starts (a JIT compiler, a tool) → run it once before the GPU work or cache its output; a lock → shorten what holds it.",
+            if names.is_empty() { "OS calls".to_string() } else { names.join(", ") }
+        ),
+        String::new(),
+    )
 }
 
 /// (fix, snippet) when the trace records no CPU work: how to record it.
