@@ -1013,3 +1013,29 @@ fn idle_inside_an_os_wait_is_a_wait_not_unrecorded_work() {
         }
     }
 }
+
+/// A whole run (its first call creates the context) whose kernels are shorter than their
+/// launches: 30 launches in all are told to batch, not to build a CUDA graph that would not
+/// repay itself; 300 launches are told the graph.
+#[test]
+fn a_run_too_short_for_a_graph_is_told_to_batch() {
+    for launches in [30_i64, 300] {
+        let path = temp_export(&format!("launch_bound_run_{launches}"));
+        let mut e = Export::create(&path, "EXPORT_META_DATA", "3.16.1");
+        e.runtime("cudaMalloc_v3020", 7, 7, 0, 200_000_000, 1_000_000);
+        let start = 200_100_000;
+        for i in 0..launches {
+            let t = start + i * 20_000;
+            e.runtime("cudaLaunchKernel_v7000", 7, 7, t, t + 19_000, i + 1);
+            e.kernel("tiny", 7, 0, 7, t + 19_500, t + 21_500, i + 1);
+        }
+        drop(e);
+        let d = diagnose(&tracelens_nsys::import_file(&path).unwrap());
+        let f = d
+            .findings
+            .iter()
+            .find(|f| f.lever == Some(tracelens_analysis::diagnose::lever::Lever::FewerLaunches))
+            .unwrap_or_else(|| panic!("{}\n{:#?}", d.verdict.text, d.findings));
+        assert_eq!(f.fix.starts_with("Batch"), launches < 100, "{}", f.fix);
+    }
+}

@@ -6,7 +6,7 @@
 //!
 //! | lever | chosen when | ruled out by |
 //! |---|---|---|
-//! | fewer launches (compile, CUDA graphs, fusion, batch) | per-launch CPU cost over a run of launches that repeat | host reads of GPU values in the window (they break compiled graphs and cannot be captured); one-time work; a window whose every launch is a first one (dispatch and first-call set-up look alike) |
+//! | fewer launches (compile, CUDA graphs, fusion, batch) | per-launch CPU cost over a run of launches that repeat | host reads of GPU values in the window (they break compiled graphs and cannot be captured); one-time work; a window whose every launch is a first one (dispatch and first-call set-up look alike); a whole run of fewer than 100 launches (graphs do not repay themselves: batch instead) |
 //! | keep values on the GPU | blocking reads of GPU values (`.item()`, `if tensor:`, sync copies of results) | one-time work |
 //! | pinned, asynchronous copies | blocking copies from pageable memory | one-time work |
 //! | caching allocator | frees that wait for the device, repeated | frees made once (context creation, a library's first call) |
@@ -35,7 +35,15 @@ pub struct WindowEvidence {
     /// launched before): without that, every launch is a first one, and per-launch CPU cost
     /// cannot be told from first-call set-up.
     pub launches_repeat: bool,
+    /// The kernel launches of the whole run, when the capture holds all of it (it starts with
+    /// the context's creation, outside a PyTorch profiler window): a run of a few launches
+    /// does not repay a CUDA graph.
+    pub whole_run_launches: Option<u64>,
 }
+
+/// A whole run of fewer kernel launches than this does not repay capturing and instantiating
+/// a CUDA graph (microseconds saved per launch against the instantiation): batch instead.
+pub const GRAPH_PAYOFF_LAUNCHES: u64 = 100;
 
 impl WindowEvidence {
     /// From the window's sync sites, its step count (1 without steps) and whether its
@@ -72,6 +80,7 @@ impl WindowEvidence {
             value_read_site: site,
             work_repeats,
             launches_repeat,
+            whole_run_launches: None,
         }
     }
 }
@@ -118,6 +127,16 @@ pub fn decide(findings: &mut [Finding], evidence: &WindowEvidence, fw: &Framewor
                     evidence.value_reads
                 );
             }
+            Lever::FewerLaunches
+                if evidence
+                    .whole_run_launches
+                    .is_some_and(|n| n < GRAPH_PAYOFF_LAUNCHES) =>
+            {
+                let n = evidence.whole_run_launches.unwrap_or(0);
+                (f.fix, f.snippet) = batch_fix(fw);
+                f.lever = Some(Lever::FewerLaunches);
+                f.fix_chosen_by = format!("per-launch CPU cost, but the whole run makes {n} kernel launches: a CUDA graph's capture and instantiation would cost about what it saves, so the launches are batched instead");
+            }
             Lever::StartUpCost if f.lever != Some(Lever::StartUpCost) => {
                 let (fix, snippet) = start_up_fix(fw);
                 f.fix = fix;
@@ -146,6 +165,26 @@ fn one_time_lever(evidence: &WindowEvidence) -> Lever {
 }
 
 /// (fix, snippet) for the start-up cost of a program that runs its GPU work once.
+/// (fix, snippet) for per-launch cost in a run too short to repay a CUDA graph: fewer,
+/// larger launches, in the program's words.
+fn batch_fix(fw: &Framework) -> (String, String) {
+    use crate::measure::environment::Dialect;
+    match fw.dialect() {
+        Dialect::PyTorch => (
+            "Batch the work: stack the inputs and make one call over all of them instead of one small call each; the run is too short for torch.compile's CUDA graphs to repay their capture.".into(),
+            "out = model(torch.stack(inputs))   # one batch, not a call per input".into(),
+        ),
+        Dialect::CudaRuntime => (
+            "Batch the work into fewer, larger launches: one kernel over all the items (an extra grid dimension indexes the item), with the buffers allocated and copied once around it; the run is too short for a CUDA graph to repay its instantiation.".into(),
+            "dim3 grid(blocks_per_item, n_items);   // blockIdx.y picks the item\nkernel<<<grid, threads, 0, stream>>>(d_all_items, n);".into(),
+        ),
+        _ => (
+            "Batch the work into fewer, larger launches (one over all the items instead of one per item): the run is too short for graph capture to repay itself.".into(),
+            String::new(),
+        ),
+    }
+}
+
 fn start_up_fix(fw: &Framework) -> (String, String) {
     use crate::vocabulary::api::GpuApi;
     // Lazy module loading is the CUDA driver's; a HIP or unknown program is not told of it.
@@ -206,12 +245,16 @@ mod tests {
         for lever in Lever::ALL {
             for reads in [0, 3] {
                 for (repeats, launches_repeat) in [(false, false), (true, false), (true, true)] {
-                    for one_time in [false, true] {
+                    for (one_time, whole_run) in [false, true]
+                        .into_iter()
+                        .flat_map(|o| [(o, None), (o, Some(6)), (o, Some(5_000))])
+                    {
                         let evidence = WindowEvidence {
                             value_reads: reads,
                             value_read_site: (reads > 0).then(|| ".item() at train.py:9".into()),
                             work_repeats: repeats,
                             launches_repeat,
+                            whole_run_launches: whole_run,
                         };
                         let mut f = [finding(lever, one_time)];
                         decide(&mut f, &evidence, &fw);
@@ -224,6 +267,9 @@ mod tests {
                         if chosen == Lever::FewerLaunches {
                             assert_eq!(reads, 0, "{case}");
                             assert!(launches_repeat, "{case}");
+                            // A run too short to repay a graph is told to batch.
+                            let short = whole_run.is_some_and(|n| n < GRAPH_PAYOFF_LAUNCHES);
+                            assert_eq!(f[0].fix.starts_with("Batch"), short, "{case}");
                         }
                         if one_time {
                             assert!(!chosen.per_step(), "{case}");

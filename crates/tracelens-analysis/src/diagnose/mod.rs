@@ -568,7 +568,15 @@ fn diagnose_core(
     }
     // Each finding's lever checked against what the whole window shows.
     let launches_repeat = cold_run::work_repeats(has_steps, launches);
-    let evidence = lever::WindowEvidence::of(&sites, steps, (work_repeats, launches_repeat), &fw);
+    let mut evidence =
+        lever::WindowEvidence::of(&sites, steps, (work_repeats, launches_repeat), &fw);
+    // A capture that starts with the context holds the whole run (a PyTorch profiler window
+    // is a sample of a longer one).
+    if fw.capture != tracelens_model::CaptureTool::TorchProfiler
+        && crate::measure::one_time::capture_holds_context_creation(trace)
+    {
+        evidence.whole_run_launches = Some(launches.1);
+    }
     lever::decide(&mut findings, &evidence, &fw);
     // Where the work repeats, work done once ranks after every per-step problem worth
     // fixing, whatever its size (the sort is stable: the gain order holds within each part);

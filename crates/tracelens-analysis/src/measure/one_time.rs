@@ -17,6 +17,19 @@ pub const FIRST_CALL_RATIO: i64 = 4;
 /// A thread's first API call that takes this long creates the context.
 pub const CONTEXT_CREATION_NS: TimeNs = NS_PER_MS;
 
+/// Whether the capture holds the program's start on the GPU: the trace's first API call takes
+/// [`CONTEXT_CREATION_NS`] or more (the driver creates the context inside it). Such a capture
+/// holds the whole run from there, so what it does not repeat, the program does not.
+#[must_use]
+pub fn capture_holds_context_creation(trace: &Trace) -> bool {
+    trace
+        .spans
+        .iter()
+        .filter(|s| s.kind.is_api_call())
+        .min_by_key(|s| s.start_ns)
+        .is_some_and(|s| s.dur_ns >= CONTEXT_CREATION_NS)
+}
+
 /// Why a call happens once.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind", content = "op")]

@@ -134,10 +134,15 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         .map(|(n, _)| n.as_str());
     (f.fix, f.snippet) = work_fix(cx.framework(), part, region, frame);
     f.advice = work_advice(part.work).into();
+    let launch_calls = part
+        .ops
+        .first()
+        .is_some_and(|(n, _)| crate::vocabulary::api::is_kernel_launch(n));
     f.lever = match part.work {
         HostWork::FrameworkDispatch | HostWork::CompiledRegion => {
             Some(crate::diagnose::lever::Lever::FewerLaunches)
         }
+        HostWork::ApiCalls if launch_calls => Some(crate::diagnose::lever::Lever::FewerLaunches),
         HostWork::WarmUp => Some(crate::diagnose::lever::Lever::CaptureAfterWarmUp),
         _ => None,
     };
