@@ -1014,7 +1014,7 @@ fn idle_inside_an_os_wait_is_a_wait_not_unrecorded_work() {
     }
 }
 
-/// A whole run (its first call creates the context) whose kernels are shorter than their
+/// A whole run (its first runtime call creates the context) whose kernels are shorter than their
 /// launches: 30 launches in all are told to batch, not to build a CUDA graph that would not
 /// repay itself; 300 launches are told the graph.
 #[test]
@@ -1022,7 +1022,10 @@ fn a_run_too_short_for_a_graph_is_told_to_batch() {
     for launches in [30_i64, 300] {
         let path = temp_export(&format!("launch_bound_run_{launches}"));
         let mut e = Export::create(&path, "EXPORT_META_DATA", "3.16.1");
-        e.runtime("cudaMalloc_v3020", 7, 7, 0, 200_000_000, 1_000_000);
+        // The driver's entry points are looked up before the first runtime call, which
+        // creates the context.
+        e.runtime("cuGetProcAddress_v2", 7, 7, 0, 2_000, 999_999);
+        e.runtime("cudaMalloc_v3020", 7, 7, 10_000, 200_000_000, 1_000_000);
         let start = 200_100_000;
         for i in 0..launches {
             let t = start + i * 20_000;

@@ -17,16 +17,30 @@ pub const FIRST_CALL_RATIO: i64 = 4;
 /// A thread's first API call that takes this long creates the context.
 pub const CONTEXT_CREATION_NS: TimeNs = NS_PER_MS;
 
-/// Whether the capture holds the program's start on the GPU: the trace's first API call takes
-/// [`CONTEXT_CREATION_NS`] or more (the driver creates the context inside it). Such a capture
-/// holds the whole run from there, so what it does not repeat, the program does not.
+/// Whether the capture holds the program's start on the GPU: the trace's first runtime call
+/// (CUDA runtime or HIP; the first driver call where the program calls only the driver) takes
+/// [`CONTEXT_CREATION_NS`] or more, the context being created inside it (driver look-ups
+/// such as `cuGetProcAddress` come before it). Such a capture holds the whole run from
+/// there, so what it does not repeat, the program does not.
 #[must_use]
 pub fn capture_holds_context_creation(trace: &Trace) -> bool {
-    trace
-        .spans
-        .iter()
-        .filter(|s| s.kind.is_api_call())
-        .min_by_key(|s| s.start_ns)
+    use crate::vocabulary::api::{api_family, GpuApi};
+    let first = |runtime_only: bool| {
+        trace
+            .spans
+            .iter()
+            .filter(|s| s.kind.is_api_call())
+            .filter(|s| {
+                !runtime_only
+                    || matches!(
+                        api_family(trace.names.get(s.name)),
+                        Some(GpuApi::CudaRuntime | GpuApi::Hip)
+                    )
+            })
+            .min_by_key(|s| s.start_ns)
+    };
+    first(true)
+        .or_else(|| first(false))
         .is_some_and(|s| s.dur_ns >= CONTEXT_CREATION_NS)
 }
 
