@@ -1042,3 +1042,23 @@ fn a_run_too_short_for_a_graph_is_told_to_batch() {
         assert_eq!(f.fix.starts_with("Batch"), launches < 100, "{}", f.fix);
     }
 }
+
+/// A run captured from its context's creation whose only GPU work is one tiny kernel, the
+/// capture ending just after: that is all the run did, so it is told to grow the input, not
+/// to capture a main loop it does not have.
+#[test]
+fn a_whole_run_of_one_tiny_kernel_is_told_to_grow_its_input() {
+    let path = temp_export("whole_run_tiny");
+    let mut e = Export::create(&path, "EXPORT_META_DATA", "3.16.1");
+    e.runtime("cudaMalloc_v3020", 7, 7, 0, 58_000_000, 1_000);
+    e.runtime("cudaLaunchKernel_v7000", 7, 7, 58_010_000, 58_015_000, 1);
+    e.kernel("reduce", 7, 0, 7, 58_020_000, 58_024_000, 1);
+    e.runtime("cudaFree_v3020", 7, 7, 58_030_000, 58_060_000, 1_001);
+    drop(e);
+    let text = diagnose(&tracelens_nsys::import_file(&path).unwrap())
+        .verdict
+        .text;
+    assert!(text.contains("Too short to judge"), "{text}");
+    assert!(text.contains("all the GPU work the run did"), "{text}");
+    assert!(!text.contains("main loop"), "{text}");
+}

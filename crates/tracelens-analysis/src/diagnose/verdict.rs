@@ -350,13 +350,23 @@ pub(crate) fn mark_too_short(
     };
     v.kind = VerdictKind::TooShort;
     let window_end = w.interval.end_ns;
-    let advice = match idle_tail(trace, window_end) {
+    let (tail_ns, later_call) = after_window(trace, window_end);
+    let whole_run = fw.capture != tracelens_model::CaptureTool::TorchProfiler
+        && crate::measure::one_time::capture_holds_context_creation(trace);
+    let advice = if !later_call && tail_ns >= IDLE_TAIL_NS {
         // The program ran on without calling the GPU: a longer capture holds no more work.
-        Some(tail_ns) => format!(
+        format!(
             "the program made no GPU call in the {} the capture holds after it, so a longer capture of this run would show no more GPU work: make the run reach its GPU work (without waiting for input) and capture that",
             format_ms(tail_ns)
-        ),
-        None => crate::diagnose::advice::longer_capture(fw.dialect(), fw.capture).to_string(),
+        )
+    } else if whole_run && tail_ns < IDLE_TAIL_NS {
+        // From the context's creation to just after this: the run's whole GPU work.
+        format!(
+            "the capture holds the run from its context creation to {} after this, so this is all the GPU work the run did, too little to measure: run it at a realistic input size and time repeated launches after an untimed first one",
+            format_ms(tail_ns)
+        )
+    } else {
+        crate::diagnose::advice::longer_capture(fw.dialect(), fw.capture).to_string()
     };
     v.text = format!(
         "Too short to judge: the analysis window is {} ({gpu_ops} GPU op{}{steps}); {advice}",
@@ -374,18 +384,16 @@ pub(crate) fn mark_too_short(
 /// GPU work in this run.
 pub const IDLE_TAIL_NS: TimeNs = 1_000 * tracelens_model::NS_PER_MS;
 
-/// How long the capture runs on after `window_end` when no API call starts after it and that
-/// is [`IDLE_TAIL_NS`] or more; else none.
-fn idle_tail(trace: &Trace, window_end: TimeNs) -> Option<TimeNs> {
+/// How long the capture runs on after `window_end`, and whether an API call starts in that
+/// time.
+fn after_window(trace: &Trace, window_end: TimeNs) -> (TimeNs, bool) {
     let mut last = window_end;
+    let mut later_call = false;
     for s in &trace.spans {
-        if s.kind.is_api_call() && s.start_ns > window_end {
-            return None;
-        }
+        later_call |= s.kind.is_api_call() && s.start_ns > window_end;
         last = last.max(s.end_ns());
     }
-    let tail = last - window_end;
-    (tail >= IDLE_TAIL_NS).then_some(tail)
+    (last - window_end, later_call)
 }
 
 /// A busy GPU whose findings each win under [`WORTH_FIXING_PERCENT`] of the step: the verdict
