@@ -113,11 +113,28 @@ impl Detector for SmallGrid {
             );
         }
         (f.fix, f.snippet) = small_grid_fix(cx.framework().dialect(), cx.framework().pytorch());
+        // Several full blocks already: the grid likely gives each element its thread, and the
+        // input, not the launch, is what is too small for the GPU.
+        let full_blocks = small
+            .first()
+            .filter(|(_, k)| k.blocks >= 2 && k.threads_per_block >= FULL_BLOCK_THREADS);
+        if let (Some((name, k)), false) = (full_blocks, cx.framework().pytorch()) {
+            f.fix = format!(
+                "{} already launches {} of {} threads, likely one thread per element: the input is too small to fill the GPU's {sms} multiprocessors. Give each launch more work (a realistic problem size, or several items per launch) before tuning the kernel; only if the grid does not yet cover the data, size it as (n + threads − 1) / threads blocks.",
+                tracelens_model::kernel_display_name(cx.trace.names.get(*name)),
+                plural_blocks(k.blocks),
+                k.threads_per_block
+            );
+        }
         f.advice = "A block runs on one multiprocessor, so a grid of fewer blocks than the GPU has multiprocessors leaves the rest idle however long the kernel runs; the utilization figure counts the GPU busy all the same.".into();
         f.confidence = Confidence::High;
         vec![f]
     }
 }
+
+/// Threads per block from which a launch looks sized to its data (a full block of a
+/// data-parallel kernel), not a hand-picked tiny grid.
+const FULL_BLOCK_THREADS: u64 = 256;
 
 /// `1 block`, `4 blocks`.
 fn plural_blocks(n: u64) -> String {
@@ -242,6 +259,19 @@ pub(crate) mod tests {
             ..DeviceProperties::default()
         }];
         b.finish(SourceInfo::default())
+    }
+
+    #[test]
+    fn full_blocks_that_cannot_fill_the_gpu_blame_the_input_size_and_one_block_the_launch() {
+        let four = findings_of(&SmallGrid, &one_kernel_loop(4));
+        assert_eq!(four.len(), 1, "{four:#?}");
+        assert!(
+            four[0].fix.contains("input is too small"),
+            "{}",
+            four[0].fix
+        );
+        let one = findings_of(&SmallGrid, &one_kernel_loop(1));
+        assert!(!one[0].fix.contains("input is too small"), "{}", one[0].fix);
     }
 
     #[test]
