@@ -928,7 +928,7 @@ pub(crate) fn mark_small_grids(v: &mut Verdict, findings: &[Finding]) {
 
 /// A window that spans the GPU's work holds this share of the capture or less before the
 /// verdict says what lies outside it.
-pub const WINDOW_SHARE_OF_CAPTURE_PERCENT: f64 = 50.0;
+pub const WINDOW_SHARE_OF_CAPTURE_PERCENT: f64 = 75.0;
 
 /// A GPU-extent window under this share of the capture leads the verdict with the capture.
 pub const WINDOW_SLIVER_PERCENT: f64 = 10.0;
@@ -991,7 +991,7 @@ pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace) {
     if crate::num::percent(w.duration_ns, capture_ns) < WINDOW_SLIVER_PERCENT {
         let named = longest.map_or(String::new(), |l| format!("; {l}"));
         v.text = format!(
-            "Most of this capture is host time: the GPU works {} of its {} ({} before the first GPU op{named}; {} after the last). Over the GPU's work: {}",
+            "Most of this capture is host time: the GPU's work spans {} of its {} ({} before the first GPU op{named}; {} after the last). Over the GPU's work: {}",
             format_ms(w.duration_ns),
             format_ms(capture_ns),
             format_ms(before),
@@ -1218,8 +1218,15 @@ mod tests {
             "{}",
             short.text
         );
-        // The GPU works most of the capture: nothing to add.
-        let long = crate::diagnose(&host_then_kernels(200)).verdict;
+        // A quarter of the capture or more outside the window is said (200 kernels: 69 %
+        // of it); the GPU's work spanning more than three quarters of it: nothing to add.
+        let middle = crate::diagnose(&host_then_kernels(200)).verdict;
+        assert!(
+            middle.text.contains("These figures cover"),
+            "{}",
+            middle.text
+        );
+        let long = crate::diagnose(&host_then_kernels(400)).verdict;
         assert!(!long.text.contains("These figures cover"), "{}", long.text);
     }
 }
