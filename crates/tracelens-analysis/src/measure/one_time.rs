@@ -25,22 +25,25 @@ pub const CONTEXT_CREATION_NS: TimeNs = NS_PER_MS;
 #[must_use]
 pub fn capture_holds_context_creation(trace: &Trace) -> bool {
     use crate::vocabulary::api::{api_family, GpuApi};
-    let first = |runtime_only: bool| {
-        trace
-            .spans
-            .iter()
-            .filter(|s| s.kind.is_api_call())
-            .filter(|s| {
-                !runtime_only
-                    || matches!(
-                        api_family(trace.names.get(s.name)),
-                        Some(GpuApi::CudaRuntime | GpuApi::Hip)
-                    )
-            })
-            .min_by_key(|s| s.start_ns)
-    };
-    first(true)
-        .or_else(|| first(false))
+    // One pass; a name's family is asked only of a call earlier than the earliest runtime
+    // call so far (a few calls), not of every call of a multi-million-row export.
+    let mut first_any: Option<&tracelens_model::Span> = None;
+    let mut first_runtime: Option<&tracelens_model::Span> = None;
+    for s in trace.spans.iter().filter(|s| s.kind.is_api_call()) {
+        if first_any.is_none_or(|f| s.start_ns < f.start_ns) {
+            first_any = Some(s);
+        }
+        if first_runtime.is_none_or(|f| s.start_ns < f.start_ns)
+            && matches!(
+                api_family(trace.names.get(s.name)),
+                Some(GpuApi::CudaRuntime | GpuApi::Hip)
+            )
+        {
+            first_runtime = Some(s);
+        }
+    }
+    first_runtime
+        .or(first_any)
         .is_some_and(|s| s.dur_ns >= CONTEXT_CREATION_NS)
 }
 
