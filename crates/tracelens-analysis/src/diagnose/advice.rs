@@ -279,10 +279,11 @@ pub fn see_cpu_work_in_capture(
         Dialect::Python(_) => {
             "import nvtx\nwith nvtx.annotate(\"prepare batch\"):\n    prepare_batch()"
         }
-        Dialect::OpenAcc | Dialect::OpenMp | Dialect::CudaRuntime => {
+        Dialect::CudaRuntime => {
             "nvtxRangePushA(\"prepare batch\");\nprepare_batch();\nnvtxRangePop();"
         }
-        Dialect::Neutral => "",
+        // Directive programs may be Fortran: no C example.
+        Dialect::OpenAcc | Dialect::OpenMp | Dialect::Neutral => "",
     };
     let fix = match (sampled, os_runtime) {
         (true, _) => format!(

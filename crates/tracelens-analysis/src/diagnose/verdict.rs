@@ -464,10 +464,7 @@ fn bound_by(
     }
     // The largest kernel in double precision on a GPU built for single: that first.
     let (largest, largest_percent) = largest_kernel(trace, ops);
-    if largest_percent > 50.0
-        && crate::measure::peaks::slow_fp64(hardware)
-        && crate::vocabulary::kernels::works_on_double(largest)
-    {
+    if crate::measure::peaks::double_on_slow_fp64(hardware, largest, largest_percent) {
         return format!(
             "the GPU itself is the bottleneck; {} takes {largest_percent:.0} % of kernel time in double precision, which {} runs at a small fraction of its FP32 rate: compute in single precision where the results allow",
             tracelens_model::kernel_display_name(largest),

@@ -133,6 +133,14 @@ pub fn slow_fp64(hw: &Hardware) -> bool {
     device_peak(hw).is_some_and(|p| p.fp64.is_none_or(|fp64| fp64 * SLOW_FP64_RATIO < p.fp32))
 }
 
+/// Whether kernel `name`, taking `share_percent` of kernel time, is double-precision work
+/// that bounds a GPU with slow FP64: over half the kernel time, `double` data in its
+/// signature, and a device the table knows runs FP64 slowly.
+#[must_use]
+pub fn double_on_slow_fp64(hw: &Hardware, name: &str, share_percent: f64) -> bool {
+    share_percent > 50.0 && crate::vocabulary::kernels::works_on_double(name) && slow_fp64(hw)
+}
+
 /// The table, one line per device (kept unformatted to read as a table).
 #[rustfmt::skip]
 mod table {

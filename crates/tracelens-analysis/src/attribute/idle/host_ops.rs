@@ -161,10 +161,7 @@ fn largest(mut v: Vec<(String, TimeNs)>, n: usize) -> Vec<(String, TimeNs)> {
 /// A runtime or driver call, or an OS wait, that no CPU op and no user Python frame encloses
 /// (an enclosing API call is the one credited).
 fn bare_api_call(trace: &Trace, contexts: &mut SpanContexts, id: SpanId) -> bool {
-    let s = trace.span(id);
-    let wait = s.kind == SpanKind::OsRuntime
-        && crate::vocabulary::api::is_os_wait(trace.names.get(s.name));
-    if !s.kind.is_api_call() && !wait {
+    if !creditable_call(trace, id) {
         return false;
     }
     if trace
@@ -175,6 +172,15 @@ fn bare_api_call(trace: &Trace, contexts: &mut SpanContexts, id: SpanId) -> bool
     }
     let around = contexts.around(trace, id);
     around.outermost_op.is_none() && around.user_frame.is_none()
+}
+
+/// A span host time can be credited to by its own name: a runtime or driver call, or an OS
+/// wait.
+fn creditable_call(trace: &Trace, id: SpanId) -> bool {
+    let s = trace.span(id);
+    s.kind.is_api_call()
+        || s.kind == SpanKind::OsRuntime
+            && crate::vocabulary::api::is_os_wait(trace.names.get(s.name))
 }
 
 /// A user region that is not the step or the DataLoader range.
@@ -451,11 +457,7 @@ fn credit_ops_in(
             cursor = end;
         } else if let Some(call) = std::iter::once(innermost)
             .chain(trace.ancestors(innermost))
-            .filter(|&id| {
-                let kind = trace.span(id).kind;
-                (kind.is_api_call() || kind == SpanKind::OsRuntime)
-                    && trace.span(id).end_ns() > window.start_ns
-            })
+            .filter(|&id| creditable_call(trace, id) && trace.span(id).end_ns() > window.start_ns)
             .last()
             .filter(|&id| bare_api_call(trace, contexts, id))
         {

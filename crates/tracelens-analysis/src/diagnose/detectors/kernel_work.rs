@@ -81,8 +81,7 @@ impl Detector for KernelWork {
                     .is_none_or(|b| b >= SMALL_GRID_BLOCKS_PER_SM)
             })
             .collect();
-        let slow_fp64 = crate::measure::peaks::slow_fp64(cx.hardware());
-        let Some(subject) = subject(v, &compute, fw.pytorch(), slow_fp64) else {
+        let Some(subject) = subject(v, &compute, fw.pytorch(), cx.hardware()) else {
             return Vec::new();
         };
         let ns = match &subject {
@@ -178,14 +177,14 @@ fn subject<'a>(
     v: &crate::diagnose::verdict::Verdict,
     compute: &[&'a KernelStat],
     pytorch: bool,
-    slow_fp64: bool,
+    hw: &crate::measure::environment::Hardware,
 ) -> Option<Subject<'a>> {
     // Double precision on a GPU built for single comes before any other kernel lever.
-    if let Some(top) = compute.first().copied().filter(|k| {
-        slow_fp64
-            && k.share_percent > DOMINANT_CLASS_PERCENT
-            && crate::vocabulary::kernels::works_on_double(&k.name)
-    }) {
+    if let Some(top) = compute
+        .first()
+        .copied()
+        .filter(|k| crate::measure::peaks::double_on_slow_fp64(hw, &k.name, k.share_percent))
+    {
         return Some(Subject::DoubleOnSlowFp64(top));
     }
     if pytorch {

@@ -118,9 +118,14 @@ impl Detector for SmallGrid {
         let full_blocks = small
             .first()
             .filter(|(_, k)| k.blocks >= 2 && k.threads_per_block >= FULL_BLOCK_THREADS);
-        if let (Some((name, k)), false) = (full_blocks, cx.framework().pytorch()) {
+        // A Python library sizes its own grids: its fix (bigger arrays per call) stands.
+        let sizes_own_grid = !matches!(
+            cx.framework().dialect(),
+            Dialect::PyTorch | Dialect::Python(_)
+        );
+        if let (Some((name, k)), true) = (full_blocks, sizes_own_grid) {
             f.fix = format!(
-                "{} already launches {} of {} threads, likely one thread per element: the input is too small to fill the GPU's {sms} multiprocessors. Give each launch more work (a realistic problem size, or several items per launch) before tuning the kernel; only if the grid does not yet cover the data, size it as (n + threads − 1) / threads blocks.",
+                "{} already launches {} of {} threads, likely one thread per element: the input is too small to fill the GPU's {sms} multiprocessors. Give each launch more work (a realistic problem size, or several items per launch) before tuning the kernel; only if the grid does not yet cover the data, size it from the data.",
                 tracelens_model::kernel_display_name(cx.trace.names.get(*name)),
                 plural_blocks(k.blocks),
                 k.threads_per_block
