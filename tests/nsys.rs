@@ -516,6 +516,15 @@ fn unified_memory_migrations_are_not_pageable_copies() {
         .findings
         .iter()
         .all(|f| f.kind != FindingKind::PageableCopies));
+    // Migrations are their own class: in no host-copy class and no direction's totals, so
+    // no copy finding gives them pinned-copy advice.
+    assert_eq!(d.copies.unified_migrations.count, 2);
+    assert_eq!(d.copies.host_kind_unknown.count, 0);
+    assert!(d
+        .copies
+        .by_device
+        .iter()
+        .all(|c| c.directions().iter().all(|(_, dir)| dir.all.count == 0)));
     let run = tracelens([
         "analyze".into(),
         "--rules".into(),
@@ -528,6 +537,89 @@ fn unified_memory_migrations_are_not_pageable_copies() {
         "{}",
         run.stdout
     );
+}
+
+/// The export at `path` diagnosed, with its first finding of `kind` (panics without one).
+fn diagnosis_and_finding(
+    path: &Path,
+    kind: FindingKind,
+) -> (tracelens_analysis::Diagnosis, tracelens_analysis::Finding) {
+    let t = tracelens_nsys::import_file(path).unwrap();
+    let d = diagnose(&t);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.kind == kind)
+        .unwrap_or_else(|| panic!("{:#?}", d.findings))
+        .clone();
+    (d, f)
+}
+
+/// A one-shot program: two 4 MiB pageable copies around a kernel, in at `in_ns` and back at
+/// `out_ns` of GPU time; the pinned-copy finding's predicted time.
+fn pinned_prediction(name: &str, in_ns: i64, out_ns: i64) -> (i64, i64) {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    let mb4 = 4 << 20;
+    e.runtime("cudaMemcpy_v3020", 9, 9, 0, 1_000 + in_ns, 1);
+    e.memcpy(9, 0, 7, 500, 500 + in_ns, 1, mb4, 1, 0, 2);
+    let k = 2_000 + in_ns;
+    e.runtime("cudaLaunchKernel_v7000", 9, 9, k - 1_000, k - 500, 2);
+    e.kernel("k", 9, 0, 7, k, k + 100_000, 2);
+    let c = k + 101_000;
+    e.runtime("cudaMemcpy_v3020", 9, 9, c - 500, c + out_ns + 500, 3);
+    e.memcpy(9, 0, 7, c, c + out_ns, 3, mb4, 2, 2, 0);
+    drop(e);
+    let (d, f) = diagnosis_and_finding(&path, FindingKind::PageableCopies);
+    let window_ns = d.verdict.window.unwrap().duration_ns;
+    (window_ns, f.predicted_step_ns.unwrap())
+}
+
+#[test]
+fn pinned_copies_are_predicted_at_the_fastest_large_host_copy_rate() {
+    // Back to the host at a fifth of the rate in: pinned, it moves at least as fast as the
+    // way in, 1.6 ms sooner.
+    let (window_ns, predicted_ns) = pinned_prediction("pinned_faster", 400_000, 2_000_000);
+    assert!(
+        window_ns - predicted_ns >= 1_500_000,
+        "{window_ns} → {predicted_ns}"
+    );
+    // Its twin moves both ways at one rate: nothing in the trace says pinned would be faster.
+    let (window_ns, predicted_ns) = pinned_prediction("pinned_same_rate", 400_000, 400_000);
+    assert!(
+        window_ns - predicted_ns < 10_000,
+        "{window_ns} → {predicted_ns}"
+    );
+}
+
+/// A one-block kernel on a 132-multiprocessor GPU, with two managed-page migrations to the
+/// GPU at `fault_at` (on a fault: migration cause 2); its small-grid fix.
+fn small_grid_fix(name: &str, fault_at: i64) -> String {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    e.gpu(0, "NVIDIA H100 80GB HBM3");
+    e.runtime("cudaLaunchKernel_v7000", 9, 9, 0, 1_000, 1);
+    e.kernel("k", 9, 0, 7, 2_000, 1_002_000, 1);
+    for (corr, at) in [(10, fault_at), (11, fault_at + 20_000)] {
+        e.memcpy(9, 0, 7, at, at + 10_000, corr, 65_536, 11, 7, 7);
+    }
+    e.conn
+        .execute_batch("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET migrationCause = 2")
+        .unwrap();
+    drop(e);
+    diagnosis_and_finding(&path, FindingKind::SmallGrid).1.fix
+}
+
+#[test]
+fn pages_faulting_in_while_a_small_grid_runs_are_named_in_its_fix() {
+    let fix = small_grid_fix("small_grid_faults", 500_000);
+    assert!(
+        fix.contains("2 unified-memory migrations to the GPU start inside it"),
+        "{fix}"
+    );
+    // Its twin migrates after the kernel: nothing faults while it runs.
+    let fix = small_grid_fix("small_grid_no_faults", 1_100_000);
+    assert!(!fix.contains("fault"), "{fix}");
 }
 
 #[test]
@@ -965,13 +1057,7 @@ fn cpu_work_advice_never_asks_for_sampling_the_capture_already_did() {
                 .unwrap();
         }
         drop(e);
-        let t = tracelens_nsys::import_file(&path).unwrap();
-        let d = diagnose(&t);
-        let f = d
-            .findings
-            .iter()
-            .find(|f| f.kind == FindingKind::HostCompute)
-            .unwrap_or_else(|| panic!("{:#?}", d.findings));
+        let (_, f) = diagnosis_and_finding(&path, FindingKind::HostCompute);
         assert_eq!(
             f.fix.contains("already holds CPU samples"),
             sampled,

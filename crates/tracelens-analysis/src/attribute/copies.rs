@@ -11,6 +11,10 @@ use serde::Serialize;
 use std::collections::VecDeque;
 use tracelens_model::{CopyDirection, Interval, MemoryKind, SpanId, SpanKind, TimeNs, Trace};
 
+/// The smallest host copy whose rate says what the link moves: smaller ones are bound by
+/// their fixed latency, not by pinned or pageable memory.
+pub const FASTER_COPY_MIN_BYTES: u64 = 1 << 20;
+
 /// Totals for one class of copies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CopyStats {
@@ -76,6 +80,14 @@ pub struct CopyReport {
     /// The API calls that launched those copies.
     #[serde(skip)]
     pub pageable_unclaimed_calls: Vec<SpanId>,
+    /// Those copies of [`FASTER_COPY_MIN_BYTES`] or more that ran slower than their device's
+    /// fastest large host copy, each with the fraction of its time it would take at that rate.
+    #[serde(skip)]
+    pub pageable_unclaimed_speedups: Vec<(SpanId, f64)>,
+    /// Unified-memory migrations (pages moved on faults or prefetches): not host copies the
+    /// program issues, so out of every class above.
+    #[serde(default)]
+    pub unified_migrations: CopyStats,
     /// Per device and direction: totals, the part no pageable-copy or sync finding counts, and
     /// the ops that issue the copies.
     #[serde(default)]
@@ -329,6 +341,9 @@ pub fn copy_report(
         let mut sources: [rustc_hash::FxHashMap<Option<tracelens_model::NameId>, (u64, TimeNs)>;
             4] = Default::default();
         let mut stream_sets: [FxHashSet<tracelens_model::LaneId>; 4] = Default::default();
+        // The device's fastest large host copy, and its unclaimed pageable copies' rates.
+        let mut fastest_host_rate = 0.0_f64;
+        let mut pageable_rates: Vec<(SpanId, f64)> = Vec::new();
         for &lane in &device.lanes {
             for id in trace.lane_span_ids(lane) {
                 let s = trace.span(id);
@@ -345,6 +360,21 @@ pub fn copy_report(
                 let info = trace.copy_info(id).copied().unwrap_or_default();
                 let exposed = exposed_by_copy.get(&id).copied().unwrap_or(0);
                 let host_ns = trace.launch_of(id).map_or(0, |l| trace.span(l).dur_ns);
+                if info.migration.is_some() {
+                    report
+                        .unified_migrations
+                        .add(info.bytes, iv.dur_ns(), exposed, host_ns);
+                    continue;
+                }
+                // The whole copy's rate (not its clipped part's).
+                let rate = info
+                    .bytes
+                    .filter(|&b| b >= FASTER_COPY_MIN_BYTES && s.dur_ns > 0)
+                    .filter(|_| matches!(info.direction, CopyDirection::HtoD | CopyDirection::DtoH))
+                    .map(|b| b as f64 / s.dur_ns as f64);
+                if let Some(r) = rate {
+                    fastest_host_rate = fastest_host_rate.max(r);
+                }
                 let slot = match (info.direction, info.src, info.dst) {
                     (CopyDirection::HtoD, MemoryKind::Pageable, _) => &mut report.htod_pageable,
                     (CopyDirection::DtoH, _, MemoryKind::Pageable) => &mut report.dtoh_pageable,
@@ -376,6 +406,9 @@ pub fn copy_report(
                 if pageable && !claimed.contains(&id) {
                     if let Some(call) = trace.launch_of(id) {
                         report.pageable_unclaimed_calls.push(call);
+                    }
+                    if let Some(r) = rate {
+                        pageable_rates.push((id, r));
                     }
                     report
                         .pageable_unclaimed
@@ -448,6 +481,12 @@ pub fn copy_report(
             dir.sources = named;
             dir.streams = u32::try_from(stream_sets[slot].len()).unwrap_or(u32::MAX);
         }
+        report.pageable_unclaimed_speedups.extend(
+            pageable_rates
+                .into_iter()
+                .filter(|&(_, r)| r < fastest_host_rate)
+                .map(|(id, r)| (id, r / fastest_host_rate)),
+        );
         // The order matters only where two streams carry host copies (one pass more otherwise).
         if stream_sets[0].union(&stream_sets[1]).count() >= 2 {
             mine.issue_order = issue_order(trace, device, window);

@@ -115,7 +115,12 @@ pub fn cold_run(
     // First launches make a window cold only where they cost something: the GPU idles
     // most of it, or one-time work keeps it idle a tenth of it. Two cheap first launches
     // between long copies are no start-up.
-    let first_launches_cost = 100.0 - verdict.gpu_busy_percent > COLD_PERCENT
+    // Idle in gaps that end in unified-memory migrations is the faults', not start-up's.
+    let fault_idle_percent = findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::UnifiedMemory)
+        .fold(0.0, |sum, f| sum + f.estimated_win_percent);
+    let first_launches_cost = 100.0 - verdict.gpu_busy_percent - fault_idle_percent > COLD_PERCENT
         || one_time_idle_percent >= COSTLY_ONE_TIME_PERCENT;
     ((cold.first_launch_percent() > COLD_PERCENT && first_launches_cost)
         || one_time_idle_percent > COLD_PERCENT)

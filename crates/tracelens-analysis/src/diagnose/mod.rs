@@ -36,7 +36,7 @@ use crate::views::timeline::TimelineView;
 use rustc_hash::FxHashSet;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use tracelens_model::{Interval, TimeNs, Trace};
+use tracelens_model::{Interval, SpanKind, TimeNs, Trace};
 
 /// Operators kept in the diagnosis (the report shows fewer; JSON keeps these).
 pub const MAX_OPERATORS: usize = 50;
@@ -668,7 +668,10 @@ fn diagnose_core(
         compiled,
         serving,
         verdict,
-        program: fw.describe_program(trace.source.records_thread_states),
+        program: fw.describe_program(crate::measure::environment::ThreadRecords {
+            switches: trace.spans.iter().any(|s| s.kind == SpanKind::OffCpu),
+            states: trace.source.records_thread_states,
+        }),
         framework: fw,
         hardware: hw,
         findings,

@@ -7,7 +7,7 @@
 //! - `gpu_idle`: otherwise; the text names the largest idle cause, and says when the host runs
 //!   far ahead of the GPU (the GPU waits on itself, not on the CPU).
 
-use crate::attribute::idle::{DeviceIdle, IdleCause};
+use crate::attribute::idle::{DeviceIdle, IdleCause, UnattributedReason};
 use crate::attribute::launch::StreamLaunchDelay;
 use crate::diagnose::finding::Finding;
 use crate::measure::environment::{Framework, Vendor};
@@ -262,11 +262,26 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
     }
     v.kind = VerdictKind::GpuIdle;
     let cause = v.main_cause.unwrap_or(IdleCause::Unattributed);
-    let mut text = format!(
-        "{on}idle {idle_pct:.0} % {per}, mostly {} ({:.0} % of the idle time)",
-        cause.describe(),
-        v.main_cause_percent
-    );
+    // Idle no launch explains, ended mostly by unified-memory migrations: the faults are why.
+    let mut text = match fault_idle_ns(idle) {
+        Some(faults_ns) if cause == IdleCause::Unattributed && faults_ns * 2 > idle.idle_ns => {
+            format!(
+                "{on}idle {idle_pct:.0} % {per}, mostly in {FAULT_GAPS_HEADLINE} ({:.0} % of the idle time): managed pages moving on faults, with no launch behind them",
+                crate::num::percent(faults_ns, idle.idle_ns)
+            )
+        }
+        Some(faults_ns) if cause == IdleCause::Unattributed => format!(
+            "{on}idle {idle_pct:.0} % {per}, mostly {} ({:.0} % of the idle time), most of it in {FAULT_GAPS_HEADLINE} ({:.0} % of the idle time): managed pages moving on faults",
+            cause.describe(),
+            v.main_cause_percent,
+            crate::num::percent(faults_ns, idle.idle_ns)
+        ),
+        _ => format!(
+            "{on}idle {idle_pct:.0} % {per}, mostly {} ({:.0} % of the idle time)",
+            cause.describe(),
+            v.main_cause_percent
+        ),
+    };
     if let Some(ahead) = v.host_ahead_ns.filter(|&a| a >= HOST_AHEAD_NS) {
         if cause.is_gpu_side_wait() || cause == IdleCause::LaunchLatency {
             // The host runs ahead on the whole, but its own work may still be a large part
@@ -930,6 +945,10 @@ pub const WINDOW_SHARE_OF_CAPTURE_PERCENT: f64 = 75.0;
 /// A GPU-extent window under this share of the capture leads the verdict with the capture.
 pub const WINDOW_SLIVER_PERCENT: f64 = 10.0;
 
+/// A kernel launch call before a GPU-extent window this long is named in the verdict (a
+/// module load), when it is a tenth of the host time before the window as well.
+pub const FIRST_LAUNCH_NAMED_NS: TimeNs = 10 * NS_PER_MS;
+
 /// Host time outside a GPU-extent window under this is not worth a sentence.
 pub const OUTSIDE_WINDOW_MIN_NS: TimeNs = 10 * NS_PER_MS;
 
@@ -943,6 +962,8 @@ pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace) {
     let (mut first, mut last) = (TimeNs::MAX, TimeNs::MIN);
     // (duration, name, start) of the longest API call before the window, and the first call's start.
     let mut longest_before: Option<(TimeNs, tracelens_model::NameId, TimeNs)> = None;
+    // The longest kernel launch call before the window (a first launch loading its module).
+    let mut longest_launch_before: Option<(TimeNs, tracelens_model::NameId)> = None;
     let mut first_call = TimeNs::MAX;
     for s in &trace.spans {
         first = first.min(s.start_ns);
@@ -955,6 +976,12 @@ pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace) {
             && longest_before.is_none_or(|(ns, _, _)| s.dur_ns > ns)
         {
             longest_before = Some((s.dur_ns, s.name, s.start_ns));
+        }
+        if s.end_ns() <= w.interval.start_ns
+            && longest_launch_before.is_none_or(|(ns, _)| s.dur_ns > ns)
+            && crate::vocabulary::api::is_kernel_launch(trace.names.get(s.name))
+        {
+            longest_launch_before = Some((s.dur_ns, s.name));
         }
     }
     let capture_ns = last.saturating_sub(first);
@@ -973,13 +1000,30 @@ pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace) {
     let longest = longest_before
         .filter(|&(ns, _, _)| ns * 4 >= before && ns >= NS_PER_MS)
         .map(|(ns, name, start)| {
+            let creates_context = crate::measure::one_time::context_creating_call(trace)
+                .is_some_and(|c| c.start_ns == start && c.name == name);
             let why = if start == first_call {
                 ", the first API call: it creates the context"
+            } else if creates_context {
+                ", the first runtime call: it creates the context"
             } else {
                 ""
             };
+            // A launch that is a tenth of the time as well: its module loads (said apart
+            // from a longest call that is not itself that launch).
+            let load = longest_launch_before
+                .filter(|&(l_ns, l_name)| {
+                    l_name != name && l_ns * 10 >= before && l_ns >= FIRST_LAUNCH_NAMED_NS
+                })
+                .map_or(String::new(), |(l_ns, l_name)| {
+                    format!(
+                        ", and one {} takes {}: a first launch that loads its module",
+                        trace.names.get(l_name),
+                        format_ms(l_ns)
+                    )
+                });
             format!(
-                "one {} call takes {} of it{why}",
+                "one {} call takes {} of it{why}{load}",
                 trace.names.get(name),
                 format_ms(ns)
             )
@@ -1034,10 +1078,31 @@ pub(crate) fn mark_kernel_work(v: &mut Verdict, findings: &[Finding]) {
     }
 }
 
+/// The headline cause of idle ended mostly by unified-memory migrations.
+const FAULT_GAPS_HEADLINE: &str = "gaps that end in unified-memory migrations";
+
+/// The idle of gaps ended by unified-memory migrations, where they hold most of `idle`'s
+/// unattributed time.
+fn fault_idle_ns(idle: &DeviceIdle) -> Option<TimeNs> {
+    let faults: TimeNs = idle
+        .unattributed_by_reason
+        .iter()
+        .filter(|(r, _)| **r == UnattributedReason::UnifiedMemory)
+        .map(|(_, &ns)| ns)
+        .sum();
+    let unattributed = idle
+        .by_cause
+        .get(&IdleCause::Unattributed)
+        .copied()
+        .unwrap_or(0);
+    (unattributed > 0 && faults * 2 > unattributed).then_some(faults)
+}
+
 /// An idle verdict whose idle ends mostly in unified-memory migrations names them: the
-/// trace holds no launch for that idle, and the migrations are why.
+/// trace holds no launch for that idle, and the migrations are why (said once: not where the
+/// headline cause already names them).
 pub(crate) fn mark_unified_memory(v: &mut Verdict, findings: &[Finding]) {
-    if v.kind != VerdictKind::GpuIdle {
+    if v.kind != VerdictKind::GpuIdle || v.text.contains(FAULT_GAPS_HEADLINE) {
         return;
     }
     let Some(f) = findings

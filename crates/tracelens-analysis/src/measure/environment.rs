@@ -20,6 +20,15 @@ pub const OPTIMIZER_FOREACH: TorchVersion = TorchVersion::new(1, 12);
 /// `fused=True` for SGD.
 pub const FUSED_SGD: TorchVersion = TorchVersion::new(2, 4);
 
+/// What a trace records of its threads' scheduling.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ThreadRecords {
+    /// When threads leave and return to the CPU (context switches).
+    pub switches: bool,
+    /// Why they leave it (preempted or waiting).
+    pub states: bool,
+}
+
 /// The software facts advice depends on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct Framework {
@@ -133,9 +142,10 @@ impl Framework {
     }
 
     /// The program model in words (`native program, OpenACC offload, CUDA driver API, MPI;
-    /// CPU work not recorded`), for the report.
+    /// CPU work not recorded`), for the report. `threads`: what the trace records of the
+    /// threads' scheduling.
     #[must_use]
-    pub fn describe_program(&self, thread_states_recorded: bool) -> String {
+    pub fn describe_program(&self, threads: ThreadRecords) -> String {
         let mut parts: Vec<String> = vec![match self.program {
             Program::PyTorch => match self.describe_torch() {
                 Some(t) => format!("{t} program"),
@@ -177,8 +187,12 @@ impl Framework {
             missing.push("CPU work");
         }
         // Only Nsight Systems can record why threads leave the CPU.
-        if !thread_states_recorded && self.nsight() {
-            missing.push("thread states");
+        if !threads.states && self.nsight() {
+            missing.push(if threads.switches {
+                "why threads leave the CPU (context switches only)"
+            } else {
+                "thread states"
+            });
         }
         if !missing.is_empty() {
             out.push_str(&format!("; not recorded: {}", missing.join(", ")));
@@ -533,7 +547,9 @@ mod tests {
             (Program::Python, Some(PythonLibrary::CuPy))
         );
         assert_eq!(cupy.dialect(), Dialect::Python(PythonLibrary::CuPy));
-        assert!(cupy.describe_program(false).starts_with("CuPy program"));
+        assert!(cupy
+            .describe_program(ThreadRecords::default())
+            .starts_with("CuPy program"));
         // A library's kernels say Python where the processes are not named.
         let numba = framework(&kernels_in(
             None,

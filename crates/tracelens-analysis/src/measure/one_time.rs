@@ -24,7 +24,16 @@ pub const CONTEXT_CREATION_NS: TimeNs = NS_PER_MS;
 /// there, so what it does not repeat, the program does not.
 #[must_use]
 pub fn capture_holds_context_creation(trace: &Trace) -> bool {
-    use crate::vocabulary::api::{api_family, GpuApi};
+    context_creating_call(trace).is_some()
+}
+
+/// The call that creates the context, where the capture holds it: the trace's first runtime
+/// call (the first call where the program calls only the driver), when it takes
+/// [`CONTEXT_CREATION_NS`] or more and is not a call that waits for the GPU (a
+/// synchronize that long waits for work queued before the capture).
+#[must_use]
+pub fn context_creating_call(trace: &Trace) -> Option<&tracelens_model::Span> {
+    use crate::vocabulary::api::{api_family, blocking_kind, BlockingKind, GpuApi};
     // One pass; a name's family is asked only of a call earlier than the earliest runtime
     // call so far (a few calls), not of every call of a multi-million-row export.
     let mut first_any: Option<&tracelens_model::Span> = None;
@@ -42,9 +51,13 @@ pub fn capture_holds_context_creation(trace: &Trace) -> bool {
             first_runtime = Some(s);
         }
     }
-    first_runtime
-        .or(first_any)
-        .is_some_and(|s| s.dur_ns >= CONTEXT_CREATION_NS)
+    first_runtime.or(first_any).filter(|s| {
+        s.dur_ns >= CONTEXT_CREATION_NS
+            && !matches!(
+                blocking_kind(trace.names.get(s.name)),
+                Some(BlockingKind::StreamSync | BlockingKind::DeviceSync | BlockingKind::EventSync)
+            )
+    })
 }
 
 /// Why a call happens once.

@@ -18,8 +18,15 @@ pub enum WhatIf {
     /// These calls vanish: the host time inside them is the cost (a free that memory kept
     /// and reused would not make), not a wait for the GPU.
     RemovedCalls(Vec<SpanId>),
-    /// These copy calls become pinned and non-blocking (copy time unchanged).
-    PinnedCopies(Vec<SpanId>),
+    /// These copy calls become pinned and non-blocking; the copies in `faster` take the given
+    /// fraction of their time (their device's fastest large host copy's rate), the rest as
+    /// long as recorded.
+    PinnedCopies {
+        /// The copy calls that no longer block the host.
+        calls: Vec<SpanId>,
+        /// Copies (GPU spans) that move their bytes faster, with the fraction of their time.
+        faster: Vec<(SpanId, f64)>,
+    },
     /// The launch-bound stretches (GPU time) replay as CUDA graphs: their launches and the
     /// host work between them take no time, and their ops run back to back.
     GraphLaunches(Vec<Interval>),
@@ -43,7 +50,7 @@ impl WhatIf {
             WhatIf::NoDataLoaderWait { workers_added: false } => "assumes the DataLoader waits vanish (enough workers to prefetch every batch) and the host work after them is unchanged",
             WhatIf::AsyncCalls(_) => "assumes these calls no longer wait for the GPU and the host work after them is unchanged",
             WhatIf::RemovedCalls(_) => "assumes these frees are not made (the memory is kept and reused, so neither they nor the allocations they force happen) and the host work around them is unchanged",
-            WhatIf::PinnedCopies(_) => "assumes the copy calls return at once (pinned memory, non_blocking=True) and each copy takes as long on the GPU",
+            WhatIf::PinnedCopies { .. } => "assumes the copy calls return at once (pinned memory, non_blocking=True) and each copy of 1 MB or more moves its bytes at least as fast as the device's fastest large host copy in the trace (smaller ones take as long on the GPU)",
             WhatIf::GraphLaunches(_) => "assumes each launch-bound stretch is captured once and replayed as a CUDA graph: its launches and the host work between them vanish and its kernels run back to back",
             WhatIf::OverlapCommunication => "assumes every collective runs fully hidden under compute",
         }

@@ -34,6 +34,10 @@ fn copy_rows(diagnosis: &Diagnosis) -> Vec<Vec<String>> {
         ),
         ("device → device", c.device_to_device),
         ("peer → peer (between GPUs)", c.peer_to_peer),
+        (
+            "unified-memory migrations (page faults, prefetches)",
+            c.unified_migrations,
+        ),
         ("other", c.other),
     ]
     .into_iter()

@@ -28,9 +28,10 @@ impl Detector for PageableCopies {
         }
         let win = cx.win(p.exposed_ns);
         let mut f = cx.finding(FindingKind::PageableCopies, WinKind::ExposedCopy, &win);
-        f.what_if = Some(crate::predict::what_if::WhatIf::PinnedCopies(
-            cx.copies().pageable_unclaimed_calls.clone(),
-        ));
+        f.what_if = Some(crate::predict::what_if::WhatIf::PinnedCopies {
+            calls: cx.copies().pageable_unclaimed_calls.clone(),
+            faster: cx.copies().pageable_unclaimed_speedups.clone(),
+        });
         f.lever = Some(crate::diagnose::lever::Lever::PinnedAsyncCopies);
         f.title = format!(
             "{} {} pageable host memory ({:.1} MB, {} of GPU copy time not overlapped with compute, host blocked {})",

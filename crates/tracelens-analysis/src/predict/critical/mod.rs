@@ -178,8 +178,10 @@ fn change_of(
             }
         }
         WhatIf::RemovedCalls(ids) => c.collapse(ids.iter().map(|&id| trace.span(id).interval())),
-        WhatIf::AsyncCalls(ids) | WhatIf::PinnedCopies(ids) => {
-            c.make_async(ids.iter().map(|id| id.0));
+        WhatIf::AsyncCalls(ids) => c.make_async(ids.iter().map(|id| id.0)),
+        WhatIf::PinnedCopies { calls, faster } => {
+            c.make_async(calls.iter().map(|id| id.0));
+            c.speed_up(faster.iter().map(|&(id, fraction)| (id.0, fraction)));
         }
         WhatIf::GraphLaunches(stretches) => {
             c.free_ops(stretches.iter().copied());

@@ -23,6 +23,8 @@ pub(crate) struct Change {
     /// GPU ranges whose ops run back to back, no longer waiting for their launches (sorted,
     /// disjoint).
     free_ops: Vec<Interval>,
+    /// GPU ops (span ids, sorted) that take this fraction of their recorded time.
+    faster_ops: Vec<(u32, f64)>,
     /// Collective kernels hidden under compute (they take no time on their stream).
     hide_communication: bool,
     /// How much longer the host takes for the same work, as a fraction (CPU shared with
@@ -62,6 +64,22 @@ impl Change {
         self.free_ops = crate::measure::intervals::union(all);
     }
 
+    /// Makes GPU ops (span id, fraction of their time) shorter; an op named twice keeps its
+    /// shorter time.
+    pub(crate) fn speed_up(&mut self, ops: impl IntoIterator<Item = (u32, f64)>) {
+        self.faster_ops.extend(ops);
+        self.faster_ops
+            .sort_unstable_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        self.faster_ops.dedup_by_key(|o| o.0);
+    }
+
+    /// The fraction of its recorded time GPU op `span` takes.
+    fn time_fraction(&self, span: u32) -> f64 {
+        self.faster_ops
+            .binary_search_by_key(&span, |o| o.0)
+            .map_or(1.0, |k| self.faster_ops[k].1.clamp(0.0, 1.0))
+    }
+
     /// Makes the host's work take `fraction` longer.
     pub(crate) fn slow_host(&mut self, fraction: f64) {
         self.host_slowdown = self.host_slowdown.max(fraction);
@@ -77,6 +95,7 @@ impl Change {
         self.collapse(other.collapse.iter().copied());
         self.make_async(other.async_calls.iter().copied());
         self.free_ops(other.free_ops.iter().copied());
+        self.speed_up(other.faster_ops.iter().copied());
         self.hide_communication |= other.hide_communication;
         self.slow_host(other.host_slowdown);
     }
@@ -86,6 +105,7 @@ impl Change {
         self.collapse.is_empty()
             && self.async_calls.is_empty()
             && self.free_ops.is_empty()
+            && self.faster_ops.is_empty()
             && !self.hide_communication
             && self.host_slowdown <= 0.0
     }
@@ -316,8 +336,17 @@ impl<'c> Replay<'c> {
         };
         let dur = if change.hide_communication && n.communication {
             0
-        } else {
+        } else if change.faster_ops.is_empty() {
             n.end_ns - n.start_ns
+        } else {
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_precision_loss,
+                reason = "a fraction of one op's duration"
+            )]
+            let shorter =
+                ((n.end_ns - n.start_ns) as f64 * change.time_fraction(n.span.0)) as TimeNs;
+            shorter
         };
         (start, start + dur)
     }
