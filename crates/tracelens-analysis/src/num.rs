@@ -50,6 +50,16 @@ pub fn percent(part: TimeNs, whole: TimeNs) -> f64 {
     }
 }
 
+/// `text` with its first letter in lower case (a sentence made into a clause).
+#[must_use]
+pub fn lower_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_lowercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 /// `text` with its first letter in capitals (a phrase made into a sentence).
 #[must_use]
 pub fn capitalized(text: &str) -> String {

@@ -265,6 +265,39 @@ impl Finding {
         }
     }
 
+    /// Points a fix that repeats an earlier finding's, word for word or as its closing
+    /// clause, at that finding: one change, said once (`findings` in report order; a
+    /// finding's number is its place).
+    pub fn refer_repeated_fixes(findings: &mut [Finding]) {
+        for i in 1..findings.len() {
+            let fix = &findings[i].fix;
+            let earlier = findings[..i].iter().enumerate().find_map(|(j, e)| {
+                if e.fix.is_empty() {
+                    return None;
+                }
+                if *fix == e.fix {
+                    return Some((j, None));
+                }
+                let tail = crate::num::lower_first(&e.fix);
+                fix.strip_suffix(tail.as_str())
+                    // text, not a trace name
+                    .filter(|lead| lead.ends_with(": "))
+                    .map(|lead| (j, Some(lead.to_string())))
+            });
+            if let Some((j, lead)) = earlier {
+                let f = &mut findings[i];
+                f.fix = match lead {
+                    None => format!(
+                        "The same change as finding {}'s fix, which removes this time too.",
+                        j + 1
+                    ),
+                    Some(lead) => format!("{lead}the same change as finding {}'s fix.", j + 1),
+                };
+                f.snippet.clear();
+            }
+        }
+    }
+
     /// Whether the finding ranks ahead of one-time work where the window's work repeats: a
     /// per-step problem worth [`PER_STEP_FIRST_PERCENT`] of the step or more (a smaller one
     /// keeps its place by gain among the one-time work).

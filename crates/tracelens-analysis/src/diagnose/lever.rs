@@ -6,7 +6,7 @@
 //!
 //! | lever | chosen when | ruled out by |
 //! |---|---|---|
-//! | fewer launches (compile, CUDA graphs, fusion, batch) | per-launch CPU cost over a run of launches that repeat | host reads of GPU values in the window (they break compiled graphs and cannot be captured); one-time work; a window whose every launch is a first one (dispatch and first-call set-up look alike); a whole run of fewer than 100 launches (graphs do not repay themselves: batch instead) |
+//! | fewer launches (compile, CUDA graphs, fusion, batch) | per-launch CPU cost over a run of launches that repeat | host reads of GPU values in the window (they break compiled graphs and cannot be captured); one-time work; a window whose every launch is a first one (dispatch and first-call set-up look alike); a whole run of fewer than 100 launches (graphs do not repay themselves: batch instead); a step of fewer than 8 launches whose launching thread is blocked longer in copies from pageable memory (the copy, not the launches, holds back the next op: pin instead) |
 //! | keep values on the GPU | blocking reads of GPU values (`.item()`, `if tensor:`, sync copies of results) | one-time work |
 //! | pinned, asynchronous copies | blocking copies from pageable memory | one-time work |
 //! | caching allocator | frees that wait for the device, repeated | frees made once (context creation, a library's first call) |
@@ -39,7 +39,15 @@ pub struct WindowEvidence {
     /// the context's creation, outside a PyTorch profiler window): a run of a few launches
     /// does not repay a CUDA graph.
     pub whole_run_launches: Option<u64>,
+    /// Kernel launches per step in the window.
+    pub launches_per_step: f64,
+    /// Host time per step blocked in copies from pageable memory.
+    pub pageable_blocked_per_step_ns: tracelens_model::TimeNs,
 }
+
+/// A step of fewer kernel launches than this has no per-launch cost worth a graph: what
+/// holds back its next op is the host work around those few launches.
+pub const FEW_LAUNCHES_PER_STEP: f64 = 8.0;
 
 /// A whole run of fewer kernel launches than this does not repay capturing and instantiating
 /// a CUDA graph (microseconds saved per launch against the instantiation): batch instead.
@@ -81,6 +89,8 @@ impl WindowEvidence {
             work_repeats,
             launches_repeat,
             whole_run_launches: None,
+            launches_per_step: 0.0,
+            pageable_blocked_per_step_ns: 0,
         }
     }
 }
@@ -125,6 +135,35 @@ pub fn decide(findings: &mut [Finding], evidence: &WindowEvidence, fw: &Framewor
                 f.fix_chosen_by = format!(
                     "per-launch CPU cost, but {} host reads of GPU values in the window rule out graph capture until they go",
                     evidence.value_reads
+                );
+            }
+            Lever::FewerLaunches
+                if evidence.launches_per_step < FEW_LAUNCHES_PER_STEP
+                    && evidence.pageable_blocked_per_step_ns > f.estimated_win_per_step_ns =>
+            {
+                let pinned = if fw.pytorch() {
+                    "copy from pinned memory (tensor.pin_memory(), or pin_memory=True in the DataLoader) with .to(device, non_blocking=True), so the copy returns at once and the next ops queue behind it.".to_string()
+                } else {
+                    crate::num::lower_first(
+                        &crate::diagnose::advice::pageable_copies(fw.dialect()).fix,
+                    )
+                };
+                f.fix = format!(
+                    "The step launches only {:.0} kernels, so per-launch cost is not what holds the GPU back: a copy from pageable memory blocks the launching thread {} per step, and the ops after it are launched only once it returns. {}",
+                    evidence.launches_per_step,
+                    tracelens_model::format_ms(evidence.pageable_blocked_per_step_ns),
+                    crate::num::capitalized(&pinned)
+                );
+                f.snippet = if fw.pytorch() {
+                    "x = x.pin_memory()                       # once, outside the loop\ny = x.to(\"cuda\", non_blocking=True)   # returns at once".into()
+                } else {
+                    crate::diagnose::advice::pageable_copies(fw.dialect()).snippet
+                };
+                f.lever = Some(Lever::PinnedAsyncCopies);
+                f.fix_chosen_by = format!(
+                    "per-launch CPU cost, but the step makes {:.0} kernel launches and blocks {} in copies from pageable memory: the blocking copy delays the launches",
+                    evidence.launches_per_step,
+                    tracelens_model::format_ms(evidence.pageable_blocked_per_step_ns)
                 );
             }
             Lever::FewerLaunches
@@ -245,9 +284,10 @@ mod tests {
         for lever in Lever::ALL {
             for reads in [0, 3] {
                 for (repeats, launches_repeat) in [(false, false), (true, false), (true, true)] {
-                    for (one_time, whole_run) in [false, true]
+                    for ((one_time, whole_run), (per_step, blocked_ns)) in [false, true]
                         .into_iter()
                         .flat_map(|o| [(o, None), (o, Some(6)), (o, Some(5_000))])
+                        .flat_map(|c| [(c, (100.0, 0)), (c, (2.0, 0)), (c, (2.0, 5_000_000))])
                     {
                         let evidence = WindowEvidence {
                             value_reads: reads,
@@ -255,7 +295,11 @@ mod tests {
                             work_repeats: repeats,
                             launches_repeat,
                             whole_run_launches: whole_run,
+                            launches_per_step: per_step,
+                            pageable_blocked_per_step_ns: blocked_ns,
                         };
+                        // A few launches behind a copy that blocks longer than their cost.
+                        let copy_bound = per_step < FEW_LAUNCHES_PER_STEP && blocked_ns > 1;
                         let mut f = [finding(lever, one_time)];
                         decide(&mut f, &evidence, &fw);
                         let chosen = f[0].lever.unwrap();
@@ -267,6 +311,7 @@ mod tests {
                         if chosen == Lever::FewerLaunches {
                             assert_eq!(reads, 0, "{case}");
                             assert!(launches_repeat, "{case}");
+                            assert!(!copy_bound, "{case}");
                             // A run too short to repay a graph is told to batch.
                             let short = whole_run.is_some_and(|n| n < GRAPH_PAYOFF_LAUNCHES);
                             assert_eq!(f[0].fix.starts_with("Batch"), short, "{case}");
@@ -279,6 +324,13 @@ mod tests {
                         }
                         if chosen == Lever::StartUpCost {
                             assert!(!repeats && !f[0].fix.contains("later"), "{case}");
+                        }
+                        if lever == Lever::FewerLaunches
+                            && !one_time
+                            && reads == 0
+                            && launches_repeat
+                        {
+                            assert_eq!(chosen == Lever::PinnedAsyncCopies, copy_bound, "{case}");
                         }
                         if reads > 0
                             && lever == Lever::FewerLaunches

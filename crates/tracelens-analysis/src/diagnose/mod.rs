@@ -577,6 +577,10 @@ fn diagnose_core(
     {
         evidence.whole_run_launches = Some(launches.1);
     }
+    evidence.launches_per_step = launches.1 as f64 / steps.max(1) as f64;
+    evidence.pageable_blocked_per_step_ns = window
+        .as_ref()
+        .map_or(0, |w| w.per_step(copies.pageable().host_blocked_ns));
     lever::decide(&mut findings, &evidence, &fw);
     // Where the work repeats, work done once ranks after every per-step problem worth
     // fixing, whatever its size (the sort is stable: the gain order holds within each part);
@@ -606,6 +610,7 @@ fn diagnose_core(
     }
     verdict::mark_nothing_worth_fixing(&mut verdict, &findings);
     verdict::drop_trivial_on_busy_gpu(&verdict, &mut findings);
+    Finding::refer_repeated_fixes(&mut findings);
     let wins = WinTotals {
         idle_ns: focus_idle.map_or(0, |d| d.idle_ns),
         gpu_idle_wins_ns: findings

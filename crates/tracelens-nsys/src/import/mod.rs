@@ -577,11 +577,14 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
     // Domain creations (type 75) name the libraries that annotate themselves (read apart:
     // they are not ranges, and the table's row count stays the ranges').
     let sql = format!(
-        "SELECT DISTINCT {}, {} FROM {t} WHERE eventType = 75 LIMIT {}",
+        "SELECT DISTINCT {}, {}, {} FROM {t} WHERE eventType = 75 LIMIT {}",
         db.col(t, "text"),
         db.col(t, "textId"),
+        db.col(t, "domainId"),
         tracelens_model::MAX_NVTX_DOMAINS
     );
+    // The domains a CUDA library annotates its own API calls in (nsys --trace=cublas,…).
+    let mut library_domains: Vec<i64> = Vec::new();
     let mut rows = Query::new(&db.conn, &sql)?;
     while let Some(r) = rows.next()? {
         let name = match r.text(0) {
@@ -591,16 +594,20 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
                 .and_then(|id| imp.strings.get(&id).cloned())
                 .unwrap_or_default(),
         };
+        if is_library_domain(&name) {
+            library_domains.extend(r.int(2));
+        }
         if !name.is_empty() {
             imp.b.metadata.add_nvtx_domain(&name);
         }
     }
     let sql = format!(
-        "SELECT start, {}, eventType, {}, {}, {} FROM {t} WHERE eventType IN (59, 60, 70, 71)",
+        "SELECT start, {}, eventType, {}, {}, {}, {} FROM {t} WHERE eventType IN (59, 60, 70, 71)",
         db.col(t, "end"),
         db.col(t, "text"),
         db.col(t, "textId"),
-        db.col(t, "globalTid")
+        db.col(t, "globalTid"),
+        db.col(t, "domainId")
     );
     imp.scan(t, &sql, |imp, r| {
         let Some(start) = r.int(0) else { return };
@@ -618,13 +625,24 @@ fn read_nvtx(imp: &mut Importer) -> rusqlite::Result<()> {
         if let Some(step) = tracelens_model::profiler_step_number(name_text) {
             imp.b.mark_step(name, step);
         }
-        let kind = if is_op {
+        // A library's own call is an op of that library, not a phase the user marked.
+        let library_call = r.int(6).is_some_and(|d| library_domains.contains(&d));
+        let kind = if is_op || library_call {
             SpanKind::CpuOp
         } else {
             SpanKind::UserAnnotation
         };
         cpu_span(imp, kind, r.int(5).unwrap_or(0), (start, end), name, None);
     })
+}
+
+/// Whether an NVTX domain is one a CUDA library annotates its own API calls in (Nsight
+/// Systems' `--trace=cublas,cudnn,…`): its ranges are library calls, not the user's phases.
+fn is_library_domain(name: &str) -> bool {
+    matches!(
+        name,
+        "cuBLAS" | "cuBLASLt" | "cuDNN" | "cuFFT" | "cuSPARSE" | "cuSOLVER" | "cuRAND" | "NCCL"
+    )
 }
 
 /// OS runtime calls (`-t osrt`): libc/pthread waits and I/O on each thread. The two

@@ -23,7 +23,7 @@ impl Detector for ExposedCommunication {
         FindingKind::ExposedCommunication
     }
     fn reads(&self) -> &'static [Input] {
-        &[Input::Communication, Input::Framework]
+        &[Input::Communication, Input::Framework, Input::Idle]
     }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
@@ -82,9 +82,63 @@ impl Detector for ExposedCommunication {
         f.advice = "While a collective runs alone the device computes nothing; the step is as long as compute plus this exposed communication.".into();
         let top = named.first().map_or("", |(n, _)| n.as_str());
         (f.fix, f.snippet) = communication_fix(collective_op(top), cx.framework().dialect());
+        // All-reduces issued, most of them, in the forward pass reduce activations, not
+        // gradients (DDP's last bucket may be launched after backward's own ops).
+        let (forward, all) = all_reduces_in_forward(cx);
+        if collective_op(top) == CollectiveOp::AllReduce
+            && cx.framework().pytorch()
+            && forward * 4 >= all * 3
+            && forward > 0
+        {
+            f.fix = format!(
+                "{forward} of the {all} all-reduces run in the forward pass, so they reduce activations (tensor or model parallelism), not DDP's gradient buckets: overlap them with the neighbouring layers' compute (Megatron-LM: sequence parallelism with --tp-comm-overlap), keep each tensor-parallel group on GPUs joined by NVLink, and compare the ranks' collective times: where one rank's all-reduces take much longer for the same bytes, they wait for a slower rank, which overlap does not fix."
+            );
+            f.snippet.clear();
+            f.evidence.add(
+                "all-reduces launched in the forward pass",
+                EvidenceValue::Count(forward),
+            );
+        }
         f.what_if = Some(crate::predict::what_if::WhatIf::OverlapCommunication);
         vec![f]
     }
+}
+
+/// (all-reduce kernels on the focus device inside the window launched outside autograd's
+/// backward and the optimizer, all of them).
+fn all_reduces_in_forward(cx: &Context) -> (u64, u64) {
+    let trace = cx.trace;
+    let Some(device) = cx.idle().map(|d| d.device) else {
+        return (0, 0);
+    };
+    let (mut forward, mut all) = (0, 0);
+    for lane in trace.gpu_lanes() {
+        if !matches!(trace.lane(lane).key, tracelens_model::LaneKey::Gpu { device: d, .. } if d == device)
+        {
+            continue;
+        }
+        for id in trace.lane_span_ids(lane) {
+            let s = trace.span(id);
+            if s.kind != tracelens_model::SpanKind::Kernel
+                || s.interval().clip(cx.window.interval).is_none()
+                || collective_op(trace.names.get(s.name)) != CollectiveOp::AllReduce
+                || !crate::vocabulary::kernels::is_communication_kernel(trace.names.get(s.name))
+            {
+                continue;
+            }
+            let Some(launch) = trace.launch_of(id) else {
+                continue;
+            };
+            all += 1;
+            let in_step_phase = trace
+                .ancestors(launch)
+                .any(|a| crate::vocabulary::phases::of(trace.name(a)).is_some());
+            if !in_step_phase {
+                forward += 1;
+            }
+        }
+    }
+    (forward, all)
 }
 
 /// (fix, snippet) for the collective that is most exposed.
@@ -123,6 +177,40 @@ mod tests {
     use super::super::testing::{findings_of, scenario, scenario_text};
     use super::*;
 
+    /// The no-device-sync loop with its GEMMs turned into all-reduces, launched by the ops
+    /// named `launcher` instead of `aten::linear`.
+    fn all_reduces_from(launcher: &str) -> tracelens_model::Trace {
+        let text = scenario_text("no_device_sync")
+            .replace(
+                "sm90_xmma_gemm_bf16_kernel",
+                "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+            )
+            .replace("aten::linear", launcher);
+        tracelens_kineto::import_reader(
+            text.as_bytes(),
+            std::path::Path::new("allreduce.json"),
+            text.len() as u64,
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn all_reduces_in_backward_get_ddp_advice_and_forward_ones_tensor_parallel_advice() {
+        let backward = all_reduces_from("autograd::engine::evaluate_function: AddmmBackward0");
+        let f = findings_of(&ExposedCommunication, &backward);
+        assert!(f[0].fix.contains("bucket_cap_mb"), "{}", f[0].fix);
+        let forward = findings_of(&ExposedCommunication, &all_reduces_from("aten::linear"));
+        assert!(
+            forward[0]
+                .fix
+                .starts_with("240 of the 240 all-reduces run in the forward pass"),
+            "{}",
+            forward[0].fix
+        );
+        assert!(!forward[0].fix.contains("bucket_cap_mb"));
+    }
+
     #[test]
     fn collectives_alone_on_the_device_are_exposed_and_compute_is_not() {
         // The same loop with its GEMMs turned into all-reduces: communication with nothing
@@ -145,7 +233,6 @@ mod tests {
             "{}",
             f[0].title
         );
-        assert!(f[0].fix.contains("bucket_cap_mb"), "{}", f[0].fix);
         assert!(f[0].estimated_win_percent >= BIG_SHARE_PERCENT);
 
         let twin = findings_of(&ExposedCommunication, &scenario("no_device_sync"));

@@ -33,7 +33,7 @@ impl Detector for HostCompute {
         FindingKind::HostCompute
     }
     fn reads(&self) -> &'static [Input] {
-        &[Input::Credit, Input::Framework, Input::Idle]
+        &[Input::Credit, Input::Framework, Input::Idle, Input::Kernels]
     }
 
     /// One finding per sub-cause worth [`HOST_COMPUTE_FINDING_PERCENT`] of step time (the
@@ -134,12 +134,36 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         .map(|(n, _)| n.as_str());
     (f.fix, f.snippet) = work_fix(cx.framework(), part, region, frame);
     f.advice = work_advice(part.work).into();
+    // The frame runs the whole step: its own time between ops, a few microseconds per launch,
+    // is the Python of each op call in a step of many small ops, which no line can move out
+    // of the step; longer stretches of it are work no finer frame recorded.
+    let step_frame = frame.filter(|n| part.work == HostWork::Python && frame_spans_a_step(cx, n));
+    let loop_frame = step_frame.filter(|_| per_launch_ns(cx, part.ns) <= PER_OP_PYTHON_NS);
+    if let (Some(name), None) = (step_frame, loop_frame) {
+        // Stretches of its own time, longer than op calls take: what it runs there is not
+        // recorded at a finer frame.
+        f.fix = format!("{name} runs the whole step, and this time is in it with no finer frame recorded: sample the launching thread during the step (py-spy record --native, or nsys profile --python-sampling=true) to see what it runs between launches, then move that work out of the step or overlap it with GPU work.");
+        f.snippet = "py-spy record --native -o profile.svg -- python train.py".into();
+        f.snippet_language = "shell".into();
+    }
+    if let Some(name) = loop_frame {
+        let (fix, snippet) = launch_overhead_fix(cx.framework());
+        f.fix = format!("One call of {name} spans a whole step, so this is the Python of each op call in a step of many small ops, not code to move out of the step: {}", crate::num::lower_first(&fix));
+        f.snippet = snippet;
+        f.evidence.add(
+            format!("{name} spans a whole step"),
+            EvidenceValue::Count(1),
+        );
+    }
     let launch_calls = part
         .ops
         .first()
         .is_some_and(|(n, _)| crate::vocabulary::api::is_kernel_launch(n));
     f.lever = match part.work {
         HostWork::FrameworkDispatch | HostWork::CompiledRegion => {
+            Some(crate::diagnose::lever::Lever::FewerLaunches)
+        }
+        HostWork::Python if loop_frame.is_some() => {
             Some(crate::diagnose::lever::Lever::FewerLaunches)
         }
         HostWork::ApiCalls if launch_calls => Some(crate::diagnose::lever::Lever::FewerLaunches),
@@ -155,6 +179,34 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
     };
     f.win_basis = "GPU idle while the launching thread ran this CPU work before its next launch, outside launch-bound stretches (upper bound)".into();
     f
+}
+
+/// Python time per kernel launch up to which a loop's own Python between ops is the cost of
+/// each op call (tens of microseconds in eager PyTorch), not a stretch of other work.
+pub const PER_OP_PYTHON_NS: tracelens_model::TimeNs = 50_000;
+
+/// `ns` of the window per kernel launch in it (all of `ns` without launches).
+fn per_launch_ns(cx: &Context, ns: tracelens_model::TimeNs) -> tracelens_model::TimeNs {
+    let launches: u64 = cx.kernels().iter().map(|k| k.count).sum();
+    i64::try_from(launches)
+        .ok()
+        .filter(|&n| n > 0)
+        .map_or(ns, |n| ns / n)
+}
+
+/// Whether some call of Python frame `frame` spans 90 % or more of a step (of the window,
+/// without steps): the frame is the loop that issues the step's ops, not code inside it.
+fn frame_spans_a_step(cx: &Context, frame: &str) -> bool {
+    let Some(name) = cx.trace.names.lookup(frame) else {
+        return false;
+    };
+    let step_ns = cx.window.step_ns();
+    step_ns > 0
+        && cx.trace.spans.iter().any(|s| {
+            s.kind == tracelens_model::SpanKind::PythonFunction
+                && s.name == name
+                && s.dur_ns.saturating_mul(10) >= step_ns.saturating_mul(9)
+        })
 }
 
 /// (fix, snippet) for framework ops that compute on CPU tensors: a factory makes its tensor on

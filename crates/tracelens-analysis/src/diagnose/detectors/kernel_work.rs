@@ -18,6 +18,10 @@ use tracelens_model::{format_ms, kernel_display_name, TimeNs};
 /// The GPU must be busy at least this share of the window for its kernels to be the lever.
 pub const KERNEL_WORK_BUSY_PERCENT: f64 = 80.0;
 
+/// Single-precision matrix multiplies are the lever from this busy share on: their precision
+/// flag shortens the largest part of a step the GPU is busy most of.
+pub const FP32_GEMM_BUSY_PERCENT: f64 = 60.0;
+
 /// The named kernels must take at least this share of the step.
 pub const KERNEL_WORK_FINDING_PERCENT: f64 = 25.0;
 
@@ -68,7 +72,7 @@ impl Detector for KernelWork {
         let v = cx.verdict();
         // The kernel table counts every device: one device's busy share speaks for it only
         // when it is the only one.
-        if v.devices_measured != 1 || v.gpu_busy_percent < KERNEL_WORK_BUSY_PERCENT {
+        if v.devices_measured != 1 || v.gpu_busy_percent < FP32_GEMM_BUSY_PERCENT {
             return Vec::new();
         }
         let fw = cx.framework();
@@ -84,6 +88,19 @@ impl Detector for KernelWork {
         let Some(subject) = subject(v, &compute, fw.pytorch(), cx.hardware()) else {
             return Vec::new();
         };
+        // Below the busy share kernels need, only single-precision multiplies on a GPU whose
+        // tensor cores run TF32 or bf16 are worth it: a precision flag cuts their time by
+        // more than the idle there is to remove.
+        let fp32_gemms = matches!(
+            &subject,
+            Subject::Class {
+                class: KernelClass::GemmFp32,
+                ..
+            }
+        );
+        if v.gpu_busy_percent < KERNEL_WORK_BUSY_PERCENT && !fp32_gemms {
+            return Vec::new();
+        }
         let ns = match &subject {
             Subject::Class { ns, .. } => *ns,
             Subject::Kernel(k) | Subject::DoubleOnSlowFp64(k) => k.total_ns,
@@ -93,10 +110,17 @@ impl Detector for KernelWork {
             return Vec::new();
         }
         let mut f = cx.finding(FindingKind::KernelWork, WinKind::KernelTime, &win);
-        let busy = format!(
-            "the GPU is busy {:.0} % of the window, so its kernels, not the host, set the time",
-            v.gpu_busy_percent
-        );
+        let busy = if v.gpu_busy_percent < KERNEL_WORK_BUSY_PERCENT {
+            format!(
+                "the GPU is busy {:.0} % of the window, most of it in these multiplies, so their precision shortens the step more than the idle there is to remove",
+                v.gpu_busy_percent
+            )
+        } else {
+            format!(
+                "the GPU is busy {:.0} % of the window, so its kernels, not the host, set the time",
+                v.gpu_busy_percent
+            )
+        };
         let amount = format!(
             "{} {} ({:.1} % of the {})",
             format_ms(win.per_step_ns),
@@ -391,6 +415,47 @@ pub(crate) mod tests {
         // A single-precision kernel on the consumer card: no finding either.
         let single = "convolution(PtrStepSz<float>, PtrStepSz<float>, int)";
         assert!(findings_of(&KernelWork, &loop_on(single, "NVIDIA GeForce RTX 3080")).is_empty());
+    }
+
+    /// A PyTorch loop of ten `aten::mm` calls on an A100, each running SIMT single-precision
+    /// `ampere_sgemm` for `kernel_us` with `gap_us` of host work between them.
+    fn sgemm_loop(kernel_us: i64, gap_us: i64) -> Trace {
+        let (mut b, cpu, gpu) = thread_and_stream();
+        for i in 0..10u64 {
+            let t = i.cast_signed() * (kernel_us + gap_us);
+            span_us(&mut b, SpanKind::CpuOp, cpu, "aten::mm", (t - 5, 30), None);
+            launch_call(&mut b, cpu, t, Some(i + 1));
+            span_us(
+                &mut b,
+                SpanKind::Kernel,
+                gpu,
+                "ampere_sgemm_128x64_tn",
+                (t + 10, kernel_us),
+                Some(i + 1),
+            );
+        }
+        b.metadata.device_properties = vec![tracelens_model::DeviceProperties {
+            id: 0,
+            name: "NVIDIA A100-SXM4-40GB".into(),
+            ..tracelens_model::DeviceProperties::default()
+        }];
+        b.finish(SourceInfo::default())
+    }
+
+    #[test]
+    fn single_precision_multiplies_on_a_gpu_busy_most_of_the_window_get_tf32_and_an_idler_twin_does_not(
+    ) {
+        // Busy 72 %: the multiplies' precision shortens the step more than the idle.
+        let found = findings_of(&KernelWork, &sgemm_loop(700, 300));
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(found[0].fix.contains("TF32"), "{}", found[0].fix);
+        assert!(
+            found[0].title.contains("the GPU is busy 72 %"),
+            "{}",
+            found[0].title
+        );
+        // Busy 50 %: the host is the lever.
+        assert!(findings_of(&KernelWork, &sgemm_loop(500, 500)).is_empty());
     }
 
     #[test]
