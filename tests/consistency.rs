@@ -90,11 +90,19 @@ fn critical_path_errors(d: &tracelens_analysis::Diagnosis, e: &mut Vec<String>) 
     // Ranked by expected gain: the predicted saving, else the upper bound.
     // One-time work may rank below every per-step finding worth fixing whatever its gain
     // (issue 62), never above one with a larger gain, except the first finding of a cold
-    // run: the one-time work whose fix is the verdict's (capture the steady state) leads.
+    // run: the one-time work whose fix is the verdict's (capture the steady state) leads. A
+    // wait the trace cannot explain (no lever: its fix is to record more) may follow the
+    // findings that have one.
     for (i, w) in d.findings.windows(2).enumerate() {
         let set_apart = w[0].ranks_before_one_time_work() && !w[1].ranks_before_one_time_work();
         let cold_lead = i == 0 && d.verdict.cold_run.is_some() && w[0].one_time.is_some();
-        if !set_apart && !cold_lead && w[0].expected_gain_ns(step) < w[1].expected_gain_ns(step) {
+        let unexplained_after =
+            w[1].kind == FindingKind::GpuWait && w[0].kind != FindingKind::GpuWait;
+        if !set_apart
+            && !cold_lead
+            && !unexplained_after
+            && w[0].expected_gain_ns(step) < w[1].expected_gain_ns(step)
+        {
             e.push(format!(
                 "{} ranked above {} with a smaller expected gain",
                 w[0].kind.label(),

@@ -499,10 +499,16 @@ fn item_syncs_and_pageable_copies_are_ranked_with_their_cost() {
         item.cpu_cost_per_step_ns.unwrap_or(0) > 10_000_000,
         "{item:#?}"
     );
-    // The 60 pageable device-to-host copies block the host 320 ms; each is counted by exactly
-    // one finding (the sync that launched it, or the pageable-copy finding).
+    // The 60 pageable device-to-host copies' calls block the host 320 ms, nearly all of it
+    // waiting for the kernels queued ahead of them (the syncs' cost, not the copies'): the
+    // copies' own part is about a millisecond. Each is counted by exactly one finding (the
+    // sync that launched it, or the pageable-copy finding).
     assert_eq!(d.copies.dtoh_pageable.count, 60);
-    assert!(d.copies.dtoh_pageable.host_blocked_ns > 300_000_000);
+    assert!(
+        (500_000..5_000_000).contains(&d.copies.dtoh_pageable.host_blocked_ns),
+        "{:?}",
+        d.copies.dtoh_pageable
+    );
     let counted: u64 = d
         .findings
         .iter()

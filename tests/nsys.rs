@@ -510,6 +510,14 @@ fn unified_memory_migrations_are_not_pageable_copies() {
     e.kernel("k", 9, 0, 7, 50_000, 60_000, 3);
     drop(e);
     let t = tracelens_nsys::import_file(&path).unwrap();
+    // The kernel's launch is missing from the export; a migration has none to miss.
+    let unlinked: u64 = t
+        .warnings
+        .iter()
+        .filter(|w| w.kind == tracelens_model::WarningKind::UnlinkedGpuOp)
+        .map(|w| w.count)
+        .sum();
+    assert_eq!(unlinked, 1, "{:#?}", t.warnings);
     let d = diagnose(&t);
     assert_eq!(d.copies.pageable().count, 0);
     assert!(d

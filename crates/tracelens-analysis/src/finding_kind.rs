@@ -93,6 +93,8 @@ pub enum Lever {
     PinnedAsyncCopies,
     /// Keep memory cached instead of freeing it back to the device.
     CachingAllocator,
+    /// Allocate device memory once, outside the loop (a directive program: a data region).
+    AllocateOnce,
     /// Measure after the one-time work: capture later iterations.
     CaptureAfterWarmUp,
     /// One-time work of a program that runs its GPU work once: the run's fixed cost.
@@ -103,11 +105,12 @@ pub enum Lever {
 
 impl Lever {
     /// Every lever, in table order.
-    pub const ALL: [Lever; 7] = [
+    pub const ALL: [Lever; 8] = [
         Lever::FewerLaunches,
         Lever::KeepValuesOnGpu,
         Lever::PinnedAsyncCopies,
         Lever::CachingAllocator,
+        Lever::AllocateOnce,
         Lever::CaptureAfterWarmUp,
         Lever::StartUpCost,
         Lever::FasterKernels,
@@ -121,6 +124,7 @@ impl Lever {
             Lever::KeepValuesOnGpu => "host-blocking reads of values the GPU computes",
             Lever::PinnedAsyncCopies => "copies between pageable host memory and the GPU that block the host",
             Lever::CachingAllocator => "frees that wait for the device, made again and again",
+            Lever::AllocateOnce => "device allocations made again and again, about one per kernel launch, outside a caching allocator",
             Lever::CaptureAfterWarmUp => "one-time work, in a program whose later iterations can be captured",
             Lever::StartUpCost => "one-time work, in a program that runs its GPU work once",
             Lever::FasterKernels => "a GPU busy with compute kernels nearly all the window, so little idle is left to recover",

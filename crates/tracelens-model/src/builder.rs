@@ -662,17 +662,32 @@ impl TraceBuilder {
                 count: 1,
             });
         }
-        let unlinked = l.gpu_ops - l.gpu_ops_linked;
         let cpu_side_present = trace.spans.iter().any(|s| s.kind.is_api_call());
-        if unlinked > 0 && cpu_side_present {
-            trace.warnings.push(Warning {
-                kind: WarningKind::UnlinkedGpuOp,
-                message: format!(
-                    "{unlinked} of {} GPU ops have no launch call in the trace ({} launch missing, {} without correlation id); their cause cannot be attributed",
-                    l.gpu_ops, l.gpu_ops_launch_missing, l.gpu_ops_without_correlation
-                ),
-                count: unlinked,
-            });
+        if l.gpu_ops > l.gpu_ops_linked && cpu_side_present {
+            // Unified-memory migrations have no launch call by nature: they are not missing one.
+            let (mut with_id, mut without_id) = (0u64, 0u64);
+            for (i, s) in trace.spans.iter().enumerate() {
+                if trace.is_migration(SpanId::at(i)) {
+                    *if s.has_correlation() {
+                        &mut with_id
+                    } else {
+                        &mut without_id
+                    } += 1;
+                }
+            }
+            let missing = l.gpu_ops_launch_missing.saturating_sub(with_id);
+            let uncorrelated = l.gpu_ops_without_correlation.saturating_sub(without_id);
+            let unlinked = missing + uncorrelated;
+            let ops = l.gpu_ops - with_id - without_id;
+            if unlinked > 0 {
+                trace.warnings.push(Warning {
+                    kind: WarningKind::UnlinkedGpuOp,
+                    message: format!(
+                        "{unlinked} of {ops} GPU ops have no launch call in the trace ({missing} launch missing, {uncorrelated} without correlation id); their cause cannot be attributed"
+                    ),
+                    count: unlinked,
+                });
+            }
         }
         crate::graph_match::refresh_warning(trace);
         // A few mismatches happen in every era (ops starting on the same microsecond); only a

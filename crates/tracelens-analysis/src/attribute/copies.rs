@@ -26,7 +26,8 @@ pub struct CopyStats {
     pub gpu_ns: TimeNs,
     /// GPU time not overlapped by any kernel on the device.
     pub exposed_ns: TimeNs,
-    /// Duration of the launching API calls (the host is blocked by pageable copies).
+    /// Time the launching API calls block the host (pageable copies block), less a blocking
+    /// copy's wait for the work queued ahead of it on its stream.
     pub host_blocked_ns: TimeNs,
 }
 
@@ -345,8 +346,14 @@ pub fn copy_report(
         let mut fastest_host_rate = 0.0_f64;
         let mut pageable_rates: Vec<(SpanId, f64)> = Vec::new();
         for &lane in &device.lanes {
+            // Where the stream's earlier work ends: a blocking copy's call waits for it first.
+            let mut stream_busy_until = TimeNs::MIN;
             for id in trace.lane_span_ids(lane) {
                 let s = trace.span(id);
+                let queued_until = stream_busy_until;
+                if s.kind.is_gpu_work() {
+                    stream_busy_until = stream_busy_until.max(s.end_ns());
+                }
                 if !matches!(s.kind, SpanKind::Memcpy | SpanKind::Kernel) {
                     continue;
                 }
@@ -359,7 +366,16 @@ pub fn copy_report(
                 }
                 let info = trace.copy_info(id).copied().unwrap_or_default();
                 let exposed = exposed_by_copy.get(&id).copied().unwrap_or(0);
-                let host_ns = trace.launch_of(id).map_or(0, |l| trace.span(l).dur_ns);
+                // The call's time less its wait for the stream's earlier work: a blocking copy
+                // waits for the work queued ahead of it, which no kind of host memory changes.
+                let host_ns = trace.launch_of(id).map_or(0, |l| {
+                    let call = trace.span(l);
+                    let waited = queued_until
+                        .min(s.start_ns)
+                        .saturating_sub(call.start_ns)
+                        .clamp(0, call.dur_ns);
+                    call.dur_ns - waited
+                });
                 if info.migration.is_some() {
                     report
                         .unified_migrations

@@ -330,7 +330,7 @@ pub fn steady_state_capture(
     use tracelens_model::CaptureTool;
     match (dialect, capture) {
         (Dialect::PyTorch, CaptureTool::NsightSystems) => "start the capture after the first iterations (torch.cuda.profiler.start() after warm-up with nsys profile --capture-range=cudaProfilerApi)",
-        (Dialect::PyTorch, _) => "profile later steps with torch.profiler.schedule(wait=1, warmup=2, active=3)",
+        (Dialect::PyTorch, _) => "profile later calls: run the model a few times before the profiler starts, or in a loop use torch.profiler.schedule(wait=1, warmup=2, active=3) with prof.step() each iteration",
         (Dialect::Python(_), CaptureTool::NsightSystems) => "start the capture after the first iterations (an nvtx.annotate range around the later ones with nsys profile --capture-range=nvtx, or --delay)",
         (_, CaptureTool::NsightSystems) => "start the capture after the first iterations (cudaProfilerStart() after warm-up with nsys profile --capture-range=cudaProfilerApi, or --delay)",
         _ => "start the capture after the first iterations",

@@ -146,6 +146,10 @@ impl Evidence {
 /// A per-step finding worth this share of the step ranks ahead of one-time work.
 pub const PER_STEP_FIRST_PERCENT: f64 = 2.0;
 
+/// The words in a sub-warp-block finding's title after what it names (the verdict quotes
+/// what comes before them).
+pub const SUB_WARP_MARK: &str = "such blocks take";
+
 /// One diagnosed problem.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct Finding {

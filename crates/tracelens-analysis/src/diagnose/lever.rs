@@ -6,10 +6,11 @@
 //!
 //! | lever | chosen when | ruled out by |
 //! |---|---|---|
-//! | fewer launches (compile, CUDA graphs, fusion, batch) | per-launch CPU cost over a run of launches that repeat | host reads of GPU values in the window (they break compiled graphs and cannot be captured); one-time work; a window whose every launch is a first one (dispatch and first-call set-up look alike); a whole run of fewer than 100 launches (graphs do not repay themselves: batch instead); a step of fewer than 8 launches whose launching thread is blocked longer in copies from pageable memory (the copy, not the launches, holds back the next op: pin instead) |
+//! | fewer launches (compile, CUDA graphs, fusion, batch) | per-launch CPU cost over a run of launches that repeat | host reads of GPU values in the window (they break compiled graphs and cannot be captured); one-time work; a window whose every launch is a first one (dispatch and first-call set-up look alike); a whole run of fewer than 100 launches (graphs do not repay themselves: batch instead); a step of fewer than 8 launches whose launching thread is blocked longer in copies from pageable memory (the copy, not the launches, holds back the next op: pin instead); a device allocation for every other launch or more outside PyTorch (allocate once instead) |
 //! | keep values on the GPU | blocking reads of GPU values (`.item()`, `if tensor:`, sync copies of results) | one-time work |
 //! | pinned, asynchronous copies | blocking copies from pageable memory | one-time work |
 //! | caching allocator | frees that wait for the device, repeated | frees made once (context creation, a library's first call) |
+//! | allocate once (a data region in a directive program) | launches that each come with a device allocation, outside PyTorch's caching allocator | one-time work |
 //! | capture after warm-up | one-time work in a program whose later iterations can be captured (its GPU work repeats, or a PyTorch capture) | a native program that runs its GPU work once |
 //! | start-up cost | one-time work in a program that runs its GPU work once | — |
 //! | faster kernels (a library call, the kernel class's next step, a kernel profiler) | a GPU busy with compute kernels nearly all the window | a grid that leaves most multiprocessors empty (the small-grid fix comes first) |
@@ -43,7 +44,13 @@ pub struct WindowEvidence {
     pub launches_per_step: f64,
     /// Host time per step blocked in copies from pageable memory.
     pub pageable_blocked_per_step_ns: tracelens_model::TimeNs,
+    /// Device allocation calls in the window per kernel launch.
+    pub allocations_per_launch: f64,
 }
+
+/// Device allocations per kernel launch from which the allocations, not the launches, are
+/// the per-launch cost to remove.
+pub const ALLOCATIONS_PER_LAUNCH: f64 = 0.5;
 
 /// A step of fewer kernel launches than this has no per-launch cost worth a graph: what
 /// holds back its next op is the host work around those few launches.
@@ -91,6 +98,7 @@ impl WindowEvidence {
             whole_run_launches: None,
             launches_per_step: 0.0,
             pageable_blocked_per_step_ns: 0,
+            allocations_per_launch: 0.0,
         }
     }
 }
@@ -135,6 +143,16 @@ pub fn decide(findings: &mut [Finding], evidence: &WindowEvidence, fw: &Framewor
                 f.fix_chosen_by = format!(
                     "per-launch CPU cost, but {} host reads of GPU values in the window rule out graph capture until they go",
                     evidence.value_reads
+                );
+            }
+            Lever::FewerLaunches
+                if evidence.allocations_per_launch >= ALLOCATIONS_PER_LAUNCH && !fw.pytorch() =>
+            {
+                (f.fix, f.snippet) = allocate_once_fix(fw, evidence.allocations_per_launch);
+                f.lever = Some(Lever::AllocateOnce);
+                f.fix_chosen_by = format!(
+                    "per-launch CPU cost, but the window makes {:.1} device allocations per kernel launch: allocating, not launching, is the repeated cost",
+                    evidence.allocations_per_launch
                 );
             }
             Lever::FewerLaunches
@@ -200,6 +218,43 @@ fn one_time_lever(evidence: &WindowEvidence) -> Lever {
         Lever::CaptureAfterWarmUp
     } else {
         Lever::StartUpCost
+    }
+}
+
+/// (fix, snippet) for launches that each allocate device memory: allocate once, in the
+/// program's words (a directive program keeps its data in a data region).
+fn allocate_once_fix(fw: &Framework, per_launch: f64) -> (String, String) {
+    use crate::measure::environment::Dialect;
+    let rate = format!("{per_launch:.1} device allocations per kernel launch");
+    match fw.dialect() {
+        Dialect::OpenAcc => (
+            format!("Keep the arrays on the device in a data region around the loop (!$acc data, or enter data / exit data), so they are allocated and copied once: each compute region now allocates its data again ({rate}) and copies and waits around a short kernel. Then check with -Minfo=accel that the loops doing the arithmetic run on the GPU."),
+            "!$acc enter data copyin(w, x) create(y)   ! once, before the loop; C/C++: #pragma acc enter data ...
+do it = 1, n_iter
+  !$acc parallel loop present(w, x, y)
+  ...
+end do
+!$acc exit data copyout(y) delete(w, x)".into(),
+        ),
+        Dialect::OpenMp => (
+            format!("Map the arrays once around the loop (target data, or target enter data / exit data), so they are allocated and copied once: each target region now allocates its data again ({rate}) and copies and waits around a short kernel."),
+            "#pragma omp target enter data map(to: w[0:n], x[0:n]) map(alloc: y[0:n])   // once
+for (int it = 0; it < n_iter; ++it) {
+  #pragma omp target teams distribute parallel for
+  ...
+}
+#pragma omp target exit data map(from: y[0:n])".into(),
+        ),
+        Dialect::CudaRuntime => (
+            format!("Allocate the device buffers once, before the loop, and reuse them: the loop allocates again for nearly every launch ({rate}), and each allocation goes to the driver while the GPU waits."),
+            "cudaMalloc(&d_buf, bytes);   // once, before the loop
+for (int i = 0; i < n_iter; ++i) { kernel<<<grid, block>>>(d_buf, n); }
+cudaFree(d_buf);             // once, at the end".into(),
+        ),
+        _ => (
+            format!("Allocate the device memory once, before the loop, and reuse it: the loop allocates again for nearly every launch ({rate}), and each allocation goes to the driver while the GPU waits."),
+            String::new(),
+        ),
     }
 }
 
@@ -284,10 +339,12 @@ mod tests {
         for lever in Lever::ALL {
             for reads in [0, 3] {
                 for (repeats, launches_repeat) in [(false, false), (true, false), (true, true)] {
-                    for ((one_time, whole_run), (per_step, blocked_ns)) in [false, true]
-                        .into_iter()
-                        .flat_map(|o| [(o, None), (o, Some(6)), (o, Some(5_000))])
-                        .flat_map(|c| [(c, (100.0, 0)), (c, (2.0, 0)), (c, (2.0, 5_000_000))])
+                    for (((one_time, whole_run), (per_step, blocked_ns)), allocations) in
+                        [false, true]
+                            .into_iter()
+                            .flat_map(|o| [(o, None), (o, Some(6)), (o, Some(5_000))])
+                            .flat_map(|c| [(c, (100.0, 0)), (c, (2.0, 0)), (c, (2.0, 5_000_000))])
+                            .flat_map(|c| [(c, 0.0), (c, 1.0)])
                     {
                         let evidence = WindowEvidence {
                             value_reads: reads,
@@ -297,6 +354,7 @@ mod tests {
                             whole_run_launches: whole_run,
                             launches_per_step: per_step,
                             pageable_blocked_per_step_ns: blocked_ns,
+                            allocations_per_launch: allocations,
                         };
                         // A few launches behind a copy that blocks longer than their cost.
                         let copy_bound = per_step < FEW_LAUNCHES_PER_STEP && blocked_ns > 1;
@@ -308,7 +366,13 @@ mod tests {
                             f[0].fix
                         );
                         assert!(!f[0].fix_chosen_by.is_empty(), "{case}");
+                        // The table turns launch overhead into allocating once only on
+                        // the window's allocations (a detector naming it has its own).
+                        if chosen == Lever::AllocateOnce && lever == Lever::FewerLaunches {
+                            assert!(allocations >= ALLOCATIONS_PER_LAUNCH, "{case}");
+                        }
                         if chosen == Lever::FewerLaunches {
+                            assert!(allocations < ALLOCATIONS_PER_LAUNCH, "{case}");
                             assert_eq!(reads, 0, "{case}");
                             assert!(launches_repeat, "{case}");
                             assert!(!copy_bound, "{case}");
@@ -330,7 +394,11 @@ mod tests {
                             && reads == 0
                             && launches_repeat
                         {
-                            assert_eq!(chosen == Lever::PinnedAsyncCopies, copy_bound, "{case}");
+                            assert_eq!(
+                                chosen == Lever::PinnedAsyncCopies,
+                                copy_bound && allocations < ALLOCATIONS_PER_LAUNCH,
+                                "{case}"
+                            );
                         }
                         if reads > 0
                             && lever == Lever::FewerLaunches
@@ -348,6 +416,43 @@ mod tests {
         }
     }
 
+    /// Launch overhead in an OpenACC program that allocates for every launch is told to keep
+    /// its data in a data region; the same program allocating once keeps the launch fix, and
+    /// a PyTorch program (its caching allocator) is never told to allocate once.
+    #[test]
+    fn allocating_for_every_launch_gets_a_data_region_and_its_twins_do_not() {
+        use crate::measure::environment::{Offload, Program};
+        let acc = Framework {
+            program: Program::Native,
+            offload: Some(Offload::OpenAcc),
+            ..Framework::default()
+        };
+        let torch = Framework {
+            program: Program::PyTorch,
+            ..Framework::default()
+        };
+        let decided = |fw: &Framework, allocations_per_launch: f64| {
+            let evidence = WindowEvidence {
+                work_repeats: true,
+                launches_repeat: true,
+                launches_per_step: 1934.0,
+                allocations_per_launch,
+                ..WindowEvidence::default()
+            };
+            let mut f = [finding(Lever::FewerLaunches, false)];
+            decide(&mut f, &evidence, fw);
+            f[0].clone()
+        };
+        let each = decided(&acc, 1.0);
+        assert_eq!(each.lever, Some(Lever::AllocateOnce));
+        assert!(each.fix.contains("data region"), "{}", each.fix);
+        assert!(each
+            .fix_chosen_by
+            .contains("1.0 device allocations per kernel launch"));
+        assert_eq!(decided(&acc, 0.01).lever, Some(Lever::FewerLaunches));
+        assert_eq!(decided(&torch, 1.0).lever, Some(Lever::FewerLaunches));
+    }
+
     /// The table in the module's header names every lever, and each has its preconditions.
     #[test]
     fn the_table_lists_every_lever() {
@@ -359,6 +464,7 @@ mod tests {
                 Lever::KeepValuesOnGpu => "keep values on the GPU",
                 Lever::PinnedAsyncCopies => "pinned, asynchronous copies",
                 Lever::CachingAllocator => "caching allocator",
+                Lever::AllocateOnce => "allocate once",
                 Lever::CaptureAfterWarmUp => "capture after warm-up",
                 Lever::StartUpCost => "start-up cost",
                 Lever::FasterKernels => "faster kernels",

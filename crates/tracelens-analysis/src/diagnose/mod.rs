@@ -578,6 +578,9 @@ fn diagnose_core(
         evidence.whole_run_launches = Some(launches.1);
     }
     evidence.launches_per_step = launches.1 as f64 / steps.max(1) as f64;
+    evidence.allocations_per_launch = window.as_ref().map_or(0.0, |w| {
+        device_allocations(trace, w.interval) as f64 / launches.1.max(1) as f64
+    });
     evidence.pageable_blocked_per_step_ns = window
         .as_ref()
         .map_or(0, |w| w.per_step(copies.pageable().host_blocked_ns));
@@ -733,8 +736,33 @@ fn finish_findings(
             .then(a.kind.cmp(&b.kind))
             .then(a.title.cmp(&b.title))
     });
+    // A wait the trace cannot explain has no lever of its own (its fix is to record more):
+    // it follows every finding that has one and is worth fixing first.
+    let unexplained = |f: &Finding| f.kind == crate::FindingKind::GpuWait;
+    if findings
+        .iter()
+        .any(|f| !unexplained(f) && f.estimated_win_percent >= finding::PER_STEP_FIRST_PERCENT)
+    {
+        findings.sort_by_key(unexplained);
+    }
     Finding::assign_keys(&mut findings);
     findings
+}
+
+/// Device allocation calls that start inside `window`.
+fn device_allocations(trace: &Trace, window: tracelens_model::Interval) -> u64 {
+    let mut allocates: rustc_hash::FxHashMap<tracelens_model::NameId, bool> =
+        rustc_hash::FxHashMap::default();
+    let mut n = 0;
+    for s in &trace.spans {
+        if s.kind.is_api_call() && window.start_ns <= s.start_ns && s.start_ns < window.end_ns {
+            let yes = *allocates.entry(s.name).or_insert_with(|| {
+                crate::vocabulary::api::allocates_device_memory(trace.names.get(s.name))
+            });
+            n += u64::from(yes);
+        }
+    }
+    n
 }
 
 /// A finding's predicted gain may fall this many times short of its stated cost before the

@@ -781,7 +781,7 @@ fn dominant_cpu_op(trace: &Trace) -> Option<String> {
 }
 
 /// The copy direction with the most copy time, and its bytes.
-fn main_copy_direction(trace: &Trace, ops: &[GpuOp]) -> (&'static str, u64) {
+fn main_copy_direction(trace: &Trace, ops: &[GpuOp]) -> (String, u64) {
     let mut by: FxHashMap<u8, (TimeNs, u64)> = FxHashMap::default();
     for &(kind, iv, id) in ops {
         if kind != SpanKind::Memcpy {
@@ -798,17 +798,28 @@ fn main_copy_direction(trace: &Trace, ops: &[GpuOp]) -> (&'static str, u64) {
         e.0 += iv.dur_ns();
         e.1 += info.bytes.unwrap_or(0);
     }
-    let (key, (_, bytes)) = by
-        .into_iter()
-        .max_by_key(|&(k, (ns, _))| (ns, std::cmp::Reverse(k)))
-        .unwrap_or((3, (0, 0)));
-    let label = match key {
+    let label = |key: u8| match key {
         0 => "host-to-device",
         1 => "device-to-host",
         2 => "device-to-device",
         _ => "memory",
     };
-    (label, bytes)
+    let total_ns: TimeNs = by.values().map(|v| v.0).sum();
+    let mut directions: Vec<(u8, (TimeNs, u64))> = by.into_iter().collect();
+    directions.sort_by_key(|&(k, (ns, _))| (std::cmp::Reverse(ns), k));
+    match directions.as_slice() {
+        [] => (label(3).to_string(), 0),
+        // One direction under this share of the copy time: the two largest are named.
+        [(a, (a_ns, a_bytes)), (b, (_, b_bytes)), ..]
+            if a_ns.saturating_mul(4) < total_ns.saturating_mul(3) =>
+        {
+            (
+                format!("{} and {}", label(*a), label(*b)),
+                a_bytes + b_bytes,
+            )
+        }
+        [(a, (_, bytes)), ..] => (label(*a).to_string(), *bytes),
+    }
 }
 
 /// Busy shares, each moment counted once: compute > copies > fills > collectives.
@@ -926,6 +937,19 @@ pub(crate) fn mark_small_grids(v: &mut Verdict, findings: &[Finding]) {
     else {
         return;
     };
+    let sub_warp_mark = format!(": {}", crate::diagnose::finding::SUB_WARP_MARK);
+    if let Some((what, _)) = f.title.split_once(sub_warp_mark.as_str()) {
+        match v.kind {
+            VerdictKind::GpuBound => v.text.push_str(&format!(
+                ". But busy is not full: {what}, so most of each warp's lanes sit idle while it runs; launch whole warps before tuning the kernels"
+            )),
+            VerdictKind::GpuIdle if f.estimated_win_percent >= 10.0 => v.text.push_str(
+                &format!(". While it is busy, most of its lanes sit idle: {what}"),
+            ),
+            _ => {}
+        }
+        return;
+    }
     let what = f.title.split(": small grids").next().unwrap_or(&f.title);
     match v.kind {
         VerdictKind::GpuBound => v.text.push_str(&format!(
@@ -956,6 +980,10 @@ pub const OUTSIDE_WINDOW_MIN_NS: TimeNs = 10 * NS_PER_MS;
 /// the host time before and after it (context creation, set-up, a CPU phase, an idle REPL) is
 /// in none of the figures, and the longest call before the first GPU op names what it was.
 pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace) {
+    if let Some(w) = v.window.filter(|w| w.kind == WindowKind::MarkedRange) {
+        mark_marked_range(v, trace, w.interval);
+        return;
+    }
     let Some(w) = v.window.filter(|w| w.kind == WindowKind::GpuExtent) else {
         return;
     };
@@ -1049,6 +1077,32 @@ pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace) {
             format_ms(after)
         ));
     }
+}
+
+/// A window narrowed to the range the program marks around its measured work says so, with
+/// the GPU work outside it (set-up, warm-up) that no figure counts.
+fn mark_marked_range(v: &mut Verdict, trace: &Trace, window: Interval) {
+    let (mut before, mut after, mut ops_outside) = (0, 0, 0u64);
+    for s in trace.spans.iter().filter(|s| s.kind.is_gpu_work()) {
+        if s.start_ns < window.start_ns {
+            before += s.dur_ns;
+            ops_outside += 1;
+        } else if s.start_ns >= window.end_ns {
+            after += s.dur_ns;
+            ops_outside += 1;
+        }
+    }
+    let name = crate::measure::iterations::marked_range(trace).map_or_else(
+        || "the marked range".to_string(),
+        |(n, _)| format!("the range {n}"),
+    );
+    v.text.push_str(&format!(
+        ". These figures cover {name}, which the program marks around its measured work ({}); the GPU work outside it ({} ops, {} busy before it and {} after: set-up and warm-up) is in none of them",
+        format_ms(window.dur_ns()),
+        ops_outside,
+        format_ms(before),
+        format_ms(after)
+    ));
 }
 
 /// An idle verdict (or one with nothing worth fixing in the idle) whose first finding is the

@@ -61,22 +61,25 @@ impl Repeats {
     }
 }
 
+/// The user ranges (not profiler steps) at the top level: under no other range or op
+/// (Python frames around one are its loop's).
+fn top_level_ranges(trace: &Trace) -> impl Iterator<Item = &tracelens_model::Span> {
+    trace.spans.iter().enumerate().filter_map(|(i, s)| {
+        let top = s.kind == SpanKind::UserAnnotation
+            && trace.step_of_name(s.name).is_none()
+            && !trace
+                .ancestors(tracelens_model::SpanId::at(i))
+                .any(|a| trace.span(a).kind != SpanKind::PythonFunction);
+        top.then_some(s)
+    })
+}
+
 /// The iterations of a trace without profiler steps, when a top-level range repeats;
 /// `gpu_extent` is the trace's first to last GPU op (the window computed it already).
 #[must_use]
 pub fn find(trace: &Trace, gpu_extent: Option<Interval>) -> Option<FoundIterations> {
     let mut by_range: FxHashMap<(LaneId, NameId), Vec<Interval>> = FxHashMap::default();
-    for (i, s) in trace.spans.iter().enumerate() {
-        if s.kind != SpanKind::UserAnnotation || trace.step_of_name(s.name).is_some() {
-            continue;
-        }
-        // Top level: under no other range or op (Python frames around it are the loop's).
-        let nested = trace
-            .ancestors(tracelens_model::SpanId::at(i))
-            .any(|a| trace.span(a).kind != SpanKind::PythonFunction);
-        if nested {
-            continue;
-        }
+    for s in top_level_ranges(trace) {
         by_range
             .entry((s.lane, s.name))
             .or_default()
@@ -157,6 +160,21 @@ pub fn find(trace: &Trace, gpu_extent: Option<Interval>) -> Option<FoundIteratio
         marker: trace.names.get(first.name).to_string(),
         host,
     })
+}
+
+/// The one top-level user range of a capture that records the whole process (an NVTX range
+/// the program puts around the work it measures), when there is exactly one: its name and
+/// host interval. A capture with several, or none, has no marked region.
+#[must_use]
+pub fn marked_range(trace: &Trace) -> Option<(String, Interval)> {
+    let mut found: Option<(NameId, Interval)> = None;
+    for s in top_level_ranges(trace) {
+        if found.is_some() {
+            return None;
+        }
+        found = Some((s.name, s.interval()));
+    }
+    found.map(|(name, iv)| (trace.names.get(name).to_string(), iv))
 }
 
 #[cfg(test)]

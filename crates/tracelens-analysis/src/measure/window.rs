@@ -4,7 +4,9 @@
 //! With `ProfilerStep#N` ranges the window is the profiled steps, each step being the CPU
 //! `ProfilerStep#N` range extended to the end of the GPU work launched inside it (the
 //! TensorBoard profiler plugin's definition, so the step time equals its overview). Without
-//! steps it is the first to the last GPU op of the trace; without GPU work, the CPU extent;
+//! steps, a top-level range that repeats gives the iterations; a capture of the whole process
+//! whose program marks one top-level range around part of its GPU work is that range;
+//! else the window is the first to the last GPU op of the trace; without GPU work, the CPU extent;
 //! with nothing but allocator samples (a memory snapshot), their extent.
 //! Idle time, idle causes, findings, the verdict and the breakdown all use this window and its
 //! one step figure.
@@ -21,6 +23,10 @@ pub enum WindowKind {
     /// No profiler steps, but a top-level range repeats: its iterations, found by structure
     /// ([`crate::measure::iterations`]), are the steps.
     FoundIterations,
+    /// No steps, but the capture records the whole process and the program marks one
+    /// top-level range around part of its GPU work (an NVTX range around its timed loop):
+    /// that range, extended to the end of the GPU work it launched.
+    MarkedRange,
     /// No steps: the first to the last GPU op of the trace.
     GpuExtent,
     /// No steps and no GPU work: the first to the last CPU event.
@@ -36,6 +42,7 @@ impl WindowKind {
         match self {
             WindowKind::ProfiledSteps => "the profiled steps (CPU ProfilerStep#N ranges extended to the end of the GPU work they launched)",
             WindowKind::FoundIterations => "the iterations found by structure (the trace has no ProfilerStep#N ranges: a top-level range repeats), each extended to the end of the GPU work it launched",
+            WindowKind::MarkedRange => "the one top-level range the program marks around its measured work, extended to the end of the GPU work it launched (the trace has no ProfilerStep#N ranges)",
             WindowKind::GpuExtent => "first to last GPU op (the trace has no ProfilerStep#N ranges)",
             WindowKind::CpuExtent => "first to last CPU event (no steps, no GPU work)",
             WindowKind::MemoryExtent => "first to last allocator sample (the capture records memory only)",
@@ -82,7 +89,8 @@ pub struct AnalysisWindow {
     /// the steps are back to back.
     pub covered_ns: TimeNs,
     /// How the iterations were found, for [`WindowKind::FoundIterations`] ("304 iterations
-    /// from the repeated top-level range `reader`").
+    /// from the repeated top-level range `reader`"), or the range of a
+    /// [`WindowKind::MarkedRange`] ("the range `resnet50_inference`").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations_from: Option<String>,
 }
@@ -176,6 +184,10 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
             covered_ns: covered,
         });
     }
+    if let Some((name, marked)) = marked_window(trace) {
+        iterations_from = Some(format!("the range `{name}`"));
+        return Some(one_span(WindowKind::MarkedRange, marked, iterations_from));
+    }
     let (kind, interval) = match gpu_extent {
         Some(e) => (WindowKind::GpuExtent, e),
         None => match trace
@@ -195,10 +207,45 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
             }
         },
     };
+    Some(one_span(kind, interval, None))
+}
+
+/// GPU work a marked range must launch, and leave outside it, as a share of all the GPU
+/// work's time, before the window narrows to it: under either, the range is the whole run or
+/// a corner of it.
+pub const MARKED_RANGE_MIN_PERCENT: f64 = 20.0;
+
+/// The marked range of a capture of the whole process (Nsight Systems, not a profiler
+/// window the program opened), extended to the end of the GPU work launched inside it,
+/// when it holds at least [`MARKED_RANGE_MIN_PERCENT`] of the GPU work's time and leaves as
+/// much outside.
+fn marked_window(trace: &Trace) -> Option<(String, Interval)> {
+    if trace.source.capture_tool == tracelens_model::CaptureTool::TorchProfiler {
+        return None;
+    }
+    let (name, range) = crate::measure::iterations::marked_range(trace)?;
+    let extended = steps_from_host(trace, &[(1, range)]).first()?.interval;
+    let (mut inside, mut all) = (0, 0);
+    for s in trace.spans.iter().filter(|s| s.kind.is_gpu_work()) {
+        all += s.dur_ns;
+        inside += s.interval().clip(extended).map_or(0, |c| c.dur_ns());
+    }
+    let share = crate::num::percent(inside, all);
+    (MARKED_RANGE_MIN_PERCENT..=100.0 - MARKED_RANGE_MIN_PERCENT)
+        .contains(&share)
+        .then_some((name, extended))
+}
+
+/// A window of one span, without steps.
+fn one_span(
+    kind: WindowKind,
+    interval: Interval,
+    iterations_from: Option<String>,
+) -> AnalysisWindow {
     let d = interval.dur_ns();
-    Some(AnalysisWindow {
+    AnalysisWindow {
         kind,
-        iterations_from: None,
+        iterations_from,
         interval,
         steps: Vec::new(),
         step: StepStats {
@@ -209,7 +256,7 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
             stddev_ns: 0,
         },
         covered_ns: d,
-    })
+    }
 }
 
 /// Host steps moved to the device view (tb_plugin): step i spans from the end of step i−1 (or
@@ -446,6 +493,71 @@ fn calls_inside_a_step<'a>(
         let started = by_start.partition_point(|h| h.start_ns <= c.call.start_ns);
         started > 0 && latest_end[started - 1] >= c.reach_ns()
     })
+}
+
+#[cfg(test)]
+mod marked_range_tests {
+    use super::{analysis_window, WindowKind};
+    use crate::diagnose::detectors::testing::{launch_call, span_us, thread_and_stream};
+    use tracelens_model::{CaptureTool, Interval, SourceInfo, SpanKind, Trace};
+
+    /// A whole-process capture: 10 warm-up launches, then one NVTX range around 10 more,
+    /// each kernel 1 ms; `ranges` top-level ranges (the second around the warm-up).
+    fn warm_up_then_marked(capture_tool: CaptureTool, ranges: usize) -> Trace {
+        let (mut b, cpu, gpu) = thread_and_stream();
+        for k in 0..20u64 {
+            let t = i64::try_from(k).unwrap() * 2_000;
+            launch_call(&mut b, cpu, t, Some(k + 1));
+            span_us(
+                &mut b,
+                SpanKind::Kernel,
+                gpu,
+                "k",
+                (t + 100, 1_000),
+                Some(k + 1),
+            );
+        }
+        span_us(
+            &mut b,
+            SpanKind::UserAnnotation,
+            cpu,
+            "timed",
+            (19_900, 20_000),
+            None,
+        );
+        if ranges > 1 {
+            span_us(
+                &mut b,
+                SpanKind::UserAnnotation,
+                cpu,
+                "warm_up",
+                (0, 19_800),
+                None,
+            );
+        }
+        b.finish(SourceInfo {
+            capture_tool,
+            ..SourceInfo::default()
+        })
+    }
+
+    /// The one range is the window, from its start to the later of its end and the end of
+    /// the last kernel it launched; a profiler window, or two ranges, keep the GPU extent.
+    #[test]
+    fn one_marked_range_of_a_whole_process_capture_is_the_window_and_twins_are_not() {
+        let w = analysis_window(&warm_up_then_marked(CaptureTool::NsightSystems, 1)).unwrap();
+        assert_eq!(w.kind, WindowKind::MarkedRange);
+        assert_eq!(w.interval, Interval::new(19_900_000, 39_900_000));
+        assert_eq!(w.iterations_from.as_deref(), Some("the range `timed`"));
+        assert!(!w.has_steps());
+        for (tool, ranges) in [
+            (CaptureTool::TorchProfiler, 1),
+            (CaptureTool::NsightSystems, 2),
+        ] {
+            let w = analysis_window(&warm_up_then_marked(tool, ranges)).unwrap();
+            assert_eq!(w.kind, WindowKind::GpuExtent, "{tool:?} {ranges}");
+        }
+    }
 }
 
 #[cfg(test)]

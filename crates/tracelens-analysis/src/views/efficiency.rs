@@ -212,12 +212,25 @@ pub(crate) struct Counts {
 
 impl Counts {
     /// Counts one op call (`key`: its name and inputs) of `cost` that ran `gpu_ns` on the
-    /// GPU, `tensor_core_ns` of it on tensor cores: FP32 matrix ops mostly on tensor cores
-    /// count as TF32.
-    fn count(&mut self, key: (NameId, u32), cost: &OpCost, gpu_ns: TimeNs, tensor_core_ns: TimeNs) {
+    /// GPU, `tensor_cores.0` of it on tensor cores, `tensor_cores.1` of that in kernels of
+    /// 16 bits or fewer: FP32 matrix ops mostly on tensor cores count as TF32, or as half
+    /// precision where those kernels are mostly narrow (autocast casts inside the op).
+    fn count(
+        &mut self,
+        key: (NameId, u32),
+        cost: &OpCost,
+        gpu_ns: TimeNs,
+        tensor_cores: (TimeNs, TimeNs),
+    ) {
         let mut precision = cost.precision;
+        let (tensor_core_ns, narrow_ns) = tensor_cores;
         if precision == Precision::Fp32 && cost.class.is_matrix() && tensor_core_ns * 2 > gpu_ns {
-            precision = Precision::Tf32;
+            // bf16 and fp16 share a tensor-core peak on every GPU that has both.
+            precision = if narrow_ns * 2 > tensor_core_ns {
+                Precision::Fp16
+            } else {
+                Precision::Tf32
+            };
         }
         self.classes
             .entry((cost.class, precision))
@@ -275,7 +288,12 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
             continue;
         };
         covered[k] = true;
-        counts.count((span.name, span.detail), &cost, gpu_ns, tree.tc_total[k]);
+        counts.count(
+            (span.name, span.detail),
+            &cost,
+            gpu_ns,
+            (tree.tc_total[k], tree.narrow_tc_total[k]),
+        );
     }
     // Calls replayed from CUDA/HIP graphs count as the eager calls do, at the op that
     // launched them at capture (each replayed kernel belongs to one call).
@@ -298,7 +316,12 @@ pub(crate) fn measure(trace: &Trace, tree: &OpTree, window: Interval) -> Counts 
         let Some(cost) = cost else {
             continue;
         };
-        counts.count((c.op, c.detail), &cost, c.device_ns, c.tensor_core_ns);
+        counts.count(
+            (c.op, c.detail),
+            &cost,
+            c.device_ns,
+            (c.tensor_core_ns, c.narrow_tensor_core_ns),
+        );
     }
     // Communication kernels carry no FLOPs: coverage is of the rest.
     let communication = name_flags(trace, |name| {

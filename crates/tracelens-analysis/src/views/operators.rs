@@ -159,6 +159,9 @@ pub(crate) struct OpTree {
     pub tc_self: Vec<TimeNs>,
     /// Tensor-core kernel time of `device_total`.
     pub tc_total: Vec<TimeNs>,
+    /// Of `tc_total`, the kernels whose names show 16-bit or narrower inputs (an FP32 op under
+    /// autocast runs them).
+    pub narrow_tc_total: Vec<TimeNs>,
     /// Whether the op or one inside it is a tensor-core-eligible op.
     pub eligible: Vec<bool>,
 }
@@ -206,9 +209,11 @@ impl OpTree {
             }
         }
         let tensor_core_kernel = name_flags(trace, crate::vocabulary::kernels::uses_matrix_cores);
+        let narrow_kernel = name_flags(trace, crate::vocabulary::kernels::is_narrow_precision);
         let mut child_host: Vec<TimeNs> = vec![0; m];
         let mut device_self: Vec<TimeNs> = vec![0; m];
         let mut tc_self: Vec<TimeNs> = vec![0; m];
+        let mut narrow_tc_self: Vec<TimeNs> = vec![0; m];
         for (i, s) in trace.spans.iter().enumerate() {
             match s.kind {
                 // Host: an op's or runtime call's time leaves its enclosing op's self time.
@@ -232,6 +237,9 @@ impl OpTree {
                     device_self[o] += s.dur_ns;
                     if s.kind == SpanKind::Kernel && tensor_core_kernel[s.name.0 as usize] {
                         tc_self[o] += s.dur_ns;
+                        if narrow_kernel[s.name.0 as usize] {
+                            narrow_tc_self[o] += s.dur_ns;
+                        }
                     }
                 }
                 _ => {}
@@ -243,6 +251,7 @@ impl OpTree {
         let eligible_name = name_flags(trace, crate::vocabulary::ops::is_matrix_op);
         let mut device_total = device_self.clone();
         let mut tc_total = tc_self.clone();
+        let mut narrow_tc_total = narrow_tc_self;
         let mut eligible: Vec<bool> = ops
             .iter()
             .map(|&i| {
@@ -258,6 +267,7 @@ impl OpTree {
             let p = p as usize;
             device_total[p] += device_total[k];
             tc_total[p] += tc_total[k];
+            narrow_tc_total[p] += narrow_tc_total[k];
             eligible[p] |= eligible[k];
         }
         OpTree {
@@ -269,6 +279,7 @@ impl OpTree {
             device_total,
             tc_self,
             tc_total,
+            narrow_tc_total,
             eligible,
         }
     }

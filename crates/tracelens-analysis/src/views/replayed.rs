@@ -26,6 +26,8 @@ pub(crate) struct ReplayedCall {
     pub device_ns: TimeNs,
     /// Of that, kernels on tensor (matrix) cores.
     pub tensor_core_ns: TimeNs,
+    /// Of those, kernels whose names show 16-bit or narrower inputs.
+    pub narrow_tensor_core_ns: TimeNs,
 }
 
 /// The replayed op calls that start inside `window`, in no particular order.
@@ -50,6 +52,7 @@ pub(crate) fn replayed_calls(trace: &Trace, window: Interval) -> Vec<ReplayedCal
                 start_ns: s.start_ns,
                 device_ns: 0,
                 tensor_core_ns: 0,
+                narrow_tensor_core_ns: 0,
             });
         c.start_ns = c.start_ns.min(s.start_ns);
         c.device_ns += s.dur_ns;
@@ -58,6 +61,9 @@ pub(crate) fn replayed_calls(trace: &Trace, window: Interval) -> Vec<ReplayedCal
         });
         if s.kind == SpanKind::Kernel && on_matrix_cores {
             c.tensor_core_ns += s.dur_ns;
+            if crate::vocabulary::kernels::is_narrow_precision(trace.names.get(s.name)) {
+                c.narrow_tensor_core_ns += s.dur_ns;
+            }
         }
     }
     let mut calls: Vec<ReplayedCall> = calls

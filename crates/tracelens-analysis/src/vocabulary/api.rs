@@ -286,6 +286,14 @@ pub fn is_allocation(name: &str) -> bool {
     .any(|p| rest.starts_with(p))
 }
 
+/// Whether API call `name` allocates device or managed memory (`cudaMalloc*`, `cuMemAlloc*`,
+/// `hipMalloc*`), as opposed to freeing it or pinning host memory.
+#[must_use]
+pub fn allocates_device_memory(name: &str) -> bool {
+    let n = normalize_api(name);
+    is_allocation(n) && !n.contains("Free") && !n.contains("Host")
+}
+
 /// Whether API call `name` allocates, frees or pins host memory for the GPU
 /// (`cudaHostAlloc`, `cudaMallocHost`, `cudaFreeHost`, `cudaHostRegister`, `cuMemHostAlloc`,
 /// `hipHostMalloc`, `hipHostFree`, …).

@@ -85,6 +85,7 @@ pub fn kernel_precision(name: &str) -> Option<Precision> {
     } else if has("bf16")
         || has("bfloat16")
         || has("f16")
+        || has("fp16")
         || has("half")
         || has("_bbs_")
         || has("_hhs_")
@@ -245,6 +246,15 @@ const MATRIX_UNIT_KERNELS: [&str; 36] = [
     "WMMA",
 ];
 
+/// Whether a kernel name shows 16-bit or narrower inputs (fp16/bf16, FP8, FP4).
+#[must_use]
+pub fn is_narrow_precision(kernel: &str) -> bool {
+    matches!(
+        kernel_precision(kernel),
+        Some(Precision::Half | Precision::Fp8 | Precision::Fp4)
+    )
+}
+
 /// Whether a kernel name shows a matrix-unit kernel (tensor cores, matrix cores).
 #[must_use]
 pub fn uses_matrix_cores(kernel: &str) -> bool {
@@ -265,6 +275,11 @@ mod tests {
             ),
             (
                 "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT32x32x256_MI16x16x1_SN_LDSB1",
+                Some(Precision::Half),
+            ),
+            // cuBLAS on a T4 under autocast (an FP32-input aten::linear runs it).
+            (
+                "turing_fp16_s1688gemm_fp16_128x256_ldg8_relu_f2f_stages_32x1_tn",
                 Some(Precision::Half),
             ),
             (

@@ -56,8 +56,18 @@ impl Detector for PageableCopies {
             EvidenceValue::Count(cx.copies().pinned_copies_then_synced),
         );
         if !cx.framework().pytorch() {
+            let dialect = cx.framework().dialect();
             (f.fix, f.advice, f.snippet) =
-                crate::diagnose::advice::pageable_copies(cx.framework().dialect()).parts();
+                crate::diagnose::advice::pageable_copies(dialect).parts();
+            // A directive program is told to map its data once, which removes copies rather
+            // than speeding them up: the pinned-rate replay would predict another change.
+            if matches!(
+                dialect,
+                crate::measure::environment::Dialect::OpenAcc
+                    | crate::measure::environment::Dialect::OpenMp
+            ) {
+                f.what_if = None;
+            }
             f.confidence = Confidence::High;
             return vec![f];
         }
@@ -103,6 +113,63 @@ mod tests {
 
         let twin = findings_of(&PageableCopies, &scenario("pinned_non_blocking_copy"));
         assert!(twin.is_empty(), "{twin:#?}");
+    }
+
+    /// A blocking device-to-host copy into pageable memory whose call first waits 1 ms for
+    /// the kernel queued ahead of it: only the copy's own 110 µs (staging from the kernel's
+    /// end, then the 90 µs transfer) blocks the host on its account; the same copy issued
+    /// onto an idle stream is charged its whole call.
+    #[test]
+    fn a_blocking_copys_wait_for_queued_work_is_not_host_time_it_blocks() {
+        use super::super::testing::{launch_call, span_us, thread_and_stream};
+        use tracelens_model::{
+            CopyDirection, CopyInfo, MemoryKind, SourceInfo, SpanInput, SpanKind,
+        };
+        let blocked = |kernel_queued: bool| {
+            let (mut b, cpu, gpu) = thread_and_stream();
+            let kernel_us = if kernel_queued { 10 } else { -2_000 };
+            launch_call(&mut b, cpu, kernel_us - 10, Some(1));
+            span_us(
+                &mut b,
+                SpanKind::Kernel,
+                gpu,
+                "k",
+                (kernel_us, 1_000),
+                Some(1),
+            );
+            span_us(
+                &mut b,
+                SpanKind::Runtime,
+                cpu,
+                "cudaMemcpy",
+                (20, 1_100),
+                Some(2),
+            );
+            let detail = b.add_copy(CopyInfo {
+                direction: CopyDirection::DtoH,
+                src: MemoryKind::Device,
+                dst: MemoryKind::Pageable,
+                bytes: Some(1 << 20),
+                ..CopyInfo::default()
+            });
+            let name = b.intern("Memcpy DtoH (Device -> Pageable)");
+            b.add_span(SpanInput {
+                kind: SpanKind::Memcpy,
+                lane: gpu,
+                start_ns: 1_030_000,
+                dur_ns: 90_000,
+                name,
+                correlation: Some(2),
+                external_id: None,
+                detail,
+            });
+            let trace = b.finish(SourceInfo::default());
+            let f = findings_of(&PageableCopies, &trace);
+            assert_eq!(f.len(), 1, "{f:#?}");
+            f[0].cpu_cost_per_step_ns.unwrap()
+        };
+        assert_eq!(blocked(true), 110_000);
+        assert_eq!(blocked(false), 1_100_000);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! records and the device's multiprocessor count; without either there is no finding.
 
 use super::{Context, Detector, Input};
-use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
+use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind, SUB_WARP_MARK};
 use crate::finding_kind::FindingKind;
 use crate::measure::environment::Dialect;
 use rustc_hash::FxHashMap;
@@ -51,8 +51,10 @@ impl Detector for SmallGrid {
             return Vec::new();
         };
         // Collectives run on a few blocks by design (each block drives a link, not math).
-        let mut small: Vec<(NameId, KernelTime)> = kernel_times(cx, device)
-            .into_iter()
+        let times = kernel_times(cx, device);
+        let mut small: Vec<(NameId, KernelTime)> = times
+            .iter()
+            .map(|(&n, &k)| (n, k))
             .filter(|(_, k)| (k.blocks as f64) < sms as f64 * SMALL_GRID_SM_SHARE)
             .filter(|(n, _)| {
                 !crate::vocabulary::kernels::is_communication_kernel(cx.trace.names.get(*n))
@@ -70,7 +72,7 @@ impl Detector for SmallGrid {
             .sum();
         let share = cx.win(total_ns);
         if small.is_empty() || share.percent < SMALL_GRID_FINDING_PERCENT {
-            return Vec::new();
+            return sub_warp_blocks(cx, &times, sms).into_iter().collect();
         }
         let win = cx.win(win_ns);
         let (top_name, top) = small[0];
@@ -100,18 +102,7 @@ impl Detector for SmallGrid {
         f.evidence
             .add_occurrences("small-grid kernels", small.len() as u64);
         f.evidence.add("multiprocessors", EvidenceValue::Count(sms));
-        for (n, k) in small.iter().take(5) {
-            f.evidence.add(
-                format!(
-                    "{} ({} blocks × {} threads, {} launches)",
-                    cx.trace.names.get(*n),
-                    k.blocks,
-                    k.threads_per_block,
-                    k.count
-                ),
-                EvidenceValue::DurationNs(k.total_ns),
-            );
-        }
+        add_launch_evidence(&mut f, cx.trace, &small);
         (f.fix, f.snippet) = small_grid_fix(cx.framework().dialect(), cx.framework().pytorch());
         // Several full blocks already: the grid likely gives each element its thread, and the
         // input, not the launch, is what is too small for the GPU.
@@ -125,7 +116,7 @@ impl Detector for SmallGrid {
         );
         if let (Some((name, k)), true) = (full_blocks, sizes_own_grid) {
             f.fix = format!(
-                "{} already launches {} of {} threads, likely one thread per element: the input is too small to fill the GPU's {sms} multiprocessors. Give each launch more work (a realistic problem size, or several items per launch) before tuning the kernel; only if the grid does not yet cover the data, size it from the data.",
+                "{} already launches {} of {} threads, likely one thread per element: the input is too small to fill the GPU's {sms} multiprocessors. Give each launch more work (a realistic problem size, or several items per launch), or, where the input is fixed, split each item's work over several blocks, before tuning the kernel; only if the grid does not yet cover the data, size it from the data.",
                 tracelens_model::kernel_display_name(cx.trace.names.get(*name)),
                 plural_blocks(k.blocks),
                 k.threads_per_block
@@ -150,8 +141,105 @@ impl Detector for SmallGrid {
         }
         f.advice = "A block runs on one multiprocessor, so a grid of fewer blocks than the GPU has multiprocessors leaves the rest idle however long the kernel runs; the utilization figure counts the GPU busy all the same.".into();
         f.confidence = Confidence::High;
-        vec![f]
+        let mut out = vec![f];
+        out.extend(sub_warp_blocks(cx, &times, sms));
+        out
     }
+}
+
+/// The first five kernels' launch configurations and times, as the finding's evidence.
+fn add_launch_evidence(f: &mut Finding, trace: &Trace, kernels: &[(NameId, KernelTime)]) {
+    for (n, k) in kernels.iter().take(5) {
+        f.evidence.add(
+            format!(
+                "{} ({} blocks × {} threads, {} launches)",
+                trace.names.get(*n),
+                k.blocks,
+                k.threads_per_block,
+                k.count
+            ),
+            EvidenceValue::DurationNs(k.total_ns),
+        );
+    }
+}
+
+/// Threads a multiprocessor schedules together: a block of fewer leaves the rest of its warp
+/// idle.
+const WARP_THREADS: u64 = 32;
+
+/// Kernels launched with blocks of fewer threads than a warp, on grids that are not small:
+/// each warp runs `threads_per_block` of its 32 lanes, and the per-multiprocessor block limit
+/// caps the resident threads far below what hides memory latency. Their finding, when they
+/// take [`SMALL_GRID_FINDING_PERCENT`] of the time or more.
+fn sub_warp_blocks(
+    cx: &Context,
+    times: &FxHashMap<NameId, KernelTime>,
+    sms: u64,
+) -> Option<Finding> {
+    let mut tiny: Vec<(NameId, KernelTime)> = times
+        .iter()
+        .map(|(&n, &k)| (n, k))
+        .filter(|(_, k)| k.threads_per_block < WARP_THREADS && k.threads_per_block > 0)
+        .filter(|(_, k)| (k.blocks as f64) >= sms as f64 * SMALL_GRID_SM_SHARE)
+        .filter(|(n, _)| {
+            !crate::vocabulary::kernels::is_communication_kernel(cx.trace.names.get(*n))
+        })
+        .collect();
+    tiny.sort_by(|a, b| b.1.total_ns.cmp(&a.1.total_ns).then(a.0.cmp(&b.0)));
+    let total_ns: TimeNs = tiny.iter().map(|(_, k)| k.total_ns).sum();
+    let share = cx.win(total_ns);
+    let (top_name, top) = *tiny.first()?;
+    if share.percent < SMALL_GRID_FINDING_PERCENT {
+        return None;
+    }
+    // What full warps could save at most: each kernel's idle lanes.
+    let win_ns: TimeNs = tiny
+        .iter()
+        .map(|(_, k)| {
+            let idle_lanes = 1.0 - k.threads_per_block as f64 / WARP_THREADS as f64;
+            crate::num::float_ns(k.total_ns as f64 * idle_lanes)
+        })
+        .sum();
+    let win = cx.win(win_ns);
+    let mut f = cx.finding(FindingKind::SmallGrid, WinKind::KernelTime, &win);
+    let name = cx.trace.names.get(top_name);
+    let others = match tiny.len() {
+        1 => String::new(),
+        n => format!(" ({} more such kernels)", n - 1),
+    };
+    f.title = format!(
+        "Kernel {name} runs blocks of {} threads, fewer than a warp's {WARP_THREADS}{others}: {SUB_WARP_MARK} {} {} ({:.1} % of the {}) with {} of every {WARP_THREADS} lanes idle",
+        top.threads_per_block,
+        format_ms(share.per_step_ns),
+        cx.per(),
+        share.percent,
+        cx.step_time(),
+        WARP_THREADS - top.threads_per_block,
+    );
+    f.win_basis = "the kernels' time on the warp lanes their blocks leave idle, which blocks of whole warps could save if the work splits across threads (busy time, not idle; upper bound)".into();
+    f.evidence
+        .add_occurrences("sub-warp-block kernels", tiny.len() as u64);
+    add_launch_evidence(&mut f, cx.trace, &tiny);
+    let display = tracelens_model::kernel_display_name(name);
+    f.fix = match cx.framework().dialect() {
+        Dialect::OpenAcc | Dialect::OpenMp => format!(
+            "{display} runs {} threads per block: give its loops a vector length of at least 32 (vector_length(128) / thread_limit(128)) so each block fills whole warps.",
+            top.threads_per_block
+        ),
+        _ => format!(
+            "Launch {display} with 128–256 threads per block and a grid of (n + threads − 1) / threads blocks: with {} threads per block, {} of every warp's {WARP_THREADS} lanes sit idle and each multiprocessor holds too few threads to hide memory latency.",
+            top.threads_per_block,
+            WARP_THREADS - top.threads_per_block
+        ),
+    };
+    f.snippet = if cx.framework().dialect() == Dialect::CudaRuntime {
+        "int threads = 256;                      // whole warps, not 4 threads\nint blocks = (n + threads - 1) / threads;\nkernel<<<blocks, threads>>>(n, ...);".into()
+    } else {
+        String::new()
+    };
+    f.advice = "A multiprocessor runs threads in warps of 32: a block of fewer threads still takes a whole warp, leaving its other lanes idle, and the cap on resident blocks per multiprocessor then leaves too few threads to hide memory latency.".into();
+    f.confidence = Confidence::High;
+    Some(f)
 }
 
 /// Threads per block from which a launch looks sized to its data (a full block of a
@@ -276,7 +364,7 @@ fn small_grid_fix(dialect: Dialect, pytorch: bool) -> (String, String) {
             String::new(),
         ),
         Dialect::CudaRuntime | Dialect::PyTorch => (
-            "Launch a grid that covers the data with 128–256 threads per block, (n + threads − 1) / threads blocks, and a grid-stride loop so the kernel stays correct for any size: a grid of fewer blocks than multiprocessors leaves the rest of the GPU empty.".into(),
+            "Launch a grid that covers the data with 128–256 threads per block, (n + threads − 1) / threads blocks, and a grid-stride loop so the kernel stays correct for any size: a grid of fewer blocks than multiprocessors leaves the rest of the GPU empty. Where each thread loops over a whole row (n counts rows, and there are few), that grid stays small: give each row a block and split its loop over the block's threads.".into(),
             "int threads = 256;\nint blocks = (n + threads - 1) / threads;\nkernel<<<blocks, threads>>>(n, x, y);\n// in the kernel: for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x)".into(),
         ),
     }
@@ -290,10 +378,15 @@ pub(crate) mod tests {
 
     /// A loop of one kernel on a 108-SM GPU, launched with `grid` blocks of 256 threads.
     pub(crate) fn one_kernel_loop(grid: u32) -> Trace {
+        one_kernel_loop_of_blocks(grid, 256)
+    }
+
+    /// A loop of one kernel on a 108-SM GPU, launched with `grid` blocks of `block` threads.
+    fn one_kernel_loop_of_blocks(grid: u32, block: u32) -> Trace {
         let (mut b, cpu, gpu) = super::super::testing::thread_and_stream();
         let detail = b.add_kernel_launch(KernelLaunch {
             grid: [grid, 1, 1],
-            block: [256, 1, 1],
+            block: [block, 1, 1],
             ..KernelLaunch::default()
         });
         let name = b.intern("vector_add");
@@ -317,6 +410,32 @@ pub(crate) mod tests {
             ..DeviceProperties::default()
         }];
         b.finish(SourceInfo::default())
+    }
+
+    /// Blocks of 4 threads on a grid of a million blocks: a warp's 28 other lanes idle, named
+    /// with whole-warp blocks as the fix; the twin of 256-thread blocks has no finding.
+    #[test]
+    fn blocks_smaller_than_a_warp_are_found_and_whole_warp_blocks_are_not() {
+        let tiny = findings_of(&SmallGrid, &one_kernel_loop_of_blocks(1 << 20, 4));
+        assert_eq!(tiny.len(), 1, "{tiny:#?}");
+        assert!(
+            tiny[0]
+                .title
+                .contains("blocks of 4 threads, fewer than a warp's 32")
+                && tiny[0].title.contains("28 of every 32 lanes idle"),
+            "{}",
+            tiny[0].title
+        );
+        assert!(
+            tiny[0].fix.contains("128–256 threads per block"),
+            "{}",
+            tiny[0].fix
+        );
+        // Its upper bound: the idle lanes' share of the kernels' time.
+        let kernels_ns: TimeNs = 10 * 900_000;
+        assert_eq!(tiny[0].estimated_win_ns, kernels_ns * 28 / 32);
+        let whole = findings_of(&SmallGrid, &one_kernel_loop_of_blocks(1 << 20, 256));
+        assert!(whole.is_empty(), "{whole:#?}");
     }
 
     #[test]
