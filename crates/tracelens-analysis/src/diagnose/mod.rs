@@ -613,6 +613,17 @@ fn diagnose_core(
     }
     verdict::mark_nothing_worth_fixing(&mut verdict, &findings);
     verdict::drop_trivial_on_busy_gpu(&verdict, &mut findings);
+    // A benchmark's idle between its timed loops is its harness: no fix for the kernels. A
+    // window of profiled steps is a training or serving loop, not a harness.
+    let loops = window
+        .as_ref()
+        .filter(|w| !w.has_steps())
+        .map_or_else(Vec::new, |w| {
+            crate::measure::benchmark::timed_loops(trace, w.interval)
+        });
+    if verdict::mark_benchmark(&mut verdict, trace, &loops, focus_idle) {
+        findings.retain(|f| f.win_kind != WinKind::GpuIdle);
+    }
     Finding::refer_repeated_fixes(&mut findings);
     let wins = WinTotals {
         idle_ns: focus_idle.map_or(0, |d| d.idle_ns),

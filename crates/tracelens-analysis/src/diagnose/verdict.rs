@@ -1105,6 +1105,94 @@ fn mark_marked_range(v: &mut Verdict, trace: &Trace, window: Interval) {
     ));
 }
 
+/// Timed loops must keep the GPU at least this busy, and this share of the idle must lie
+/// outside them, before the idle is called the benchmark's harness.
+pub const BENCHMARK_SHARE_PERCENT: f64 = 80.0;
+
+/// A benchmark whose event-timed loops hold most of the GPU's work and keep it busy, while
+/// most of the idle lies between them, says so, with each timed kernel's time per launch: the idle is the harness (set-up,
+/// copies, result checks) outside every timing, and the kernels are what the program
+/// measures. Whether it holds: then the GPU-idle findings, all of them about the harness,
+/// give way.
+pub(crate) fn mark_benchmark(
+    v: &mut Verdict,
+    trace: &Trace,
+    loops: &[crate::measure::benchmark::TimedLoop],
+    idle: Option<&crate::attribute::idle::DeviceIdle>,
+) -> bool {
+    // Only where the idle is the verdict's subject: a busy GPU's few gaps need no words.
+    let (Some(idle), false, VerdictKind::GpuIdle) = (idle, loops.is_empty(), v.kind) else {
+        return false;
+    };
+    let spans: Vec<Interval> = loops.iter().map(|l| l.gpu).collect();
+    let timed = crate::measure::intervals::union(spans);
+    let timed_ns: TimeNs = timed.iter().map(Interval::dur_ns).sum();
+    let busy_ns: TimeNs = loops.iter().map(|l| l.busy_ns).sum();
+    // Idle inside the timed loops: both lists are in time order.
+    let mut inside_ns = 0;
+    let mut k = 0;
+    for g in &idle.gaps {
+        while k < timed.len() && timed[k].end_ns <= g.interval.start_ns {
+            k += 1;
+        }
+        let mut j = k;
+        while j < timed.len() && timed[j].start_ns < g.interval.end_ns {
+            inside_ns += g.interval.clip(timed[j]).map_or(0, |c| c.dur_ns());
+            j += 1;
+        }
+    }
+    let outside_percent = crate::num::percent(idle.idle_ns - inside_ns, idle.idle_ns);
+    let busy_percent = crate::num::percent(busy_ns.min(timed_ns), timed_ns);
+    // The timed loops must be most of the GPU's work: a program that times a corner of its
+    // work has idle of its own.
+    let window_busy_ns = v.window.map_or(0, |w| {
+        crate::num::float_ns(w.duration_ns as f64 * v.gpu_busy_percent / 100.0)
+    });
+    if idle.idle_ns <= 0
+        || busy_ns * 2 < window_busy_ns
+        || outside_percent < BENCHMARK_SHARE_PERCENT
+        || busy_percent < BENCHMARK_SHARE_PERCENT
+    {
+        return false;
+    }
+    // Each timed kernel once, slowest per launch first.
+    let mut kernels: Vec<(tracelens_model::NameId, TimeNs)> = Vec::new();
+    for l in loops {
+        if !kernels.iter().any(|(n, _)| *n == l.kernel) {
+            kernels.push((l.kernel, l.kernel_mean_ns));
+        }
+    }
+    kernels.sort_by_key(|&(n, ns)| (std::cmp::Reverse(ns), n));
+    let per_launch: Vec<String> = kernels
+        .iter()
+        .take(5)
+        .map(|&(n, ns)| {
+            format!(
+                "{} {}",
+                tracelens_model::kernel_display_name(trace.names.get(n)),
+                format_ms(ns)
+            )
+        })
+        .collect();
+    let slowest = kernels.first().map_or_else(String::new, |&(n, _)| {
+        format!(
+            "; Nsight Compute (ncu) on {} shows what holds it back",
+            tracelens_model::kernel_display_name(trace.names.get(n))
+        )
+    });
+    v.text.push_str(&format!(
+        ". This is a benchmark: its {} timed with CUDA events ({} launches) keep the GPU {busy_percent:.0} % busy, and {outside_percent:.0} % of the idle lies outside them, in the harness's set-up, copies and checks that no timing includes. What it measures is the kernels, per launch: {}{slowest}",
+        if loops.len() == 1 {
+            "one loop".to_string()
+        } else {
+            format!("{} loops", loops.len())
+        },
+        loops.iter().map(|l| l.launches).sum::<u64>(),
+        per_launch.join(", ")
+    ));
+    true
+}
+
 /// An idle verdict (or one with nothing worth fixing in the idle) whose first finding is the
 /// kernels' own work says so: the GPU is busy most of the window, and its kernels weigh more
 /// than the idle.

@@ -135,6 +135,16 @@ pub fn is_kernel_launch(name: &str) -> bool {
     .any(|p| name.starts_with(p))
 }
 
+/// Whether an API name records an event on a stream (`cudaEventRecord`, `cuEventRecord`,
+/// `hipEventRecord`, any version suffix): a benchmark's timer.
+#[must_use]
+pub fn is_event_record(name: &str) -> bool {
+    let n = normalize_api(name);
+    ["cudaEventRecord", "cuEventRecord", "hipEventRecord"]
+        .iter()
+        .any(|p| n.starts_with(p))
+}
+
 /// OS calls in which a thread waits for another thread, a process or I/O (not computing).
 #[must_use]
 pub fn is_os_wait(name: &str) -> bool {
