@@ -630,6 +630,50 @@ fn pages_faulting_in_while_a_small_grid_runs_are_named_in_its_fix() {
     assert!(!fix.contains("fault"), "{fix}");
 }
 
+/// A kernel with one page fault to the GPU inside it, then three migrations after it, back to
+/// the host (`to_host`) or to the GPU, each ending an idle gap; the verdict and the cause row.
+fn migrations_after_a_kernel(name: &str, to_host: bool) -> (String, Option<String>) {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    e.gpu(0, "NVIDIA H100 80GB HBM3");
+    e.runtime("cudaLaunchKernel_v7000", 9, 9, 0, 1_000, 1);
+    e.kernel("k", 9, 0, 7, 2_000, 1_002_000, 1);
+    e.memcpy(9, 0, 7, 500_000, 510_000, 10, 65_536, 11, 7, 7);
+    let kind = if to_host { 12 } else { 11 };
+    for (corr, at) in [(11, 1_500_000), (12, 2_000_000), (13, 2_500_000)] {
+        e.memcpy(9, 0, 7, at, at + 10_000, corr, 65_536, kind, 7, 7);
+    }
+    e.conn
+        .execute_batch("UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET migrationCause = 2")
+        .unwrap();
+    drop(e);
+    let d = diagnose(&tracelens_nsys::import_file(&path).unwrap());
+    let note = d.idle[0].by_cause[0]
+        .note
+        .map(|_| d.idle[0].by_cause[0].describe().to_string());
+    (d.verdict.text, note)
+}
+
+#[test]
+fn idle_ended_by_migrations_says_which_way_the_pages_move_and_faults_inside_kernels() {
+    let (back, note) = migrations_after_a_kernel("um_back_to_host", true);
+    assert!(
+        back.contains("managed pages moving back to the host on its faults")
+            && back.contains("one migration to the GPU starts while a kernel runs"),
+        "{back}"
+    );
+    assert_eq!(
+        note.as_deref(),
+        Some("no launch behind it: gaps that end in unified-memory migrations")
+    );
+    let (to_gpu, _) = migrations_after_a_kernel("um_to_gpu", false);
+    assert!(
+        to_gpu.contains("managed pages moving to the GPU on faults")
+            && !to_gpu.contains("back to the host"),
+        "{to_gpu}"
+    );
+}
+
 #[test]
 fn sqlite_files_that_are_not_nsys_exports_are_refused() {
     let path = temp_export("not_nsys");

@@ -212,7 +212,7 @@ fn render_idle(out: &mut String, d: &Diagnosis, width: usize) {
                 c.percent
             );
             let indent = head.chars().count();
-            out.push_str(&wrap(c.cause.describe(), width, &head, indent));
+            out.push_str(&wrap(c.describe(), width, &head, indent));
         }
         if !idle.attribution_reliable {
             out.push_str(&wrap(

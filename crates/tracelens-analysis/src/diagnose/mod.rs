@@ -51,6 +51,30 @@ pub struct CauseTime {
     pub ns: TimeNs,
     /// Its share of the idle time, in percent.
     pub percent: f64,
+    /// What the time is, where the trace says more than the cause's own words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<CauseNote>,
+}
+
+/// What a cause's time is, beyond the cause's own words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseNote {
+    /// Unattributed idle ended mostly by unified-memory migrations.
+    UnifiedMemory,
+}
+
+impl CauseTime {
+    /// The time in words: the note where there is one, else the cause's meaning.
+    #[must_use]
+    pub fn describe(&self) -> &'static str {
+        match self.note {
+            Some(CauseNote::UnifiedMemory) => {
+                "no launch behind it: gaps that end in unified-memory migrations"
+            }
+            None => self.cause.describe(),
+        }
+    }
 }
 
 /// Causes with time, largest first (ties in report order).
@@ -62,6 +86,7 @@ fn by_size(by_cause: &BTreeMap<IdleCause, TimeNs>, idle_ns: TimeNs) -> Vec<Cause
             cause,
             ns,
             percent: crate::num::percent(ns, idle_ns),
+            note: None,
         })
         .collect();
     v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.cause.cmp(&b.cause)));
@@ -841,12 +866,31 @@ fn summarize(trace: &Trace, d: &DeviceIdle) -> IdleSummary {
             }
         })
         .collect();
+    let mut by_cause = by_size(&d.by_cause, d.idle_ns);
+    // Unattributed idle that unified-memory migrations end, mostly: named as such.
+    let migrations_ns: TimeNs = d
+        .unattributed_by_reason
+        .iter()
+        .filter(|(r, _)| {
+            matches!(
+                r,
+                UnattributedReason::UnifiedMemory | UnattributedReason::Prefetch
+            )
+        })
+        .map(|(_, &ns)| ns)
+        .sum();
+    if let Some(c) = by_cause
+        .iter_mut()
+        .find(|c| c.cause == IdleCause::Unattributed && migrations_ns * 2 > c.ns)
+    {
+        c.note = Some(CauseNote::UnifiedMemory);
+    }
     IdleSummary {
         device: d.device,
         extent: d.extent,
         idle_ns: d.idle_ns,
         gaps: d.gaps.len(),
-        by_cause: by_size(&d.by_cause, d.idle_ns),
+        by_cause,
         unattributed_by_reason: d.unattributed_by_reason.clone(),
         host_compute_ops: d.host_compute_ops.clone(),
         os_waits: d.os_waits.clone(),

@@ -265,9 +265,18 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
     // Idle no launch explains, ended mostly by unified-memory migrations: the faults are why.
     let mut text = match fault_idle_ns(idle) {
         Some(faults_ns) if cause == IdleCause::Unattributed && faults_ns * 2 > idle.idle_ns => {
+            let (to_gpu_ns, to_host_ns) = fault_gaps_by_direction(trace, idle);
+            let what = if to_host_ns * 3 >= faults_ns * 2 {
+                "managed pages moving back to the host on its faults (the host touching the results), with no launch behind them"
+            } else if to_gpu_ns * 3 >= faults_ns * 2 {
+                "managed pages moving to the GPU on faults, with no launch behind them"
+            } else {
+                "managed pages moving on faults, with no launch behind them"
+            };
             format!(
-                "{on}idle {idle_pct:.0} % {per}, mostly in {FAULT_GAPS_HEADLINE} ({:.0} % of the idle time): managed pages moving on faults, with no launch behind them",
-                crate::num::percent(faults_ns, idle.idle_ns)
+                "{on}idle {idle_pct:.0} % {per}, mostly in {FAULT_GAPS_HEADLINE} ({:.0} % of the idle time): {what}{}",
+                crate::num::percent(faults_ns, idle.idle_ns),
+                faults_inside_kernels(trace, input.ops)
             )
         }
         Some(faults_ns) if cause == IdleCause::Unattributed => format!(
@@ -1238,6 +1247,60 @@ fn fault_idle_ns(idle: &DeviceIdle) -> Option<TimeNs> {
         .copied()
         .unwrap_or(0);
     (unattributed > 0 && faults * 2 > unattributed).then_some(faults)
+}
+
+/// The idle of gaps ended by unified-memory migrations, by the migration's direction: (to
+/// the GPU, back to the host).
+fn fault_gaps_by_direction(trace: &Trace, idle: &DeviceIdle) -> (TimeNs, TimeNs) {
+    let (mut to_gpu, mut to_host) = (0, 0);
+    for g in &idle.gaps {
+        if g.unattributed != Some(UnattributedReason::UnifiedMemory) {
+            continue;
+        }
+        match g
+            .ended_by()
+            .and_then(|e| trace.copy_info(e))
+            .map(|c| c.direction)
+        {
+            Some(CopyDirection::HtoD) => to_gpu += g.interval.dur_ns(),
+            Some(CopyDirection::DtoH) => to_host += g.interval.dur_ns(),
+            _ => {}
+        }
+    }
+    (to_gpu, to_host)
+}
+
+/// "; N migrations to the GPU start while a kernel runs, …" where page faults (not
+/// prefetches) move pages to the GPU inside the focus device's kernels: those kernels' times
+/// include the faults' service.
+fn faults_inside_kernels(trace: &Trace, ops: &[GpuOp]) -> String {
+    let kernels = crate::measure::intervals::union(
+        ops.iter()
+            .filter(|o| o.0 == SpanKind::Kernel)
+            .map(|o| o.1)
+            .collect(),
+    );
+    let inside = ops
+        .iter()
+        .filter(|o| o.0 == SpanKind::Memcpy && trace.is_migration(o.2))
+        .filter(|o| {
+            trace.copy_info(o.2).is_some_and(|c| {
+                c.direction == CopyDirection::HtoD
+                    && !c
+                        .migration
+                        .is_some_and(tracelens_model::MigrationCause::requested)
+            })
+        })
+        .filter(|o| {
+            let k = kernels.partition_point(|r| r.start_ns <= o.1.start_ns);
+            k > 0 && o.1.start_ns < kernels[k - 1].end_ns
+        })
+        .count();
+    match inside {
+        0 => String::new(),
+        1 => "; one migration to the GPU starts while a kernel runs, so that kernel's time includes its fault service".into(),
+        n => format!("; {n} migrations to the GPU start while kernels run, so those kernels' times include their fault service"),
+    }
 }
 
 /// An idle verdict whose idle ends mostly in unified-memory migrations names them: the

@@ -57,7 +57,7 @@ fn idle_views(diagnosis: &Diagnosis) -> Vec<IdleView> {
                     .iter()
                     .map(|c| Bar {
                         class: cause_class(c.cause),
-                        label: c.cause.describe(),
+                        label: c.describe(),
                         width: format!("{:.2}", c.percent),
                         value: format!("{} ({:.1} %)", format_ms(c.ns), c.percent),
                     })

@@ -102,7 +102,7 @@ fn overview_bars(d: &Diagnosis) -> Vec<OverviewBar> {
         let parts: Vec<(&'static str, &'static str, i64)> = idle
             .by_cause
             .iter()
-            .map(|c| (cause_class(c.cause), c.cause.describe(), c.ns))
+            .map(|c| (cause_class(c.cause), c.describe(), c.ns))
             .collect();
         let segments = stacked(&parts);
         if !segments.is_empty() {
