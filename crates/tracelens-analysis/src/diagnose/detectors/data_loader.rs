@@ -71,11 +71,13 @@ impl Detector for DataLoaderStall {
             )
         } else {
             (
-                "Raise num_workers (up to the free physical cores) and prefetch_factor, or make per-sample transforms cheaper.".into(),
+                "The loader already uses worker processes and they do not keep up: raise num_workers only while physical cores are free (each worker needs one), and otherwise make each sample cheaper (decode once and cache, lighter transforms, transforms on the GPU); a dataset that fits in GPU memory can be loaded onto the GPU once and batched there, with no loader in the loop.".into(),
                 "The worker processes do not keep up with the GPU: raise num_workers (not beyond the physical cores), raise prefetch_factor, use persistent_workers=True, make per-sample transforms cheaper or move them to the GPU, and set OMP_NUM_THREADS=1 in workers.".into(),
             )
         };
-        f.snippet = if pytorch {
+        f.snippet = if pytorch && !single {
+            "# a dataset that fits in GPU memory: load it once, batch it on the GPU\nX, Y = X.to(\"cuda\"), Y.to(\"cuda\")\nfor idx in torch.randperm(len(X), device=\"cuda\").split(B):\n    x, y = X[idx], Y[idx]".into()
+        } else if pytorch {
             "loader = DataLoader(ds, batch_size=B, num_workers=4, pin_memory=True,\n                    persistent_workers=True, prefetch_factor=4)\nfor x, y in loader:\n    x = x.to(device, non_blocking=True)\n    y = y.to(device, non_blocking=True)".into()
         } else {
             String::new()
@@ -119,5 +121,32 @@ mod tests {
 
         let twin = findings_of(&DataLoaderStall, &scenario("dataloader_multi_process_fast"));
         assert!(twin.is_empty(), "{twin:#?}");
+    }
+
+    /// The same slow loader on worker processes: not told to add workers it has, but that
+    /// they do not keep up, with cheaper samples and a GPU-resident dataset as the ways out.
+    #[test]
+    fn slow_worker_processes_are_told_they_do_not_keep_up() {
+        let text = super::super::testing::scenario_text("dataloader_single_process").replace(
+            "_SingleProcessDataLoaderIter",
+            "_MultiProcessingDataLoaderIter",
+        );
+        let trace = tracelens_kineto::import_reader(
+            text.as_bytes(),
+            std::path::Path::new("dataloader_multi_process_slow.json"),
+            text.len() as u64,
+            None,
+        )
+        .unwrap();
+        let f = findings_of(&DataLoaderStall, &trace);
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(!f[0].title.contains("num_workers=0"), "{}", f[0].title);
+        assert!(
+            f[0].fix.contains("already uses worker processes")
+                && f[0].fix.contains("loaded onto the GPU once"),
+            "{}",
+            f[0].fix
+        );
+        assert!(f[0].snippet.contains("torch.randperm"), "{}", f[0].snippet);
     }
 }
