@@ -583,6 +583,40 @@ fn pinned_prediction(name: &str, in_ns: i64, out_ns: i64) -> (i64, i64) {
     (window_ns, f.predicted_step_ns.unwrap())
 }
 
+/// Two 4 MiB pageable copies of 2 ms each around a kernel of `kernel_ns`; the pageable-copy
+/// finding's fix.
+fn pageable_fix_around(name: &str, kernel_ns: i64) -> String {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    let mb4 = 4 << 20;
+    e.runtime("cudaMemcpy_v3020", 9, 9, 0, 2_001_000, 1);
+    e.memcpy(9, 0, 7, 500, 2_000_500, 1, mb4, 1, 0, 2);
+    let k = 2_002_000;
+    e.runtime("cudaLaunchKernel_v7000", 9, 9, k - 1_000, k - 500, 2);
+    e.kernel("k", 9, 0, 7, k, k + kernel_ns, 2);
+    let c = k + kernel_ns + 1_000;
+    e.runtime("cudaMemcpy_v3020", 9, 9, c - 500, c + 2_000_500, 3);
+    e.memcpy(9, 0, 7, c, c + 2_000_000, 3, mb4, 2, 2, 0);
+    drop(e);
+    diagnosis_and_finding(&path, FindingKind::PageableCopies)
+        .1
+        .fix
+}
+
+#[test]
+fn copies_that_fill_the_window_are_told_to_copy_less_before_pinning() {
+    let fix = pageable_fix_around("copy_bound", 100_000);
+    assert!(
+        fix.starts_with("These copies fill")
+            && fix.contains("copy less first")
+            && fix.contains("cudaMallocHost"),
+        "{fix}"
+    );
+    // Its twin's kernel runs 20 ms: the copies are a fifth of the window, pinning leads.
+    let fix = pageable_fix_around("copy_minor", 20_000_000);
+    assert!(fix.starts_with("Allocate the host buffers pinned"), "{fix}");
+}
+
 #[test]
 fn pinned_copies_are_predicted_at_the_fastest_large_host_copy_rate() {
     // Back to the host at a fifth of the rate in: pinned, it moves at least as fast as the

@@ -55,27 +55,41 @@ impl Detector for PageableCopies {
             "pinned copies then synced",
             EvidenceValue::Count(cx.copies().pinned_copies_then_synced),
         );
+        let directive = matches!(
+            cx.framework().dialect(),
+            crate::measure::environment::Dialect::OpenAcc
+                | crate::measure::environment::Dialect::OpenMp
+        );
         if !cx.framework().pytorch() {
-            let dialect = cx.framework().dialect();
             (f.fix, f.advice, f.snippet) =
-                crate::diagnose::advice::pageable_copies(dialect).parts();
+                crate::diagnose::advice::pageable_copies(cx.framework().dialect()).parts();
             // A directive program is told to map its data once, which removes copies rather
             // than speeding them up: the pinned-rate replay would predict another change.
-            if matches!(
-                dialect,
-                crate::measure::environment::Dialect::OpenAcc
-                    | crate::measure::environment::Dialect::OpenMp
-            ) {
+            if directive {
                 f.what_if = None;
             }
-            f.confidence = Confidence::High;
-            return vec![f];
+        } else {
+            f.fix = "Use pin_memory=True in the DataLoader (or tensor.pin_memory()) together with .to(device, non_blocking=True).".into();
+            f.advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels. Pinned memory and non_blocking=True only work as a pair.".into();
+            f.snippet =
+                "loader = DataLoader(ds, ..., pin_memory=True)\nx = x.to(device, non_blocking=True)"
+                    .into();
         }
-        f.fix = "Use pin_memory=True in the DataLoader (or tensor.pin_memory()) together with .to(device, non_blocking=True).".into();
-        f.advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels. Pinned memory and non_blocking=True only work as a pair.".into();
-        f.snippet =
-            "loader = DataLoader(ds, ..., pin_memory=True)\nx = x.to(device, non_blocking=True)"
-                .into();
+        // Copies that fill the window bound it: moving fewer bytes comes before moving them
+        // faster (a directive program's fix already maps its data once).
+        if win.percent >= crate::diagnose::verdict::COPY_BOUND_WINDOW_PERCENT && !directive {
+            let less = if cx.framework().pytorch() {
+                "keep tensors on the GPU between ops and move to the host only what it reads (a reduced value, not each full tensor)"
+            } else {
+                "keep the data on the GPU between kernels and copy back only what the host reads (a reduced result, not each full buffer)"
+            };
+            f.fix = format!(
+                "These copies fill {:.0} % of the {}: copy less first — {less}; then, for what must still cross: {}",
+                win.percent,
+                cx.step_time(),
+                crate::num::lower_first(&f.fix)
+            );
+        }
         f.confidence = Confidence::High;
         vec![f]
     }
