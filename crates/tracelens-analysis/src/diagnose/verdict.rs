@@ -873,6 +873,18 @@ fn busy_by(trace: &Trace, ops: &[GpuOp]) -> BusyBy {
     }
 }
 
+/// Whether GPU op `id` was launched inside a convolution op (within the three CPU ops around
+/// its launch call).
+fn launched_by_convolution(trace: &Trace, id: tracelens_model::SpanId) -> bool {
+    trace.launch_of(id).is_some_and(|launch| {
+        trace
+            .ancestors(launch)
+            .filter(|&a| trace.span(a).kind == SpanKind::CpuOp)
+            .take(3)
+            .any(|a| crate::vocabulary::ops::is_convolution_op(trace.name(a)))
+    })
+}
+
 /// Compute-kernel time per class, largest first (three at most), each with the precision
 /// most of its named time runs in.
 fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
@@ -886,12 +898,18 @@ fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
             continue;
         }
         let name = trace.span(id).name;
-        let (class, precision) = *read.entry(name).or_insert_with(|| {
+        let (mut class, precision) = *read.entry(name).or_insert_with(|| {
             let n = trace.names.get(name);
             (kernel_class(n), kernel_precision(n))
         });
         if class == KernelClass::Communication {
             continue;
+        }
+        // A GEMM a convolution launches (implicit GEMM, im2col) is convolution time.
+        if matches!(class, KernelClass::Gemm | KernelClass::GemmFp32)
+            && launched_by_convolution(trace, id)
+        {
+            class = KernelClass::Convolution;
         }
         *by.entry(class).or_default() += iv.dur_ns();
         if let Some(p) = precision {
@@ -1411,6 +1429,56 @@ mod tests {
             }
         }
         b.finish(SourceInfo::default())
+    }
+
+    /// An sgemm kernel launched inside a convolution op is convolution time; the same kernel
+    /// launched by a matrix multiply stays a GEMM.
+    #[test]
+    fn gemm_kernels_a_convolution_launches_are_convolution_time() {
+        use crate::views::kernels::KernelClass;
+        let (mut b, cpu, gpu) = thread_and_stream();
+        for (k, op) in ["aten::cudnn_convolution", "aten::mm"]
+            .into_iter()
+            .enumerate()
+        {
+            let t = i64::try_from(k).unwrap() * 1_000;
+            let corr = u64::try_from(k).unwrap() + 1;
+            span_us(&mut b, SpanKind::CpuOp, cpu, op, (t, 50), None);
+            span_us(
+                &mut b,
+                SpanKind::Runtime,
+                cpu,
+                "cudaLaunchKernel",
+                (t + 10, 5),
+                Some(corr),
+            );
+            span_us(
+                &mut b,
+                SpanKind::Kernel,
+                gpu,
+                "volta_sgemm_128x64_nn",
+                (t + 20, 900),
+                Some(corr),
+            );
+        }
+        let d = crate::diagnose(&b.finish(tracelens_model::SourceInfo::default()));
+        let share = |class: KernelClass| {
+            d.verdict
+                .kernel_classes
+                .iter()
+                .find(|c| c.class == class)
+                .map_or(0.0, |c| c.percent)
+        };
+        assert!(
+            (share(KernelClass::Convolution) - 50.0).abs() < 0.5,
+            "{:?}",
+            d.verdict.kernel_classes
+        );
+        assert!(
+            (share(KernelClass::GemmFp32) - 50.0).abs() < 0.5,
+            "{:?}",
+            d.verdict.kernel_classes
+        );
     }
 
     #[test]

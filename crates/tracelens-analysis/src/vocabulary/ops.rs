@@ -104,6 +104,16 @@ pub fn is_matrix_op(name: &str) -> bool {
     MATRIX_OPS.contains(&name)
 }
 
+/// Whether an op is a convolution, forward or backward, by any backend (`aten::conv2d`,
+/// `aten::_convolution`, `aten::cudnn_convolution`, `aten::_slow_conv2d_forward`,
+/// `aten::convolution_backward`, `aten::miopen_convolution`): GEMM kernels it launches are
+/// convolution time (implicit GEMM, im2col).
+#[must_use]
+pub fn is_convolution_op(name: &str) -> bool {
+    let n = name.strip_prefix("aten::").unwrap_or(name);
+    n.starts_with("conv") || n.contains("convolution") || n.contains("slow_conv")
+}
+
 /// Whether an op is a convolution's backward (`aten::convolution_backward`,
 /// `aten::cudnn_convolution_backward`).
 #[must_use]
