@@ -523,3 +523,43 @@ pub fn copy_report(
         .count() as u64;
     report
 }
+
+/// Unified-memory migrations to `device` on a fault (not a prefetch) that start while a
+/// kernel runs on it inside `window` (only kernels named `kernel`, when given): those
+/// kernels' times include the faults' service.
+#[must_use]
+pub fn fault_migrations_inside_kernels(
+    trace: &Trace,
+    device: i64,
+    window: Interval,
+    kernel: Option<tracelens_model::NameId>,
+) -> u64 {
+    let on_device = |lane| matches!(trace.lane(lane).key, tracelens_model::LaneKey::Gpu { device: d, .. } if d == device);
+    let mut runs: Vec<Interval> = Vec::new();
+    let mut starts: Vec<TimeNs> = Vec::new();
+    for lane in trace.gpu_lanes().filter(|&l| on_device(l)) {
+        for id in trace.lane_span_ids(lane) {
+            let s = trace.span(id);
+            if s.kind == SpanKind::Kernel && kernel.is_none_or(|k| k == s.name) {
+                runs.extend(s.interval().clip(window));
+            } else if trace.is_migration(id)
+                && trace.copy_info(id).is_some_and(|c| {
+                    c.direction == CopyDirection::HtoD
+                        && !c
+                            .migration
+                            .is_some_and(tracelens_model::MigrationCause::requested)
+                })
+            {
+                starts.push(s.start_ns);
+            }
+        }
+    }
+    let runs = crate::measure::intervals::union(runs);
+    starts
+        .into_iter()
+        .filter(|&t| {
+            let k = runs.partition_point(|r| r.start_ns <= t);
+            k > 0 && t < runs[k - 1].end_ns
+        })
+        .count() as u64
+}

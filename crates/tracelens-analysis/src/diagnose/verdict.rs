@@ -276,7 +276,7 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
             format!(
                 "{on}idle {idle_pct:.0} % {per}, mostly in {FAULT_GAPS_HEADLINE} ({:.0} % of the idle time): {what}{}",
                 crate::num::percent(faults_ns, idle.idle_ns),
-                faults_inside_kernels(trace, input.ops)
+                faults_inside_kernels(trace, idle)
             )
         }
         Some(faults_ns) if cause == IdleCause::Unattributed => format!(
@@ -1289,31 +1289,15 @@ fn fault_gaps_by_direction(trace: &Trace, idle: &DeviceIdle) -> (TimeNs, TimeNs)
 }
 
 /// "; N migrations to the GPU start while a kernel runs, …" where page faults (not
-/// prefetches) move pages to the GPU inside the focus device's kernels: those kernels' times
-/// include the faults' service.
-fn faults_inside_kernels(trace: &Trace, ops: &[GpuOp]) -> String {
-    let kernels = crate::measure::intervals::union(
-        ops.iter()
-            .filter(|o| o.0 == SpanKind::Kernel)
-            .map(|o| o.1)
-            .collect(),
+/// prefetches) move pages to `idle`'s device inside its kernels: those kernels' times include
+/// the faults' service.
+fn faults_inside_kernels(trace: &Trace, idle: &DeviceIdle) -> String {
+    let inside = crate::attribute::copies::fault_migrations_inside_kernels(
+        trace,
+        idle.device,
+        idle.window,
+        None,
     );
-    let inside = ops
-        .iter()
-        .filter(|o| o.0 == SpanKind::Memcpy && trace.is_migration(o.2))
-        .filter(|o| {
-            trace.copy_info(o.2).is_some_and(|c| {
-                c.direction == CopyDirection::HtoD
-                    && !c
-                        .migration
-                        .is_some_and(tracelens_model::MigrationCause::requested)
-            })
-        })
-        .filter(|o| {
-            let k = kernels.partition_point(|r| r.start_ns <= o.1.start_ns);
-            k > 0 && o.1.start_ns < kernels[k - 1].end_ns
-        })
-        .count();
     match inside {
         0 => String::new(),
         1 => "; one migration to the GPU starts while a kernel runs, so that kernel's time includes its fault service".into(),

@@ -123,7 +123,12 @@ impl Detector for SmallGrid {
             );
         }
         // Pages that fault in while the kernel runs: part of its time is the driver's.
-        let faults = faults_inside(cx, device, top_name);
+        let faults = crate::attribute::copies::fault_migrations_inside_kernels(
+            cx.trace,
+            device,
+            cx.window.interval,
+            Some(top_name),
+        );
         if faults > 0 {
             let prefetch = if cx.framework().dialect() == Dialect::CudaRuntime {
                 "prefetch its managed inputs to the GPU (cudaMemPrefetchAsync) before the launch"
@@ -296,42 +301,6 @@ fn kernel_times(cx: &Context, device: i64) -> FxHashMap<NameId, KernelTime> {
         }
     }
     out
-}
-
-/// Unified-memory migrations to `device` on a fault (not a prefetch) that start while a
-/// launch of kernel `name` runs on it, inside the window.
-fn faults_inside(cx: &Context, device: i64, name: NameId) -> u64 {
-    let trace = cx.trace;
-    let on_device =
-        |lane| matches!(trace.lane(lane).key, LaneKey::Gpu { device: d, .. } if d == device);
-    let mut runs: Vec<tracelens_model::Interval> = Vec::new();
-    let mut starts: Vec<TimeNs> = Vec::new();
-    for lane in trace.gpu_lanes().filter(|&l| on_device(l)) {
-        for id in trace.lane_span_ids(lane) {
-            let s = trace.span(id);
-            if s.kind == SpanKind::Kernel && s.name == name {
-                runs.extend(s.interval().clip(cx.window.interval));
-            } else if s.kind == SpanKind::Memcpy && trace.is_migration(id) {
-                let fault = trace.copy_info(id).is_some_and(|c| {
-                    c.direction == tracelens_model::CopyDirection::HtoD
-                        && !c
-                            .migration
-                            .is_some_and(tracelens_model::MigrationCause::requested)
-                });
-                if fault {
-                    starts.push(s.start_ns);
-                }
-            }
-        }
-    }
-    let runs = crate::measure::intervals::union(runs);
-    starts
-        .into_iter()
-        .filter(|&t| {
-            let k = runs.partition_point(|r| r.start_ns <= t);
-            k > 0 && t < runs[k - 1].end_ns
-        })
-        .count() as u64
 }
 
 /// (fix, snippet) in the program's words.
