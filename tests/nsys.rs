@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use tracelens_analysis::attribute::syncs::SyncTrigger;
+use tracelens_analysis::measure::window::WindowKind;
 use tracelens_analysis::{device_utilization, diagnose, FindingKind, VerdictKind};
 use tracelens_model::{LaneKey, SpanKind, WarningKind};
 use tracelens_tests::consistency::{advice_context_errors, consistency_errors, rerender_errors};
@@ -1233,4 +1234,85 @@ fn a_whole_run_of_one_tiny_kernel_is_told_to_grow_its_input() {
     assert!(text.contains("Too short to judge"), "{text}");
     assert!(text.contains("all the GPU work the run did"), "{text}");
     assert!(!text.contains("main loop"), "{text}");
+}
+
+/// A GEMM benchmark: two check launches, a host pause of `pause_ns` with no call, then 40
+/// launches each timed on its own (event record, launch, event record, event synchronize).
+fn per_launch_benchmark(name: &str, pause_ns: i64) -> tracelens_analysis::Diagnosis {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    e.gpu(0, "NVIDIA GeForce RTX 4090");
+    let mut corr = 0;
+    let mut launch = |e: &mut Export, t: i64, kernel: &str| {
+        corr += 1;
+        e.runtime("cudaLaunchKernel_v7000", 7, 7, t, t + 5_000, corr);
+        e.kernel(kernel, 7, 0, 7, t + 10_000, t + 210_000, corr);
+    };
+    launch(
+        &mut e,
+        0,
+        "naive_gemm(const float *, const float *, float *, int, int, int)",
+    );
+    launch(
+        &mut e,
+        300_000,
+        "naive_gemm(const float *, const float *, float *, int, int, int)",
+    );
+    let mut t = 600_000 + pause_ns;
+    for _ in 0..40 {
+        e.runtime("cudaEventRecord_v3020", 7, 7, t, t + 2_000, 0);
+        launch(
+            &mut e,
+            t + 3_000,
+            "naive_gemm(const float *, const float *, float *, int, int, int)",
+        );
+        e.runtime("cudaEventRecord_v3020", 7, 7, t + 9_000, t + 11_000, 0);
+        e.runtime(
+            "cudaEventSynchronize_v3020",
+            7,
+            7,
+            t + 12_000,
+            t + 214_000,
+            0,
+        );
+        t += 300_000;
+    }
+    // A grid that covers the GPU: the kernel's own speed is the subject.
+    e.conn
+        .execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET gridX = 1024", [])
+        .unwrap();
+    drop(e);
+    diagnose(&tracelens_nsys::import_file(&path).unwrap())
+}
+
+/// A pause of a minute between a benchmark's check launches and its loop is outside the
+/// window, said in the verdict; launches each timed on their own are its harness, and the
+/// hand-written multiply it times is the finding. Without the pause, the window is the GPU's
+/// whole extent.
+#[test]
+fn one_long_pause_is_set_aside_and_a_per_launch_benchmark_gets_its_kernel() {
+    let d = per_launch_benchmark("benchmark_pause", 60_000_000_000);
+    let w = d.window.as_ref().unwrap();
+    assert_eq!(w.kind, WindowKind::WorkingPhase, "{}", d.verdict.text);
+    assert!(w.interval.dur_ns() < 20_000_000, "{:?}", w.interval);
+    let text = &d.verdict.text;
+    assert!(text.contains("the one pause of 60000."), "{text}");
+    assert!(text.contains("with the 2 GPU ops"), "{text}");
+    assert!(text.contains("cudaProfilerStart()"), "{text}");
+    assert!(text.contains("launch by launch"), "{text}");
+    let first = &d.findings[0];
+    assert_eq!(first.kind, FindingKind::KernelWork, "{:#?}", d.findings);
+    assert!(first.fix.contains("cuBLAS"), "{}", first.fix);
+    assert!(!d
+        .findings
+        .iter()
+        .any(|f| f.win_kind == tracelens_analysis::WinKind::GpuIdle));
+
+    let twin = per_launch_benchmark("benchmark_no_pause", 0);
+    assert_eq!(twin.window.as_ref().unwrap().kind, WindowKind::GpuExtent);
+    assert!(
+        !twin.verdict.text.contains("pause"),
+        "{}",
+        twin.verdict.text
+    );
 }

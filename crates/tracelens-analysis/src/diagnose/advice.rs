@@ -337,6 +337,20 @@ pub fn steady_state_capture(
     }
 }
 
+/// How to capture one working phase of a run that pauses, for the program and the tool that
+/// recorded it.
+#[must_use]
+pub fn phase_capture(dialect: Dialect, capture: tracelens_model::CaptureTool) -> &'static str {
+    use tracelens_model::CaptureTool;
+    match (dialect, capture) {
+        (Dialect::PyTorch, CaptureTool::NsightSystems) => "torch.cuda.profiler.start() and stop() around it, with nsys profile --capture-range=cudaProfilerApi",
+        (Dialect::PyTorch, _) => "open the profiler around that part only (or torch.profiler.schedule with prof.step() in its loop)",
+        (Dialect::Python(_), CaptureTool::NsightSystems) => "an nvtx.annotate range around it, with nsys profile --capture-range=nvtx",
+        (_, CaptureTool::NsightSystems) => "cudaProfilerStart() and cudaProfilerStop() around it, with nsys profile --capture-range=cudaProfilerApi",
+        _ => "start and stop the capture around it",
+    }
+}
+
 /// How to capture a window long enough to judge, for the program and the tool that recorded
 /// it (a profiling cycle cut short by the end of the run is a few microseconds long).
 #[must_use]

@@ -493,66 +493,84 @@ fn diagnose_core(
     // The timeline view on a second thread beside the credit, verdict, detectors and memory
     // view, which run one after another (it reads only the trace, the window and the focus
     // device's idle attribution).
-    let (timeline, (mut verdict, communication, findings, memory)) = std::thread::scope(|scope| {
-        let timeline = with_timeline
-            .then(|| {
-                let (window, focus_idle) = (window.as_ref()?, focus_idle?);
-                Some(scope.spawn(move || crate::views::timeline::build(trace, window, focus_idle)))
-            })
-            .flatten();
-        let credit = focus_idle
-            .map(|d| {
-                let stretches = launch
-                    .stretch_intervals
-                    .iter()
-                    .find(|(dev, _)| *dev == d.device)
-                    .map_or(&[][..], |(_, v)| &v[..]);
-                credit_idle(trace, d, stretches, &threads, &fw, set_up_end)
-            })
-            .unwrap_or_default();
-        let verdict = verdict(&VerdictInput {
-            trace,
-            window: window.as_ref(),
-            idle: focus_idle,
-            ops: focus.map_or(&[][..], |i| &window_ops[i][..]),
-            devices_measured: measured,
-            delays: &launch.launch_delays,
-            hardware: &hw,
-            framework: &fw,
+    let (timeline, (mut verdict, communication, findings, memory, loops)) =
+        std::thread::scope(|scope| {
+            let timeline =
+                with_timeline
+                    .then(|| {
+                        let (window, focus_idle) = (window.as_ref()?, focus_idle?);
+                        Some(scope.spawn(move || {
+                            crate::views::timeline::build(trace, window, focus_idle)
+                        }))
+                    })
+                    .flatten();
+            let credit = focus_idle
+                .map(|d| {
+                    let stretches = launch
+                        .stretch_intervals
+                        .iter()
+                        .find(|(dev, _)| *dev == d.device)
+                        .map_or(&[][..], |(_, v)| &v[..]);
+                    credit_idle(trace, d, stretches, &threads, &fw, set_up_end)
+                })
+                .unwrap_or_default();
+            let mut verdict = verdict(&VerdictInput {
+                trace,
+                window: window.as_ref(),
+                idle: focus_idle,
+                ops: focus.map_or(&[][..], |i| &window_ops[i][..]),
+                devices_measured: measured,
+                delays: &launch.launch_delays,
+                hardware: &hw,
+                framework: &fw,
+            });
+            // A benchmark's timed loops, decided before the detectors: its idle is the harness,
+            // its kernels the subject. A window of profiled steps is a training or serving loop.
+            let loops = window
+                .as_ref()
+                .filter(|w| !w.has_steps())
+                .map_or_else(Vec::new, |w| {
+                    crate::measure::benchmark::timed_loops(trace, w.interval)
+                });
+            verdict.benchmark = verdict::benchmark(&verdict, &loops, focus_idle);
+            let communication = window.as_ref().zip(focus).and_then(|(win, i)| {
+                crate::attribute::communication::communication(
+                    trace,
+                    win,
+                    device_idle[i].device,
+                    &hw,
+                )
+            });
+            let findings: Vec<Finding> = match &window {
+                Some(win) => {
+                    let shared = Analyses {
+                        communication: communication.as_ref(),
+                        idle: focus_idle,
+                        credit: &credit,
+                        sync_sites: &sites,
+                        copies: &copies,
+                        dataloader: &dataloader,
+                        launch: &launch,
+                        framework: &fw,
+                        verdict: &verdict,
+                        kernels: &top_kernels,
+                        hardware: &hw,
+                    };
+                    detectors
+                        .iter()
+                        .flat_map(|d| d.detect(&shared.context_for(trace, win, *d)))
+                        .collect()
+                }
+                None => Vec::new(),
+            };
+            let memory = window
+                .as_ref()
+                .map_or_else(Vec::new, |w| crate::views::memory::device_memory(trace, w));
+            (
+                timeline.and_then(joined),
+                (verdict, communication, findings, memory, loops),
+            )
         });
-        let communication = window.as_ref().zip(focus).and_then(|(win, i)| {
-            crate::attribute::communication::communication(trace, win, device_idle[i].device, &hw)
-        });
-        let findings: Vec<Finding> = match &window {
-            Some(win) => {
-                let shared = Analyses {
-                    communication: communication.as_ref(),
-                    idle: focus_idle,
-                    credit: &credit,
-                    sync_sites: &sites,
-                    copies: &copies,
-                    dataloader: &dataloader,
-                    launch: &launch,
-                    framework: &fw,
-                    verdict: &verdict,
-                    kernels: &top_kernels,
-                    hardware: &hw,
-                };
-                detectors
-                    .iter()
-                    .flat_map(|d| d.detect(&shared.context_for(trace, win, *d)))
-                    .collect()
-            }
-            None => Vec::new(),
-        };
-        let memory = window
-            .as_ref()
-            .map_or_else(Vec::new, |w| crate::views::memory::device_memory(trace, w));
-        (
-            timeline.and_then(joined),
-            (verdict, communication, findings, memory),
-        )
-    });
     // The critical path and the predictions on one more thread (one pass over the steps'
     // graphs), beside the idle summaries (they share nothing but the trace).
     let focus_ops = focus.map_or(&[][..], |i| &works[i].ops[..]);
@@ -638,15 +656,8 @@ fn diagnose_core(
     }
     verdict::mark_nothing_worth_fixing(&mut verdict, &findings);
     verdict::drop_trivial_on_busy_gpu(&verdict, &mut findings);
-    // A benchmark's idle between its timed loops is its harness: no fix for the kernels. A
-    // window of profiled steps is a training or serving loop, not a harness.
-    let loops = window
-        .as_ref()
-        .filter(|w| !w.has_steps())
-        .map_or_else(Vec::new, |w| {
-            crate::measure::benchmark::timed_loops(trace, w.interval)
-        });
-    if verdict::mark_benchmark(&mut verdict, trace, &loops, focus_idle) {
+    // A benchmark's idle between its timed loops is its harness: no fix for it.
+    if verdict::mark_benchmark(&mut verdict, trace, &loops) {
         findings.retain(|f| f.win_kind != WinKind::GpuIdle);
     }
     Finding::refer_repeated_fixes(&mut findings);
@@ -694,7 +705,7 @@ fn diagnose_core(
     verdict::mark_small_grids(&mut verdict, &findings);
     verdict::mark_kernel_work(&mut verdict, &findings);
     if !launches_failed {
-        verdict::mark_window_in_capture(&mut verdict, trace);
+        verdict::mark_window_in_capture(&mut verdict, trace, &fw);
     }
     verdict::mark_unified_memory(&mut verdict, &findings);
     let compiled = views

@@ -123,6 +123,19 @@ pub struct Verdict {
     /// Set when the window is a cold run: mostly one-time work, no steady state.
     #[serde(default)]
     pub cold_run: Option<ColdRun>,
+    /// Set when the window is a benchmark's: event-timed loops hold its GPU work and the
+    /// idle lies outside them (decided before the detectors, which read it).
+    #[serde(skip)]
+    pub benchmark: Option<Benchmark>,
+}
+
+/// What makes a window a benchmark's (`verdict::benchmark` decides).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Benchmark {
+    /// Busy share of the timed loops' time, in percent.
+    pub busy_percent: f64,
+    /// Share of the window's idle outside the timed loops, in percent.
+    pub outside_percent: f64,
 }
 
 /// What makes a window a cold run (`diagnose::cold_run` decides).
@@ -191,6 +204,7 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
         busy_by: BusyBy::default(),
         kernel_classes: Vec::new(),
         cold_run: None,
+        benchmark: None,
         main_cause: None,
         main_cause_percent: 0.0,
         host_ahead_ns: None,
@@ -1006,9 +1020,13 @@ pub const OUTSIDE_WINDOW_MIN_NS: TimeNs = 10 * NS_PER_MS;
 /// A verdict over the first to the last GPU op says when that is a small part of the capture:
 /// the host time before and after it (context creation, set-up, a CPU phase, an idle REPL) is
 /// in none of the figures, and the longest call before the first GPU op names what it was.
-pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace) {
+pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace, fw: &Framework) {
     if let Some(w) = v.window.filter(|w| w.kind == WindowKind::MarkedRange) {
         mark_marked_range(v, trace, w.interval);
+        return;
+    }
+    if let Some(w) = v.window.filter(|w| w.kind == WindowKind::WorkingPhase) {
+        mark_working_phase(v, trace, w.interval, fw);
         return;
     }
     let Some(w) = v.window.filter(|w| w.kind == WindowKind::GpuExtent) else {
@@ -1106,6 +1124,56 @@ pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace) {
     }
 }
 
+/// A window narrowed to the GPU's working phase says what lies outside it: the one pause, the
+/// GPU work on its other side, the longest call the host made in it, and how to capture the
+/// phase alone.
+fn mark_working_phase(v: &mut Verdict, trace: &Trace, window: Interval, fw: &Framework) {
+    let Some(extent) = trace
+        .spans
+        .iter()
+        .filter(|s| s.kind.is_gpu_work())
+        .map(|s| s.interval())
+        .reduce(|a, b| a.hull(b))
+    else {
+        return;
+    };
+    let Some(phase) = crate::measure::window::working_phase(trace, extent) else {
+        return;
+    };
+    let (mut ops_outside, mut busy_outside) = (0u64, 0);
+    for s in trace.spans.iter().filter(|s| s.kind.is_gpu_work()) {
+        if s.interval().clip(window).is_none() {
+            ops_outside += 1;
+            busy_outside += s.dur_ns;
+        }
+    }
+    // The longest API call inside the pause: what the host waited in, if it was a call.
+    let longest = trace
+        .spans
+        .iter()
+        .filter(|s| s.kind.is_api_call() && s.interval().clip(phase.pause).is_some())
+        .max_by_key(|s| s.dur_ns)
+        .filter(|s| s.dur_ns * 4 >= phase.pause.dur_ns())
+        .map_or_else(
+            || "; the host made no recorded call long enough to explain it: work the trace does not record (a CPU reference computation, file I/O, waiting for input)".to_string(),
+            |s| format!("; one {} call takes {} of it", trace.names.get(s.name), format_ms(s.dur_ns)),
+        );
+    let side = if window.start_ns >= phase.pause.end_ns {
+        "before"
+    } else {
+        "after"
+    };
+    v.text.push_str(&format!(
+        ". These figures cover the GPU's working phase ({}); the one pause of {} with no GPU work {side} it is outside them, with the {} GPU op{} ({} busy) on its far side{longest}. To profile only the phase: {}",
+        format_ms(window.dur_ns()),
+        format_ms(phase.pause.dur_ns()),
+        ops_outside,
+        if ops_outside == 1 { "" } else { "s" },
+        format_ms(busy_outside),
+        crate::diagnose::advice::phase_capture(fw.dialect(), fw.capture)
+    ));
+}
+
 /// A window narrowed to the range the program marks around its measured work says so, with
 /// the GPU work outside it (set-up, warm-up) that no figure counts.
 fn mark_marked_range(v: &mut Verdict, trace: &Trace, window: Interval) {
@@ -1136,24 +1204,33 @@ fn mark_marked_range(v: &mut Verdict, trace: &Trace, window: Interval) {
 /// outside them, before the idle is called the benchmark's harness.
 pub const BENCHMARK_SHARE_PERCENT: f64 = 80.0;
 
-/// A benchmark whose event-timed loops hold most of the GPU's work and keep it busy, while
-/// most of the idle lies between them, says so, with each timed kernel's time per launch: the idle is the harness (set-up,
-/// copies, result checks) outside every timing, and the kernels are what the program
-/// measures. Whether it holds: then the GPU-idle findings, all of them about the harness,
-/// give way.
-pub(crate) fn mark_benchmark(
-    v: &mut Verdict,
-    trace: &Trace,
+/// Whether the window is a benchmark's: its event-timed loops hold most of the GPU's work and
+/// keep it busy, while most of the idle lies between them (the harness's set-up, copies and
+/// result checks, outside every timing).
+#[must_use]
+pub fn benchmark(
+    v: &Verdict,
     loops: &[crate::measure::benchmark::TimedLoop],
     idle: Option<&crate::attribute::idle::DeviceIdle>,
-) -> bool {
+) -> Option<Benchmark> {
     // Only where the idle is the verdict's subject: a busy GPU's few gaps need no words.
     let (Some(idle), false, VerdictKind::GpuIdle) = (idle, loops.is_empty(), v.kind) else {
-        return false;
+        return None;
     };
-    let spans: Vec<Interval> = loops.iter().map(|l| l.gpu).collect();
+    // A loop timed launch by launch times its kernels only: the idle between its timings is
+    // the harness's, and its timed time is its kernels' busy time.
+    let spans: Vec<Interval> = loops
+        .iter()
+        .filter(|l| !l.timed_per_launch())
+        .map(|l| l.gpu)
+        .collect();
     let timed = crate::measure::intervals::union(spans);
-    let timed_ns: TimeNs = timed.iter().map(Interval::dur_ns).sum();
+    let per_launch_ns: TimeNs = loops
+        .iter()
+        .filter(|l| l.timed_per_launch())
+        .map(|l| l.busy_ns)
+        .sum();
+    let timed_ns: TimeNs = timed.iter().map(Interval::dur_ns).sum::<TimeNs>() + per_launch_ns;
     let busy_ns: TimeNs = loops.iter().map(|l| l.busy_ns).sum();
     // Idle inside the timed loops: both lists are in time order.
     let mut inside_ns = 0;
@@ -1180,8 +1257,29 @@ pub(crate) fn mark_benchmark(
         || outside_percent < BENCHMARK_SHARE_PERCENT
         || busy_percent < BENCHMARK_SHARE_PERCENT
     {
-        return false;
+        return None;
     }
+    Some(Benchmark {
+        busy_percent,
+        outside_percent,
+    })
+}
+
+/// A benchmark's verdict says so, with each timed kernel's time per launch: the idle is the
+/// harness, and the kernels are what the program measures. Whether it holds: then the
+/// GPU-idle findings, all of them about the harness, give way.
+pub(crate) fn mark_benchmark(
+    v: &mut Verdict,
+    trace: &Trace,
+    loops: &[crate::measure::benchmark::TimedLoop],
+) -> bool {
+    let Some(Benchmark {
+        busy_percent,
+        outside_percent,
+    }) = v.benchmark
+    else {
+        return false;
+    };
     // Each timed kernel once, slowest per launch first.
     let mut kernels: Vec<(tracelens_model::NameId, TimeNs)> = Vec::new();
     for l in loops {
@@ -1207,14 +1305,28 @@ pub(crate) fn mark_benchmark(
             tracelens_model::kernel_display_name(trace.names.get(n))
         )
     });
+    let launches = loops.iter().map(|l| l.launches).sum::<u64>();
+    let timed_alone = loops
+        .iter()
+        .filter(|l| l.timed_per_launch())
+        .map(|l| l.launches)
+        .sum::<u64>();
+    let how = if timed_alone * 2 >= launches {
+        format!(
+            "it times its kernels launch by launch with CUDA events ({timed_alone} of its {launches} timed launches each between their own event pair and waited for on the host), so the GPU idles between launches in the harness's records, syncs and checks, in no timing ({outside_percent:.0} % of the idle); time a run of launches between one event pair and divide instead, so the harness stops draining the queue"
+        )
+    } else {
+        format!(
+            "its {} timed with CUDA events ({launches} launches) keep the GPU {busy_percent:.0} % busy, and {outside_percent:.0} % of the idle lies outside them, in the harness's set-up, copies and checks that no timing includes",
+            if loops.len() == 1 {
+                "one loop".to_string()
+            } else {
+                format!("{} loops", loops.len())
+            },
+        )
+    };
     v.text.push_str(&format!(
-        ". This is a benchmark: its {} timed with CUDA events ({} launches) keep the GPU {busy_percent:.0} % busy, and {outside_percent:.0} % of the idle lies outside them, in the harness's set-up, copies and checks that no timing includes. What it measures is the kernels, per launch: {}{slowest}",
-        if loops.len() == 1 {
-            "one loop".to_string()
-        } else {
-            format!("{} loops", loops.len())
-        },
-        loops.iter().map(|l| l.launches).sum::<u64>(),
+        ". This is a benchmark: {how}. What it measures is the kernels, per launch: {}{slowest}",
         per_launch.join(", ")
     ));
     true

@@ -22,6 +22,18 @@ pub struct TimedLoop {
     pub kernel_mean_ns: TimeNs,
     /// GPU time of the loop's ops (their sum).
     pub busy_ns: TimeNs,
+    /// Event pairs that time it: 1 for a loop between two records, one per launch (or few)
+    /// for a loop timed launch by launch.
+    pub timings: u64,
+}
+
+impl TimedLoop {
+    /// Whether the loop is timed launch by launch: each timing holds fewer than
+    /// [`MIN_TIMED_LAUNCHES`] launches.
+    #[must_use]
+    pub fn timed_per_launch(&self) -> bool {
+        self.timings > 1
+    }
 }
 
 /// What one thread launched since its last event record.
@@ -34,7 +46,9 @@ struct SinceRecord {
     kernels: FxHashMap<NameId, (u64, TimeNs)>,
 }
 
-/// The timed loops whose GPU work starts inside `window`, in time order.
+/// The timed loops whose GPU work starts inside `window`, in time order: launches between two
+/// event records, or a run of timings of one launch each of the same kernel (a benchmark that
+/// times every launch on its own).
 #[must_use]
 pub fn timed_loops(trace: &Trace, window: Interval) -> Vec<TimedLoop> {
     let mut names: FxHashMap<NameId, (bool, bool)> = FxHashMap::default();
@@ -45,6 +59,8 @@ pub fn timed_loops(trace: &Trace, window: Interval) -> Vec<TimedLoop> {
         }
         // What this thread launched since its last event record.
         let mut since: Option<SinceRecord> = None;
+        // Consecutive short timings of one kernel.
+        let mut run: Option<TimedLoop> = None;
         for id in trace.lane_span_ids(lane) {
             let s = trace.span(id);
             if !s.kind.is_api_call() {
@@ -58,28 +74,12 @@ pub fn timed_loops(trace: &Trace, window: Interval) -> Vec<TimedLoop> {
                 )
             });
             if record {
-                if let Some(SinceRecord {
-                    launches,
-                    gpu: Some(gpu),
-                    kernels,
-                }) = since.take()
-                {
-                    let top = kernels
-                        .iter()
-                        .max_by_key(|(n, (count, ns))| (*count, *ns, std::cmp::Reverse(**n)));
-                    if let (true, Some((&kernel, &(count, ns)))) =
-                        (launches >= MIN_TIMED_LAUNCHES, top)
-                    {
-                        let busy_ns = kernels.values().map(|k| k.1).sum();
-                        if window.start_ns <= gpu.start_ns && gpu.start_ns < window.end_ns {
-                            out.push(TimedLoop {
-                                launches,
-                                gpu,
-                                kernel,
-                                kernel_mean_ns: ns / i64::try_from(count.max(1)).unwrap_or(1),
-                                busy_ns,
-                            });
-                        }
+                if let Some(timing) = since.take().and_then(SinceRecord::into_loop) {
+                    if timing.launches >= MIN_TIMED_LAUNCHES {
+                        flush(&mut run, &mut out);
+                        out.push(timing);
+                    } else {
+                        extend_run(&mut run, timing, &mut out);
                     }
                 }
                 since = Some(SinceRecord::default());
@@ -97,9 +97,56 @@ pub fn timed_loops(trace: &Trace, window: Interval) -> Vec<TimedLoop> {
                 }
             }
         }
+        flush(&mut run, &mut out);
     }
+    out.retain(|l| window.start_ns <= l.gpu.start_ns && l.gpu.start_ns < window.end_ns);
     out.sort_by_key(|l| (l.gpu.start_ns, l.gpu.end_ns));
     out
+}
+
+impl SinceRecord {
+    /// The launches since the last record as a timing, when they ran a kernel.
+    fn into_loop(self) -> Option<TimedLoop> {
+        let gpu = self.gpu?;
+        let (&kernel, &(count, ns)) = self
+            .kernels
+            .iter()
+            .max_by_key(|(n, (count, ns))| (*count, *ns, std::cmp::Reverse(**n)))?;
+        Some(TimedLoop {
+            launches: self.launches,
+            gpu,
+            kernel,
+            kernel_mean_ns: ns / i64::try_from(count.max(1)).unwrap_or(1),
+            busy_ns: self.kernels.values().map(|k| k.1).sum(),
+            timings: 1,
+        })
+    }
+}
+
+/// Adds a short timing to the run of timings of its kernel, or ends the run and starts one.
+fn extend_run(run: &mut Option<TimedLoop>, timing: TimedLoop, out: &mut Vec<TimedLoop>) {
+    match run {
+        Some(r) if r.kernel == timing.kernel => {
+            let total_ns =
+                r.kernel_mean_ns * crate::num::count_i64(r.timings) + timing.kernel_mean_ns;
+            r.timings += 1;
+            r.kernel_mean_ns = total_ns / crate::num::count_i64(r.timings);
+            r.launches += timing.launches;
+            r.busy_ns += timing.busy_ns;
+            r.gpu = r.gpu.hull(timing.gpu);
+        }
+        _ => {
+            flush(run, out);
+            *run = Some(timing);
+        }
+    }
+}
+
+/// A run of at least [`MIN_TIMED_LAUNCHES`] short timings is a loop timed launch by launch.
+fn flush(run: &mut Option<TimedLoop>, out: &mut Vec<TimedLoop>) {
+    if let Some(r) = run.take().filter(|r| r.timings >= MIN_TIMED_LAUNCHES) {
+        out.push(r);
+    }
 }
 
 #[cfg(test)]
@@ -152,6 +199,51 @@ mod tests {
         assert_eq!((loops[0].launches, loops[0].kernel_mean_ns), (20, 40_000));
         assert_eq!(trace.names.get(loops[1].kernel), "tiled");
         assert_eq!(loops[1].busy_ns, 20 * 7_000);
+    }
+
+    /// Forty launches each between their own event pair, then a different kernel timed once:
+    /// one loop timed launch by launch, of forty timings; nine such timings are no loop.
+    #[test]
+    fn launches_each_timed_on_their_own_are_one_loop() {
+        for (timed, loops) in [(40, 1), (9, 0)] {
+            let (mut b, cpu, gpu) = thread_and_stream();
+            let mut t = 0;
+            for corr in 1..=timed {
+                span_us(
+                    &mut b,
+                    SpanKind::Runtime,
+                    cpu,
+                    "cudaEventRecord",
+                    (t, 2),
+                    None,
+                );
+                launch_call(&mut b, cpu, t + 5, Some(corr));
+                span_us(
+                    &mut b,
+                    SpanKind::Kernel,
+                    gpu,
+                    "gemm",
+                    (t + 10, 50),
+                    Some(corr),
+                );
+                span_us(
+                    &mut b,
+                    SpanKind::Runtime,
+                    cpu,
+                    "cudaEventRecord",
+                    (t + 8, 2),
+                    None,
+                );
+                t += 100;
+            }
+            let trace = b.finish(SourceInfo::default());
+            let found = timed_loops(&trace, Interval::new(0, 1_000_000_000));
+            assert_eq!(found.len(), loops, "{found:#?}");
+            if let Some(l) = found.first() {
+                assert!(l.timed_per_launch());
+                assert_eq!((l.timings, l.launches, l.kernel_mean_ns), (40, 40, 50_000));
+            }
+        }
     }
 
     /// Two loops of 20 back-to-back 100 µs kernels, 5 ms of host checks between them: with

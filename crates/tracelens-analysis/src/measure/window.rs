@@ -27,6 +27,10 @@ pub enum WindowKind {
     /// top-level range around part of its GPU work (an NVTX range around its timed loop):
     /// that range, extended to the end of the GPU work it launched.
     MarkedRange,
+    /// No steps and no marked range, but one pause with no GPU work fills most of the GPU's
+    /// extent (a program that waits between its first launches and its loop): the GPU's
+    /// working phase on the side of the pause that holds its work.
+    WorkingPhase,
     /// No steps: the first to the last GPU op of the trace.
     GpuExtent,
     /// No steps and no GPU work: the first to the last CPU event.
@@ -43,6 +47,7 @@ impl WindowKind {
             WindowKind::ProfiledSteps => "the profiled steps (CPU ProfilerStep#N ranges extended to the end of the GPU work they launched)",
             WindowKind::FoundIterations => "the iterations found by structure (the trace has no ProfilerStep#N ranges: a top-level range repeats), each extended to the end of the GPU work it launched",
             WindowKind::MarkedRange => "the one top-level range the program marks around its measured work, extended to the end of the GPU work it launched (the trace has no ProfilerStep#N ranges)",
+            WindowKind::WorkingPhase => "the GPU's working phase: first to last GPU op on the side of the one long pause that holds the GPU's work (the trace has no ProfilerStep#N ranges)",
             WindowKind::GpuExtent => "first to last GPU op (the trace has no ProfilerStep#N ranges)",
             WindowKind::CpuExtent => "first to last CPU event (no steps, no GPU work)",
             WindowKind::MemoryExtent => "first to last allocator sample (the capture records memory only)",
@@ -188,6 +193,13 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
         iterations_from = Some(format!("the range `{name}`"));
         return Some(one_span(WindowKind::MarkedRange, marked, iterations_from));
     }
+    if let Some(phase) = gpu_extent.and_then(|e| working_phase(trace, e)) {
+        let from = format!(
+            "past one pause of {} with no GPU work",
+            tracelens_model::format_ms(phase.pause.dur_ns())
+        );
+        return Some(one_span(WindowKind::WorkingPhase, phase.window, Some(from)));
+    }
     let (kind, interval) = match gpu_extent {
         Some(e) => (WindowKind::GpuExtent, e),
         None => match trace
@@ -234,6 +246,88 @@ fn marked_window(trace: &Trace) -> Option<(String, Interval)> {
     (MARKED_RANGE_MIN_PERCENT..=100.0 - MARKED_RANGE_MIN_PERCENT)
         .contains(&share)
         .then_some((name, extended))
+}
+
+/// A pause with no GPU work fills this share of the GPU's extent or more before the window
+/// narrows to the working phase beside it.
+pub const PAUSE_MIN_PERCENT: f64 = 80.0;
+
+/// The working phase holds this share of the GPU's busy time and of its ops or more.
+pub const WORKING_PHASE_MIN_PERCENT: f64 = 90.0;
+
+/// A pause shorter than this is no pause, whatever its share.
+pub const PAUSE_MIN_NS: TimeNs = 100 * tracelens_model::NS_PER_MS;
+
+/// The working phase holds at least this many GPU ops: a few ops either side are no phase.
+pub const WORKING_PHASE_MIN_OPS: usize = 10;
+
+/// The GPU's working phase beside one long pause, and the pause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkingPhase {
+    /// First to last GPU op of the phase.
+    pub window: Interval,
+    /// The pause: no GPU work on any device.
+    pub pause: Interval,
+}
+
+/// The working phase of a GPU extent that one pause with no GPU work mostly fills, when one
+/// side of the pause holds nearly all of the GPU's work (its busy time and its ops): the
+/// program waited (for input, a prompt, host work done once) between launches that check or
+/// warm up and the loop it runs.
+#[must_use]
+pub fn working_phase(trace: &Trace, extent: Interval) -> Option<WorkingPhase> {
+    // Each GPU op with its launching call's start.
+    let mut launched: Vec<(Interval, Option<TimeNs>)> = trace
+        .spans
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.kind.is_gpu_work())
+        .map(|(i, s)| {
+            let call = trace
+                .launch_of(SpanId::at(i))
+                .map(|c| trace.span(c).start_ns);
+            (s.interval(), call)
+        })
+        .collect();
+    if launched.len() < WORKING_PHASE_MIN_OPS {
+        return None;
+    }
+    launched.sort_unstable_by_key(|(i, _)| (i.start_ns, i.end_ns));
+    let ops: Vec<Interval> = launched.iter().map(|(i, _)| *i).collect();
+    // The longest stretch with no GPU op running, and how many ops start before it.
+    let (mut reach, mut pause, mut before) = (ops[0].end_ns, None::<Interval>, 0);
+    for (k, op) in ops.iter().enumerate().skip(1) {
+        if op.start_ns > reach && pause.is_none_or(|p| op.start_ns - reach > p.dur_ns()) {
+            pause = Some(Interval::new(reach, op.start_ns));
+            before = k;
+        }
+        reach = reach.max(op.end_ns);
+    }
+    let pause = pause?;
+    // Work queued through the pause (launched in its first half) makes it a wait on the
+    // GPU's side, not a pause of the program.
+    let queued = launched[before]
+        .1
+        .is_some_and(|call| call < pause.start_ns + pause.dur_ns() / 2);
+    if queued
+        || pause.dur_ns() < PAUSE_MIN_NS
+        || crate::num::percent(pause.dur_ns(), extent.dur_ns()) < PAUSE_MIN_PERCENT
+    {
+        return None;
+    }
+    let busy = |side: &[Interval]| -> TimeNs { side.iter().map(Interval::dur_ns).sum() };
+    let (head, tail) = ops.split_at(before);
+    let all_ns = busy(&ops);
+    let (side, window) = if busy(tail) >= busy(head) {
+        (tail, Interval::new(pause.end_ns, extent.end_ns))
+    } else {
+        (head, Interval::new(extent.start_ns, pause.start_ns))
+    };
+    let holds = |part: f64, whole: f64| part * 100.0 >= whole * WORKING_PHASE_MIN_PERCENT;
+    (side.len() >= WORKING_PHASE_MIN_OPS
+        && holds(side.len() as f64, ops.len() as f64)
+        && holds(busy(side) as f64, all_ns as f64))
+    .then_some(WorkingPhase { window, pause })
 }
 
 /// A window of one span, without steps.

@@ -153,13 +153,49 @@ pub fn kernel_class(name: &str) -> KernelClass {
 }
 
 /// Whether a matrix-multiply kernel's name is a vendor library's (cuBLAS, cuBLASLt, CUTLASS,
-/// rocBLAS/Tensile, hipBLASLt): a matrix multiply not named so is the program's own.
+/// rocBLAS/Tensile, hipBLASLt): a library name, an architecture prefix (`ampere_sgemm…`,
+/// `sm80_xmma…`) or a tile shape (`…_128x64_…`). A matrix multiply named otherwise
+/// (`naive_gemm`, `matmul_tiled`) is the program's own.
 #[must_use]
 pub fn is_library_gemm(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
-    ["gemm", "cutlass", "xmma", "cijk_", "cublas", "rocblas"]
-        .iter()
-        .any(|w| n.contains(w))
+    let n = n.strip_prefix("void ").unwrap_or(&n);
+    let library = [
+        "cutlass", "xmma", "cijk_", "cublas", "rocblas", "hipblas", "magma", "gemmk1", "gemmsn",
+        "gemv2",
+    ]
+    .iter()
+    .any(|w| n.contains(w));
+    let arch = [
+        "ampere_",
+        "volta_",
+        "turing_",
+        "maxwell_",
+        "kepler_",
+        "pascal_",
+        "hopper_",
+        "ada_",
+        "blackwell_",
+    ]
+    .iter()
+    .any(|p| n.starts_with(p))
+        || (n.starts_with("sm")
+            && n[2..].bytes().take_while(u8::is_ascii_digit).count() >= 2
+            && n[2..]
+                .trim_start_matches(|c: char| c.is_ascii_digit())
+                .starts_with('_'));
+    library || arch || has_tile_shape(n)
+}
+
+/// Whether a name holds a tile shape: digits, `x`, digits (`128x64`).
+fn has_tile_shape(n: &str) -> bool {
+    let b = n.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| {
+        c == b'x'
+            && i > 0
+            && b[i - 1].is_ascii_digit()
+            && b.get(i + 1).is_some_and(u8::is_ascii_digit)
+    })
 }
 
 /// Whether a GPU op is a collective's kernel: NCCL, RCCL and MSCCL (`ncclDevKernel_*`,
@@ -295,6 +331,31 @@ mod tests {
             ("kernel_unified_attention_3d", None),
         ] {
             assert_eq!(kernel_precision(name), precision, "{name}");
+        }
+    }
+
+    /// Library multiplies are told by library name, architecture prefix or tile shape; a
+    /// multiply named otherwise is the program's own.
+    #[test]
+    fn library_multiplies_are_told_from_the_programs_own() {
+        for name in [
+            "ampere_sgemm_128x64_nn",
+            "volta_sgemm_64x64_nt",
+            "sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+            "sm80_gemm_bf16_tn_64x64",
+            "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_32x3_nn_align4>(T1::Params)",
+            "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x32x64_MI16x16x1",
+            "void gemmSN_TN_kernel<float, 128, 16, 2, 4, 4, 4, true>(cublasGemmSmallNParams<float const>)",
+        ] {
+            assert!(is_library_gemm(name), "{name}");
+        }
+        for name in [
+            "naive_gemm(const float *, const float *, float *, int, int, int)",
+            "tiled_gemm(float *, float *, float *, int, int, int)",
+            "matmul_kernel",
+            "sgemm_shared_mem_block(int, int, int, float, const float *, const float *, float, float *)",
+        ] {
+            assert!(!is_library_gemm(name), "{name}");
         }
     }
 
