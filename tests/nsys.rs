@@ -559,7 +559,7 @@ fn diagnosis_and_finding(
         .findings
         .iter()
         .find(|f| f.kind == kind)
-        .unwrap_or_else(|| panic!("{:#?}", d.findings))
+        .unwrap_or_else(|| panic!("{}\n{:#?}", d.verdict.text, d.findings))
         .clone();
     (d, f)
 }
@@ -584,12 +584,16 @@ fn pinned_prediction(name: &str, in_ns: i64, out_ns: i64) -> (i64, i64) {
     (window_ns, f.predicted_step_ns.unwrap())
 }
 
-/// Two 4 MiB pageable copies of 2 ms each around a kernel of `kernel_ns`; the pageable-copy
-/// finding's fix.
-fn pageable_fix_around(name: &str, kernel_ns: i64) -> String {
+/// Two 4 MiB pageable copies of 2 ms each around a kernel of `kernel_ns`, after a first
+/// kernel 30 ms before with `pause_first`; the pageable-copy finding's fix.
+fn pageable_fix_around(name: &str, kernel_ns: i64, pause_first: bool) -> String {
     let path = temp_export(name);
     let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
     let mb4 = 4 << 20;
+    if pause_first {
+        e.runtime("cudaLaunchKernel_v7000", 9, 9, -30_001_000, -30_000_500, 4);
+        e.kernel("k0", 9, 0, 7, -30_000_000, -29_990_000, 4);
+    }
     e.runtime("cudaMemcpy_v3020", 9, 9, 0, 2_001_000, 1);
     e.memcpy(9, 0, 7, 500, 2_000_500, 1, mb4, 1, 0, 2);
     let k = 2_002_000;
@@ -606,15 +610,17 @@ fn pageable_fix_around(name: &str, kernel_ns: i64) -> String {
 
 #[test]
 fn copies_that_fill_the_window_are_told_to_copy_less_before_pinning() {
-    let fix = pageable_fix_around("copy_bound", 100_000);
+    let fix = pageable_fix_around("copy_bound", 100_000, false);
     assert!(
         fix.starts_with("These copies fill")
             && fix.contains("copy less first")
             && fix.contains("cudaMallocHost"),
         "{fix}"
     );
-    // Its twin's kernel runs 20 ms: the copies are a fifth of the window, pinning leads.
-    let fix = pageable_fix_around("copy_minor", 20_000_000);
+    // Its twin's kernel runs 20 ms after a pause: the copies are a small part of the
+    // window, pinning leads (without the pause the window is GPU-bound and the replay says
+    // pinning saves nothing: no finding).
+    let fix = pageable_fix_around("copy_minor", 20_000_000, true);
     assert!(fix.starts_with("Allocate the host buffers pinned"), "{fix}");
 }
 
@@ -1312,6 +1318,47 @@ fn one_long_pause_is_set_aside_and_a_per_launch_benchmark_gets_its_kernel() {
     assert_eq!(twin.window.as_ref().unwrap().kind, WindowKind::GpuExtent);
     assert!(
         !twin.verdict.text.contains("pause"),
+        "{}",
+        twin.verdict.text
+    );
+}
+
+/// An offload loop whose copies take `copy_us` of GPU time around a 20 µs kernel, with 3 ms
+/// of host work between iterations.
+fn offload_loop(name: &str, copy_us: i64) -> tracelens_analysis::Diagnosis {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    let mut t = 1_000_000i64;
+    for i in 0..30 {
+        let (copy, launch) = (2 * i + 1, 2 * i + 2);
+        let copy_end = t + 10_000 + copy_us * 1_000;
+        e.runtime("cudaMemcpy_v3020", 5, 5, t, copy_end + 5_000, copy);
+        // Host to device, from pageable memory to the device.
+        e.memcpy(5, 0, 7, t + 10_000, copy_end, copy, 1 << 20, 1, 0, 3);
+        let l = copy_end + 10_000;
+        e.runtime("cudaLaunchKernel_v7000", 5, 5, l, l + 5_000, launch);
+        e.kernel("solve", 5, 0, 7, l + 10_000, l + 30_000, launch);
+        t = l + 3_000_000;
+    }
+    drop(e);
+    diagnose(&tracelens_nsys::import_file(&path).unwrap())
+}
+
+/// A GPU whose busy time is mostly copies, ten times its kernels', is told that moving the
+/// data costs more than the work; copies as short as the kernels are not.
+#[test]
+fn copies_that_outweigh_the_kernels_they_feed_are_named_in_the_verdict() {
+    let d = offload_loop("copies_outweigh", 250);
+    assert_eq!(d.verdict.kind, VerdictKind::GpuIdle);
+    assert!(
+        d.verdict.text.contains("% is copies")
+            && d.verdict.text.contains("keep the operands on the GPU"),
+        "{}",
+        d.verdict.text
+    );
+    let twin = offload_loop("copies_match_kernels", 20);
+    assert!(
+        !twin.verdict.text.contains("% is copies"),
         "{}",
         twin.verdict.text
     );

@@ -128,15 +128,18 @@ pub fn cold_run(
 }
 
 /// Says the cold run in the verdict, and gives findings whose call site is one-time work the
-/// warm-up fix at low confidence.
-/// `work_repeats`: whether the window's GPU work repeats ([`work_repeats`]); a program that
-/// runs its GPU work once is not told to capture later iterations it does not have.
+/// warm-up fix at low confidence; where the window's own launches do not repeat (nearly each
+/// is its kernel's first), the host work between them (Python, regions, dispatch) cannot be
+/// told from first-call set-up either, and gets the same fix.
+/// `(work_repeats, launches_repeat)`: whether the program's GPU work repeats
+/// ([`work_repeats`]; a program that runs its GPU work once is not told to capture later
+/// iterations it does not have), and whether the window's own launches do.
 pub fn mark(
     verdict: &mut Verdict,
     findings: &mut [Finding],
     cold: ColdRun,
     fw: &Framework,
-    work_repeats: bool,
+    (work_repeats, launches_repeat): (bool, bool),
 ) {
     let mut why = Vec::new();
     if cold.first_launch_percent() > COLD_PERCENT {
@@ -171,7 +174,25 @@ pub fn mark(
             .call_site
             .as_deref()
             .is_some_and(crate::vocabulary::activity::is_one_time);
-        if one_time_site && f.sub_cause != Some(HostWork::WarmUp) {
+        let first_calls = !launches_repeat
+            && f.one_time.is_none()
+            && matches!(
+                f.sub_cause,
+                Some(
+                    HostWork::Python
+                        | HostWork::UserRegion
+                        | HostWork::FrameworkDispatch
+                        | HostWork::CpuTensorOps
+                        | HostWork::CompiledRegion
+                )
+            );
+        if first_calls {
+            f.one_time = Some(
+                "host work between first launches: each op's first call (set-up, compilation, library loads) cannot be told from work that repeats".into(),
+            );
+            f.lever = Some(crate::diagnose::lever::Lever::CaptureAfterWarmUp);
+        }
+        if (one_time_site || first_calls) && f.sub_cause != Some(HostWork::WarmUp) {
             f.one_time
                 .get_or_insert_with(|| "one-time work at its call site".into());
             f.fix.clone_from(&fix);

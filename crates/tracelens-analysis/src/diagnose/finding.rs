@@ -146,6 +146,10 @@ impl Evidence {
 /// A per-step finding worth this share of the step ranks ahead of one-time work.
 pub const PER_STEP_FIRST_PERCENT: f64 = 2.0;
 
+/// A finding with a lever worth this share of the step or more ranks before CPU work the
+/// capture did not record (whose fix is to record it).
+pub const LEVER_FIRST_PERCENT: f64 = 10.0;
+
 /// The words in a sub-warp-block finding's title after what it names (the verdict quotes
 /// what comes before them).
 pub const SUB_WARP_MARK: &str = "such blocks take";

@@ -604,13 +604,19 @@ fn diagnose_core(
     // A PyTorch capture covers the code the profiler was turned on around, which the user
     // can run again: its later iterations can always be captured.
     let work_repeats = fw.pytorch() || cold_run::work_repeats(has_steps, launches);
+    let launches_repeat = cold_run::work_repeats(has_steps, launches);
     if let Some(cold) = cold_run::cold_run(&verdict, launches, &findings) {
-        cold_run::mark(&mut verdict, &mut findings, cold, &fw, work_repeats);
+        cold_run::mark(
+            &mut verdict,
+            &mut findings,
+            cold,
+            &fw,
+            (work_repeats, launches_repeat),
+        );
     } else if work_repeats {
         cold_run::note_one_time(&mut verdict, &findings);
     }
     // Each finding's lever checked against what the whole window shows.
-    let launches_repeat = cold_run::work_repeats(has_steps, launches);
     let mut evidence =
         lever::WindowEvidence::of(&sites, steps, (work_repeats, launches_repeat), &fw);
     // A capture that starts with the context holds the whole run (a PyTorch profiler window
@@ -702,6 +708,7 @@ fn diagnose_core(
     if let Some((class, advice)) = verdict::refine_with_efficiency(&mut verdict, &efficiency, &hw) {
         crate::diagnose::detectors::kernel_work_refit(&mut findings, class, &advice);
     }
+    verdict::mark_copies_outweigh_kernels(&mut verdict, trace, focus_window_ops);
     verdict::mark_small_grids(&mut verdict, &findings);
     verdict::mark_kernel_work(&mut verdict, &findings);
     if !launches_failed {
@@ -791,6 +798,33 @@ fn finish_findings(
         .any(|f| !unexplained(f) && f.estimated_win_percent >= finding::PER_STEP_FIRST_PERCENT)
     {
         findings.sort_by_key(unexplained);
+    }
+    // CPU work the capture did not record has a fix (record it) that changes nothing yet: a
+    // per-step lever the trace does support, worth a tenth of the time, comes before it.
+    let unrecorded =
+        |f: &Finding| f.sub_cause == Some(crate::attribute::host_work::HostWork::NotRecorded);
+    let lever_first = |f: &Finding| {
+        !unrecorded(f)
+            && f.one_time.is_none()
+            && f.estimated_win_percent >= finding::LEVER_FIRST_PERCENT
+    };
+    if let Some(last) = findings
+        .iter()
+        .rposition(|f| !unexplained(f) && lever_first(f))
+    {
+        // Unrecorded work ranked before the last such lever moves to just after it.
+        let (mut ordered, mut moved) = (Vec::with_capacity(findings.len()), Vec::new());
+        for (i, f) in findings.into_iter().enumerate() {
+            if i < last && unrecorded(&f) {
+                moved.push(f);
+            } else {
+                ordered.push(f);
+                if i == last {
+                    ordered.append(&mut moved);
+                }
+            }
+        }
+        findings = ordered;
     }
     Finding::assign_keys(&mut findings);
     findings

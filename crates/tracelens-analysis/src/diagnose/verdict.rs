@@ -353,8 +353,37 @@ pub fn verdict(input: &VerdictInput) -> Verdict {
     v
 }
 
+/// An idle verdict whose GPU is busy mostly with copies, many times the kernels' time, says
+/// that moving the data costs more than the work it moves for (not in a cold run, whose
+/// copies are the one-time upload).
+pub(crate) fn mark_copies_outweigh_kernels(v: &mut Verdict, trace: &Trace, ops: &[GpuOp]) {
+    let copy_share = v.busy_by.memcpy * v.gpu_busy_percent / 100.0;
+    if v.kind != VerdictKind::GpuIdle
+        || v.cold_run.is_some()
+        || copy_share >= COPY_BOUND_WINDOW_PERCENT
+        || v.busy_by.memcpy < COPY_BOUND_BUSY_PERCENT
+        || v.busy_by.memcpy < v.busy_by.kernel * COPY_TO_KERNEL_RATIO
+    {
+        return;
+    }
+    let (label, bytes) = main_copy_direction(trace, ops);
+    v.text.push_str(&format!(
+        "; of the GPU's busy time, {:.0} % is copies (mostly {label}, {}), {:.0} times the kernels' time: the data crosses the link for far less GPU work than moving it costs, so keep the operands on the GPU across calls (or leave work this small on the CPU)",
+        v.busy_by.memcpy,
+        tracelens_model::format_bytes(i64::try_from(bytes).unwrap_or(i64::MAX)),
+        v.busy_by.memcpy / v.busy_by.kernel.max(0.1)
+    ));
+}
+
 /// An idle window whose copies fill this share of it or more is transfer-bound.
 pub const COPY_BOUND_WINDOW_PERCENT: f64 = 50.0;
+
+/// Copies that are this share of the busy time or more, and [`COPY_TO_KERNEL_RATIO`] times
+/// the kernels' time, cost more than the work they move data for.
+pub const COPY_BOUND_BUSY_PERCENT: f64 = 75.0;
+
+/// See [`COPY_BOUND_BUSY_PERCENT`].
+pub const COPY_TO_KERNEL_RATIO: f64 = 5.0;
 
 /// Windows shorter than this are too short to judge: a profiling cycle cut short by the end
 /// of the run, or one tiny kernel, says nothing about the program's steps.
@@ -952,16 +981,35 @@ fn kernel_classes(trace: &Trace, ops: &[GpuOp]) -> Vec<KernelClassShare> {
 /// A finding under this share of the step is noise next to a GPU-bound window's kernels.
 pub const TRIVIAL_ON_BUSY_GPU_PERCENT: f64 = 1.0;
 
+/// One-time work under this share of a GPU-bound window is its fixed cost, not a fix.
+pub const ONE_TIME_ON_BUSY_GPU_PERCENT: f64 = 5.0;
+
 /// On a GPU-bound window the kernels are the lever: findings that cost under
-/// [`TRIVIAL_ON_BUSY_GPU_PERCENT`] of the step both on the GPU and on the host are dropped, so
-/// the first fix a reader sees is never a trivial change next to a busy GPU.
+/// [`TRIVIAL_ON_BUSY_GPU_PERCENT`] of the step both on the GPU and on the host are dropped, and
+/// so are, in a window without steps, those whose replayed prediction saves under that share
+/// (the busy GPU takes up what they free), and one-time work under [`ONE_TIME_ON_BUSY_GPU_PERCENT`], so the first fix a
+/// reader sees is never a trivial change next to a busy GPU.
 pub(crate) fn drop_trivial_on_busy_gpu(v: &Verdict, findings: &mut Vec<Finding>) {
     if v.kind == VerdictKind::GpuBound {
         let step_ns = v.step_ns.max(1) as f64;
+        let share = |ns: TimeNs| ns as f64 * 100.0 / step_ns;
+        // In a loop of steps the host a fix frees is free for the next step; in a run without
+        // steps a fix the replay says saves nothing has no later step to help.
+        let stepped = v.window.is_some_and(|w| w.steps > 0);
         findings.retain(|f| {
-            let host_percent = f.cpu_cost_per_step_ns.unwrap_or(0) as f64 * 100.0 / step_ns;
-            f.estimated_win_percent >= TRIVIAL_ON_BUSY_GPU_PERCENT
-                || host_percent >= TRIVIAL_ON_BUSY_GPU_PERCENT
+            let host_percent = share(f.cpu_cost_per_step_ns.unwrap_or(0));
+            let costs = f.estimated_win_percent >= TRIVIAL_ON_BUSY_GPU_PERCENT
+                || host_percent >= TRIVIAL_ON_BUSY_GPU_PERCENT;
+            // Where the GPU's busy time is mostly copies, a copy finding is about its work.
+            let copies_are_the_work = v.busy_by.memcpy >= 50.0
+                && f.win_kind == crate::diagnose::finding::WinKind::ExposedCopy;
+            let saves = stepped
+                || copies_are_the_work
+                || f.predicted_step_ns
+                    .is_none_or(|p| share(v.step_ns - p) >= TRIVIAL_ON_BUSY_GPU_PERCENT);
+            let recurs =
+                f.one_time.is_none() || f.estimated_win_percent >= ONE_TIME_ON_BUSY_GPU_PERCENT;
+            costs && saves && recurs
         });
     }
 }

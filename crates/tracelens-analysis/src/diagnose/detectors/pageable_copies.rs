@@ -18,7 +18,7 @@ impl Detector for PageableCopies {
         FindingKind::PageableCopies
     }
     fn reads(&self) -> &'static [Input] {
-        &[Input::Copies, Input::Framework]
+        &[Input::Copies, Input::Framework, Input::DataLoader]
     }
 
     fn detect(&self, cx: &Context) -> Vec<Finding> {
@@ -68,6 +68,13 @@ impl Detector for PageableCopies {
             if directive {
                 f.what_if = None;
             }
+        } else if cx.framework().capture == tracelens_model::CaptureTool::TorchProfiler
+            && cx.dataloader().iterator.is_none()
+        {
+            // A profiler capture that records no DataLoader: the tensors are the program's own.
+            f.fix = "Pin the host tensors once (tensor.pin_memory(), or create them with pin_memory=True) and copy them with .to(device, non_blocking=True); better still, create data that starts on the host directly on the GPU (device=\"cuda\").".into();
+            f.advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels. Pinned memory and non_blocking=True only work as a pair.".into();
+            f.snippet = "x = x.pin_memory()                   # once, outside the loop\nx_gpu = x.to(\"cuda\", non_blocking=True)".into();
         } else {
             f.fix = "Use pin_memory=True in the DataLoader (or tensor.pin_memory()) together with .to(device, non_blocking=True).".into();
             f.advice = "Copies from pageable memory are staged through a driver buffer, block the host and cannot overlap kernels. Pinned memory and non_blocking=True only work as a pair.".into();
@@ -141,6 +148,10 @@ mod tests {
         };
         let blocked = |kernel_queued: bool| {
             let (mut b, cpu, gpu) = thread_and_stream();
+            // An earlier kernel before a host pause: the window is not GPU-bound, where a
+            // fix that saves nothing would be dropped.
+            launch_call(&mut b, cpu, -9_010, Some(3));
+            span_us(&mut b, SpanKind::Kernel, gpu, "k0", (-9_000, 100), Some(3));
             let kernel_us = if kernel_queued { 10 } else { -2_000 };
             launch_call(&mut b, cpu, kernel_us - 10, Some(1));
             span_us(
