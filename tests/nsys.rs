@@ -1363,3 +1363,82 @@ fn copies_that_outweigh_the_kernels_they_feed_are_named_in_the_verdict() {
         twin.verdict.text
     );
 }
+
+/// A loop of 10 launches with 20 ms of host work between them, sampled every millisecond in
+/// a stack whose innermost frames are `leaf` (symbol, module) under the program's `main`.
+fn sampled_gaps(name: &str, leaf: (&str, &str)) -> tracelens_analysis::Diagnosis {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    let mut t = 1_000_000i64;
+    for i in 0..10 {
+        e.runtime("cudaLaunchKernel_v7000", 7, 7, t, t + 5_000, i + 1);
+        e.kernel("step", 7, 0, 7, t + 10_000, t + 1_010_000, i + 1);
+        t += 21_000_000;
+    }
+    let (sym, module, main, exe) = (
+        e.string(leaf.0),
+        e.string(leaf.1),
+        e.string("main"),
+        e.string("/home/u/sim/sim"),
+    );
+    e.conn
+        .execute_batch(
+            "CREATE TABLE COMPOSITE_EVENTS (id INTEGER NOT NULL PRIMARY KEY, start INTEGER NOT NULL, cpu INTEGER, threadState INTEGER, globalTid INTEGER, cpuCycles INTEGER NOT NULL);
+             CREATE TABLE SAMPLING_CALLCHAINS (id INTEGER NOT NULL, symbol INTEGER NOT NULL, module INTEGER NOT NULL, kernelMode INTEGER, thumbCode INTEGER, unresolved INTEGER, specialEntry INTEGER, originalIP INTEGER, unwindMethod INTEGER, stackDepth INTEGER NOT NULL, PRIMARY KEY (id, stackDepth));",
+        )
+        .unwrap();
+    let g = tracelens_tests::nsys_export::gtid(7, 7);
+    let mut id = 0;
+    for k in 0..200i64 {
+        id += 1;
+        let at = 2_500_000 + k * 1_000_000;
+        e.conn
+            .execute(
+                "INSERT INTO COMPOSITE_EVENTS VALUES (?1, ?2, 0, 1, ?3, 1)",
+                rusqlite::params![id, at, g],
+            )
+            .unwrap();
+        for (depth, (s, m)) in (0_i64..).zip([(sym, module), (main, exe)]) {
+            e.conn
+                .execute(
+                    "INSERT INTO SAMPLING_CALLCHAINS (id, symbol, module, stackDepth) VALUES (?1, ?2, ?3, ?4)",
+                    rusqlite::params![id, s, m, depth],
+                )
+                .unwrap();
+        }
+    }
+    drop(e);
+    diagnose(&tracelens_nsys::import_file(&path).unwrap())
+}
+
+/// Host work between launches that the capture sampled is named from its samples, with the
+/// lever for what they show: the driver's PTX compiler is told to build for the GPU, the
+/// program's own function to move off the path; without stacks it could only be re-profiled.
+#[test]
+fn sampled_host_work_between_launches_is_named_from_its_samples() {
+    let jit = sampled_gaps(
+        "sampled_jit",
+        ("0x7f00", "/usr/lib/libnvidia-ptxjitcompiler.so.535"),
+    );
+    let f = jit
+        .findings
+        .iter()
+        .find(|f| f.sub_cause.map(|s| s.label()) == Some("not_recorded"))
+        .unwrap_or_else(|| panic!("{:#?}", jit.findings));
+    assert!(f.title.contains("CPU samples"), "{}", f.title);
+    assert!(f.fix.contains("-gencode arch=compute_"), "{}", f.fix);
+    assert!(jit.program.contains("CPU work sampled") && !jit.program.contains("not read"));
+
+    let own = sampled_gaps("sampled_own", ("reference_solution", "/home/u/sim/sim"));
+    let f = own
+        .findings
+        .iter()
+        .find(|f| f.sub_cause.map(|s| s.label()) == Some("not_recorded"))
+        .unwrap_or_else(|| panic!("{:#?}", own.findings));
+    assert!(
+        f.fix.contains("program's own reference_solution in sim"),
+        "{}",
+        f.fix
+    );
+    assert!(!f.fix.contains("gencode"), "{}", f.fix);
+}

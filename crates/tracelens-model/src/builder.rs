@@ -92,6 +92,7 @@ pub struct TraceBuilder {
     metadata_links_from_flows: u64,
     warnings: Vec<Warning>,
     memory: Vec<crate::memory::MemorySample>,
+    cpu_samples: crate::samples::CpuSamples,
     collective_args: Vec<(CollectiveKey, CollectiveArgs)>,
     collective_args_dropped: u64,
     graph: crate::graph::GraphNotes,
@@ -428,6 +429,12 @@ impl TraceBuilder {
         self.memory.push(sample);
     }
 
+    /// Sets the CPU samples (their names interned in this builder; threads by key, which
+    /// no sort renumbers).
+    pub fn set_cpu_samples(&mut self, samples: crate::samples::CpuSamples) {
+        self.cpu_samples = samples;
+    }
+
     /// Number of spans appended so far.
     #[must_use]
     pub fn span_count(&self) -> usize {
@@ -551,6 +558,7 @@ impl TraceBuilder {
             a.0 = LaneId(remap[a.0 .0 as usize]);
         }
         trace.memory = memory;
+        trace.cpu_samples = std::mem::take(&mut self.cpu_samples);
         // Each lane's spans in the new lane order. A lane's room past its spans goes back
         // first (lanes grow by doubling): the memory budget counts it, and the columns below
         // are allocated whole.

@@ -44,6 +44,7 @@ mod metadata;
 mod names;
 mod python;
 pub mod redact;
+pub mod samples;
 mod source;
 mod span;
 mod split;

@@ -102,6 +102,8 @@ pub struct Trace {
     pub links: LinkStats,
     /// Allocator samples, in time order (empty unless recorded with `profile_memory=True`).
     pub memory: Vec<crate::memory::MemorySample>,
+    /// CPU samples with their call stacks (Nsight Systems `-s cpu`), in time order.
+    pub cpu_samples: crate::samples::CpuSamples,
     /// The caching allocator's segments, failed requests and settings, when the input is a
     /// PyTorch memory snapshot.
     pub allocator: Option<crate::memory::AllocatorState>,

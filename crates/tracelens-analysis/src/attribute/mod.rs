@@ -5,6 +5,7 @@
 pub mod collectives;
 pub mod communication;
 pub mod copies;
+pub mod cpu_samples;
 pub mod credit;
 pub mod dataloader;
 pub mod host_work;

@@ -287,13 +287,77 @@ pub fn see_cpu_work_in_capture(
     };
     let fix = match (sampled, os_runtime) {
         (true, _) => format!(
-            "The capture already holds CPU samples{}, which tracelens does not read yet: open it in Nsight Systems and read the launching thread's sampled call stacks inside the GPU's idle gaps, and mark the host phases with NVTX ranges so the next capture names them.",
+            "The capture already holds CPU samples{}, but too few of them with call stacks fall in these gaps to say what the thread did: sample at a higher rate (nsys profile --sampling-frequency) with call stacks (--backtrace), and mark the host phases with NVTX ranges so the next capture names them.",
             if os_runtime { " and the OS-runtime trace" } else { "" }
         ),
         (false, true) => "The capture traces the OS runtime calls but does not sample the CPU, so what the thread computed between them is not in it: profile again with CPU sampling (nsys profile -s cpu, keeping -t osrt) and NVTX ranges around the host phases.".to_string(),
         (false, false) => return None,
     };
     Some((fix, mark.to_string()))
+}
+
+/// (fix, snippet) for CPU work the capture sampled between launches: the lever for what the
+/// samples show most of, or the parts in order when no part holds half of them.
+#[must_use]
+pub fn sampled_cpu_work(
+    work: &crate::attribute::cpu_samples::SampledHostWork,
+    hardware: &crate::measure::environment::Hardware,
+) -> (String, String) {
+    use crate::vocabulary::samples::SampledWork;
+    let Some(top) = work.dominant() else {
+        return (
+            format!(
+                "The capture's CPU samples show what the launching thread does while the GPU waits ({}): start with the largest, and mark these phases with NVTX ranges so the next capture names them.",
+                work.describe()
+            ),
+            String::new(),
+        );
+    };
+    let pct = work.percent(top);
+    let place = &top.place;
+    match top.work {
+        SampledWork::PtxJit => {
+            let arch = hardware
+                .compute
+                .map_or("XY".to_string(), |(major, minor)| format!("{major}{minor}"));
+            (
+                format!("{pct:.0} % of the CPU samples here are the driver compiling the program's PTX for this GPU at run time (in {place}): the binary has no machine code for this GPU's architecture. Build it with machine code for it (nvcc -gencode arch=compute_{arch},code=sm_{arch}), so nothing is compiled when the program runs; the driver's JIT cache (CUDA_CACHE_MAXSIZE) only spares later runs."),
+                format!("nvcc -gencode arch=compute_{arch},code=sm_{arch} -o program program.cu"),
+            )
+        }
+        SampledWork::Compression => (
+            format!("{pct:.0} % of the CPU samples here compress data (in {place}) while the GPU waits: write the output uncompressed or at a lower compression level, or hand it to another thread so the GPU's next work is queued first."),
+            String::new(),
+        ),
+        SampledWork::Python => (
+            format!("{pct:.0} % of the CPU samples here are the Python interpreter (in {place}): profile the Python between launches (py-spy, or torch.profiler with with_stack=True) to find the lines, then move that work off the path between launches."),
+            String::new(),
+        ),
+        SampledWork::OsKernel => (
+            format!("{pct:.0} % of the CPU samples here are in the operating system's kernel (page faults, file I/O; under {place}): allocate and touch buffers once before the loop instead of per iteration, and move file I/O off the launching thread."),
+            String::new(),
+        ),
+        SampledWork::Profiler => (
+            format!("{pct:.0} % of the CPU samples here are the profiler itself (in {place}): the capture's own overhead, which an unprofiled run does not pay. Profile with less (no -s cpu and fewer -t sources around the loop, or a shorter --capture-range) to see these gaps as the program has them."),
+            String::new(),
+        ),
+        SampledWork::DynamicLoading => (
+            format!("{pct:.0} % of the CPU samples here are the dynamic loader (in {place}): shared libraries loaded on first use, once per run; load them before the GPU work (or link them in) and judge the iterations after."),
+            String::new(),
+        ),
+        SampledWork::Communication => (
+            format!("{pct:.0} % of the CPU samples here are in the communication library (in {place}) while the GPU waits: post the exchange earlier and wait for it later (non-blocking sends and receives), so the GPU's next work is queued meanwhile."),
+            String::new(),
+        ),
+        SampledWork::GpuRuntime => (
+            format!("{pct:.0} % of the CPU samples here are inside the GPU driver and runtime (in {place}) outside the API calls the trace records: set-up the program makes between launches (module loads, resource creation); make it once, before the GPU work."),
+            String::new(),
+        ),
+        SampledWork::Program => (
+            format!("{pct:.0} % of the CPU samples here are in the program's own {place}, which runs between launches while the GPU waits: speed it up, run it before the GPU work or on another thread, or queue the GPU's next work before calling it."),
+            String::new(),
+        ),
+    }
 }
 
 /// One-time warm-up in a program that is not PyTorch: measure after it.

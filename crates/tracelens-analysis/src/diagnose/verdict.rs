@@ -1170,6 +1170,63 @@ pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace, fw: &Framew
             format_ms(after)
         ));
     }
+    v.text.push_str(&sampled_outside(
+        trace,
+        Interval::new(first, w.interval.start_ns),
+        Interval::new(w.interval.end_ns, last),
+    ));
+}
+
+/// CPU samples outside a window from which the verdict says what they show.
+pub const SAMPLES_WORTH_A_SENTENCE: u64 = 50;
+
+/// What the launching threads' CPU samples show before and after a window, in a clause ("";
+/// without samples): the JIT's lever named, as the work no figure counts.
+fn sampled_outside(trace: &Trace, before: Interval, after: Interval) -> String {
+    if trace.cpu_samples.samples.is_empty() {
+        return String::new();
+    }
+    // The threads that made API calls: the ones whose time sets when the GPU gets work.
+    let mut threads: Vec<tracelens_model::LaneKey> = Vec::new();
+    for (i, lane) in trace.lanes.iter().enumerate() {
+        let id = tracelens_model::LaneId::at(i);
+        if !lane.key.is_gpu()
+            && trace
+                .lane_span_ids(id)
+                .any(|s| trace.span(s).kind.is_api_call())
+        {
+            threads.push(lane.key);
+        }
+    }
+    let mut parts = Vec::new();
+    for (when, iv) in [
+        ("before the first GPU op", before),
+        ("after the last", after),
+    ] {
+        if iv.dur_ns() < OUTSIDE_WINDOW_MIN_NS {
+            continue;
+        }
+        let stretches = threads.iter().map(|&t| (t, iv));
+        if let Some(work) = crate::attribute::cpu_samples::sampled_in(trace, stretches)
+            .filter(|w| w.samples >= SAMPLES_WORTH_A_SENTENCE)
+        {
+            let jit = work
+                .dominant()
+                .filter(|p| p.work == crate::vocabulary::samples::SampledWork::PtxJit)
+                .map_or("", |_| {
+                    " (no machine code for this GPU in the binary: build for its architecture)"
+                });
+            parts.push(format!("{when}, {}{jit}", work.describe()));
+        }
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ". The launching thread's CPU samples outside the window: {}",
+            parts.join("; ")
+        )
+    }
 }
 
 /// A window narrowed to the GPU's working phase says what lies outside it: the one pause, the

@@ -53,6 +53,9 @@ pub struct Framework {
     pub cpu_ops_recorded: bool,
     /// Whether the capture holds CPU samples (Nsight Systems `-s cpu`), read or not.
     pub cpu_sampled: bool,
+    /// Whether their call stacks were read (the export holds `SAMPLING_CALLCHAINS`).
+    #[serde(default)]
+    pub cpu_stacks_read: bool,
     /// Whether the capture traced OS runtime calls (Nsight Systems `-t osrt`).
     pub os_runtime_traced: bool,
     /// The API the host launches GPU work through, from the API calls the trace records.
@@ -179,7 +182,11 @@ impl Framework {
             parts.push("MPI".into());
         }
         if !self.cpu_ops_recorded && self.cpu_sampled {
-            parts.push("CPU work sampled (samples not read)".into());
+            parts.push(if self.cpu_stacks_read {
+                "CPU work sampled".into()
+            } else {
+                "CPU work sampled (no call stacks in the export)".into()
+            });
         }
         let mut out = parts.join(", ");
         let mut missing = Vec::new();
@@ -298,6 +305,7 @@ pub fn framework(trace: &Trace) -> Framework {
     }
     fw.capture = trace.source.capture_tool;
     fw.cpu_sampled = trace.source.cpu_samples > 0;
+    fw.cpu_stacks_read = !trace.cpu_samples.samples.is_empty();
     // A memory snapshot is PyTorch's own format.
     pytorch |= fw.capture == tracelens_model::CaptureTool::MemorySnapshot;
     // Only CPU lanes can hold them (GPU lanes come first in the span table).

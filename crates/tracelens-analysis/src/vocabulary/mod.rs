@@ -11,4 +11,5 @@ pub mod libraries;
 pub mod memo;
 pub mod ops;
 pub mod phases;
+pub mod samples;
 pub mod serving;

@@ -205,11 +205,12 @@ fn import_with(
     while add_next_kernels(&mut imp, kernels)? {}
     read_nvtx(&mut imp)?;
     read_os_runtime(&mut imp)?;
+    let samples_read = read_cpu_samples(&mut imp)?;
     let records_thread_states = read_scheduling(&mut imp)?;
     let mut ignored = BTreeMap::new();
     for t in COUNTED_ONLY {
         let n = db.count(t);
-        if n > 0 {
+        if n > 0 && !(samples_read && t == "COMPOSITE_EVENTS") {
             ignored.insert(t.to_string(), n);
         }
     }
@@ -247,7 +248,7 @@ fn import_with(
         // never dtypes.
         records_op_inputs: false,
         records_thread_states,
-        cpu_samples: ignored.get("COMPOSITE_EVENTS").copied().unwrap_or(0),
+        cpu_samples: db.count("COMPOSITE_EVENTS"),
         capture_tool: tracelens_model::CaptureTool::NsightSystems,
         file_bytes,
         decoded_bytes: file_bytes,
@@ -677,6 +678,58 @@ fn read_os_runtime(imp: &mut Importer) -> rusqlite::Result<()> {
             None,
         );
     })
+}
+
+/// CPU samples with their call stacks (`-s cpu`): `COMPOSITE_EVENTS` gives each sample's time
+/// and thread, `SAMPLING_CALLCHAINS` its frames (innermost first), joined in memory. The
+/// first [`tracelens_model::samples::MAX_SAMPLES`] samples are kept. Returns whether any stack
+/// was read (samples without stacks stay counted only).
+fn read_cpu_samples(imp: &mut Importer) -> rusqlite::Result<bool> {
+    use tracelens_model::samples::{CpuSamplesBuilder, Frame, MAX_FRAMES, MAX_SAMPLES};
+    let (events, chains) = ("COMPOSITE_EVENTS", "SAMPLING_CALLCHAINS");
+    let db = imp.db;
+    if !db.has(events) || !db.has(chains) {
+        return Ok(false);
+    }
+    let mut when: FxHashMap<i64, (i64, i64)> = FxHashMap::default();
+    let sql = format!(
+        "SELECT {}, {}, {} FROM {events} LIMIT {MAX_SAMPLES}",
+        db.col(events, "id"),
+        db.col(events, "start"),
+        db.col(events, "globalTid")
+    );
+    imp.scan(events, &sql, |_, r| {
+        if let (Some(id), Some(start), Some(g)) = (r.int(0), r.int(1), r.int(2)) {
+            when.insert(id, (start, g));
+        }
+    })?;
+    let sql = format!(
+        "SELECT {}, {}, {} FROM {chains} WHERE {} < {MAX_FRAMES} ORDER BY 1, {}",
+        db.col(chains, "id"),
+        db.col(chains, "symbol"),
+        db.col(chains, "module"),
+        db.col(chains, "stackDepth"),
+        db.col(chains, "stackDepth")
+    );
+    let mut samples = CpuSamplesBuilder::default();
+    imp.scan(chains, &sql, |imp, r| {
+        let Some(&(start, g)) = r.int(0).and_then(|id| when.get(&id)) else {
+            return;
+        };
+        let frame = Frame {
+            symbol: imp.name(r.int(1)),
+            module: imp.name(r.int(2)),
+        };
+        let thread = LaneKey::Cpu {
+            pid: Ident::Num(pid_of(g)),
+            tid: Ident::Num(tid_of(g)),
+        };
+        samples.frame(r.int(0).unwrap_or(0), start, thread, frame);
+    })?;
+    let samples = samples.finish();
+    let read = !samples.samples.is_empty();
+    imp.b.set_cpu_samples(samples);
+    Ok(read)
 }
 
 /// Where the profiling session ended, on the export's clock: `ANALYSIS_DETAILS.duration`,

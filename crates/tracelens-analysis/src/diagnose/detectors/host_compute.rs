@@ -33,7 +33,13 @@ impl Detector for HostCompute {
         FindingKind::HostCompute
     }
     fn reads(&self) -> &'static [Input] {
-        &[Input::Credit, Input::Framework, Input::Idle, Input::Kernels]
+        &[
+            Input::Credit,
+            Input::Framework,
+            Input::Idle,
+            Input::Kernels,
+            Input::Hardware,
+        ]
     }
 
     /// One finding per sub-cause worth [`HOST_COMPUTE_FINDING_PERCENT`] of step time (the
@@ -134,6 +140,17 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         .map(|(n, _)| n.as_str());
     (f.fix, f.snippet) = work_fix(cx.framework(), part, region, frame);
     f.advice = work_advice(part.work).into();
+    // Work the trace records no call for, but the capture sampled: what the samples show.
+    if let Some(sampled) = (part.work == HostWork::NotRecorded)
+        .then(|| sampled_in_host_gaps(cx))
+        .flatten()
+    {
+        (f.fix, f.snippet) = crate::diagnose::advice::sampled_cpu_work(&sampled, cx.hardware());
+        f.title.push_str(&format!(" ({})", sampled.describe()));
+        f.evidence
+            .add_occurrences("CPU samples in these gaps", sampled.samples);
+        f.confidence = Confidence::Medium;
+    }
     // The frame runs the whole step: its own time between ops, a few microseconds per launch,
     // is the Python of each op call in a step of many small ops, which no line can move out
     // of the step; longer stretches of it are work no finer frame recorded.
@@ -432,6 +449,20 @@ fn os_wait_fix(fw: &Framework, part: &HostPart) -> (String, String) {
         ),
         String::new(),
     )
+}
+
+/// What the CPU samples show the launching threads doing in the focus device's idle that
+/// host compute explains.
+fn sampled_in_host_gaps(cx: &Context) -> Option<crate::attribute::cpu_samples::SampledHostWork> {
+    let idle = cx.idle()?;
+    let trace = cx.trace;
+    let stretches = idle.gaps.iter().flat_map(|g| {
+        let key = g.lane().map(|l| trace.lane(l).key);
+        idle.segments_of(g)
+            .filter(|s| s.cause == crate::attribute::idle::IdleCause::HostCompute)
+            .filter_map(move |s| key.map(|k| (k, s.interval)))
+    });
+    crate::attribute::cpu_samples::sampled_in(trace, stretches)
 }
 
 /// (fix, snippet) when the trace records no CPU work: how to record it.

@@ -76,7 +76,7 @@ impl Detector for SmallGrid {
         }
         let win = cx.win(win_ns);
         let (top_name, top) = small[0];
-        let name = cx.trace.names.get(top_name);
+        let name = tracelens_model::kernel_display_name(cx.trace.names.get(top_name));
         let mut f = cx.finding(FindingKind::SmallGrid, WinKind::KernelTime, &win);
         let shape = if top.blocks * top.threads_per_block == 1 {
             "a single thread".to_string()
@@ -207,7 +207,7 @@ fn sub_warp_blocks(
         .sum();
     let win = cx.win(win_ns);
     let mut f = cx.finding(FindingKind::SmallGrid, WinKind::KernelTime, &win);
-    let name = cx.trace.names.get(top_name);
+    let name = tracelens_model::kernel_display_name(cx.trace.names.get(top_name));
     let others = match tiny.len() {
         1 => String::new(),
         n => format!(" ({} more such kernels)", n - 1),
@@ -225,7 +225,7 @@ fn sub_warp_blocks(
     f.evidence
         .add_occurrences("sub-warp-block kernels", tiny.len() as u64);
     add_launch_evidence(&mut f, cx.trace, &tiny);
-    let display = tracelens_model::kernel_display_name(name);
+    let display = name.clone();
     f.fix = match cx.framework().dialect() {
         Dialect::OpenAcc | Dialect::OpenMp => format!(
             "{display} runs {} threads per block: give its loops a vector length of at least 32 (vector_length(128) / thread_limit(128)) so each block fills whole warps.",
