@@ -11,7 +11,7 @@ pub const MAX_FRAMES: usize = 48;
 
 /// Samples kept: a capture sampling for hours holds more than a report needs; the first ones
 /// are kept and the rest counted.
-pub const MAX_SAMPLES: usize = 4_000_000;
+pub const MAX_SAMPLES: usize = 1_000_000;
 
 /// One frame of a sampled stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -161,6 +161,15 @@ pub fn mark(
             why.join(" and "),
             crate::diagnose::advice::steady_state_capture(fw.dialect(), fw.capture)
         ));
+    } else if cold.one_time_idle_percent < COSTLY_ONE_TIME_PERCENT
+        && 100.0 - verdict.gpu_busy_percent > COLD_PERCENT
+    {
+        // First launches, but the idle is not theirs: the host's own work between GPU ops.
+        verdict.text.push_str(&format!(
+            ". The program runs its GPU work once ({}), so there are no later iterations to capture; its idle is not start-up (one-time work keeps the GPU idle {:.0} %) but host work between its GPU ops, which the findings break down",
+            why.join(" and "),
+            cold.one_time_idle_percent
+        ));
     } else {
         verdict.text.push_str(&format!(
             ". This is start-up work, not a loop: {}; the program runs its GPU work once, so there are no later iterations to capture, and its start-up (context creation, module loading, first library calls) is the run's fixed cost",
