@@ -136,7 +136,17 @@ pub fn kernel_class(name: &str) -> KernelClass {
         || has("matrixmul")
         || has("mat_mul")
     {
-        if has("sgemm") || has("_sb_") || has("f32f32_f32") || has("fp32") && !has("tf32") {
+        // hipBLASLt's `_SB_` (single-precision B) only in its own names: a mangled C++
+        // name holds `SB_` substitutions. A name that shows a narrower type is not FP32.
+        let fp32 = has("sgemm")
+            || (has("cijk_") && has("_sb_"))
+            || has("f32f32_f32")
+            || has("fp32") && !has("tf32");
+        let narrower = matches!(
+            kernel_precision(name),
+            Some(Precision::Half | Precision::Fp8 | Precision::Fp4 | Precision::Tf32)
+        );
+        if fp32 && !narrower {
             KernelClass::GemmFp32
         } else {
             KernelClass::Gemm
@@ -368,6 +378,12 @@ mod tests {
                 KernelClass::Gemm,
             ),
             ("Cijk_Alik_Bljk_SB_MT64x64x16", KernelClass::GemmFp32),
+            // vLLM's NVFP4 CUTLASS GEMM on Blackwell (GB10), mangled: `ESB_SB_` substitutions
+            // and `float_e2m1_t`.
+            (
+                "_ZN7cutlass13device_kernelINS_4gemm6kernel13GemmUniversalIN4cute5tupleIJiiiiEEENS1_10collective13CollectiveMmaINS1_42MainloopSm120TmaWarpSpecializedBlockScaledILi2ELi3ENS5_IJNS4_1CILi1EEESB_SB_EEENS5_IJNS_12float_e2m1_tENS_13float_ue4m3_tEEEE",
+                KernelClass::Gemm,
+            ),
             (
                 "volta_scudnn_128x64_relu_interior_nn_v1",
                 KernelClass::Convolution,

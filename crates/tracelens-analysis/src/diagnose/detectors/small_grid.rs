@@ -8,7 +8,7 @@ use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind, SUB_
 use crate::finding_kind::FindingKind;
 use crate::measure::environment::Dialect;
 use rustc_hash::FxHashMap;
-use tracelens_model::{format_ms, LaneKey, NameId, SpanKind, TimeNs, Trace};
+use tracelens_model::{format_ms, Interval, LaneKey, NameId, SpanId, SpanKind, TimeNs, Trace};
 
 /// A kernel whose grid has fewer blocks than this share of the multiprocessors leaves most of
 /// the GPU empty.
@@ -28,7 +28,15 @@ struct KernelTime {
     /// The largest grid it was launched with, in blocks, and that launch's threads per block.
     blocks: u64,
     threads_per_block: u64,
+    /// Its time during which kernels with grids that are not small run on the device's
+    /// other streams (summed per stream, capped at each launch's length): a small grid beside
+    /// such work leaves no GPU empty.
+    beside_others_ns: TimeNs,
 }
+
+/// A kernel whose time is this share or more beside other streams' kernels runs small by
+/// design (a communication kernel given a few multiprocessors while compute takes the rest).
+pub const CONCURRENT_SHARE: f64 = 0.5;
 
 impl Detector for SmallGrid {
     fn name(&self) -> &'static str {
@@ -56,6 +64,7 @@ impl Detector for SmallGrid {
             .iter()
             .map(|(&n, &k)| (n, k))
             .filter(|(_, k)| (k.blocks as f64) < sms as f64 * SMALL_GRID_SM_SHARE)
+            .filter(|(_, k)| (k.beside_others_ns as f64) < k.total_ns as f64 * CONCURRENT_SHARE)
             .filter(|(n, _)| {
                 !crate::vocabulary::kernels::is_communication_kernel(cx.trace.names.get(*n))
             })
@@ -272,16 +281,38 @@ fn multiprocessors(trace: &Trace, device: i64) -> Option<u64> {
         .filter(|&n| n > 1)
 }
 
-/// Per kernel name on `device`, clipped to the window: launches, time and the largest grid.
-/// Kernels without a recorded launch configuration are left out.
+/// Per kernel name on `device`, clipped to the window: launches, time, the largest grid and
+/// the time beside other streams' kernels. Kernels without a recorded launch configuration
+/// are left out.
 fn kernel_times(cx: &Context, device: i64) -> FxHashMap<NameId, KernelTime> {
     let trace = cx.trace;
     let window = cx.window.interval;
+    let lanes: Vec<tracelens_model::LaneId> = trace
+        .gpu_lanes()
+        .filter(|&l| matches!(trace.lane(l).key, LaneKey::Gpu { device: d, .. } if d == device))
+        .collect();
+    // Each stream's time in kernels whose grids are not small, merged: what fills the GPU
+    // beside a small grid (small grids beside each other leave it empty still).
+    let sms = multiprocessors(trace, device).unwrap_or(u64::MAX);
+    let fills = |id: SpanId| {
+        trace
+            .kernel_launch(id)
+            .is_some_and(|l| l.blocks() as f64 >= sms as f64 * SMALL_GRID_SM_SHARE)
+    };
+    let busy: Vec<Vec<Interval>> = lanes
+        .iter()
+        .map(|&lane| {
+            crate::measure::intervals::union(
+                trace
+                    .lane_span_ids(lane)
+                    .filter(|&id| trace.span(id).kind == SpanKind::Kernel && fills(id))
+                    .filter_map(|id| trace.span(id).interval().clip(window))
+                    .collect(),
+            )
+        })
+        .collect();
     let mut out: FxHashMap<NameId, KernelTime> = FxHashMap::default();
-    for lane in trace.gpu_lanes() {
-        if !matches!(trace.lane(lane).key, LaneKey::Gpu { device: d, .. } if d == device) {
-            continue;
-        }
+    for (i, &lane) in lanes.iter().enumerate() {
         for id in trace.lane_span_ids(lane) {
             let s = trace.span(id);
             if s.kind != SpanKind::Kernel {
@@ -291,9 +322,17 @@ fn kernel_times(cx: &Context, device: i64) -> FxHashMap<NameId, KernelTime> {
             else {
                 continue;
             };
+            let beside: TimeNs = busy
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, other)| overlap_ns(other, iv))
+                .sum::<TimeNs>()
+                .min(iv.dur_ns());
             let k = out.entry(s.name).or_default();
             k.count += 1;
             k.total_ns += iv.dur_ns();
+            k.beside_others_ns += beside;
             if launch.blocks() > k.blocks || k.count == 1 {
                 k.blocks = launch.blocks();
                 k.threads_per_block = launch.threads() / launch.blocks().max(1);
@@ -301,6 +340,17 @@ fn kernel_times(cx: &Context, device: i64) -> FxHashMap<NameId, KernelTime> {
         }
     }
     out
+}
+
+/// Time of `iv` covered by `merged` (sorted, disjoint intervals).
+fn overlap_ns(merged: &[Interval], iv: Interval) -> TimeNs {
+    let from = merged.partition_point(|m| m.end_ns <= iv.start_ns);
+    merged[from..]
+        .iter()
+        .take_while(|m| m.start_ns < iv.end_ns)
+        .filter_map(|m| m.clip(iv))
+        .map(|c| c.dur_ns())
+        .sum()
 }
 
 /// (fix, snippet) in the program's words.
@@ -379,6 +429,59 @@ pub(crate) mod tests {
             ..DeviceProperties::default()
         }];
         b.finish(SourceInfo::default())
+    }
+
+    /// The one-block loop with a kernel of `grid` blocks on a second stream running through
+    /// it: a full grid beside the small one leaves no GPU empty (a communication kernel given
+    /// a few multiprocessors beside compute), another small grid does.
+    fn one_block_beside(grid: u32) -> Trace {
+        let (mut b, cpu, _) = super::super::testing::thread_and_stream();
+        let small = b.add_kernel_launch(KernelLaunch {
+            grid: [1, 1, 1],
+            block: [256, 1, 1],
+            ..KernelLaunch::default()
+        });
+        let big = b.add_kernel_launch(KernelLaunch {
+            grid: [grid, 1, 1],
+            block: [256, 1, 1],
+            ..KernelLaunch::default()
+        });
+        let (one, other) = (b.intern("combine"), b.intern("gemm_big"));
+        let lanes =
+            [7, 8].map(|stream| b.lane(tracelens_model::LaneKey::Gpu { device: 0, stream }));
+        for i in 0..10u64 {
+            let t = i.cast_signed() * 1_000;
+            for (k, (lane, name, detail)) in
+                (0_u64..).zip([(lanes[0], one, small), (lanes[1], other, big)])
+            {
+                let corr = i * 2 + k + 1;
+                launch_call(&mut b, cpu, t + k.cast_signed(), Some(corr));
+                b.add_span(SpanInput {
+                    kind: SpanKind::Kernel,
+                    lane,
+                    start_ns: (t + 10) * 1_000,
+                    dur_ns: 900_000,
+                    name,
+                    correlation: Some(corr),
+                    external_id: None,
+                    detail,
+                });
+            }
+        }
+        b.metadata.device_properties = vec![DeviceProperties {
+            id: 0,
+            num_sms: Some(108),
+            ..DeviceProperties::default()
+        }];
+        b.finish(SourceInfo::default())
+    }
+
+    #[test]
+    fn a_small_grid_beside_a_full_one_is_not_reported_and_beside_a_small_one_is() {
+        let beside_full = findings_of(&SmallGrid, &one_block_beside(432));
+        assert!(beside_full.is_empty(), "{beside_full:#?}");
+        let beside_small = findings_of(&SmallGrid, &one_block_beside(2));
+        assert_eq!(beside_small.len(), 1, "{beside_small:#?}");
     }
 
     /// Blocks of 4 threads on a grid of a million blocks: a warp's 28 other lanes idle, named
