@@ -704,12 +704,15 @@ fn read_cpu_samples(imp: &mut Importer) -> rusqlite::Result<bool> {
         }
     })?;
     let sql = format!(
-        "SELECT {}, {}, {} FROM {chains} WHERE {} < {MAX_FRAMES} ORDER BY 1, {}",
+        "SELECT {}, {}, {} FROM {chains} WHERE {} < {MAX_FRAMES} ORDER BY 1, {} LIMIT {}",
         db.col(chains, "id"),
         db.col(chains, "symbol"),
         db.col(chains, "module"),
         db.col(chains, "stackDepth"),
-        db.col(chains, "stackDepth")
+        db.col(chains, "stackDepth"),
+        // The frames of the kept samples at most: a crafted table of endless stacks is not
+        // read to its end.
+        MAX_SAMPLES * MAX_FRAMES
     );
     let mut samples = CpuSamplesBuilder::default();
     imp.scan(chains, &sql, |imp, r| {
