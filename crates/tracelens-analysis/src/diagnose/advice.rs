@@ -302,6 +302,7 @@ pub fn see_cpu_work_in_capture(
 pub fn sampled_cpu_work(
     work: &crate::attribute::cpu_samples::SampledHostWork,
     hardware: &crate::measure::environment::Hardware,
+    dialect: Dialect,
 ) -> (String, String) {
     use crate::vocabulary::samples::SampledWork;
     let Some(top) = work.dominant() else {
@@ -316,15 +317,7 @@ pub fn sampled_cpu_work(
     let pct = work.percent(top);
     let place = &top.place;
     match top.work {
-        SampledWork::PtxJit => {
-            let arch = hardware
-                .compute
-                .map_or("XY".to_string(), |(major, minor)| format!("{major}{minor}"));
-            (
-                format!("{pct:.0} % of the CPU samples here are the driver compiling the program's PTX for this GPU at run time (in {place}): the binary has no machine code for this GPU's architecture. Build it with machine code for it (nvcc -gencode arch=compute_{arch},code=sm_{arch}), so nothing is compiled when the program runs; the driver's JIT cache (CUDA_CACHE_MAXSIZE) only spares later runs."),
-                format!("nvcc -gencode arch=compute_{arch},code=sm_{arch} -o program program.cu"),
-            )
-        }
+        SampledWork::PtxJit => ptx_jit_fix(pct, place, hardware, dialect),
         SampledWork::Compression => (
             format!("{pct:.0} % of the CPU samples here compress data (in {place}) while the GPU waits: write the output uncompressed or at a lower compression level, or hand it to another thread so the GPU's next work is queued first."),
             String::new(),
@@ -356,6 +349,41 @@ pub fn sampled_cpu_work(
         SampledWork::Program => (
             format!("{pct:.0} % of the CPU samples here are in the program's own {place}, which runs between launches while the GPU waits: speed it up, run it before the GPU work or on another thread, or queue the GPU's next work before calling it."),
             String::new(),
+        ),
+    }
+}
+
+/// (fix, snippet) for PTX compiled by the driver at run time, in the program's words: a native
+/// program is built with machine code for the GPU (its compute capability, when known), a
+/// directive program with its compiler's target flag, and a Python program, whose kernels come
+/// from its library, warms up before the loop and checks that its build covers the GPU.
+fn ptx_jit_fix(
+    pct: f64,
+    place: &str,
+    hardware: &crate::measure::environment::Hardware,
+    dialect: Dialect,
+) -> (String, String) {
+    let (cc, sm) = hardware.compute.map_or_else(
+        || ("XY".to_string(), "XY".to_string()),
+        |(major, minor)| (format!("{major}{minor}"), format!("{major}{minor}")),
+    );
+    let what = format!("{pct:.0} % of the CPU samples here are the driver compiling PTX for this GPU at run time (in {place})");
+    match dialect {
+        Dialect::PyTorch | Dialect::Python(_) => (
+            format!("{what}: the kernels the program's library loads carry no machine code for this GPU, so each is compiled at its first use. Run the model (or each kernel) once before the loop, so compilation is out of the steps, and use a build of the library compiled for this GPU's architecture (sm_{sm})."),
+            String::new(),
+        ),
+        Dialect::OpenAcc | Dialect::OpenMp => (
+            format!("{what}: the binary carries no machine code for this GPU. Compile for its architecture (NVIDIA HPC compilers: -gpu=cc{cc}; clang: --offload-arch=sm_{sm}), so nothing is compiled when the program runs."),
+            String::new(),
+        ),
+        Dialect::Neutral => (
+            format!("{what}: the program carries no machine code for this GPU's architecture (sm_{sm}). Build it, or get a build of it, with machine code for that architecture, so nothing is compiled when it runs."),
+            String::new(),
+        ),
+        Dialect::CudaRuntime => (
+            format!("{what}: the binary carries no machine code for this GPU's architecture. Build it with machine code for it (nvcc -gencode arch=compute_{cc},code=sm_{sm}), so nothing is compiled when the program runs; the driver's JIT cache (CUDA_CACHE_MAXSIZE) only spares later runs."),
+            format!("nvcc -gencode arch=compute_{cc},code=sm_{sm} -o program program.cu"),
         ),
     }
 }

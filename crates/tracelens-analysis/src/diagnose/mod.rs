@@ -712,7 +712,7 @@ fn diagnose_core(
     verdict::mark_small_grids(&mut verdict, &findings);
     verdict::mark_kernel_work(&mut verdict, &findings);
     if !launches_failed {
-        verdict::mark_window_in_capture(&mut verdict, trace, &fw);
+        verdict::mark_window_in_capture(&mut verdict, trace, window.as_ref(), &fw);
     }
     verdict::mark_unified_memory(&mut verdict, &findings);
     let compiled = views

@@ -378,6 +378,10 @@ pub(crate) fn mark_copies_outweigh_kernels(v: &mut Verdict, trace: &Trace, ops: 
 /// An idle window whose copies fill this share of it or more is transfer-bound.
 pub const COPY_BOUND_WINDOW_PERCENT: f64 = 50.0;
 
+/// Copies that are this share of the GPU's busy time or more are its work: a busy GPU's
+/// verdict names the transfers, and its copy findings stay.
+pub const COPIES_ARE_THE_WORK_PERCENT: f64 = 50.0;
+
 /// Copies that are this share of the busy time or more, and [`COPY_TO_KERNEL_RATIO`] times
 /// the kernels' time, cost more than the work they move data for.
 pub const COPY_BOUND_BUSY_PERCENT: f64 = 75.0;
@@ -520,7 +524,7 @@ fn bound_by(
     framework: &crate::measure::environment::Framework,
 ) -> String {
     let b = v.busy_by;
-    if b.memcpy >= 50.0 {
+    if b.memcpy >= COPIES_ARE_THE_WORK_PERCENT {
         let (label, bytes) = main_copy_direction(trace, ops);
         return format!(
             "{:.0} % of the busy time is {label} copies ({}): the transfers are the bottleneck, not compute; keep data on the GPU, copy less or overlap copies with compute",
@@ -1006,7 +1010,7 @@ pub(crate) fn drop_trivial_on_busy_gpu(v: &Verdict, findings: &mut Vec<Finding>)
             let costs = f.estimated_win_percent >= TRIVIAL_ON_BUSY_GPU_PERCENT
                 || host_percent >= TRIVIAL_ON_BUSY_GPU_PERCENT;
             // Where the GPU's busy time is mostly copies, a copy finding is about its work.
-            let copies_are_the_work = v.busy_by.memcpy >= 50.0
+            let copies_are_the_work = v.busy_by.memcpy >= COPIES_ARE_THE_WORK_PERCENT
                 && f.win_kind == crate::diagnose::finding::WinKind::ExposedCopy;
             let saves = stepped
                 || copies_are_the_work
@@ -1073,13 +1077,18 @@ pub const OUTSIDE_WINDOW_MIN_NS: TimeNs = 10 * NS_PER_MS;
 /// A verdict over the first to the last GPU op says when that is a small part of the capture:
 /// the host time before and after it (context creation, set-up, a CPU phase, an idle REPL) is
 /// in none of the figures, and the longest call before the first GPU op names what it was.
-pub(crate) fn mark_window_in_capture(v: &mut Verdict, trace: &Trace, fw: &Framework) {
+pub(crate) fn mark_window_in_capture(
+    v: &mut Verdict,
+    trace: &Trace,
+    window: Option<&AnalysisWindow>,
+    fw: &Framework,
+) {
     if let Some(w) = v.window.filter(|w| w.kind == WindowKind::MarkedRange) {
         mark_marked_range(v, trace, w.interval);
         return;
     }
-    if let Some(w) = v.window.filter(|w| w.kind == WindowKind::WorkingPhase) {
-        mark_working_phase(v, trace, w.interval, fw);
+    if let Some(w) = window.filter(|w| w.kind == WindowKind::WorkingPhase) {
+        mark_working_phase(v, trace, w, fw);
         return;
     }
     let Some(w) = v.window.filter(|w| w.kind == WindowKind::GpuExtent) else {
@@ -1219,7 +1228,7 @@ fn sampled_outside(trace: &Trace, before: Interval, after: Interval) -> String {
                 .dominant()
                 .filter(|p| p.work == crate::vocabulary::samples::SampledWork::PtxJit)
                 .map_or("", |_| {
-                    " (no machine code for this GPU in the binary: build for its architecture)"
+                    " (the program's kernels are compiled for this GPU when it runs, not shipped for it)"
                 });
             parts.push(format!("{when}, {}{jit}", work.describe()));
         }
@@ -1237,19 +1246,11 @@ fn sampled_outside(trace: &Trace, before: Interval, after: Interval) -> String {
 /// A window narrowed to the GPU's working phase says what lies outside it: the one pause, the
 /// GPU work on its other side, the longest call the host made in it, and how to capture the
 /// phase alone.
-fn mark_working_phase(v: &mut Verdict, trace: &Trace, window: Interval, fw: &Framework) {
-    let Some(extent) = trace
-        .spans
-        .iter()
-        .filter(|s| s.kind.is_gpu_work())
-        .map(|s| s.interval())
-        .reduce(|a, b| a.hull(b))
-    else {
+fn mark_working_phase(v: &mut Verdict, trace: &Trace, window: &AnalysisWindow, fw: &Framework) {
+    let Some(pause) = window.pause else {
         return;
     };
-    let Some(phase) = crate::measure::window::working_phase(trace, extent) else {
-        return;
-    };
+    let window = window.interval;
     let (mut ops_outside, mut busy_outside) = (0u64, 0);
     for s in trace.spans.iter().filter(|s| s.kind.is_gpu_work()) {
         if s.interval().clip(window).is_none() {
@@ -1261,14 +1262,14 @@ fn mark_working_phase(v: &mut Verdict, trace: &Trace, window: Interval, fw: &Fra
     let longest = trace
         .spans
         .iter()
-        .filter(|s| s.kind.is_api_call() && s.interval().clip(phase.pause).is_some())
+        .filter(|s| s.kind.is_api_call() && s.interval().clip(pause).is_some())
         .max_by_key(|s| s.dur_ns)
-        .filter(|s| s.dur_ns * 4 >= phase.pause.dur_ns())
+        .filter(|s| s.dur_ns * 4 >= pause.dur_ns())
         .map_or_else(
             || "; the host made no recorded call long enough to explain it: work the trace does not record (a CPU reference computation, file I/O, waiting for input)".to_string(),
             |s| format!("; one {} call takes {} of it", trace.names.get(s.name), format_ms(s.dur_ns)),
         );
-    let side = if window.start_ns >= phase.pause.end_ns {
+    let side = if window.start_ns >= pause.end_ns {
         "before"
     } else {
         "after"
@@ -1276,7 +1277,7 @@ fn mark_working_phase(v: &mut Verdict, trace: &Trace, window: Interval, fw: &Fra
     v.text.push_str(&format!(
         ". These figures cover the GPU's working phase ({}); the one pause of {} with no GPU work {side} it is outside them, with the {} GPU op{} ({} busy) on its far side{longest}. To profile only the phase: {}",
         format_ms(window.dur_ns()),
-        format_ms(phase.pause.dur_ns()),
+        format_ms(pause.dur_ns()),
         ops_outside,
         if ops_outside == 1 { "" } else { "s" },
         format_ms(busy_outside),

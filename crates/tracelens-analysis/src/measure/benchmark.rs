@@ -201,8 +201,8 @@ mod tests {
         assert_eq!(loops[1].busy_ns, 20 * 7_000);
     }
 
-    /// Forty launches each between their own event pair, then a different kernel timed once:
-    /// one loop timed launch by launch, of forty timings; nine such timings are no loop.
+    /// Forty launches each between their own event pair: one loop timed launch by launch, of
+    /// forty timings; nine such timings are no loop.
     #[test]
     fn launches_each_timed_on_their_own_are_one_loop() {
         for (timed, loops) in [(40, 1), (9, 0)] {

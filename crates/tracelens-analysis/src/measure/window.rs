@@ -98,6 +98,9 @@ pub struct AnalysisWindow {
     /// [`WindowKind::MarkedRange`] ("the range `resnet50_inference`").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations_from: Option<String>,
+    /// The pause a [`WindowKind::WorkingPhase`] sets aside.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pause: Option<Interval>,
 }
 
 impl AnalysisWindow {
@@ -177,6 +180,7 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
         return Some(AnalysisWindow {
             kind,
             iterations_from,
+            pause: None,
             interval: Interval::new(first, last),
             step: StepStats {
                 count: steps.len(),
@@ -198,7 +202,9 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
             "past one pause of {} with no GPU work",
             tracelens_model::format_ms(phase.pause.dur_ns())
         );
-        return Some(one_span(WindowKind::WorkingPhase, phase.window, Some(from)));
+        let mut w = one_span(WindowKind::WorkingPhase, phase.window, Some(from));
+        w.pause = Some(phase.pause);
+        return Some(w);
     }
     let (kind, interval) = match gpu_extent {
         Some(e) => (WindowKind::GpuExtent, e),
@@ -263,11 +269,11 @@ pub const WORKING_PHASE_MIN_OPS: usize = 10;
 
 /// The GPU's working phase beside one long pause, and the pause.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct WorkingPhase {
+struct WorkingPhase {
     /// First to last GPU op of the phase.
-    pub window: Interval,
+    window: Interval,
     /// The pause: no GPU work on any device.
-    pub pause: Interval,
+    pause: Interval,
 }
 
 /// The working phase of a GPU extent that one pause with no GPU work mostly fills, when one
@@ -275,7 +281,7 @@ pub struct WorkingPhase {
 /// program waited (for input, a prompt, host work done once) between launches that check or
 /// warm up and the loop it runs.
 #[must_use]
-pub fn working_phase(trace: &Trace, extent: Interval) -> Option<WorkingPhase> {
+fn working_phase(trace: &Trace, extent: Interval) -> Option<WorkingPhase> {
     // Each GPU op with its launching call's start.
     let mut launched: Vec<(Interval, Option<TimeNs>)> = trace
         .spans
@@ -340,6 +346,7 @@ fn one_span(
     AnalysisWindow {
         kind,
         iterations_from,
+        pause: None,
         interval,
         steps: Vec::new(),
         step: StepStats {
@@ -733,6 +740,7 @@ mod tests {
             step: StepStats::default(),
             covered_ns: 90,
             iterations_from: None,
+            pause: None,
         };
         let at: Vec<Option<i64>> = [0, 29, 30, 59, 60, 65, 70, 99, 100]
             .iter()

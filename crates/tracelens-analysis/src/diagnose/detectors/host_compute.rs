@@ -145,7 +145,11 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         .then(|| sampled_in_host_gaps(cx))
         .flatten()
     {
-        (f.fix, f.snippet) = crate::diagnose::advice::sampled_cpu_work(&sampled, cx.hardware());
+        (f.fix, f.snippet) = crate::diagnose::advice::sampled_cpu_work(
+            &sampled,
+            cx.hardware(),
+            cx.framework().dialect(),
+        );
         f.title.push_str(&format!(" ({})", sampled.describe()));
         f.evidence
             .add_occurrences("CPU samples in these gaps", sampled.samples);

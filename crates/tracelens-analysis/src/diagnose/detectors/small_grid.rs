@@ -234,14 +234,13 @@ fn sub_warp_blocks(
     f.evidence
         .add_occurrences("sub-warp-block kernels", tiny.len() as u64);
     add_launch_evidence(&mut f, cx.trace, &tiny);
-    let display = name.clone();
     f.fix = match cx.framework().dialect() {
         Dialect::OpenAcc | Dialect::OpenMp => format!(
-            "{display} runs {} threads per block: give its loops a vector length of at least 32 (vector_length(128) / thread_limit(128)) so each block fills whole warps.",
+            "{name} runs {} threads per block: give its loops a vector length of at least 32 (vector_length(128) / thread_limit(128)) so each block fills whole warps.",
             top.threads_per_block
         ),
         _ => format!(
-            "Launch {display} with 128–256 threads per block and a grid of (n + threads − 1) / threads blocks: with {} threads per block, {} of every warp's {WARP_THREADS} lanes sit idle and each multiprocessor holds too few threads to hide memory latency.",
+            "Launch {name} with 128–256 threads per block and a grid of (n + threads − 1) / threads blocks: with {} threads per block, {} of every warp's {WARP_THREADS} lanes sit idle and each multiprocessor holds too few threads to hide memory latency.",
             top.threads_per_block,
             WARP_THREADS - top.threads_per_block
         ),
@@ -326,7 +325,7 @@ fn kernel_times(cx: &Context, device: i64) -> FxHashMap<NameId, KernelTime> {
                 .iter()
                 .enumerate()
                 .filter(|&(j, _)| j != i)
-                .map(|(_, other)| overlap_ns(other, iv))
+                .map(|(_, other)| crate::measure::intervals::covered_ns(other, iv))
                 .sum::<TimeNs>()
                 .min(iv.dur_ns());
             let k = out.entry(s.name).or_default();
@@ -340,17 +339,6 @@ fn kernel_times(cx: &Context, device: i64) -> FxHashMap<NameId, KernelTime> {
         }
     }
     out
-}
-
-/// Time of `iv` covered by `merged` (sorted, disjoint intervals).
-fn overlap_ns(merged: &[Interval], iv: Interval) -> TimeNs {
-    let from = merged.partition_point(|m| m.end_ns <= iv.start_ns);
-    merged[from..]
-        .iter()
-        .take_while(|m| m.start_ns < iv.end_ns)
-        .filter_map(|m| m.clip(iv))
-        .map(|c| c.dur_ns())
-        .sum()
 }
 
 /// (fix, snippet) in the program's words.
