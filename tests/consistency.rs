@@ -92,14 +92,18 @@ fn critical_path_errors(d: &tracelens_analysis::Diagnosis, e: &mut Vec<String>) 
     // (issue 62), never above one with a larger gain, except the first finding of a cold
     // run: the one-time work whose fix is the verdict's (capture the steady state) leads. A
     // wait the trace cannot explain (no lever: its fix is to record more) may follow the
-    // findings that have one.
+    // findings that have one, and CPU work the capture did not record may follow a per-step
+    // lever worth a tenth of the step.
     for (i, w) in d.findings.windows(2).enumerate() {
         let set_apart = w[0].ranks_before_one_time_work() && !w[1].ranks_before_one_time_work();
         let cold_lead = i == 0 && d.verdict.cold_run.is_some() && w[0].one_time.is_some();
         let unexplained_after =
             w[1].kind == FindingKind::GpuWait && w[0].kind != FindingKind::GpuWait;
+        let lever_before_unrecorded =
+            w[0].ranks_before_unrecorded_work() && w[1].is_unrecorded_host_work();
         if !set_apart
             && !cold_lead
+            && !lever_before_unrecorded
             && !unexplained_after
             && w[0].expected_gain_ns(step) < w[1].expected_gain_ns(step)
         {

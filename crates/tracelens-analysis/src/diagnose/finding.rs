@@ -314,6 +314,24 @@ impl Finding {
         self.one_time.is_none() && self.estimated_win_percent >= PER_STEP_FIRST_PERCENT
     }
 
+    /// Whether the finding is CPU work the capture did not record: its fix (record it)
+    /// changes nothing yet.
+    #[must_use]
+    pub fn is_unrecorded_host_work(&self) -> bool {
+        self.sub_cause == Some(crate::attribute::host_work::HostWork::NotRecorded)
+    }
+
+    /// Whether the finding is a per-step lever the trace supports, worth
+    /// [`LEVER_FIRST_PERCENT`] of the step or more: it ranks before CPU work the capture did
+    /// not record whatever their gains.
+    #[must_use]
+    pub fn ranks_before_unrecorded_work(&self) -> bool {
+        !self.is_unrecorded_host_work()
+            && self.kind != FindingKind::GpuWait
+            && self.one_time.is_none()
+            && self.estimated_win_percent >= LEVER_FIRST_PERCENT
+    }
+
     /// Step time the fix saves by the best estimate: the predicted saving when the replay
     /// predicts one, else the upper bound per step.
     #[must_use]

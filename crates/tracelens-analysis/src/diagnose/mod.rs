@@ -801,21 +801,14 @@ fn finish_findings(
     }
     // CPU work the capture did not record has a fix (record it) that changes nothing yet: a
     // per-step lever the trace does support, worth a tenth of the time, comes before it.
-    let unrecorded =
-        |f: &Finding| f.sub_cause == Some(crate::attribute::host_work::HostWork::NotRecorded);
-    let lever_first = |f: &Finding| {
-        !unrecorded(f)
-            && f.one_time.is_none()
-            && f.estimated_win_percent >= finding::LEVER_FIRST_PERCENT
-    };
     if let Some(last) = findings
         .iter()
-        .rposition(|f| !unexplained(f) && lever_first(f))
+        .rposition(Finding::ranks_before_unrecorded_work)
     {
         // Unrecorded work ranked before the last such lever moves to just after it.
         let (mut ordered, mut moved) = (Vec::with_capacity(findings.len()), Vec::new());
         for (i, f) in findings.into_iter().enumerate() {
-            if i < last && unrecorded(&f) {
+            if i < last && f.is_unrecorded_host_work() {
                 moved.push(f);
             } else {
                 ordered.push(f);
