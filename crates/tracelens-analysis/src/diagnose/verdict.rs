@@ -1083,6 +1083,15 @@ pub(crate) fn mark_window_in_capture(
     window: Option<&AnalysisWindow>,
     fw: &Framework,
 ) {
+    if let Some(q) = window.and_then(|w| w.queued_before) {
+        v.text.push_str(&format!(
+            ". The first {} GPU op{} ({} busy) ran before the capture's first recorded launch, with no launch of {} in the trace: work queued before the capture began, left out of every figure",
+            q.ops,
+            if q.ops == 1 { "" } else { "s" },
+            format_ms(q.busy_ns),
+            if q.ops == 1 { "its own" } else { "their own" },
+        ));
+    }
     if let Some(w) = v.window.filter(|w| w.kind == WindowKind::MarkedRange) {
         mark_marked_range(v, trace, w.interval);
         return;

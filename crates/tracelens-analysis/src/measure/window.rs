@@ -101,6 +101,61 @@ pub struct AnalysisWindow {
     /// The pause a [`WindowKind::WorkingPhase`] sets aside.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pause: Option<Interval>,
+    /// GPU work queued before the capture began, left out of a window without steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued_before: Option<QueuedBefore>,
+}
+
+/// GPU ops the capture recorded without their launches (ops that carry a correlation id for
+/// one, not unified-memory migrations), all ending before its first recorded launch: work
+/// queued before the capture began (the tail of an unprofiled step), whose
+/// launches and host side the trace cannot show.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct QueuedBefore {
+    /// How many ops.
+    pub ops: u64,
+    /// Their GPU time.
+    pub busy_ns: TimeNs,
+    /// First op start to last op end.
+    pub interval: Interval,
+}
+
+/// The GPU work queued before the capture began, and the extent of the rest, when the trace
+/// has both.
+fn queued_before_capture(trace: &Trace) -> Option<(QueuedBefore, Interval)> {
+    let ops = || {
+        trace
+            .spans
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.kind.is_gpu_work())
+            .map(|(i, s)| (SpanId(tracelens_model::table_index(i)), s))
+    };
+    let first_launch_ns = ops()
+        .filter_map(|(id, _)| trace.launch_of(id))
+        .map(|l| trace.span(l).start_ns)
+        .min()?;
+    let mut queued: Option<QueuedBefore> = None;
+    let mut rest: Option<Interval> = None;
+    for (id, s) in ops() {
+        // A launched op whose launch is missing: it carries a correlation id for one (a
+        // unified-memory migration is launched by nothing).
+        let launch_missing =
+            trace.launch_of(id).is_none() && s.has_correlation() && !trace.is_migration(id);
+        if launch_missing && s.end_ns() <= first_launch_ns {
+            let q = queued.get_or_insert(QueuedBefore {
+                ops: 0,
+                busy_ns: 0,
+                interval: s.interval(),
+            });
+            q.ops += 1;
+            q.busy_ns += s.dur_ns;
+            q.interval = q.interval.hull(s.interval());
+        } else {
+            rest = Some(rest.map_or(s.interval(), |r| r.hull(s.interval())));
+        }
+    }
+    queued.zip(rest)
 }
 
 impl AnalysisWindow {
@@ -140,7 +195,7 @@ impl AnalysisWindow {
 /// The analysis window of a trace; `None` for a trace with no events.
 #[must_use]
 pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
-    let gpu_extent = trace
+    let mut gpu_extent = trace
         .spans
         .iter()
         .filter(|s| s.kind.is_gpu_work())
@@ -181,6 +236,7 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
             kind,
             iterations_from,
             pause: None,
+            queued_before: None,
             interval: Interval::new(first, last),
             step: StepStats {
                 count: steps.len(),
@@ -193,6 +249,16 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
             covered_ns: covered,
         });
     }
+    // Without steps, GPU work queued before the capture began is not the program's to judge
+    // here: its launches and host side are not in the trace.
+    let queued_before = queued_before_capture(trace).map(|(q, rest)| {
+        gpu_extent = Some(rest);
+        q
+    });
+    let with_queued = |mut w: AnalysisWindow| {
+        w.queued_before = queued_before;
+        w
+    };
     if let Some((name, marked)) = marked_window(trace) {
         iterations_from = Some(format!("the range `{name}`"));
         return Some(one_span(WindowKind::MarkedRange, marked, iterations_from));
@@ -204,7 +270,7 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
         );
         let mut w = one_span(WindowKind::WorkingPhase, phase.window, Some(from));
         w.pause = Some(phase.pause);
-        return Some(w);
+        return Some(with_queued(w));
     }
     let (kind, interval) = match gpu_extent {
         Some(e) => (WindowKind::GpuExtent, e),
@@ -225,7 +291,7 @@ pub fn analysis_window(trace: &Trace) -> Option<AnalysisWindow> {
             }
         },
     };
-    Some(one_span(kind, interval, None))
+    Some(with_queued(one_span(kind, interval, None)))
 }
 
 /// GPU work a marked range must launch, and leave outside it, as a share of all the GPU
@@ -347,6 +413,7 @@ fn one_span(
         kind,
         iterations_from,
         pause: None,
+        queued_before: None,
         interval,
         steps: Vec::new(),
         step: StepStats {
@@ -659,6 +726,53 @@ mod marked_range_tests {
             assert_eq!(w.kind, WindowKind::GpuExtent, "{tool:?} {ranges}");
         }
     }
+
+    /// Three kernels whose launches the capture missed (`launched`: false), a 5 ms pause,
+    /// then one launched step of two 1 ms kernels.
+    fn tail_then_step(launched: bool) -> Trace {
+        let (mut b, cpu, gpu) = thread_and_stream();
+        for k in 0..3u64 {
+            let t = i64::try_from(k).unwrap() * 100;
+            if launched {
+                launch_call(&mut b, cpu, t, Some(k + 1));
+            }
+            span_us(
+                &mut b,
+                SpanKind::Kernel,
+                gpu,
+                "tail",
+                (t + 10, 90),
+                Some(k + 1),
+            );
+        }
+        for k in 0..2u64 {
+            let t = 5_000 + i64::try_from(k).unwrap() * 1_000;
+            launch_call(&mut b, cpu, t, Some(k + 10));
+            span_us(
+                &mut b,
+                SpanKind::Kernel,
+                gpu,
+                "step",
+                (t + 10, 1_000),
+                Some(k + 10),
+            );
+        }
+        b.finish(SourceInfo::default())
+    }
+
+    /// GPU work queued before the capture began (its launches are not in the trace, and it
+    /// ends before the first launch that is) is left out of a window without steps, and
+    /// said; the same ops with their launches stay in.
+    #[test]
+    fn gpu_work_queued_before_the_capture_is_left_out_of_a_window_without_steps() {
+        let w = analysis_window(&tail_then_step(false)).unwrap();
+        assert_eq!(w.interval, Interval::new(5_010_000, 7_010_000));
+        let q = w.queued_before.expect("the tail is set apart");
+        assert_eq!((q.ops, q.busy_ns), (3, 270_000));
+        let twin = analysis_window(&tail_then_step(true)).unwrap();
+        assert_eq!(twin.interval, Interval::new(10_000, 7_010_000));
+        assert!(twin.queued_before.is_none());
+    }
 }
 
 #[cfg(test)]
@@ -741,6 +855,7 @@ mod tests {
             covered_ns: 90,
             iterations_from: None,
             pause: None,
+            queued_before: None,
         };
         let at: Vec<Option<i64>> = [0, 29, 30, 59, 60, 65, 70, 99, 100]
             .iter()
