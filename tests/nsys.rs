@@ -1442,3 +1442,193 @@ fn sampled_host_work_between_launches_is_named_from_its_samples() {
     );
     assert!(!f.fix.contains("gencode"), "{}", f.fix);
 }
+
+/// A loop of 10 iterations: a `Compute i` range that launches a 1 ms kernel and lasts 2 ms,
+/// then host work in an `IO i` range of 18 ms (in every iteration, or only in the first when
+/// `every` is false) before the next launch.
+fn io_phase_loop(name: &str, every: bool) -> tracelens_analysis::Diagnosis {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    let mut t = 1_000_000i64;
+    for i in 0..10 {
+        e.nvtx(&format!("Compute {}", i * 10), 7, 7, t, Some(t + 2_000_000));
+        e.runtime("cudaLaunchKernel_v7000", 7, 7, t, t + 5_000, i + 1);
+        e.kernel("power_step", 7, 0, 7, t + 10_000, t + 1_010_000, i + 1);
+        let io_ns = if every || i == 0 { 18_000_000 } else { 100_000 };
+        e.nvtx(
+            &format!("IO {}", i * 10),
+            7,
+            7,
+            t + 2_000_000,
+            Some(t + 2_000_000 + io_ns),
+        );
+        t += 2_000_000 + io_ns + 1_000_000;
+    }
+    drop(e);
+    diagnose(&tracelens_nsys::import_file(&path).unwrap())
+}
+
+/// Host work in a numbered range that recurs every iteration is credited to that range (not
+/// to the range the gap began in, `Compute i`, which holds 1 ms of it) as one family, and gets the overlap lever; the same work in
+/// one range only is looked into with nested ranges.
+#[test]
+fn a_recurring_range_that_leaves_the_gpu_empty_is_told_to_overlap() {
+    let d = io_phase_loop("io_every_iteration", true);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::HostCompute)
+        .unwrap_or_else(|| panic!("{}\n{:#?}", d.verdict.text, d.findings));
+    // The window ends at the last kernel: nine IO ranges lie inside it.
+    assert!(
+        f.title.contains("regions: IO N ×9 (162.000 ms)"),
+        "{}",
+        f.title
+    );
+    assert!(
+        f.fix
+            .contains("nothing queued while the range IO N runs (9 times)")
+            && f.fix.contains("before"),
+        "{}",
+        f.fix
+    );
+    let once = io_phase_loop("io_once", false);
+    let f = once
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::HostCompute)
+        .unwrap_or_else(|| panic!("{}\n{:#?}", once.verdict.text, once.findings));
+    assert!(f.title.contains("IO 0"), "{}", f.title);
+    assert!(f.fix.contains("nested NVTX ranges"), "{}", f.fix);
+}
+
+/// Ten timesteps of one 800 µs kernel and 96 kernels of 5 µs, each launch (4 µs) followed
+/// by a cudaDeviceSynchronize that returns 1 µs after its kernel ends (`synced`), or by
+/// nothing.
+fn launch_sync_loop(name: &str, synced: bool) -> tracelens_analysis::Diagnosis {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    let (mut t, mut corr, mut gpu_free) = (1_000_000i64, 0i64, 0i64);
+    for _ in 0..10 {
+        for k in 0..97 {
+            let dur = if k == 0 { 800_000 } else { 5_000 };
+            corr += 1;
+            e.runtime("cudaLaunchKernel_v7000", 7, 7, t, t + 4_000, corr);
+            let start = (t + 3_000).max(gpu_free);
+            e.kernel(
+                if k == 0 { "big" } else { "halo" },
+                7,
+                0,
+                7,
+                start,
+                start + dur,
+                corr,
+            );
+            gpu_free = start + dur;
+            t += 5_000;
+            if synced {
+                corr += 1;
+                e.runtime(
+                    "cudaDeviceSynchronize_v3020",
+                    7,
+                    7,
+                    t,
+                    gpu_free + 1_000,
+                    corr,
+                );
+                t = gpu_free + 2_000;
+            }
+        }
+    }
+    drop(e);
+    diagnose(&tracelens_nsys::import_file(&path).unwrap())
+}
+
+/// A sync after every launch drains the queue, so the next launch's round trip is exposed
+/// only because of it: the sync's finding is credited the whole gap, and its replay (the
+/// CPU running ahead) gives back the GPU's busy time; without the syncs there is no idle to
+/// speak of and no sync finding.
+#[test]
+fn a_sync_after_every_launch_is_credited_the_launch_round_trips_it_exposes() {
+    let d = launch_sync_loop("sync_every_launch", true);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::ImplicitSync)
+        .unwrap_or_else(|| panic!("{}\n{:#?}", d.verdict.text, d.findings));
+    assert_eq!(
+        d.findings[0].kind,
+        FindingKind::ImplicitSync,
+        "{:#?}",
+        d.findings
+    );
+    assert!(f.title.contains("(970 calls)"), "{}", f.title);
+    // 969 gaps of 5 µs in the window (the last sync follows its last kernel): the drain
+    // (2 µs) and the launch round trip (3 µs).
+    assert_eq!(f.estimated_win_ns, 969 * 5_000, "{}", f.title);
+    // Ten timesteps of 800 µs + 96 × 5 µs of kernels, back to back.
+    assert_eq!(
+        f.predicted_step_ns,
+        Some(10 * (800_000 + 96 * 5_000)),
+        "{}",
+        f.prediction
+    );
+    assert!(
+        d.verdict.text.contains("sync drained the queue"),
+        "{}",
+        d.verdict.text
+    );
+    let twin = launch_sync_loop("no_sync", false);
+    assert!(
+        !twin
+            .findings
+            .iter()
+            .any(|f| f.kind == FindingKind::ImplicitSync),
+        "{:#?}",
+        twin.findings
+    );
+}
+
+/// Two launches with a 500 ms gap between them in which the launching thread waits in poll
+/// and then, when `reaps` is set, in waitpid (a compiler it ran as a child process).
+fn child_process_gap(name: &str, reaps: bool) -> tracelens_analysis::Diagnosis {
+    let path = temp_export(name);
+    let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
+    e.runtime("cudaLaunchKernel_v7000", 5, 5, 1_000_000, 1_005_000, 1);
+    e.kernel("first", 5, 0, 7, 1_010_000, 2_010_000, 1);
+    e.osrt("poll", 5, 5, 2_100_000, 500_000_000);
+    if reaps {
+        e.osrt("waitpid", 5, 5, 500_010_000, 500_100_000);
+    }
+    e.runtime("cudaLaunchKernel_v7000", 5, 5, 501_000_000, 501_005_000, 2);
+    e.kernel("compiled", 5, 0, 7, 501_010_000, 502_010_000, 2);
+    drop(e);
+    diagnose(&tracelens_nsys::import_file(&path).unwrap())
+}
+
+/// A wait that ends by reaping a child process is a program the thread ran (a JIT compiler):
+/// run it once before the GPU work or cache its output; a wait with no child process keeps
+/// the general advice.
+#[test]
+fn a_wait_for_a_child_process_is_told_to_run_it_before_the_gpu_work() {
+    let d = child_process_gap("child_process_wait", true);
+    let f = d
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::HostCompute)
+        .unwrap_or_else(|| panic!("{:#?}", d.findings));
+    assert!(
+        f.fix.contains("child process it started (poll for")
+            && f.fix.contains("then waitpid reaps it"),
+        "{}",
+        f.fix
+    );
+    let twin = child_process_gap("poll_wait", false);
+    let f = twin
+        .findings
+        .iter()
+        .find(|f| f.kind == FindingKind::HostCompute)
+        .unwrap_or_else(|| panic!("{:#?}", twin.findings));
+    assert!(!f.fix.contains("child process it started"), "{}", f.fix);
+    assert!(f.fix.contains("find what it waits on"), "{}", f.fix);
+}

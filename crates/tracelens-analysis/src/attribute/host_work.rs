@@ -82,7 +82,7 @@ impl HostWork {
             }
             HostWork::Optimizer => "runs the optimizer step",
             HostWork::Logging => "logs metrics",
-            HostWork::HostDataWork => "prepares data on the training thread",
+            HostWork::HostDataWork => "prepares input data itself (decoding, transforms, collation)",
             HostWork::GarbageCollection => "runs Python's garbage collector",
             HostWork::CompiledRegion => "enters compiled regions",
             HostWork::CpuTensorOps => "computes framework ops on CPU tensors",

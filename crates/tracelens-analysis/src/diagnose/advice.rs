@@ -25,6 +25,21 @@ pub fn host_wait(wait: HostWait, dialect: Dialect) -> Fix {
             "A stream or event synchronize blocks the CPU until the GPU catches up, so it cannot queue the next work meanwhile.",
             "cudaEventRecord(done, producer);\ncudaStreamWaitEvent(consumer, done, 0);   // GPU-side ordering, no host block",
         ),
+        (Dialect::CudaRuntime, HostWait::ValueRead) => Fix::new(
+            "Read the value the host decides on (a flag, a count, a residual) every N iterations, not after each: queue N iterations' kernels, then copy it with cudaMemcpyAsync into pinned memory and wait once; or keep the decision on the GPU (kernels that return at once when the flag is set).",
+            "Each synchronous copy of a few bytes back to the host waits for every queued kernel, so the CPU cannot run ahead and the GPU idles through every launch that follows.",
+            "for (int it = 0; it < max_iters && !done; it += N) {\n    for (int k = 0; k < N; ++k) step<<<grid, block, 0, stream>>>(d_state, d_done);\n    cudaMemcpyAsync(h_done, d_done, sizeof(int), cudaMemcpyDeviceToHost, stream);  // h_done pinned\n    cudaStreamSynchronize(stream);   // one wait per N iterations\n    done = *h_done;\n}",
+        ),
+        (Dialect::OpenAcc, HostWait::ValueRead) => Fix::new(
+            "Bring the value the host decides on back every N iterations, not after each: run N iterations' compute regions async, then one update self(flag) and wait; or test it on the device.",
+            "Each update of a few bytes back to the host waits for every queued region, so the host cannot queue the next one while the GPU works.",
+            "do it = 1, max_iters, N\n  do k = 1, N\n    !$acc parallel loop async(1)\n    ...\n  end do\n  !$acc update self(done) async(1)\n  !$acc wait(1)          ! one wait per N iterations\n  if (done) exit\nend do",
+        ),
+        (Dialect::OpenMp, HostWait::ValueRead) => Fix::new(
+            "Map the value the host decides on back every N iterations, not after each: queue N iterations' target regions with nowait, then one target update from(flag) and a taskwait; or test it on the device.",
+            "Each map of a few bytes back to the host waits for the device, so the host cannot queue the next target region while the GPU works.",
+            "for (it = 0; it < max_iters && !done; it += N) {\n  for (k = 0; k < N; ++k) {\n    #pragma omp target teams distribute parallel for nowait\n    for (...) { ... }\n  }\n  #pragma omp taskwait\n  #pragma omp target update from(done)   // one read per N iterations\n}",
+        ),
         (Dialect::CudaRuntime, HostWait::DeviceOrCopy) => Fix::new(
             "Remove device-wide synchronization and synchronous copies from the loop: copy with cudaMemcpyAsync into pinned buffers and wait on a CUDA event (cudaEventSynchronize) only where the host needs a result.",
             "A device synchronize or a synchronous cudaMemcpy waits for every queued kernel, so the GPU idles while the CPU prepares the next launches.",
@@ -49,6 +64,11 @@ pub fn host_wait(wait: HostWait, dialect: Dialect) -> Fix {
             "Launch target regions with nowait and depend clauses, and wait (taskwait) only where the host needs the results; keep arrays on the device in a target data region so no copy waits in the loop.",
             "A target region without nowait, and every map of data back to the host, waits for the device, so the host cannot queue the next region while the GPU works.",
             "#pragma omp target teams distribute parallel for nowait depend(out: a)\nfor (...) { ... }\n#pragma omp taskwait   // only where the host reads a",
+        ),
+        (_, HostWait::ValueRead) => Fix::new(
+            "Read the value the host decides on every N iterations, not after each: queue N iterations of GPU work, then read it once; or keep the decision on the GPU.",
+            "Each synchronous read of a few bytes back to the host waits for all queued GPU work, so the GPU idles while the host prepares the next work.",
+            "",
         ),
         (_, HostWait::Free) => Fix::new(
             "Allocate device memory once, outside the loop, and reuse it: freeing device memory waits for the whole device.",
@@ -343,7 +363,7 @@ pub fn sampled_cpu_work(
             String::new(),
         ),
         SampledWork::GpuRuntime => (
-            format!("{pct:.0} % of the CPU samples here are inside the GPU driver and runtime (in {place}) outside the API calls the trace records: set-up the program makes between launches (module loads, resource creation); make it once, before the GPU work."),
+            format!("{pct:.0} % of the CPU samples here are inside the GPU driver and runtime (in {place}) outside the API calls the trace records: the driver's own work around the calls (memory management, synchronization, launch bookkeeping, and the profiler's tracing hooks). Make fewer driver calls per iteration: allocate once before the loop, and synchronize only where the host needs a result."),
             String::new(),
         ),
         SampledWork::Program => (
@@ -588,6 +608,7 @@ mod tests {
             HostWait::StreamOrEvent,
             HostWait::DeviceOrCopy,
             HostWait::Free,
+            HostWait::ValueRead,
         ] {
             out.extend(<[String; 3]>::from(host_wait(w, d).parts()));
         }

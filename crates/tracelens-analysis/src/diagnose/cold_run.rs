@@ -227,6 +227,10 @@ pub fn lead_with_one_time_work(findings: &mut [Finding]) {
     }
 }
 
+/// The GPU's idle share without the one-time work is said where it is this many points
+/// below the window's.
+const STEADY_IDLE_DIFFERS_POINTS: f64 = 5.0;
+
 /// Says in a warm window's verdict how much of the idle is one-time work the findings set
 /// apart (ranked after the per-step problems): a capture that starts with the program holds
 /// context creation and first library calls however warm its steps are.
@@ -255,6 +259,28 @@ pub fn note_one_time(verdict: &mut Verdict, findings: &[Finding]) {
         verdict.text.push_str(&format!(
             ". One-time work ({share:.0} % of the time) ranks after the per-step findings worth 2 % or more: it does not repeat"
         ));
+        // The GPU's idle with the one-time stretches taken out of the window: what the
+        // steps after them will show.
+        let once_idle: TimeNs = once
+            .iter()
+            .filter(|f| f.win_kind == crate::diagnose::finding::WinKind::GpuIdle)
+            .map(|f| f.estimated_win_ns)
+            .sum();
+        let window_ns = verdict.window.map_or(0, |w| w.duration_ns);
+        let rest_ns = window_ns - once_idle;
+        if once_idle * 10 >= window_ns && rest_ns > 0 {
+            let idle_rest = (verdict.gpu_idle_ns - once_idle).clamp(0, rest_ns);
+            let (with, without) = (
+                crate::num::percent(verdict.gpu_idle_ns, window_ns),
+                crate::num::percent(idle_rest, rest_ns),
+            );
+            // Worth a clause where it changes the picture.
+            if with - without >= STEADY_IDLE_DIFFERS_POINTS {
+                verdict.text.push_str(&format!(
+                    "; without it the GPU is idle {without:.0} % of the time"
+                ));
+            }
+        }
     } else {
         verdict.text.push_str(&format!(
             ". Most of what the findings explain is one-time work ({share:.0} % of the time): it does not repeat, so judge the steps after it"

@@ -40,4 +40,7 @@ pub enum HostWait {
     DeviceOrCopy,
     /// Freeing device or pinned memory (waits for the device).
     Free,
+    /// Synchronous copies that read a few bytes back (a flag, a count, a residual) for the
+    /// host to decide on: each waits for all queued work.
+    ValueRead,
 }

@@ -220,6 +220,7 @@ mod tests {
                 HostWait::Free,
                 HostWait::StreamOrEvent,
                 HostWait::DeviceOrCopy,
+                HostWait::ValueRead,
             ] {
                 texts.extend(<[String; 3]>::from(host_wait(w, lib).parts()));
             }

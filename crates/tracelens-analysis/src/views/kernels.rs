@@ -80,7 +80,7 @@ impl KernelClass {
                     }
                     (Some(Precision::Half), _, Some(true)) => "; FP8 is the next step".into(),
                     (Some(Precision::Half), _, Some(false)) => {
-                        "; they already run in the lowest precision this GPU has on its matrix units".into()
+                        "; they already run in 16-bit floats, the narrowest floating-point type this GPU's matrix units take: for inference, INT8 quantization (of the weights, or of weights and activations) is the next step".into()
                     }
                     (Some(Precision::Half), _, None) => {
                         format!("; FP8 is the next step ({})", fp8_gpus(hw.vendor))
@@ -476,6 +476,6 @@ mod tests {
         assert_eq!(mi300.has_fp8(), Some(true));
         assert!(gemm(&mi300, Some(Precision::Half)).ends_with("FP8 is the next step"));
         let a100 = gpu(Vendor::Nvidia, "NVIDIA A100-SXM4-80GB", (8, 0));
-        assert!(gemm(&a100, Some(Precision::Half)).contains("lowest precision this GPU has"));
+        assert!(gemm(&a100, Some(Precision::Half)).contains("INT8 quantization"));
     }
 }

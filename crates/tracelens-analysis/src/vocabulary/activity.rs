@@ -84,6 +84,15 @@ const DATA_WORK: &[&str] = &[
     "to_tensor",
     "cv2",
     "decode_image",
+    // Hugging Face preprocessors (images, video, audio, text) and media decoders.
+    "image_transforms",
+    "image_processing",
+    "feature_extraction",
+    "video_processing",
+    "tokenization_utils",
+    "read_video",
+    "decord",
+    "torchaudio/transforms",
 ];
 
 /// Lower-case substrings that name garbage collection.

@@ -145,6 +145,12 @@ pub fn is_event_record(name: &str) -> bool {
         .any(|p| n.starts_with(p))
 }
 
+/// OS calls in which a thread waits for a child process to end.
+#[must_use]
+pub fn is_child_process_wait(name: &str) -> bool {
+    matches!(name, "waitpid" | "wait4" | "waitid" | "wait")
+}
+
 /// OS calls in which a thread waits for another thread, a process or I/O (not computing).
 #[must_use]
 pub fn is_os_wait(name: &str) -> bool {

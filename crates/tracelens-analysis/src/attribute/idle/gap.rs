@@ -135,14 +135,27 @@ impl GapAttribution<'_, '_> {
                 wait: Some(WaitEvidence::GraphLaunch),
             };
         }
-        if launch_start > full.start_ns {
-            // The CPU issued the launch only after the GPU went idle: what was it doing?
-            self.exposed(Interval::new(full.start_ns, launch_start), api.lane);
-        }
+        // The CPU issued the launch only after the GPU went idle: what was it doing?
+        let drained = (launch_start > full.start_ns)
+            .then(|| self.exposed(Interval::new(full.start_ns, launch_start), api.lane))
+            .flatten();
         // From the launch (or the GPU going idle) to the op's start.
         let overhead_from = (full.end_ns - LAUNCH_OVERHEAD_BOUND_NS).max(launch_start);
         let call_end = api.end_ns().clamp(launch_start, overhead_from);
-        self.host(api.lane, Interval::new(launch_start, call_end));
+        let call = Interval::new(launch_start, call_end);
+        // A sync drained the queue and the CPU went straight on to this launch: the launch's
+        // round trip is exposed only because the queue was empty, so it is the sync's too;
+        // not a slow first launch (a module load), which is one-time work of its own.
+        let drained = drained.filter(|_| {
+            self.threads
+                .lane(api.lane)
+                .one_time_calls_within(call)
+                .is_empty()
+        });
+        match drained {
+            Some(sync) => self.push(IdleCause::SyncDrain, call, Some(sync)),
+            None => self.host(api.lane, call),
+        }
         let mut wait = None;
         if overhead_from > call_end {
             let evidence = self.wait_evidence(
@@ -161,11 +174,11 @@ impl GapAttribution<'_, '_> {
             self.push(cause, Interval::new(call_end, overhead_from), None);
             wait = evidence;
         }
-        self.push(
-            IdleCause::LaunchLatency,
-            Interval::new(overhead_from, full.end_ns),
-            None,
-        );
+        let overhead = Interval::new(overhead_from, full.end_ns);
+        match drained {
+            Some(sync) => self.push(IdleCause::SyncDrain, overhead, Some(sync)),
+            None => self.push(IdleCause::LaunchLatency, overhead, None),
+        }
         Outcome {
             launch: Some(launch),
             lane: Some(api.lane),
@@ -175,8 +188,13 @@ impl GapAttribution<'_, '_> {
     }
 
     /// Splits exposed CPU time on the launching thread: DataLoader, then a drain charged to
-    /// the sync for at most as long as it blocked, then host compute.
-    pub(super) fn exposed(&mut self, exposed: Interval, lane: tracelens_model::LaneId) {
+    /// the sync for at most as long as it blocked, then host compute. Returns the sync when
+    /// its drain covers all of it (the CPU went from the sync straight to the next launch).
+    pub(super) fn exposed(
+        &mut self,
+        exposed: Interval,
+        lane: tracelens_model::LaneId,
+    ) -> Option<SpanId> {
         let facts = self.threads.lane(lane);
         let drain = facts
             .blocking_call_ending_in(exposed.start_ns - SYNC_RETURN_TOLERANCE_NS, exposed.end_ns);
@@ -197,12 +215,16 @@ impl GapAttribution<'_, '_> {
             );
             me.host(lane, Interval::new(split, piece.end_ns));
         };
+        let mut loaded = false;
         for dl in loading {
             rest(self, Interval::new(cursor, dl.start_ns));
             self.push(IdleCause::DataLoading, dl, None);
             cursor = dl.end_ns;
+            loaded = true;
         }
         rest(self, Interval::new(cursor, exposed.end_ns));
+        let covered = drain.is_some_and(|d| self.trace.span(d).dur_ns >= exposed.dur_ns());
+        drain.filter(|_| covered && !loaded)
     }
 
     /// Why queued `ender` waited during `wait`, if the trace shows it.

@@ -21,8 +21,9 @@ pub const NOT_RECORDED: &str = "(CPU work the trace does not record)";
 pub(crate) struct HostKey {
     /// The outermost CPU op running, or under no op the innermost user Python frame.
     op: Option<NameId>,
-    /// The innermost user region (`record_function`, NVTX) around it.
-    region: Option<NameId>,
+    /// The innermost user region (`record_function`, NVTX) around it: one range, so a
+    /// region's recurrences can be counted.
+    region: Option<SpanId>,
     /// The sub-cause an enclosing region or frame names (the optimizer, warm-up, logging).
     context: Option<HostWork>,
 }
@@ -39,8 +40,65 @@ pub struct HostPart {
     pub ns: TimeNs,
     /// Its ops (or Python frames), largest first (four at most).
     pub ops: Vec<(String, TimeNs)>,
-    /// The user regions its time falls in, largest first (three at most).
-    pub regions: Vec<(String, TimeNs)>,
+    /// The user regions its time falls in, largest first (three at most): numbered ranges
+    /// of one family (`IO 0`, `IO 10`, …) as one.
+    pub regions: Vec<RegionShare>,
+}
+
+/// A user region's share of a sub-cause's time: one name, or a family of ranges numbered
+/// alike (`IO 0`, `IO 10`, … as `IO N`), with how many ranges the time fell in.
+#[derive(Clone, Debug, PartialEq, Serialize, serde::Deserialize)]
+pub struct RegionShare {
+    /// The region's name, or the family's with its numbers as `N`.
+    pub name: String,
+    /// The time.
+    pub ns: TimeNs,
+    /// How many ranges (instances) the time fell in.
+    pub ranges: usize,
+}
+
+impl RegionShare {
+    /// The name as a reader sees it: the family's with its count of ranges.
+    #[must_use]
+    pub fn label(&self) -> String {
+        if self.ranges > 1 {
+            format!("{} ×{}", self.name, self.ranges)
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
+/// The family of numbered names `name` belongs to: every run of digits that stands alone
+/// (not inside a word such as `conv2d`) read as `N`; `None` when it holds no such run.
+#[must_use]
+pub fn numbered_family(name: &str) -> Option<String> {
+    let bytes = name.as_bytes();
+    let mut out = String::with_capacity(name.len());
+    let mut found = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i];
+        if c.is_ascii_digit() {
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            let alone_before = start == 0 || !bytes[start - 1].is_ascii_alphanumeric();
+            let alone_after = i == bytes.len() || !bytes[i].is_ascii_alphanumeric();
+            if alone_before && alone_after {
+                out.push('N');
+                found = true;
+            } else {
+                out.push_str(&name[start..i]);
+            }
+        } else {
+            let len = name[i..].chars().next().map_or(1, char::len_utf8);
+            out.push_str(&name[i..i + len]);
+            i += len;
+        }
+    }
+    found.then_some(out)
 }
 
 /// The display name of a credited op: the op or frame, or for time under neither, what the
@@ -86,7 +144,7 @@ pub(crate) fn host_parts(
     struct Acc {
         ns: TimeNs,
         ops: FxHashMap<Option<NameId>, TimeNs>,
-        regions: FxHashMap<NameId, TimeNs>,
+        regions: FxHashMap<SpanId, TimeNs>,
     }
     let mut by_work: FxHashMap<HostWork, Acc> = FxHashMap::default();
     for (k, &t) in time {
@@ -115,13 +173,7 @@ pub(crate) fn host_parts(
                     .collect(),
                 4,
             ),
-            regions: largest(
-                a.regions
-                    .into_iter()
-                    .map(|(n, t)| (trace.names.get(n).to_string(), t))
-                    .collect(),
-                3,
-            ),
+            regions: region_shares(trace, a.regions),
         })
         .collect();
     parts.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.work.cmp(&b.work)));
@@ -140,13 +192,69 @@ pub(crate) fn host_parts(
     parts
 }
 
+/// The regions' time by name, numbered ranges of one family together, largest first (three
+/// at most). A family one range of which holds half its time or more is that range alone:
+/// its work is in one place, not in every iteration.
+fn region_shares(trace: &Trace, by_range: FxHashMap<SpanId, TimeNs>) -> Vec<RegionShare> {
+    #[derive(Default)]
+    struct Family {
+        ns: TimeNs,
+        ranges: usize,
+        names: rustc_hash::FxHashSet<NameId>,
+        largest: Option<(TimeNs, SpanId)>,
+    }
+    let mut family_of: FxHashMap<NameId, String> = FxHashMap::default();
+    let mut families: FxHashMap<String, Family> = FxHashMap::default();
+    for (id, t) in by_range {
+        let name = trace.span(id).name;
+        let key = family_of
+            .entry(name)
+            .or_insert_with(|| {
+                let n = trace.names.get(name);
+                numbered_family(n).unwrap_or_else(|| n.to_string())
+            })
+            .clone();
+        let f = families.entry(key).or_default();
+        f.ns += t;
+        f.ranges += 1;
+        f.names.insert(name);
+        if f.largest
+            .is_none_or(|(lt, lid)| t > lt || (t == lt && id.0 < lid.0))
+        {
+            f.largest = Some((t, id));
+        }
+    }
+    let mut shares: Vec<RegionShare> = families
+        .into_iter()
+        .map(|(family, f)| match f.largest {
+            Some((t, id)) if f.ranges > 1 && t * 2 >= f.ns => RegionShare {
+                name: trace.name(id).to_string(),
+                ns: t,
+                ranges: 1,
+            },
+            _ => RegionShare {
+                // One name repeated is that name, not a family.
+                name: match f.names.iter().next() {
+                    Some(&only) if f.names.len() == 1 => trace.names.get(only).to_string(),
+                    _ => family,
+                },
+                ns: f.ns,
+                ranges: f.ranges,
+            },
+        })
+        .collect();
+    shares.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.name.cmp(&b.name)));
+    shares.truncate(3);
+    shares
+}
+
 /// The sub-cause of one credited piece.
 fn sub_cause(trace: &Trace, k: HostKey, fw: &Framework) -> HostWork {
     if let Some(work) = k.context {
         return work;
     }
     match (k.op, k.region) {
-        (None, Some(region)) => in_region(trace.names.get(region)),
+        (None, Some(region)) => in_region(trace.name(region)),
         (op, _) => classify(op.map(|n| trace.names.get(n)), [], fw),
     }
 }
@@ -194,7 +302,7 @@ fn is_region(trace: &Trace, id: SpanId) -> bool {
 /// the innermost overriding sub-cause, the innermost user Python frame and the outermost op.
 #[derive(Clone, Copy, Default)]
 struct Around {
-    region: Option<NameId>,
+    region: Option<SpanId>,
     context: Option<HostWork>,
     user_frame: Option<NameId>,
     outermost_op: Option<SpanId>,
@@ -275,7 +383,7 @@ impl SpanContexts {
         let framed = matches!(s.kind, SpanKind::UserAnnotation | SpanKind::PythonFunction);
         Around {
             region: if is_region(trace, id) {
-                Some(s.name)
+                Some(id)
             } else {
                 outer.region
             },
@@ -297,7 +405,7 @@ impl SpanContexts {
     }
 
     /// The region and the overriding sub-cause around `id`, itself left out.
-    fn outside(&mut self, trace: &Trace, id: SpanId) -> (Option<NameId>, Option<HostWork>) {
+    fn outside(&mut self, trace: &Trace, id: SpanId) -> (Option<SpanId>, Option<HostWork>) {
         let a = trace
             .parent(id)
             .map(|p| self.around(trace, p))
@@ -437,7 +545,8 @@ fn credit_ops_in(
     let range = trace.lane(lane).spans.clone();
     let spans = &trace.spans[range.start as usize..range.end as usize];
     let mut cursor = window.start_ns;
-    let mut credited: TimeNs = 0;
+    // The stretches no op or credited call covers.
+    let mut unclaimed: Vec<Interval> = Vec::new();
     // The outermost op already running when the window opens (enclosing ops end no earlier
     // than the ops inside them, so the outermost one is running if any is), else the
     // outermost bare API call running.
@@ -453,7 +562,6 @@ fn credit_ops_in(
         if let Some(op) = outer {
             let end = trace.span(op).end_ns().min(window.end_ns);
             add(contexts, op, end - cursor, time);
-            credited += end - cursor;
             cursor = end;
         } else if let Some(call) = std::iter::once(innermost)
             .chain(trace.ancestors(innermost))
@@ -463,7 +571,6 @@ fn credit_ops_in(
         {
             let end = trace.span(call).end_ns().min(window.end_ns);
             add_api(contexts, call, end - cursor, time);
-            credited += end - cursor;
             cursor = end;
         }
     }
@@ -483,38 +590,114 @@ fn credit_ops_in(
         } else {
             continue;
         }
-        credited += end - s.start_ns;
+        if s.start_ns > cursor {
+            unclaimed.push(Interval::new(cursor, s.start_ns));
+        }
         cursor = end;
     }
-    let rest = window.dur_ns() - credited;
-    if rest <= 0 {
-        return;
+    if window.end_ns > cursor {
+        unclaimed.push(Interval::new(cursor, window.end_ns));
     }
-    // Time under no op: the innermost span still running at the window's start tells the
-    // user frame and the region.
-    let running = innermost.and_then(|innermost| {
-        std::iter::once(innermost)
-            .chain(trace.ancestors(innermost))
-            .find(|&id| trace.span(id).end_ns() > window.start_ns)
-    });
-    let key = match running {
-        Some(id) => {
-            let around = contexts.around(trace, id);
-            HostKey {
-                op: around.user_frame,
-                region: around.region,
-                context: if set_up {
-                    Some(HostWork::WarmUp)
-                } else {
-                    around.context
-                },
-            }
+    // Time under no op: each stretch is the innermost frame's and region's running then.
+    let mut from = before;
+    for piece in unclaimed {
+        from = credit_unclaimed(trace, lane, piece, from, set_up, time, contexts);
+    }
+}
+
+/// Credits `piece` of `lane`'s time, under no op or credited call, to the user frame and
+/// region running through each part of it: a region entered inside the piece takes the time
+/// from its start to its end, not the region the piece began in. `from` is where the lane's
+/// spans starting at or after `piece` may begin; returns the same for the next piece.
+fn credit_unclaimed(
+    trace: &Trace,
+    lane: tracelens_model::LaneId,
+    piece: Interval,
+    from: usize,
+    set_up: bool,
+    time: &mut HostTime,
+    contexts: &mut SpanContexts,
+) -> usize {
+    let range = trace.lane(lane).spans.clone();
+    let spans = &trace.spans[range.start as usize..range.end as usize];
+    let id_of = |i: usize| SpanId(range.start + table_index(i));
+    let key_of = |contexts: &mut SpanContexts, running: Option<SpanId>| {
+        let around = running
+            .map(|id| contexts.around(trace, id))
+            .unwrap_or_default();
+        HostKey {
+            op: around.user_frame,
+            region: around.region,
+            context: if set_up {
+                Some(HostWork::WarmUp)
+            } else {
+                around.context
+            },
         }
-        None => HostKey {
-            op: None,
-            region: None,
-            context: set_up.then_some(HostWork::WarmUp),
-        },
     };
-    *time.entry(key).or_default() += rest;
+    // The spans running when the piece starts, outermost first.
+    let first = partition_point_from(spans, from, |s| s.start_ns <= piece.start_ns);
+    let mut running: Vec<SpanId> = (first > 0)
+        .then(|| id_of(first - 1))
+        .map(|innermost| {
+            std::iter::once(innermost)
+                .chain(trace.ancestors(innermost))
+                .filter(|&id| trace.span(id).end_ns() > piece.start_ns)
+                .collect()
+        })
+        .unwrap_or_default();
+    running.reverse();
+    let mut at = piece.start_ns;
+    let mut credit = |contexts: &mut SpanContexts, running: &[SpanId], until: TimeNs| {
+        if until > at {
+            let key = key_of(contexts, running.last().copied());
+            *time.entry(key).or_default() += until - at;
+            at = until;
+        }
+    };
+    let mut next = first;
+    while next < spans.len() && spans[next].start_ns < piece.end_ns {
+        let start = spans[next].start_ns;
+        // Spans that end before this one starts hand the time back to their parents.
+        while let Some(&top) = running.last() {
+            let end = trace.span(top).end_ns();
+            if end > start {
+                break;
+            }
+            credit(contexts, &running, end);
+            running.pop();
+        }
+        credit(contexts, &running, start);
+        running.push(id_of(next));
+        next += 1;
+    }
+    while let Some(&top) = running.last() {
+        let end = trace.span(top).end_ns().min(piece.end_ns);
+        credit(contexts, &running, end);
+        running.pop();
+    }
+    credit(contexts, &running, piece.end_ns);
+    next
+}
+
+#[cfg(test)]
+mod tests {
+    use super::numbered_family;
+
+    #[test]
+    fn numbers_that_stand_alone_make_a_family_and_numbers_in_words_do_not() {
+        assert_eq!(numbered_family("IO 190").as_deref(), Some("IO N"));
+        assert_eq!(
+            numbered_family("Step 190 to 200").as_deref(),
+            Some("Step N to N")
+        );
+        assert_eq!(
+            numbered_family("ProfilerStep#3").as_deref(),
+            Some("ProfilerStep#N")
+        );
+        assert_eq!(numbered_family("layer_12.é").as_deref(), Some("layer_N.é"));
+        assert_eq!(numbered_family("conv2d"), None);
+        assert_eq!(numbered_family("fp16 gemm"), None);
+        assert_eq!(numbered_family("forward"), None);
+    }
 }

@@ -33,7 +33,7 @@ pub(crate) use host_ops::{
     computes_on_cpu, credit_host_ops, credit_one_time_calls, credit_set_up_ops, host_parts,
     name_host_ops, HostTime, SpanContexts,
 };
-pub use host_ops::{HostPart, BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
+pub use host_ops::{HostPart, RegionShare, BETWEEN_CALLS, BETWEEN_OPS, NOT_RECORDED};
 use records::{read_segments, stored_id, StoredSegment};
 pub use records::{
     DeviceIdle, Gap, IdleCause, IdleSegment, UnattributedReason, WaitEvidence,

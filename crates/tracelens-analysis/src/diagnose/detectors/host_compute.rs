@@ -5,7 +5,7 @@
 use super::launch_bound::launch_overhead_fix;
 use super::{Context, Detector, Input};
 use crate::attribute::host_work::HostWork;
-use crate::attribute::idle::{DeviceIdle, HostPart};
+use crate::attribute::idle::{DeviceIdle, HostPart, RegionShare};
 use crate::diagnose::finding::{Confidence, EvidenceValue, Finding, WinKind};
 use crate::finding_kind::FindingKind;
 use crate::measure::environment::{
@@ -17,6 +17,10 @@ use tracelens_model::{format_ms, TimeNs};
 const PROFILER_SCHEDULE: TorchVersion = TorchVersion::new(1, 8);
 /// Inductor's FX graph cache (`TORCHINDUCTOR_FX_GRAPH_CACHE`).
 const FX_GRAPH_CACHE: TorchVersion = TorchVersion::new(2, 1);
+
+/// A user region whose CPU work keeps the GPU waiting in this many of its ranges or more
+/// recurs: its work is a phase of every iteration to overlap, not one place to look into.
+const RECURRING_RANGES: usize = 3;
 
 /// Host compute is always some of the idle; below this share of step time it is a detail.
 pub const HOST_COMPUTE_FINDING_PERCENT: f64 = 2.0;
@@ -72,8 +76,10 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
     let mut f = cx.finding(FindingKind::HostCompute, WinKind::GpuIdle, &win);
     f.sub_cause = Some(part.work);
     // A user region's part is named by its regions: its ops are only "(Python between ops)".
+    let region_labels: Vec<(String, TimeNs)> =
+        part.regions.iter().map(|r| (r.label(), r.ns)).collect();
     let named = if part.work == HostWork::UserRegion && !part.regions.is_empty() {
-        &part.regions
+        &region_labels
     } else {
         &part.ops
     };
@@ -89,16 +95,15 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         })
         .collect();
     let inside = match part.regions.first() {
-        Some((region, t)) if part.work != HostWork::UserRegion && *t * 2 >= part.ns => {
-            format!(", inside {region}")
+        Some(region) if part.work != HostWork::UserRegion && region.ns * 2 >= part.ns => {
+            format!(", inside {}", region.name)
         }
         _ => String::new(),
     };
     // Work the trace does not record, or time under no op, has no names to list: the
     // description says it all ("runs Python between ops", not "…: (Python between ops)").
-    let only_placeholders = part.ops.iter().all(|(n, _)| n.starts_with('('));
-    let named = if part.work == HostWork::NotRecorded || (only_placeholders && !part.ops.is_empty())
-    {
+    let only_placeholders = named.iter().all(|(n, _)| n.starts_with('('));
+    let named = if part.work == HostWork::NotRecorded || (only_placeholders && !named.is_empty()) {
         String::new()
     } else if top.is_empty() {
         ": unnamed CPU work".to_string()
@@ -122,9 +127,11 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         f.evidence
             .add(host_label(part.work, n), EvidenceValue::DurationNs(*t));
     }
-    for (n, t) in &part.regions {
-        f.evidence
-            .add(format!("region: {n}"), EvidenceValue::DurationNs(*t));
+    for r in &part.regions {
+        f.evidence.add(
+            format!("region: {}", r.label()),
+            EvidenceValue::DurationNs(r.ns),
+        );
     }
     if let (true, Some(d)) = (largest, cx.idle()) {
         for (n, t) in d.os_waits.iter().take(4) {
@@ -132,7 +139,7 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
                 .add(format!("OS wait: {n}"), EvidenceValue::DurationNs(*t));
         }
     }
-    let region = part.regions.first().map(|(r, _)| r.as_str());
+    let region = part.regions.first();
     let frame = part
         .ops
         .iter()
@@ -140,6 +147,20 @@ fn part_finding(cx: &Context, part: &HostPart, largest: bool) -> Finding {
         .map(|(n, _)| n.as_str());
     (f.fix, f.snippet) = work_fix(cx.framework(), part, region, frame);
     f.advice = work_advice(part.work).into();
+    // A recurring region's work, sampled: what the samples show, beside its lever.
+    let recurring = part.work == HostWork::UserRegion
+        && part
+            .regions
+            .first()
+            .is_some_and(|r| r.ranges >= RECURRING_RANGES);
+    if let Some(sampled) = (recurring && part.ns * 2 >= cx.credit().host_compute_ns)
+        .then(|| sampled_in_host_gaps(cx))
+        .flatten()
+    {
+        f.title.push_str(&format!(" ({})", sampled.describe()));
+        f.evidence
+            .add_occurrences("CPU samples in these gaps", sampled.samples);
+    }
     // Work the trace records no call for, but the capture sampled: what the samples show.
     if let Some(sampled) = (part.work == HostWork::NotRecorded)
         .then(|| sampled_in_host_gaps(cx))
@@ -281,7 +302,7 @@ fn work_advice(work: HostWork) -> &'static str {
 fn work_fix(
     fw: &Framework,
     part: &HostPart,
-    region: Option<&str>,
+    region: Option<&RegionShare>,
     frame: Option<&str>,
 ) -> (String, String) {
     let python = fw.pytorch() || matches!(fw.program, Program::Python);
@@ -304,8 +325,9 @@ fn work_fix(
             let named = part
                 .regions
                 .iter()
-                .chain(&part.ops)
-                .find_map(|(n, _)| crate::vocabulary::ops::optimizer_class(n));
+                .map(|r| r.name.as_str())
+                .chain(part.ops.iter().map(|(n, _)| n.as_str()))
+                .find_map(crate::vocabulary::ops::optimizer_class);
             match named {
                 Some(class) => optimizer_fix(&Framework {
                     optimizer: Some(class.to_string()),
@@ -320,6 +342,10 @@ fn work_fix(
             "Log every N steps, not every step: keep the metrics as GPU tensors, read them once at log time, and let a background thread write them out.".into(),
             "if step % log_every == 0:\n    logger.log({\"loss\": loss.detach().item()})   # one read per N steps".into(),
         ),
+        HostWork::HostDataWork if fw.pytorch() && fw.optimizer.is_none() => (
+            "Prepare the inputs in worker processes (a DataLoader with num_workers > 0 over a Dataset that decodes and transforms in __getitem__), or run the transforms on the GPU, so the next input is ready when the GPU finishes the current one and the launching thread only launches.".into(),
+            "loader = DataLoader(ds, batch_size=B, num_workers=4, pin_memory=True,\n                    persistent_workers=True)\nfor batch in loader:\n    out = model(batch.to(device, non_blocking=True))".into(),
+        ),
         HostWork::HostDataWork if fw.pytorch() => (
             "Move this data work into DataLoader worker processes (num_workers > 0, in the Dataset's __getitem__ or collate_fn), or do it on the GPU, so the training thread only launches.".into(),
             "loader = DataLoader(ds, batch_size=B, num_workers=4, collate_fn=collate,\n                    pin_memory=True, persistent_workers=True)".into(),
@@ -328,11 +354,22 @@ fn work_fix(
             "Freeze the objects built at setup (gc.freeze()) and collect on your schedule: gc.disable() in the loop and gc.collect() every N steps.".into(),
             "import gc\ngc.freeze()          # after model and data setup\ngc.disable()\nfor step, batch in enumerate(loader):\n    train_step(batch)\n    if step % 1000 == 0:\n        gc.collect()".into(),
         ),
+        HostWork::UserRegion if region.is_some_and(|r| r.ranges >= RECURRING_RANGES) => {
+            let r = region.expect("checked");
+            let (fix, snippet) = crate::diagnose::advice::overlap_host_work(fw.dialect());
+            (
+                format!("The GPU has nothing queued while the range {} runs ({} times): {}", r.name, r.ranges, crate::num::lower_first(&fix)),
+                snippet,
+            )
+        }
         HostWork::UserRegion if fw.pytorch() => (
-            format!("The time is inside {} with nothing finer recorded: profile again with with_stack=True to see its Python lines, then move that work out of the step or overlap it with GPU work.", region.map_or("an annotated region".to_string(), |r| format!("the region {r}"))),
+            format!("The time is inside {} with nothing finer recorded: profile again with with_stack=True to see its Python lines, then move that work out of the step or overlap it with GPU work.", region.map_or("an annotated region".to_string(), |r| format!("the region {}", r.label()))),
             "with torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],\n                            with_stack=True, record_shapes=True) as prof:\n    train_step()".into(),
         ),
-        HostWork::UserRegion => crate::diagnose::advice::inside_range(region, fw.dialect()),
+        HostWork::UserRegion => crate::diagnose::advice::inside_range(
+            region.map(RegionShare::label).as_deref(),
+            fw.dialect(),
+        ),
         HostWork::Python if python => (
             match (frame, fw.pytorch()) {
                 (Some(frame), _) => format!("Python at {frame} runs between launches every step: move it out of the step, run it every N steps, or launch the next GPU work before it."),
@@ -441,6 +478,22 @@ fn api_calls_fix(fw: &Framework, part: &HostPart) -> (String, String) {
 /// (fix, snippet) for the launching thread blocked in OS waits: find what it waits for.
 fn os_wait_fix(fw: &Framework, part: &HostPart) -> (String, String) {
     let names: Vec<&str> = part.ops.iter().take(3).map(|(n, _)| n.as_str()).collect();
+    // The thread reaps a child process in these waits: it waited for a program it started.
+    if let (Some(reap), Some((longest, ns))) = (
+        part.ops
+            .iter()
+            .find(|(n, _)| crate::vocabulary::api::is_child_process_wait(n)),
+        part.ops.first(),
+    ) {
+        return (
+            format!(
+                "The launching thread waits for a child process it started ({longest} for {}, then {} reaps it) while the GPU has nothing queued: a compiler or tool the program runs (a JIT compiler, a code generator). Run it once before the GPU work, or cache its output, so the GPU's work does not wait for it; a run that does this once pays it once, not per iteration.",
+                format_ms(*ns),
+                reap.0
+            ),
+            String::new(),
+        );
+    }
     let input = if fw.pytorch() {
         "input read on the launching thread → DataLoader workers (num_workers > 0) read ahead"
     } else {

@@ -98,7 +98,7 @@ impl Detector for ImplicitSyncs {
                 f.title = format!("One-time work, {}: {}", once.describe(), f.title);
                 f.one_time = Some(once.describe());
             }
-            f.win_basis = "GPU idle after the sync drained the queue, at most the time the sync blocked the host (the GPU work the CPU work after it could have overlapped)".into();
+            f.win_basis = "GPU idle after the sync drained the queue: the CPU work after it, at most as long as the sync blocked the host (the GPU work it could have overlapped), and, where the CPU went straight on to the next launch, that launch's round trip to the GPU".into();
             f.cpu_cost_per_step_ns = Some(blocked.per_step_ns);
             f.evidence.add_occurrences("calls", site.count);
             f.evidence
@@ -234,10 +234,23 @@ fn native_sync_advice(site: &SyncSite, fw: &Framework) -> (String, String, Strin
     use crate::diagnose::advice::{host_wait, HostWait};
     let wait = match site.trigger {
         SyncTrigger::AllocatorFree => HostWait::Free,
+        SyncTrigger::SyncCopy | SyncTrigger::BlockingCopyApi if reads_small_values(site) => {
+            HostWait::ValueRead
+        }
         SyncTrigger::StreamSynchronize | SyncTrigger::EventSynchronize => HostWait::StreamOrEvent,
         _ => HostWait::DeviceOrCopy,
     };
     host_wait(wait, fw.dialect()).parts()
+}
+
+/// A blocking copy bringing back this many bytes or fewer on average reads a value the host
+/// decides on (a flag, a count, a residual), not data.
+pub const VALUE_READ_MAX_BYTES: u64 = 1024;
+
+/// Whether a site's blocking copies read values back: copies to the host of
+/// [`VALUE_READ_MAX_BYTES`] or fewer on average.
+fn reads_small_values(site: &SyncSite) -> bool {
+    site.copies_to_host && site.copies > 0 && site.copy_bytes / site.copies <= VALUE_READ_MAX_BYTES
 }
 
 /// `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` arrived in PyTorch 2.1.
