@@ -291,13 +291,6 @@ fn creditable_call(trace: &Trace, id: SpanId) -> bool {
             && crate::vocabulary::api::is_os_wait(trace.names.get(s.name))
 }
 
-/// A user region that is not the step or the DataLoader range.
-fn is_region(trace: &Trace, id: SpanId) -> bool {
-    trace.span(id).kind == SpanKind::UserAnnotation
-        && !trace.is_step_span(id)
-        && !crate::vocabulary::ops::is_data_loader(trace.name(id))
-}
-
 /// What the spans around one span say of it, that span included: the innermost user region,
 /// the innermost overriding sub-cause, the innermost user Python frame and the outermost op.
 #[derive(Clone, Copy, Default)]
@@ -326,6 +319,30 @@ fn is_op(trace: &Trace, id: SpanId) -> bool {
 pub(crate) struct SpanContexts {
     arounds: FxHashMap<SpanId, Around>,
     places: FxHashMap<tracelens_model::LaneId, usize>,
+    /// What each name says, read once per name: a gap read frame by frame asks about
+    /// thousands of frames of a few hundred names.
+    names: FxHashMap<NameId, NameFacts>,
+}
+
+/// What a region's, frame's or op's name says of the time inside it.
+#[derive(Clone, Copy)]
+struct NameFacts {
+    /// The sub-cause it gives everything inside it.
+    overriding: Option<HostWork>,
+    /// A Python frame of the user's code (not a library's).
+    user_frame: bool,
+    /// The DataLoader's range or op.
+    data_loader: bool,
+}
+
+impl NameFacts {
+    fn of(name: &str) -> NameFacts {
+        NameFacts {
+            overriding: crate::attribute::host_work::overriding(name),
+            user_frame: tracelens_model::PyFrame::parse(name).is_some_and(|f| !f.is_library()),
+            data_loader: crate::vocabulary::ops::is_data_loader(name),
+        }
+    }
 }
 
 impl SpanContexts {
@@ -357,10 +374,19 @@ impl SpanContexts {
             at = p;
         }
         for &a in chain.iter().rev() {
-            outer = Self::inside(trace, a, outer);
+            outer = self.inside(trace, a, outer);
             self.arounds.insert(a, outer);
         }
         outer
+    }
+
+    /// What span `id`'s name says.
+    fn facts(&mut self, trace: &Trace, id: SpanId) -> NameFacts {
+        let name = trace.span(id).name;
+        *self
+            .names
+            .entry(name)
+            .or_insert_with(|| NameFacts::of(trace.names.get(name)))
     }
 
     /// Whether [`Self::inside`] can differ from its parent's answer for `id`: only a user
@@ -373,34 +399,35 @@ impl SpanContexts {
     }
 
     /// [`Around`] of `id` from its parent's.
-    fn inside(trace: &Trace, id: SpanId, outer: Around) -> Around {
+    fn inside(&mut self, trace: &Trace, id: SpanId, outer: Around) -> Around {
         // The one place that says which spans matter: `around` skips the same ones.
         if !Self::tells(trace, id) {
             return outer;
         }
         let s = trace.span(id);
-        let name = trace.names.get(s.name);
+        let facts = self.facts(trace, id);
         let framed = matches!(s.kind, SpanKind::UserAnnotation | SpanKind::PythonFunction);
+        // A region or an op: not the step, not the DataLoader's range (as `is_region` and
+        // `is_op` say, from the facts read once).
+        let counted = !facts.data_loader && !trace.is_step_span(id);
         Around {
-            region: if is_region(trace, id) {
+            region: if s.kind == SpanKind::UserAnnotation && counted {
                 Some(id)
             } else {
                 outer.region
             },
             context: framed
-                .then(|| crate::attribute::host_work::overriding(name))
+                .then_some(facts.overriding)
                 .flatten()
                 .or(outer.context),
-            user_frame: if s.kind == SpanKind::PythonFunction
-                && tracelens_model::PyFrame::parse(name).is_some_and(|f| !f.is_library())
-            {
+            user_frame: if s.kind == SpanKind::PythonFunction && facts.user_frame {
                 Some(s.name)
             } else {
                 outer.user_frame
             },
             outermost_op: outer
                 .outermost_op
-                .or_else(|| is_op(trace, id).then_some(id)),
+                .or_else(|| (s.kind == SpanKind::CpuOp && counted).then_some(id)),
         }
     }
 
@@ -635,48 +662,47 @@ fn credit_unclaimed(
             },
         }
     };
-    // The spans running when the piece starts, outermost first.
+    // The innermost span running when the piece starts; its parents follow as it ends.
     let first = partition_point_from(spans, from, |s| s.start_ns <= piece.start_ns);
-    let mut running: Vec<SpanId> = (first > 0)
+    let running_after = |id: SpanId, t: TimeNs| {
+        std::iter::once(id)
+            .chain(trace.ancestors(id))
+            .find(|&a| trace.span(a).end_ns() > t)
+    };
+    let mut running = (first > 0)
         .then(|| id_of(first - 1))
-        .map(|innermost| {
-            std::iter::once(innermost)
-                .chain(trace.ancestors(innermost))
-                .filter(|&id| trace.span(id).end_ns() > piece.start_ns)
-                .collect()
-        })
-        .unwrap_or_default();
-    running.reverse();
+        .and_then(|innermost| running_after(innermost, piece.start_ns));
     let mut at = piece.start_ns;
-    let mut credit = |contexts: &mut SpanContexts, running: &[SpanId], until: TimeNs| {
+    let mut credit = |contexts: &mut SpanContexts, running: Option<SpanId>, until: TimeNs| {
         if until > at {
-            let key = key_of(contexts, running.last().copied());
-            *time.entry(key).or_default() += until - at;
+            *time.entry(key_of(contexts, running)).or_default() += until - at;
             at = until;
         }
     };
-    let mut next = first;
-    while next < spans.len() && spans[next].start_ns < piece.end_ns {
-        let start = spans[next].start_ns;
-        // Spans that end before this one starts hand the time back to their parents.
-        while let Some(&top) = running.last() {
+    // Hands the time up to `t` to the spans running, each until it ends, then to its parent.
+    let mut close_until = |contexts: &mut SpanContexts, running: &mut Option<SpanId>, t: TimeNs| {
+        while let Some(top) = *running {
             let end = trace.span(top).end_ns();
-            if end > start {
+            if end > t {
                 break;
             }
-            credit(contexts, &running, end);
-            running.pop();
+            credit(contexts, *running, end);
+            *running = trace.ancestors(top).find(|&a| trace.span(a).end_ns() > end);
         }
-        credit(contexts, &running, start);
-        running.push(id_of(next));
+        credit(contexts, *running, t);
+    };
+    let mut next = first;
+    while next < spans.len() && spans[next].start_ns < piece.end_ns {
+        let id = id_of(next);
         next += 1;
+        // Only a region, a frame or an op changes whose time it is.
+        if !SpanContexts::tells(trace, id) {
+            continue;
+        }
+        close_until(contexts, &mut running, spans[next - 1].start_ns);
+        running = Some(id);
     }
-    while let Some(&top) = running.last() {
-        let end = trace.span(top).end_ns().min(piece.end_ns);
-        credit(contexts, &running, end);
-        running.pop();
-    }
-    credit(contexts, &running, piece.end_ns);
+    close_until(contexts, &mut running, piece.end_ns);
     next
 }
 
