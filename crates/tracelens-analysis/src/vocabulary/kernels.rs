@@ -209,7 +209,8 @@ fn has_tile_shape(n: &str) -> bool {
 }
 
 /// Whether a GPU op is a collective's kernel: NCCL, RCCL and MSCCL (`ncclDevKernel_*`,
-/// `ncclKernel_*`, `mscclKernel_*`) or Huawei's HCCL (`hcclAllReduce…`).
+/// `ncclKernel_*`, `mscclKernel_*`), Huawei's HCCL (`hcclAllReduce…`) or DeepEP's dispatch
+/// and combine.
 #[must_use]
 pub fn is_communication_kernel(name: &str) -> bool {
     let b = name.as_bytes();
@@ -218,6 +219,10 @@ pub fn is_communication_kernel(name: &str) -> bool {
             || w.eq_ignore_ascii_case(b"rccl")
             || w.eq_ignore_ascii_case(b"hccl")
     }) || name.contains("msccl")
+        // DeepEP's expert-parallel dispatch and combine (`deep_ep::internode::combine`):
+        // all-to-all exchanges written as kernels of their own.
+        || name.contains("::internode::")
+        || name.contains("::intranode::")
 }
 
 /// The collective a communication kernel runs, for its bus-bandwidth factor.
@@ -432,7 +437,7 @@ mod tests {
     }
 
     /// Real kernel names of the corpus, per vendor: (name, matrix units, collective).
-    const REAL: [(&str, bool, bool); 14] = [
+    const REAL: [(&str, bool, bool); 16] = [
         // NVIDIA (hta, kineto samples, Nsight exports).
         ("volta_sgemm_128x64_nn", false, false),
         ("sm80_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x32_stage4_warpsize2x2x1_tensor16x8x16_kernel", true, false),
@@ -450,6 +455,9 @@ mod tests {
         ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", false, true),
         // Huawei Ascend (HCCL).
         ("hcclAllReduce_RING_fp32", false, true),
+        // DeepEP's expert-parallel exchange (DeepSeek's public DualPipe training trace).
+        ("void dpsk::ep::internode::combine<(dpsk::ep::MemoryDataLayout)0, 4, 4>(int4*, float*, int const*)", false, true),
+        ("void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*)", false, true),
     ];
 
     #[test]
