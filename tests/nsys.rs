@@ -1446,7 +1446,7 @@ fn sampled_host_work_between_launches_is_named_from_its_samples() {
 /// A loop of 10 iterations: a `Compute i` range that launches a 1 ms kernel and lasts 2 ms,
 /// then host work in an `IO i` range of 18 ms (in every iteration, or only in the first when
 /// `every` is false) before the next launch.
-fn io_phase_loop(name: &str, every: bool) -> tracelens_analysis::Diagnosis {
+fn io_phase_loop(name: &str, every: bool) -> PathBuf {
     let path = temp_export(name);
     let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
     let mut t = 1_000_000i64;
@@ -1465,20 +1465,18 @@ fn io_phase_loop(name: &str, every: bool) -> tracelens_analysis::Diagnosis {
         t += 2_000_000 + io_ns + 1_000_000;
     }
     drop(e);
-    diagnose(&tracelens_nsys::import_file(&path).unwrap())
+    path
 }
 
 /// Host work in a numbered range that recurs every iteration is credited to that range (not
-/// to the range the gap began in, `Compute i`, which holds 1 ms of it) as one family, and gets the overlap lever; the same work in
-/// one range only is looked into with nested ranges.
+/// to the range the gap began in, `Compute i`, which holds 1 ms of it) as one family, and
+/// gets the overlap lever; the same work in one range only is looked into with nested ranges.
 #[test]
 fn a_recurring_range_that_leaves_the_gpu_empty_is_told_to_overlap() {
-    let d = io_phase_loop("io_every_iteration", true);
-    let f = d
-        .findings
-        .iter()
-        .find(|f| f.kind == FindingKind::HostCompute)
-        .unwrap_or_else(|| panic!("{}\n{:#?}", d.verdict.text, d.findings));
+    let (_, f) = diagnosis_and_finding(
+        &io_phase_loop("io_every_iteration", true),
+        FindingKind::HostCompute,
+    );
     // The window ends at the last kernel: nine IO ranges lie inside it.
     assert!(
         f.title.contains("regions: IO N ×9 (162.000 ms)"),
@@ -1492,12 +1490,7 @@ fn a_recurring_range_that_leaves_the_gpu_empty_is_told_to_overlap() {
         "{}",
         f.fix
     );
-    let once = io_phase_loop("io_once", false);
-    let f = once
-        .findings
-        .iter()
-        .find(|f| f.kind == FindingKind::HostCompute)
-        .unwrap_or_else(|| panic!("{}\n{:#?}", once.verdict.text, once.findings));
+    let (_, f) = diagnosis_and_finding(&io_phase_loop("io_once", false), FindingKind::HostCompute);
     assert!(f.title.contains("IO 0"), "{}", f.title);
     assert!(f.fix.contains("nested NVTX ranges"), "{}", f.fix);
 }
@@ -1505,7 +1498,7 @@ fn a_recurring_range_that_leaves_the_gpu_empty_is_told_to_overlap() {
 /// Ten timesteps of one 800 µs kernel and 96 kernels of 5 µs, each launch (4 µs) followed
 /// by a cudaDeviceSynchronize that returns 1 µs after its kernel ends (`synced`), or by
 /// nothing.
-fn launch_sync_loop(name: &str, synced: bool) -> tracelens_analysis::Diagnosis {
+fn launch_sync_loop(name: &str, synced: bool) -> PathBuf {
     let path = temp_export(name);
     let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
     let (mut t, mut corr, mut gpu_free) = (1_000_000i64, 0i64, 0i64);
@@ -1541,7 +1534,7 @@ fn launch_sync_loop(name: &str, synced: bool) -> tracelens_analysis::Diagnosis {
         }
     }
     drop(e);
-    diagnose(&tracelens_nsys::import_file(&path).unwrap())
+    path
 }
 
 /// A sync after every launch drains the queue, so the next launch's round trip is exposed
@@ -1550,12 +1543,10 @@ fn launch_sync_loop(name: &str, synced: bool) -> tracelens_analysis::Diagnosis {
 /// speak of and no sync finding.
 #[test]
 fn a_sync_after_every_launch_is_credited_the_launch_round_trips_it_exposes() {
-    let d = launch_sync_loop("sync_every_launch", true);
-    let f = d
-        .findings
-        .iter()
-        .find(|f| f.kind == FindingKind::ImplicitSync)
-        .unwrap_or_else(|| panic!("{}\n{:#?}", d.verdict.text, d.findings));
+    let (d, f) = diagnosis_and_finding(
+        &launch_sync_loop("sync_every_launch", true),
+        FindingKind::ImplicitSync,
+    );
     assert_eq!(
         d.findings[0].kind,
         FindingKind::ImplicitSync,
@@ -1578,7 +1569,7 @@ fn a_sync_after_every_launch_is_credited_the_launch_round_trips_it_exposes() {
         "{}",
         d.verdict.text
     );
-    let twin = launch_sync_loop("no_sync", false);
+    let twin = diagnose(&tracelens_nsys::import_file(&launch_sync_loop("no_sync", false)).unwrap());
     assert!(
         !twin
             .findings
@@ -1591,7 +1582,7 @@ fn a_sync_after_every_launch_is_credited_the_launch_round_trips_it_exposes() {
 
 /// Two launches with a 500 ms gap between them in which the launching thread waits in poll
 /// and then, when `reaps` is set, in waitpid (a compiler it ran as a child process).
-fn child_process_gap(name: &str, reaps: bool) -> tracelens_analysis::Diagnosis {
+fn child_process_gap(name: &str, reaps: bool) -> PathBuf {
     let path = temp_export(name);
     let mut e = Export::create(&path, "META_DATA_EXPORT", "3.17.2");
     e.runtime("cudaLaunchKernel_v7000", 5, 5, 1_000_000, 1_005_000, 1);
@@ -1603,7 +1594,7 @@ fn child_process_gap(name: &str, reaps: bool) -> tracelens_analysis::Diagnosis {
     e.runtime("cudaLaunchKernel_v7000", 5, 5, 501_000_000, 501_005_000, 2);
     e.kernel("compiled", 5, 0, 7, 501_010_000, 502_010_000, 2);
     drop(e);
-    diagnose(&tracelens_nsys::import_file(&path).unwrap())
+    path
 }
 
 /// A wait that ends by reaping a child process is a program the thread ran (a JIT compiler):
@@ -1611,24 +1602,20 @@ fn child_process_gap(name: &str, reaps: bool) -> tracelens_analysis::Diagnosis {
 /// the general advice.
 #[test]
 fn a_wait_for_a_child_process_is_told_to_run_it_before_the_gpu_work() {
-    let d = child_process_gap("child_process_wait", true);
-    let f = d
-        .findings
-        .iter()
-        .find(|f| f.kind == FindingKind::HostCompute)
-        .unwrap_or_else(|| panic!("{:#?}", d.findings));
+    let (_, f) = diagnosis_and_finding(
+        &child_process_gap("child_process_wait", true),
+        FindingKind::HostCompute,
+    );
     assert!(
         f.fix.contains("child process it started (poll for")
             && f.fix.contains("then waitpid reaps it"),
         "{}",
         f.fix
     );
-    let twin = child_process_gap("poll_wait", false);
-    let f = twin
-        .findings
-        .iter()
-        .find(|f| f.kind == FindingKind::HostCompute)
-        .unwrap_or_else(|| panic!("{:#?}", twin.findings));
+    let (_, f) = diagnosis_and_finding(
+        &child_process_gap("poll_wait", false),
+        FindingKind::HostCompute,
+    );
     assert!(!f.fix.contains("child process it started"), "{}", f.fix);
     assert!(f.fix.contains("find what it waits on"), "{}", f.fix);
 }

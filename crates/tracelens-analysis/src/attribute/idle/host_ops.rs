@@ -301,14 +301,6 @@ struct Around {
     outermost_op: Option<SpanId>,
 }
 
-/// An op the host time is credited to: a CPU op that is not the step or the DataLoader range.
-fn is_op(trace: &Trace, id: SpanId) -> bool {
-    let s = trace.span(id);
-    s.kind == SpanKind::CpuOp
-        && !trace.is_step_span(id)
-        && !crate::vocabulary::ops::is_data_loader(trace.names.get(s.name))
-}
-
 /// [`Around`] of every span asked about, each computed once from its parent's: every idle
 /// gap asks about the spans running in it, and a walk up the enclosing chain per gap made
 /// 1,100 nested ranges around 16,000 launches take minutes.
@@ -380,6 +372,12 @@ impl SpanContexts {
         outer
     }
 
+    /// Whether `id` is an op the host time is credited to, or a user region: a CPU op or an
+    /// annotation that is not the step or the DataLoader's range.
+    fn is_op_or_region(&mut self, trace: &Trace, id: SpanId, kind: SpanKind) -> bool {
+        trace.span(id).kind == kind && !self.facts(trace, id).data_loader && !trace.is_step_span(id)
+    }
+
     /// What span `id`'s name says.
     fn facts(&mut self, trace: &Trace, id: SpanId) -> NameFacts {
         let name = trace.span(id).name;
@@ -407,11 +405,8 @@ impl SpanContexts {
         let s = trace.span(id);
         let facts = self.facts(trace, id);
         let framed = matches!(s.kind, SpanKind::UserAnnotation | SpanKind::PythonFunction);
-        // A region or an op: not the step, not the DataLoader's range (as `is_region` and
-        // `is_op` say, from the facts read once).
-        let counted = !facts.data_loader && !trace.is_step_span(id);
         Around {
-            region: if s.kind == SpanKind::UserAnnotation && counted {
+            region: if self.is_op_or_region(trace, id, SpanKind::UserAnnotation) {
                 Some(id)
             } else {
                 outer.region
@@ -425,9 +420,10 @@ impl SpanContexts {
             } else {
                 outer.user_frame
             },
-            outermost_op: outer
-                .outermost_op
-                .or_else(|| (s.kind == SpanKind::CpuOp && counted).then_some(id)),
+            outermost_op: outer.outermost_op.or_else(|| {
+                self.is_op_or_region(trace, id, SpanKind::CpuOp)
+                    .then_some(id)
+            }),
         }
     }
 
@@ -610,7 +606,7 @@ fn credit_ops_in(
         }
         let id = SpanId(range.start + table_index(before + offset));
         let end = s.end_ns().min(window.end_ns);
-        if is_op(trace, id) {
+        if contexts.is_op_or_region(trace, id, SpanKind::CpuOp) {
             add(contexts, id, end - s.start_ns, time);
         } else if bare_api_call(trace, contexts, id) {
             add_api(contexts, id, end - s.start_ns, time);

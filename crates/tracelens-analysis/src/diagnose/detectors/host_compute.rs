@@ -479,11 +479,11 @@ fn api_calls_fix(fw: &Framework, part: &HostPart) -> (String, String) {
 fn os_wait_fix(fw: &Framework, part: &HostPart) -> (String, String) {
     let names: Vec<&str> = part.ops.iter().take(3).map(|(n, _)| n.as_str()).collect();
     // The thread reaps a child process in these waits: it waited for a program it started.
+    let reaps = |n: &str| crate::vocabulary::api::is_child_process_wait(n);
+    // The longest wait that is not the reaping itself: what the thread waited in meanwhile.
     if let (Some(reap), Some((longest, ns))) = (
-        part.ops
-            .iter()
-            .find(|(n, _)| crate::vocabulary::api::is_child_process_wait(n)),
-        part.ops.first(),
+        part.ops.iter().find(|(n, _)| reaps(n)),
+        part.ops.iter().find(|(n, _)| !reaps(n)),
     ) {
         return (
             format!(
