@@ -1557,10 +1557,11 @@ pub(crate) fn mark_unified_memory(v: &mut Verdict, findings: &[Finding]) {
 }
 
 /// Rewrites a GPU-bound verdict's advice when matrix multiplies dominate and the efficiency
-/// view measured most of their counted time below the device's ridge point: such multiplies
-/// stream their operands (weights, KV cache) more than they compute on them, as small batches
-/// do (LLM decode), so dimension and precision-of-compute advice would be wrong. The advice
-/// follows the evidence: more rows per multiply, fewer bits per weight where the GPU runs them.
+/// view counted them from their recorded shapes. Where most of their counted time runs below
+/// the device's ridge point, they stream their operands (weights, KV cache) more than they
+/// compute on them, as small batches do (LLM decode): more rows per multiply, fewer bits per
+/// weight where the GPU runs them. Otherwise the shapes say whether their dimensions suit the
+/// matrix units: the misaligned ones are named, aligned ones are not told to align.
 /// Returns the class and the new advice, for the kernel-work finding to say the same.
 pub(crate) fn refine_with_efficiency(
     v: &mut Verdict,
@@ -1580,25 +1581,58 @@ pub(crate) fn refine_with_efficiency(
         .classes
         .iter()
         .filter(|c| c.class == OpClass::Gemm);
-    let (mut all_ns, mut memory_ns, mut flops, mut bytes) = (0, 0, 0.0, 0.0);
+    let (mut all_ns, mut memory_ns, mut misaligned_ns, mut flops, mut bytes) = (0, 0, 0, 0.0, 0.0);
     for c in gemm {
         all_ns += c.throughput.gpu_ns;
+        misaligned_ns += c.throughput.misaligned_gpu_ns;
         if c.throughput.bound == Some(Bound::Memory) {
             memory_ns += c.throughput.gpu_ns;
             flops += c.throughput.flops;
             bytes += c.throughput.bytes;
         }
     }
-    if all_ns == 0 || memory_ns * 2 <= all_ns || bytes <= 0.0 {
+    if all_ns == 0 {
         return None;
     }
     let marker = format!("{}: ", top.class.describe());
     let at = v.text.rfind(&marker)?;
+    let advice = if memory_ns * 2 > all_ns && bytes > 0.0 {
+        memory_bound_gemm_advice(
+            efficiency,
+            top.precision,
+            hw,
+            (flops, bytes),
+            memory_ns * 100 / all_ns,
+        )
+    } else {
+        let given = v.text[at + marker.len()..].to_string();
+        shaped_gemm_advice(
+            efficiency,
+            top.precision,
+            hw,
+            (top.class, &given),
+            misaligned_ns * 100 / all_ns,
+        )?
+    };
+    v.text.truncate(at + marker.len());
+    v.text.push_str(&advice);
+    Some((top.class, advice))
+}
+
+/// Matrix multiplies whose counted time is mostly below the ridge point (`flops_bytes`: their
+/// FLOPs and bytes; `memory_percent`: the share of their time): more rows per multiply.
+fn memory_bound_gemm_advice(
+    efficiency: &crate::views::efficiency::Efficiency,
+    precision: Option<Precision>,
+    hw: &crate::measure::environment::Hardware,
+    (flops, bytes): (f64, f64),
+    memory_percent: TimeNs,
+) -> String {
     let ridge = match (efficiency.peak_tflops, efficiency.peak_tb_per_s) {
         (Some(f), Some(b)) if b > 0.0 => format!(", below this GPU's ridge point of {:.0}", f / b),
         _ => String::new(),
     };
-    let fewer_bits = match (top.precision, hw.vendor, hw.has_fp8()) {
+    let fewer_bits = match (precision, hw.vendor, hw.has_fp8()) {
         (Some(Precision::Fp8 | Precision::Fp4), _, _) => {
             "; their kernels already run in FP8 or fewer bits, so more rows per multiply is the lever"
         }
@@ -1610,14 +1644,74 @@ pub(crate) fn refine_with_efficiency(
         }
         _ => " and store weights in fewer bits: INT8 or INT4 weight-only quantization",
     };
-    let advice = format!(
-        "they run memory-bound ({:.0} FLOP per byte moved{ridge}: {:.0} % of their counted time): each multiply reads its weights for few rows, as small batches and LLM decode do; put more rows through each multiply (a larger batch, more concurrent requests){fewer_bits}",
+    format!(
+        "they run memory-bound ({:.0} FLOP per byte moved{ridge}: {memory_percent} % of their counted time): each multiply reads its weights for few rows, as small batches and LLM decode do; put more rows through each multiply (a larger batch, more concurrent requests){fewer_bits}",
         flops / bytes,
-        memory_ns as f64 * 100.0 / all_ns as f64
+    )
+}
+
+/// Share of the multiplies' counted time in misaligned shapes from which padding is advised.
+const MISALIGNED_PERCENT: TimeNs = 10;
+
+/// Matrix multiplies counted from their shapes and not memory-bound: pad the misaligned ones
+/// (`misaligned_percent` of their counted time, the largest named), else the precision lever
+/// alone, said with the evidence that the shapes are fine. FP32 multiplies keep the advice
+/// the verdict `given` them (precision first: alignment matters once they run on the matrix
+/// units), with the padding after it where it applies; `None` leaves that advice as it is.
+fn shaped_gemm_advice(
+    efficiency: &crate::views::efficiency::Efficiency,
+    precision: Option<Precision>,
+    hw: &crate::measure::environment::Hardware,
+    (class, given): (KernelClass, &str),
+    misaligned_percent: TimeNs,
+) -> Option<String> {
+    use crate::views::flops::OpClass;
+    let pad = (misaligned_percent >= MISALIGNED_PERCENT).then(|| {
+        let largest = efficiency
+            .operators
+            .iter()
+            .filter(|o| o.class == OpClass::Gemm && o.throughput.misaligned_gpu_ns > 0)
+            .max_by_key(|o| o.throughput.misaligned_gpu_ns)
+            .map_or(String::new(), |o| format!(", the largest in {}", o.name));
+        format!(
+            "{misaligned_percent} % of their counted time is in multiplies whose inner or output dimension is not a multiple of 8{largest}: pad those dimensions (hidden and vocabulary sizes, head counts) to multiples of 8, or of 64 for the fastest tiles"
+        )
+    });
+    if class == KernelClass::GemmFp32 {
+        return pad.map(|pad| format!("{given}; {pad}"));
+    }
+    let narrowest = matches!(precision, Some(Precision::Fp8 | Precision::Fp4));
+    let lower = (!narrowest)
+        .then(|| crate::views::kernels::gemm_precision_step(hw, precision))
+        .flatten();
+    if let Some(pad) = pad {
+        return Some(match lower {
+            Some(l) => format!("{pad}; then: {l}"),
+            None => pad,
+        });
+    }
+    let compute = efficiency
+        .classes
+        .iter()
+        .filter(|c| c.class == OpClass::Gemm)
+        .all(|c| c.throughput.bound != Some(crate::views::efficiency::Bound::Memory));
+    let evidence = format!(
+        "{}their recorded dimensions are multiples of 8{}",
+        if narrowest {
+            "they already run in FP8 or fewer bits, "
+        } else {
+            ""
+        },
+        if compute && efficiency.peak_tflops.is_some() {
+            " and they run compute-bound"
+        } else {
+            ""
+        }
     );
-    v.text.truncate(at + marker.len());
-    v.text.push_str(&advice);
-    Some((top.class, advice))
+    Some(match lower {
+        Some(l) => format!("{l} ({evidence})"),
+        None => format!("{evidence}: fewer or smaller multiplies (a smaller model, shorter sequences) are what is left"),
+    })
 }
 
 #[cfg(test)]
@@ -1779,5 +1873,92 @@ mod tests {
         );
         let long = crate::diagnose(&host_then_kernels(400)).verdict;
         assert!(!long.text.contains("These figures cover"), "{}", long.text);
+    }
+
+    #[test]
+    fn recorded_shapes_decide_whether_matrix_multiplies_are_told_to_align() {
+        use crate::measure::peaks::Precision as OpPrecision;
+        use crate::views::efficiency::{
+            Bound, ClassEfficiency, Efficiency, OpEfficiency, Throughput,
+        };
+        use crate::views::flops::OpClass;
+        use crate::views::kernels::{KernelClass, Precision};
+        let h100 = crate::measure::environment::Hardware {
+            name: Some("NVIDIA H100 80GB HBM3".into()),
+            vendor: crate::measure::environment::Vendor::Nvidia,
+            compute: Some((9, 0)),
+            ..Default::default()
+        };
+        let shaped = |misaligned_gpu_ns| {
+            let throughput = Throughput {
+                gpu_ns: 100,
+                misaligned_gpu_ns,
+                bound: Some(Bound::Compute),
+                ..Throughput::default()
+            };
+            Efficiency {
+                peak_tflops: Some(989.0),
+                classes: vec![ClassEfficiency {
+                    class: OpClass::Gemm,
+                    precision: OpPrecision::Bf16,
+                    throughput: throughput.clone(),
+                }],
+                operators: vec![OpEfficiency {
+                    name: "aten::linear".into(),
+                    input_dims: "[[8, 1024, 768], [50257, 768], []]".into(),
+                    class: OpClass::Gemm,
+                    precision: OpPrecision::Bf16,
+                    throughput,
+                }],
+                ..Efficiency::default()
+            }
+        };
+        let advice = |e: &Efficiency| {
+            let c = &e.classes[0].throughput;
+            super::shaped_gemm_advice(
+                e,
+                Some(Precision::Half),
+                &h100,
+                (
+                    KernelClass::Gemm,
+                    "FP8 is the next step; their shapes would show",
+                ),
+                c.misaligned_gpu_ns * 100 / c.gpu_ns,
+            )
+            .expect("matrix advice")
+        };
+        // Half their time in a vocabulary head of 50,257: pad it, then FP8.
+        let off = advice(&shaped(50));
+        assert!(off.starts_with("50 % of their counted time"), "{off}");
+        assert!(
+            off.contains("aten::linear") && off.contains("pad those dimensions"),
+            "{off}"
+        );
+        assert!(off.ends_with("then: FP8 is the next step"), "{off}");
+        // The twin with every dimension a multiple of 8: no padding, the evidence said.
+        let aligned = advice(&shaped(0));
+        assert!(!aligned.contains("pad"), "{aligned}");
+        assert!(
+            aligned.contains("recorded dimensions are multiples of 8 and they run compute-bound"),
+            "{aligned}"
+        );
+        // FP32 multiplies keep their precision advice first, the padding after it, and
+        // aligned ones keep it alone.
+        let fp32 = |misaligned: tracelens_model::TimeNs| {
+            let e = shaped(misaligned);
+            super::shaped_gemm_advice(
+                &e,
+                None,
+                &h100,
+                (KernelClass::GemmFp32, "enable TF32"),
+                misaligned,
+            )
+        };
+        let off = fp32(50).expect("padding advised");
+        assert!(
+            off.starts_with("enable TF32; 50 % of their counted time"),
+            "{off}"
+        );
+        assert_eq!(fp32(0), None);
     }
 }

@@ -78,6 +78,10 @@ pub struct Throughput {
     /// that are not the launched work's.
     #[serde(default)]
     pub above_roofline: bool,
+    /// GPU time of the matrix multiplies among them whose K or N dimension is not a
+    /// multiple of [`crate::views::flops::ALIGNED_DIM`].
+    #[serde(default)]
+    pub misaligned_gpu_ns: TimeNs,
 }
 
 impl Throughput {
@@ -86,6 +90,9 @@ impl Throughput {
         self.flops += cost.flops;
         self.bytes += cost.bytes;
         self.gpu_ns += gpu_ns;
+        if cost.misaligned {
+            self.misaligned_gpu_ns += gpu_ns;
+        }
     }
 
     /// Fills the rates and the roofline from the sums.

@@ -103,7 +103,15 @@ pub struct OpCost {
     pub bytes: f64,
     /// The precision of its first floating-point tensor input.
     pub precision: Precision,
+    /// A matrix multiply whose inner or output dimension (K or N) is above
+    /// [`ALIGNED_DIM`] and not a multiple of it: its kernels pad or leave the matrix units'
+    /// fast path.
+    pub misaligned: bool,
 }
+
+/// Matrix dimensions that are multiples of this run on tensor cores and matrix cores
+/// without padding in every precision of 16 bits (NVIDIA's and AMD's GEMM guides).
+pub const ALIGNED_DIM: i64 = 8;
 
 /// An op's recorded inputs, parsed.
 #[derive(Clone, Copy)]
@@ -203,15 +211,23 @@ pub fn op_cost(name: &str, inputs: &OpInputs) -> Option<OpCost> {
         .find_map(|t| dtype(t))
         .or_else(|| inputs.paired.map(|p| (p.precision, p.elem)))?;
     let elem = f64::from(elem);
+    // A matrix multiply's (K, N), for its alignment.
+    let mut kn: Option<(i64, i64)> = None;
+    let mut matrix = |w: MatrixWork| {
+        kn = Some((w.k, w.n));
+        (OpClass::Gemm, w.flops, w.elems)
+    };
     let (class, flops, elems) = match op {
-        "mm" | "_scaled_mm" => gemm(inputs.shape(0)?, inputs.shape(1)?, None)?,
-        "addmm" | "addmm_" => gemm(inputs.shape(1)?, inputs.shape(2)?, inputs.shape(0))?,
-        "bmm" => gemm(inputs.shape(0)?, inputs.shape(1)?, None)?,
-        "baddbmm" | "baddbmm_" => gemm(inputs.shape(1)?, inputs.shape(2)?, inputs.shape(0))?,
-        "matmul" => gemm(inputs.shape(0)?, inputs.shape(1)?, None)?,
-        "linear" => linear(inputs)?,
-        "mv" => gemm(inputs.shape(0)?, inputs.shape(1)?, None)?,
-        "addmv" | "addmv_" => gemm(inputs.shape(1)?, inputs.shape(2)?, inputs.shape(0))?,
+        "mm" | "_scaled_mm" => matrix(gemm(inputs.shape(0)?, inputs.shape(1)?, None)?),
+        "addmm" | "addmm_" => matrix(gemm(inputs.shape(1)?, inputs.shape(2)?, inputs.shape(0))?),
+        "bmm" => matrix(gemm(inputs.shape(0)?, inputs.shape(1)?, None)?),
+        "baddbmm" | "baddbmm_" => {
+            matrix(gemm(inputs.shape(1)?, inputs.shape(2)?, inputs.shape(0))?)
+        }
+        "matmul" => matrix(gemm(inputs.shape(0)?, inputs.shape(1)?, None)?),
+        "linear" => matrix(linear(inputs)?),
+        "mv" => matrix(gemm(inputs.shape(0)?, inputs.shape(1)?, None)?),
+        "addmv" | "addmv_" => matrix(gemm(inputs.shape(1)?, inputs.shape(2)?, inputs.shape(0))?),
         "conv1d" | "conv2d" | "conv3d" => conv_forward(inputs, 3, 4, 5, None)?,
         "convolution" | "_convolution" => conv_forward(inputs, 3, 4, 5, Some(6))?,
         // cudnn_convolution(self, weight, padding, stride, dilation, groups, …)
@@ -286,12 +302,23 @@ pub fn op_cost(name: &str, inputs: &OpInputs) -> Option<OpCost> {
     if !(flops.is_finite() && elems.is_finite()) || flops > MAX_OP_FLOPS || elems > MAX_OP_FLOPS {
         return None;
     }
+    let off = |d: i64| d > ALIGNED_DIM && d % ALIGNED_DIM != 0;
     (flops > 0.0 || class == OpClass::Elementwise).then_some(OpCost {
         class,
         flops,
         bytes: elems * elem,
         precision,
+        misaligned: kn.is_some_and(|(k, n)| off(k) || off(n)),
     })
+}
+
+/// One matrix multiply's work: FLOPs, elements moved, and its inner (K) and output (N)
+/// dimensions.
+struct MatrixWork {
+    flops: f64,
+    elems: f64,
+    k: i64,
+    n: i64,
 }
 
 /// Most FLOPs (and elements) one op call may have: 10^21, beyond any real kernel.
@@ -344,9 +371,9 @@ fn is_elementwise(op: &str) -> bool {
     ELEMENTWISE.contains(&op)
 }
 
-/// `a @ b` (+ bias): class, FLOPs and elements moved. `a` is `[…, M, K]` or `[K]`, `b` is
-/// `[…, K, N]` or `[K]`; leading dimensions broadcast.
-fn gemm(a: &[i64], b: &[i64], bias: Option<&[i64]>) -> Option<(OpClass, f64, f64)> {
+/// `a @ b` (+ bias). `a` is `[…, M, K]` or `[K]`, `b` is `[…, K, N]` or `[K]`; leading
+/// dimensions broadcast.
+fn gemm(a: &[i64], b: &[i64], bias: Option<&[i64]>) -> Option<MatrixWork> {
     if a.is_empty() || b.is_empty() {
         return None;
     }
@@ -361,17 +388,21 @@ fn gemm(a: &[i64], b: &[i64], bias: Option<&[i64]>) -> Option<(OpClass, f64, f64
     if k != k2 || k <= 0 || m < 0 || n < 0 {
         return None;
     }
+    let (dim_k, dim_n) = (k, n);
     let (m, k, n) = (m as f64, k as f64, n as f64);
     let batch_a = numel(&a[..a.len().saturating_sub(2)]);
     let batch_b = numel(&b[..b.len().saturating_sub(2)]);
     let batch = batch_a.max(batch_b);
-    let flops = 2.0 * batch * m * k * n;
-    let elems = batch_a * m * k + batch_b * k * n + batch * m * n + bias.map_or(0.0, numel);
-    Some((OpClass::Gemm, flops, elems))
+    Some(MatrixWork {
+        flops: 2.0 * batch * m * k * n,
+        elems: batch_a * m * k + batch_b * k * n + batch * m * n + bias.map_or(0.0, numel),
+        k: dim_k,
+        n: dim_n,
+    })
 }
 
 /// `linear(input [..., K], weight [N, K], bias)`.
-fn linear(inputs: &OpInputs) -> Option<(OpClass, f64, f64)> {
+fn linear(inputs: &OpInputs) -> Option<MatrixWork> {
     let x = inputs.shape(0)?;
     let w = inputs.shape(1)?;
     if x.is_empty() || w.len() != 2 || x[x.len() - 1] != w[1] {
@@ -381,7 +412,12 @@ fn linear(inputs: &OpInputs) -> Option<(OpClass, f64, f64)> {
     let n = w[0] as f64;
     let m = numel(&x[..x.len() - 1]);
     let bias = inputs.shape(2).map_or(0.0, numel);
-    Some((OpClass::Gemm, 2.0 * m * k * n, m * k + k * n + m * n + bias))
+    Some(MatrixWork {
+        flops: 2.0 * m * k * n,
+        elems: m * k + k * n + m * n + bias,
+        k: w[1],
+        n: w[0],
+    })
 }
 
 /// The int list at concrete input `i`, expanded to `dims` entries (`[2]` → `[2, 2]`).
@@ -548,6 +584,22 @@ mod tests {
                 paired: None,
             },
         )
+    }
+
+    #[test]
+    fn matrix_multiplies_with_a_dimension_off_eight_are_misaligned() {
+        let linear = |x: &[i64], w: &[i64]| {
+            cost("aten::linear", &[x, w, &[]], &["c10::Half"; 3], &[]).unwrap()
+        };
+        // GPT-2's vocabulary head: N = 50257.
+        assert!(linear(&[8, 1024, 768], &[50257, 768]).misaligned);
+        // The padded vocabulary, and a token count (M) off eight: aligned.
+        assert!(!linear(&[8, 1023, 768], &[50304, 768]).misaligned);
+        // A dimension of eight or fewer (a matrix-vector product) is not padded.
+        assert!(!linear(&[4, 768], &[3, 768]).misaligned);
+        // Only matrix multiplies have an alignment.
+        let add = cost("aten::add", &[&[7, 9], &[7, 9]], &["float"; 2], &[]).unwrap();
+        assert!(!add.misaligned);
     }
 
     #[test]

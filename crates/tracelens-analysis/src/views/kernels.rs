@@ -74,26 +74,11 @@ impl KernelClass {
         match self {
             KernelClass::GemmFp32 => fp32_gemm_step(hw, fw),
             KernelClass::Gemm => {
-                let lower = match (precision, hw.has_bf16(), hw.has_fp8()) {
-                    (Some(Precision::Fp4 | Precision::Fp8), _, _) => {
-                        "; they already run in FP8 or lower precision".into()
-                    }
-                    (Some(Precision::Half), _, Some(true)) => "; FP8 is the next step".into(),
-                    (Some(Precision::Half), _, Some(false)) => {
-                        "; they already run in 16-bit floats, the narrowest floating-point type this GPU's matrix units take: for inference, INT8 quantization (of the weights, or of weights and activations) is the next step".into()
-                    }
-                    (Some(Precision::Half), _, None) => {
-                        format!("; FP8 is the next step ({})", fp8_gpus(hw.vendor))
-                    }
-                    (_, _, Some(true)) => "; lower precision (bf16, then FP8) is the next step".into(),
-                    (_, Some(true), _) => "; bf16 is the lowest precision this GPU runs on its matrix units".into(),
-                    (_, Some(false), _) => String::new(),
-                    (_, None, None | Some(false)) => format!(
-                        "; lower precision ({}) is the next step",
-                        lower_precision_gpus(hw.vendor)
-                    ),
-                };
-                format!("check that matrix dimensions are multiples of 8 and that batch sizes fill the GPU{lower}")
+                let shapes = "their shapes (record_shapes=True) would show whether they are too small to fill the GPU (small batches, decode) or have dimensions that are not multiples of 8";
+                match gemm_precision_step(hw, precision) {
+                    Some(step) => format!("{step}; {shapes}"),
+                    None => shapes.into(),
+                }
             }
             KernelClass::Convolution if hw.has_tensor_cores() == Some(false) => {
                 "use channels_last memory format and torch.backends.cudnn.benchmark = True (this GPU has no tensor cores for mixed precision)".into()
@@ -121,6 +106,29 @@ impl KernelClass {
             KernelClass::Other => "look at the top kernels table for the largest kernels".into(),
         }
     }
+}
+
+/// The precision lever for 16-bit-or-narrower matrix multiplies (`precision`, from their
+/// kernels' names) on `hw`, as a clause; `None` where the trace leaves none to name.
+#[must_use]
+pub fn gemm_precision_step(hw: &Hardware, precision: Option<Precision>) -> Option<String> {
+    Some(match (precision, hw.has_bf16(), hw.has_fp8()) {
+        (Some(Precision::Fp4 | Precision::Fp8), _, _) => {
+            "they already run in FP8 or fewer bits: what is left is more rows through each multiply (a larger batch, more concurrent requests), which pays where each multiply reads its weights for few rows".into()
+        }
+        (Some(Precision::Half), _, Some(true)) => "FP8 is the next step".into(),
+        (Some(Precision::Half), _, Some(false)) => {
+            "they already run in 16-bit floats, the narrowest floating-point type this GPU's matrix units take: for inference, INT8 quantization (of the weights, or of weights and activations) is the next step".into()
+        }
+        (Some(Precision::Half), _, None) => format!("FP8 is the next step ({})", fp8_gpus(hw.vendor)),
+        (_, _, Some(true)) => "lower precision (bf16, then FP8) is the next step".into(),
+        (_, Some(true), _) => "bf16 is the lowest precision this GPU runs on its matrix units".into(),
+        (_, Some(false), _) => return None,
+        (_, None, None | Some(false)) => format!(
+            "lower precision ({}) is the next step",
+            lower_precision_gpus(hw.vendor)
+        ),
+    })
 }
 
 /// Which GPUs of `vendor` run FP8 on their matrix units, in that vendor's words.
@@ -470,11 +478,18 @@ mod tests {
         };
         let s = gemm(&mi300, Some(Precision::Fp4));
         assert!(
-            s.ends_with("they already run in FP8 or lower precision"),
+            s.starts_with("they already run in FP8 or fewer bits"),
             "{s}"
         );
         assert_eq!(mi300.has_fp8(), Some(true));
-        assert!(gemm(&mi300, Some(Precision::Half)).ends_with("FP8 is the next step"));
+        assert!(gemm(&mi300, Some(Precision::Half)).starts_with("FP8 is the next step"));
+        // Without shapes nothing says the dimensions are off or the batch too small: the
+        // advice says what would tell.
+        for p in [None, Some(Precision::Half), Some(Precision::Fp8)] {
+            let s = gemm(&mi300, p);
+            assert!(!s.contains("check that"), "{s}");
+            assert!(s.contains("record_shapes=True"), "{s}");
+        }
         let a100 = gpu(Vendor::Nvidia, "NVIDIA A100-SXM4-80GB", (8, 0));
         assert!(gemm(&a100, Some(Precision::Half)).contains("INT8 quantization"));
     }
