@@ -196,7 +196,7 @@ fn render_with(report: &Report, md_operators: usize, md_fixes: usize) -> String 
     }
     let _ = writeln!(
         out,
-        "\n### Findings (largest expected gain first{}; wins are upper bounds)\n",
+        "\n### Findings (largest expected gain first: the predicted step saving, else the upper bound{}; wins are upper bounds)\n",
         if diagnosis.one_time_set_apart() {
             ", one-time work after the per-step ones"
         } else {

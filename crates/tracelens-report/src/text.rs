@@ -254,7 +254,7 @@ fn render_findings(
     };
     section.push_str(&wrap(
         &format!(
-            "Findings, largest gain first{} (upper bounds; GPU-idle wins {} of {} idle{unit}):",
+            "Findings, by expected gain{} (upper bounds; GPU-idle wins {} of {} idle{unit}):",
             if d.one_time_set_apart() {
                 ", one-time work after the per-step ones"
             } else {
