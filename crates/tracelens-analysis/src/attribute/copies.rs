@@ -82,7 +82,9 @@ pub struct CopyReport {
     #[serde(skip)]
     pub pageable_unclaimed_calls: Vec<SpanId>,
     /// Those copies of [`FASTER_COPY_MIN_BYTES`] or more that ran slower than their device's
-    /// fastest large host copy, each with the fraction of its time it would take at that rate.
+    /// fastest large host copy, or than pinned copies run over its host link
+    /// ([`crate::measure::peaks::host_link`]), each with the fraction of its time it would
+    /// take at the faster rate.
     #[serde(skip)]
     pub pageable_unclaimed_speedups: Vec<(SpanId, f64)>,
     /// Unified-memory migrations (pages moved on faults or prefetches): not host copies the
@@ -342,8 +344,14 @@ pub fn copy_report(
         let mut sources: [rustc_hash::FxHashMap<Option<tracelens_model::NameId>, (u64, TimeNs)>;
             4] = Default::default();
         let mut stream_sets: [FxHashSet<tracelens_model::LaneId>; 4] = Default::default();
-        // The device's fastest large host copy, and its unclaimed pageable copies' rates.
-        let mut fastest_host_rate = 0.0_f64;
+        // The device's fastest large host copy (at least what pinned copies reach over its
+        // host link), and its unclaimed pageable copies' rates.
+        let mut fastest_host_rate = crate::measure::peaks::host_link(
+            &crate::measure::environment::hardware(trace, Some(device.index)),
+        )
+        .map_or(0.0, |l| {
+            l.gb_per_s * crate::measure::peaks::PINNED_SHARE_OF_HOST_LINK
+        });
         let mut pageable_rates: Vec<(SpanId, f64)> = Vec::new();
         for &lane in &device.lanes {
             // Where the stream's earlier work ends: a blocking copy's call waits for it first.

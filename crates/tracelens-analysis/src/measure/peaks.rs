@@ -18,7 +18,7 @@
 //!   their datasheets; RTX 2080 Ti, TITAN RTX: Turing whitepaper.
 //! - AMD Instinct MI300X/MI325X/MI300A, MI250X/MI250, MI210, MI100: AMD product data sheets.
 
-use crate::measure::environment::Hardware;
+use crate::measure::environment::{Hardware, Vendor};
 
 /// The number format an op computes in.
 #[derive(
@@ -269,6 +269,49 @@ pub struct LinkPeak {
     pub gb_per_s: f64,
 }
 
+/// The share of the host link's nominal rate that pinned copies reach (CUDA's
+/// `bandwidthTest` and ROCm's `rocm-bandwidth-test` with pinned buffers: about 12-13 of
+/// 16 GB/s on PCIe 3.0 x16, 25 of 32 on 4.0, 50-55 of 64 on 5.0; the lower end taken).
+pub const PINNED_SHARE_OF_HOST_LINK: f64 = 0.75;
+
+/// The link between the host and `hw`, from its generation (compute capability or GCN/CDNA
+/// architecture): PCIe 3.0 x16 (16 GB/s per direction) through Volta and Turing, 4.0 (32)
+/// for Ampere, Ada and MI100/MI200, 5.0 (64) for Hopper, Blackwell and MI300/MI350. `None`
+/// for GPUs that share the host's memory (Jetson, Thor, GB10: no link to cross) and where the
+/// generation is unknown. A card in a narrower slot (laptops, x8) has less.
+#[must_use]
+pub fn host_link(hw: &Hardware) -> Option<LinkPeak> {
+    const GEN3: LinkPeak = LinkPeak {
+        link: "PCIe 3.0 x16",
+        gb_per_s: 16.0,
+    };
+    const GEN4: LinkPeak = LinkPeak {
+        link: "PCIe 4.0 x16",
+        gb_per_s: 32.0,
+    };
+    const GEN5: LinkPeak = LinkPeak {
+        link: "PCIe 5.0 x16",
+        gb_per_s: 64.0,
+    };
+    let (major, minor) = hw.compute?;
+    match hw.vendor {
+        Vendor::Nvidia => match (major, minor) {
+            // Integrated: Tegra X2, Xavier, Orin, Thor, GB10.
+            (5, 3) | (6, 2) | (7, 2) | (8, 7) | (11, 0) | (12, 1) => None,
+            (3..=7, _) => Some(GEN3),
+            (8, _) => Some(GEN4),
+            (9 | 10 | 12, _) => Some(GEN5),
+            _ => None,
+        },
+        Vendor::Amd => match (major, minor) {
+            (9, 4 | 5) => Some(GEN5),
+            (9, 0 | 8) | (10 | 11, _) => Some(GEN4),
+            _ => None,
+        },
+        Vendor::Unknown => None,
+    }
+}
+
 /// The peer interconnect of `hw` inside one node, per the vendors' datasheets: NVLink per
 /// GPU for SXM/OAM parts (V100 SXM2 150 GB/s, A100 SXM 300, H100/H200 SXM 450, B200 900 GB/s
 /// per direction), AMD Infinity Fabric for MI300X (7 links × 64 = 448 GB/s), and the PCIe
@@ -307,6 +350,23 @@ pub fn link_peak(hw: &Hardware) -> Option<LinkPeak> {
 mod tests {
     use super::*;
     use crate::measure::environment::Vendor;
+
+    #[test]
+    fn the_host_link_follows_the_gpu_generation_and_integrated_gpus_have_none() {
+        let gpu = |vendor, compute| Hardware {
+            vendor,
+            compute: Some(compute),
+            ..Hardware::default()
+        };
+        let rate = |hw: Hardware| host_link(&hw).map(|l| l.gb_per_s);
+        assert_eq!(rate(gpu(Vendor::Nvidia, (7, 5))), Some(16.0)); // T4
+        assert_eq!(rate(gpu(Vendor::Nvidia, (8, 6))), Some(32.0)); // RTX A4000
+        assert_eq!(rate(gpu(Vendor::Nvidia, (9, 0))), Some(64.0)); // H100
+        assert_eq!(rate(gpu(Vendor::Amd, (9, 4))), Some(64.0)); // MI300X
+        assert_eq!(rate(gpu(Vendor::Nvidia, (8, 7))), None); // Jetson Orin
+        assert_eq!(rate(gpu(Vendor::Nvidia, (12, 1))), None); // GB10
+        assert_eq!(rate(Hardware::default()), None);
+    }
 
     fn hw(name: &str, sms: Option<i64>, gb: u64) -> Hardware {
         Hardware {

@@ -19,7 +19,8 @@ pub enum WhatIf {
     /// and reused would not make), not a wait for the GPU.
     RemovedCalls(Vec<SpanId>),
     /// These copy calls become pinned and non-blocking; the copies in `faster` take the given
-    /// fraction of their time (their device's fastest large host copy's rate), the rest as
+    /// fraction of their time (their device's fastest large host copy's rate, or pinned
+    /// copies' over its host link where faster), the rest as
     /// long as recorded.
     PinnedCopies {
         /// The copy calls that no longer block the host.
@@ -50,7 +51,7 @@ impl WhatIf {
             WhatIf::NoDataLoaderWait { workers_added: false } => "assumes the DataLoader waits vanish (enough workers to prefetch every batch) and the host work after them is unchanged",
             WhatIf::AsyncCalls(_) => "assumes these calls no longer wait for the GPU and the host work after them is unchanged",
             WhatIf::RemovedCalls(_) => "assumes these frees are not made (the memory is kept and reused, so neither they nor the allocations they force happen) and the host work around them is unchanged",
-            WhatIf::PinnedCopies { .. } => "assumes the copy calls return at once (pinned memory, non_blocking=True) and each copy of 1 MB or more moves its bytes at least as fast as the device's fastest large host copy in the trace (smaller ones take as long on the GPU)",
+            WhatIf::PinnedCopies { .. } => "assumes the copy calls return at once (pinned memory, non_blocking=True) and each copy of 1 MB or more moves its bytes at least as fast as the device's fastest large host copy in the trace, or as pinned copies run over its host link (75 % of the PCIe generation's nominal rate) where that is faster (smaller ones take as long on the GPU)",
             WhatIf::GraphLaunches(_) => "assumes each launch-bound stretch is captured once and replayed as a CUDA graph: its launches and the host work between them vanish and its kernels run back to back",
             WhatIf::OverlapCommunication => "assumes every collective runs fully hidden under compute",
         }

@@ -528,8 +528,8 @@ fn wait_edges(nodes: &mut [GpuNode], held: &[(usize, BindingEdge)]) {
     }
 }
 
-/// Each blocking call's awaited op: the last to finish of the ops launched before the call
-/// and by it (a device sync waits for all of them, a synchronous copy for its own copy), when
+/// Each blocking call's awaited op: a blocking copy's own copy; else the last to finish of
+/// the ops launched before the call and by it (a device sync waits for all of them), when
 /// it finished before the call returned; else the op that ended last inside the call (a
 /// stream or event sync waited for less).
 fn await_nodes(host: &mut [HostItem], nodes: &[GpuNode]) {
@@ -555,6 +555,17 @@ fn await_nodes(host: &mut [HostItem], nodes: &[GpuNode]) {
             latest = Some(l);
         }
         if !matches!(h.kind, HostKind::Blocking(_)) {
+            continue;
+        }
+        // A copy that blocks its call waits for its own copy, which may end just after the
+        // call returns (the driver returns once it has handed over the last staged chunk).
+        if l != NONE
+            && matches!(
+                h.kind,
+                HostKind::Blocking(BlockingKind::BlockingCopy | BlockingKind::PageableAsyncCopy)
+            )
+        {
+            h.awaited = l;
             continue;
         }
         if let Some(j) = latest.filter(|&j| nodes[j as usize].end_ns <= h.end_ns) {

@@ -294,11 +294,12 @@ impl<'c> Replay<'c> {
             let j = h.awaited as usize;
             (g.gpu[j].end_ns.max(h.start_ns), gpu_end[j])
         };
+        // Negative where a copy's call returned just before its own copy ended.
         let ret = h.end_ns - waited_until;
         let new_end = if self.change.is_async(h.span) || new_waited == UNSET {
-            new_start + ret
+            new_start + ret.max(0)
         } else {
-            new_start.max(new_waited) + ret
+            (new_start.max(new_waited) + ret).max(new_start)
         };
         // The host now runs this far behind its recorded clock.
         self.behind_ns = h.end_ns - self.change.collapsed_at(h.end_ns) - new_end;

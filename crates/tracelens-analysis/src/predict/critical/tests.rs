@@ -353,3 +353,43 @@ fn a_launch_held_past_the_overhead_with_nothing_to_follow_is_a_gpu_wait() {
     assert_eq!(time_of(CriticalKind::Launch), 30 * US, "{on_path:?}");
     assert_eq!(time_of(CriticalKind::Kernel), 100 * US, "{on_path:?}");
 }
+
+/// A pageable copy's call blocks 0–100 while its copy runs 5–102 (the driver returns once it
+/// has handed over the last staged chunk, just before the copy ends); then a launch 100–110
+/// of a kernel that runs 110–160, the step's end.
+fn pageable_copy_then_kernel() -> StepGraph {
+    StepGraph::from_parts(
+        vec![
+            item(
+                0,
+                100,
+                HostKind::Blocking(BlockingKind::PageableAsyncCopy),
+                1,
+            ),
+            item(100, 110, HostKind::Call, 2),
+        ],
+        vec![op(5, 102, 0), op(110, 160, 1)],
+        0,
+        160,
+        2,
+    )
+}
+
+#[test]
+fn a_pinned_copy_frees_the_host_its_pageable_call_held() {
+    let g = pageable_copy_then_kernel();
+    // The call waited for its own copy, though it returned 2 before the copy ended.
+    assert_eq!(g.host[0].awaited, 0);
+    assert_eq!(delta(&g, &Change::default()), 0);
+    // Pinned and non-blocking at the same rate: the kernel's launch no longer waits for the
+    // copy, but the kernel still queues behind it on the stream.
+    let mut c = Change::default();
+    c.make_async([1]);
+    let same_rate = delta(&g, &c);
+    assert!(same_rate <= 0, "{same_rate}");
+    // At a fifth of its time (the link's pinned rate), the copy ends near 24 and the kernel
+    // follows it: most of the copy's 97 is saved.
+    c.speed_up([(100, 0.2)]);
+    let faster = delta(&g, &c);
+    assert!(faster <= -60, "{faster}");
+}
