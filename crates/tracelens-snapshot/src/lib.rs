@@ -25,10 +25,12 @@ pub use convert::FORMAT;
 pub const MAX_SNAPSHOT_BYTES: u64 = 1 << 30;
 
 /// What the decoded value may expand to: values per stream byte (a plain pickle has at most
-/// one per opcode) and nesting (a snapshot nests 5 deep).
+/// one per opcode), nesting (a snapshot nests 5 deep) and values on the stack at once (pickle
+/// appends in batches of 1,000; a snapshot's stack holds a few batches).
 const LIMITS: shape::Limits = shape::Limits {
     max_values: 1 << 27,
     max_depth: 32,
+    max_stack: 1 << 22,
 };
 
 /// PyTorch memory snapshots.

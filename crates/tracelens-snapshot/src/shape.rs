@@ -14,6 +14,9 @@ pub struct Limits {
     pub max_values: u64,
     /// Nesting depth of containers.
     pub max_depth: u32,
+    /// Values on the pickle stack at once: data a stream leaves there (never reaching the
+    /// root) still costs the decoder memory, up to one value per opcode byte.
+    pub max_stack: u64,
 }
 
 /// Why a stream is refused: one line's worth.
@@ -192,6 +195,9 @@ pub fn check(data: &[u8], limits: Limits) -> Result<Shape, ShapeError> {
     };
     let mut c = Cursor::new(data);
     loop {
+        if m.stack.len() as u64 > limits.max_stack {
+            return Err(ShapeError::TooLarge(limits.max_stack));
+        }
         let op = *c.take(1)?.first().ok_or(ShapeError::Truncated)?;
         match op {
             b'.' => {
@@ -352,64 +358,76 @@ fn refused(op: u8) -> ShapeError {
 }
 
 /// The expanded size and depth of `root`, each container's figures computed once (an
-/// iterative walk; a container met again on its own path is recursive).
+/// iterative walk; a container met again on its own path is recursive). Every other container
+/// the stream built is measured too: one left on the stack or in the memo is decoded and
+/// dropped like the root's, so a chain of a million lists the root never reaches is as deep.
 fn measure(children: &[Vec<u32>], root: Item, limits: Limits) -> Result<Shape, ShapeError> {
-    let Item::Node(root) = root else {
-        return Ok(Shape {
-            values: 1,
-            depth: 0,
-        });
-    };
     // 0: not seen, 1: on the path, 2: done.
     let mut state = vec![0u8; children.len()];
     let mut size = vec![0u64; children.len()];
     let mut depth = vec![0u32; children.len()];
-    let mut path: Vec<(u32, usize)> = vec![(root, 0)];
-    state[root as usize] = 1;
-    while let Some(&mut (node, ref mut next)) = path.last_mut() {
-        let kids = &children[node as usize];
-        if let Some(&kid) = kids.get(*next) {
-            *next += 1;
-            if kid == SCALAR {
-                continue;
-            }
-            match state[kid as usize] {
-                1 => return Err(ShapeError::Recursive),
-                2 => {}
-                _ => {
-                    if path.len() as u64 > u64::from(limits.max_depth) {
-                        return Err(ShapeError::TooDeep(limits.max_depth));
-                    }
-                    state[kid as usize] = 1;
-                    path.push((kid, 0));
-                }
-            }
+    let roots = match root {
+        Item::Node(r) => Some(r),
+        _ => None,
+    };
+    let all = u32::try_from(children.len()).map_err(|_| ShapeError::TooLarge(limits.max_values))?;
+    for start in roots.into_iter().chain(0..all) {
+        if state[start as usize] != 0 {
             continue;
         }
-        // All children done.
-        let (mut s, mut d) = (1u64, 1u32);
-        for &kid in kids {
-            if kid == SCALAR {
-                s = s.saturating_add(1);
-            } else {
-                s = s.saturating_add(size[kid as usize]);
-                d = d.max(depth[kid as usize].saturating_add(1));
+        let mut path: Vec<(u32, usize)> = vec![(start, 0)];
+        state[start as usize] = 1;
+        while let Some(&mut (node, ref mut next)) = path.last_mut() {
+            let kids = &children[node as usize];
+            if let Some(&kid) = kids.get(*next) {
+                *next += 1;
+                if kid == SCALAR {
+                    continue;
+                }
+                match state[kid as usize] {
+                    1 => return Err(ShapeError::Recursive),
+                    2 => {}
+                    _ => {
+                        if path.len() as u64 > u64::from(limits.max_depth) {
+                            return Err(ShapeError::TooDeep(limits.max_depth));
+                        }
+                        state[kid as usize] = 1;
+                        path.push((kid, 0));
+                    }
+                }
+                continue;
             }
+            // All children done.
+            let (mut s, mut d) = (1u64, 1u32);
+            for &kid in kids {
+                if kid == SCALAR {
+                    s = s.saturating_add(1);
+                } else {
+                    s = s.saturating_add(size[kid as usize]);
+                    d = d.max(depth[kid as usize].saturating_add(1));
+                }
+            }
+            if s > limits.max_values {
+                return Err(ShapeError::TooLarge(limits.max_values));
+            }
+            if d > limits.max_depth {
+                return Err(ShapeError::TooDeep(limits.max_depth));
+            }
+            size[node as usize] = s;
+            depth[node as usize] = d;
+            state[node as usize] = 2;
+            path.pop();
         }
-        if s > limits.max_values {
-            return Err(ShapeError::TooLarge(limits.max_values));
-        }
-        if d > limits.max_depth {
-            return Err(ShapeError::TooDeep(limits.max_depth));
-        }
-        size[node as usize] = s;
-        depth[node as usize] = d;
-        state[node as usize] = 2;
-        path.pop();
     }
-    Ok(Shape {
-        values: size[root as usize],
-        depth: depth[root as usize],
+    Ok(match roots {
+        Some(r) => Shape {
+            values: size[r as usize],
+            depth: depth[r as usize],
+        },
+        None => Shape {
+            values: 1,
+            depth: 0,
+        },
     })
 }
 
@@ -420,6 +438,7 @@ mod tests {
     const LIMITS: Limits = Limits {
         max_values: 500,
         max_depth: 16,
+        max_stack: 64,
     };
 
     #[test]
@@ -434,6 +453,51 @@ mod tests {
                 depth: 2
             })
         );
+    }
+
+    /// A chain of `n` lists, each appended into the one before (memo ids 0..=n), then `root`.
+    fn chain_then(n: u32, root: &[u8]) -> Vec<u8> {
+        let mut p = b"\x80\x04]r\x00\x00\x00\x00".to_vec();
+        for i in 0..n {
+            p.push(b'j');
+            p.extend(i.to_le_bytes());
+            p.extend(b"]r");
+            p.extend((i + 1).to_le_bytes());
+            p.extend(b"a0");
+        }
+        p.extend(root);
+        p
+    }
+
+    #[test]
+    fn a_deep_chain_the_root_never_reaches_is_refused() {
+        // The chain is popped and a small dict is the root: the decoder still builds the
+        // chain (it stays in the memo) and would drop it level by level.
+        let hidden = chain_then(20, b"0}.");
+        assert_eq!(check(&hidden, LIMITS), Err(ShapeError::TooDeep(16)));
+        // The fixed twin: a shallow chain beside the same root is measured and passes.
+        let shallow = chain_then(3, b"0}.");
+        assert_eq!(
+            check(&shallow, LIMITS),
+            Ok(Shape {
+                values: 1,
+                depth: 1
+            })
+        );
+    }
+
+    #[test]
+    fn values_left_on_the_stack_are_bounded() {
+        // 100 Nones pushed and never consumed, then a small root.
+        let mut p = b"\x80\x04".to_vec();
+        p.extend(std::iter::repeat_n(b'N', 100));
+        p.extend(b"}.");
+        assert_eq!(check(&p, LIMITS), Err(ShapeError::TooLarge(64)));
+        // The twin with a few: fine.
+        let mut p = b"\x80\x04".to_vec();
+        p.extend(std::iter::repeat_n(b'N', 10));
+        p.extend(b"}.");
+        assert!(check(&p, LIMITS).is_ok());
     }
 
     #[test]
@@ -458,6 +522,7 @@ mod tests {
         let roomy = Limits {
             max_values: 1_000_000,
             max_depth: 16,
+            max_stack: 64,
         };
         assert_eq!(
             check(&p, roomy),
