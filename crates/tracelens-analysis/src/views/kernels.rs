@@ -114,7 +114,7 @@ impl KernelClass {
 pub fn gemm_precision_step(hw: &Hardware, precision: Option<Precision>) -> Option<String> {
     Some(match (precision, hw.has_bf16(), hw.has_fp8()) {
         (Some(Precision::Fp4 | Precision::Fp8), _, _) => {
-            "they already run in FP8 or fewer bits: what is left is more rows through each multiply (a larger batch, more concurrent requests), which pays where each multiply reads its weights for few rows".into()
+            "they already run in FP8 or fewer bits: what is left is more rows through each multiply (a larger batch; in serving, more concurrent requests), which pays where each multiply reads its weights for few rows".into()
         }
         (Some(Precision::Half), _, Some(true)) => "FP8 is the next step".into(),
         (Some(Precision::Half), _, Some(false)) => {

@@ -188,10 +188,13 @@ pub fn data_loader_iterator(name: &str) -> IteratorKind {
     }
 }
 
-/// Whether a name is FSDP's (its ranges and Python frames).
+/// Whether a name is FSDP's (its ranges and Python frames: FSDP2's `FSDP::…` ranges,
+/// FSDP1's `FullyShardedDataParallel` module and frames, `fully_shard`).
 #[must_use]
 pub fn is_fsdp(name: &str) -> bool {
     name.contains("FSDP")
+        || name.contains("FullyShardedDataParallel")
+        || name.contains("fully_shard")
 }
 
 /// Whether a name shows DistributedDataParallel (its forward range or its reducer).

@@ -82,6 +82,21 @@ impl Detector for ExposedCommunication {
         f.advice = "While a collective runs alone the device computes nothing; the step is as long as compute plus this exposed communication.".into();
         let top = named.first().map_or("", |(n, _)| n.as_str());
         (f.fix, f.snippet) = communication_fix(collective_op(top), cx.framework().dialect());
+        // Gathers and scatters with no FSDP in the trace are tensor or sequence parallelism's.
+        let fsdp = (0..cx.trace.names.len()).any(|i| {
+            crate::vocabulary::ops::is_fsdp(cx.trace.names.get(tracelens_model::NameId::at(i)))
+        });
+        if collective_op(top) == CollectiveOp::Sharded && cx.framework().pytorch() && !fsdp {
+            let last = last_alone(cx, comm);
+            f.fix = format!(
+                "No FSDP in the trace: these all-gathers and reduce-scatters come from tensor or sequence parallelism (DTensor's parallelize_module, Megatron-LM). Gather less first: keep layer outputs sharded where the next layer takes them so (use_local_output, loss_parallel for a sharded output head) and gather 16-bit rather than 32-bit tensors; then overlap the rest with the neighbouring layers' compute (async tensor parallelism: torch._inductor.config._micro_pipeline_tp = True under torch.compile; Megatron-LM --tp-comm-overlap).{}",
+                last.map_or(String::new(), |ns| format!(
+                    " The last collective ({}) runs after every compute kernel of the window: nothing is left to hide it under, so only gathering less shortens it.",
+                    format_ms(ns)
+                ))
+            );
+            f.snippet = "from torch.distributed.tensor.parallel import ColwiseParallel, loss_parallel\nplan = {\"output\": ColwiseParallel(use_local_output=True)}   # keep the logits sharded\nwith loss_parallel():\n    loss = F.cross_entropy(logits, labels)".into();
+        }
         // All-reduces issued, most of them, in the forward pass reduce activations, not
         // gradients (DDP's last bucket may be launched after backward's own ops).
         let (forward, all) = all_reduces_in_forward(cx);
@@ -102,6 +117,27 @@ impl Detector for ExposedCommunication {
         f.what_if = Some(crate::predict::what_if::WhatIf::OverlapCommunication);
         vec![f]
     }
+}
+
+/// The duration of the window's last collective kernel when no compute kernel of the focus
+/// device starts after it ends, and it is a tenth of the exposed time or more.
+fn last_alone(
+    cx: &Context,
+    comm: &crate::attribute::communication::Communication,
+) -> Option<TimeNs> {
+    let (last, _) = comm.kernels.iter().max_by_key(|(iv, _)| iv.end_ns)?;
+    let trace = cx.trace;
+    let compute_after = trace.gpu_lanes().any(|lane| {
+        matches!(trace.lane(lane).key, tracelens_model::LaneKey::Gpu { device: d, .. } if d == comm.device)
+            && trace.lane_span_ids(lane).any(|id| {
+                let s = trace.span(id);
+                s.kind == tracelens_model::SpanKind::Kernel
+                    && s.start_ns >= last.end_ns
+                    && s.start_ns < cx.window.interval.end_ns
+                    && !crate::vocabulary::kernels::is_communication_kernel(trace.names.get(s.name))
+            })
+    });
+    (!compute_after && last.dur_ns() * 10 >= comm.exposed_ns).then_some(last.dur_ns())
 }
 
 /// (all-reduce kernels on the focus device inside the window launched outside autograd's
@@ -180,15 +216,20 @@ mod tests {
     /// The no-device-sync loop with its GEMMs turned into all-reduces, launched by the ops
     /// named `launcher` instead of `aten::linear`.
     fn all_reduces_from(launcher: &str) -> tracelens_model::Trace {
+        collectives_from(
+            "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
+            launcher,
+        )
+    }
+
+    /// The no-device-sync loop with its GEMMs turned into `kernel`, launched by `launcher`.
+    fn collectives_from(kernel: &str, launcher: &str) -> tracelens_model::Trace {
         let text = scenario_text("no_device_sync")
-            .replace(
-                "sm90_xmma_gemm_bf16_kernel",
-                "ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)",
-            )
+            .replace("sm90_xmma_gemm_bf16_kernel", kernel)
             .replace("aten::linear", launcher);
         tracelens_kineto::import_reader(
             text.as_bytes(),
-            std::path::Path::new("allreduce.json"),
+            std::path::Path::new("collectives.json"),
             text.len() as u64,
             None,
         )
@@ -209,6 +250,26 @@ mod tests {
             forward[0].fix
         );
         assert!(!forward[0].fix.contains("bucket_cap_mb"));
+    }
+
+    #[test]
+    fn all_gathers_get_fsdp_advice_only_where_fsdp_is_in_the_trace() {
+        let gathers_from = |launcher: &str| {
+            collectives_from(
+                "ncclDevKernel_AllGather_RING_LL(ncclDevComm *, unsigned long, ncclWork *)",
+                launcher,
+            )
+        };
+        let fsdp = findings_of(&ExposedCommunication, &gathers_from("FSDP::all_gather"));
+        assert!(fsdp[0].fix.contains("forward_prefetch"), "{}", fsdp[0].fix);
+        // The twin: the same gathers from a DTensor redistribute, with no FSDP anywhere.
+        let tp = findings_of(&ExposedCommunication, &gathers_from("aten::linear"));
+        assert!(
+            tp[0].fix.starts_with("No FSDP in the trace"),
+            "{}",
+            tp[0].fix
+        );
+        assert!(!tp[0].fix.contains("forward_prefetch"), "{}", tp[0].fix);
     }
 
     #[test]
