@@ -8,8 +8,8 @@ use crate::pickle::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use tracelens_model::{
-    AllocatorState, CaptureTool, Detail, Ident, LaneKey, MemoryDevice, MemorySample, OutOfMemory,
-    SegmentState, SourceInfo, Trace, TraceBuilder,
+    AllocatorState, CaptureTool, Detail, Ident, LaneKey, MemoryDevice, MemorySample, NameId,
+    OutOfMemory, SegmentState, SourceInfo, Trace, TraceBuilder,
 };
 
 /// The format id.
@@ -43,28 +43,61 @@ fn int(v: &Value, key: &str) -> Option<i64> {
     v.get(key)?.int()
 }
 
-/// The Python frames of an entry as a `Call stack` string (`file.py(12): f;…`, innermost
-/// first), when any.
-fn call_stack(entry: &Value) -> Option<String> {
-    let frames = entry.get("frames")?.items();
-    let py: Vec<String> = frames
-        .iter()
-        .filter_map(|f| {
-            let file = f.get("filename")?;
-            let file = file.str()?;
-            if !file.ends_with(".py") {
-                return None;
-            }
-            let name = f.get("name").and_then(|n| n.str().map(str::to_string));
-            Some(format!(
-                "{}({}): {}",
-                file.replace(';', ","),
-                int(f, "line").unwrap_or(0),
-                name.unwrap_or_default().replace(';', ",")
-            ))
-        })
-        .collect();
-    (!py.is_empty()).then(|| py.join(";"))
+/// Call stacks already formatted, by the shared storage they come from: a snapshot's entries
+/// share memoized frame lists and frames, and a crafted one can point a million entries at one
+/// long list, so each list and each frame is formatted once.
+#[derive(Default)]
+struct Stacks {
+    lists: std::collections::HashMap<usize, Option<NameId>>,
+    frames: std::collections::HashMap<usize, Option<String>>,
+    /// Frames formatted so far.
+    formatted: u64,
+}
+
+impl Stacks {
+    /// The Python frames of an entry as an interned `Call stack` string (`file.py(12): f;…`,
+    /// innermost first), when any.
+    fn of(&mut self, entry: &Value, b: &mut TraceBuilder) -> Option<NameId> {
+        let list = entry.get("frames")?;
+        let key = list.shared_id();
+        if let Some(done) = key.and_then(|k| self.lists.get(&k)) {
+            return *done;
+        }
+        let mut py: Vec<String> = Vec::new();
+        for f in list.items() {
+            let formatted = &mut self.formatted;
+            let mut format = || {
+                *formatted += 1;
+                frame(&f)
+            };
+            let text = match f.shared_id() {
+                Some(k) => self.frames.entry(k).or_insert_with(format).clone(),
+                None => format(),
+            };
+            py.extend(text);
+        }
+        let id = (!py.is_empty()).then(|| b.intern(&py.join(";")));
+        if let Some(k) = key {
+            self.lists.insert(k, id);
+        }
+        id
+    }
+}
+
+/// One frame as `file.py(12): f`, when it is Python's.
+fn frame(f: &Value) -> Option<String> {
+    let file = f.get("filename")?;
+    let file = file.str()?;
+    if !file.ends_with(".py") {
+        return None;
+    }
+    let name = f.get("name").and_then(|n| n.str().map(str::to_string));
+    Some(format!(
+        "{}({}): {}",
+        file.replace(';', ","),
+        int(f, "line").unwrap_or(0),
+        name.unwrap_or_default().replace(';', ",")
+    ))
 }
 
 /// Whether the decoded value is a snapshot: a dict with `segments` or `device_traces`.
@@ -97,6 +130,7 @@ fn segment(seg: &Value) -> SegmentState {
 /// The snapshot `raw` read from `path` as a trace.
 pub(crate) fn trace(raw: &Value, path: &Path, shape: crate::shape::Shape) -> Trace {
     let mut b = TraceBuilder::new();
+    let mut stacks = Stacks::default();
     let settings = raw.get("allocator_settings");
     let mut state = AllocatorState {
         expandable_segments: settings
@@ -179,7 +213,7 @@ pub(crate) fn trace(raw: &Value, path: &Path, shape: crate::shape::Shape) -> Tra
                 Action::Other => continue,
             };
             allocated = allocated.saturating_add(bytes);
-            let call_stack = call_stack(e).map(|s| b.intern(&s));
+            let call_stack = stacks.of(e, &mut b);
             b.add_memory(MemorySample {
                 ts_ns,
                 lane,
@@ -224,4 +258,48 @@ pub(crate) fn trace(raw: &Value, path: &Path, shape: crate::shape::Shape) -> Tra
     let mut trace = b.finish(source);
     trace.allocator = Some(state);
     trace
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    fn dict(pairs: Vec<(&str, Value)>) -> Value {
+        Value::Dict(Rc::new(RefCell::new(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (Value::Str(Rc::from(k)), v))
+                .collect(),
+        )))
+    }
+
+    #[test]
+    fn entries_sharing_a_frame_list_format_it_once() {
+        let frame = |line| {
+            dict(vec![
+                ("filename", Value::Str(Rc::from("train.py"))),
+                ("line", Value::Int(line)),
+                ("name", Value::Str(Rc::from("step"))),
+            ])
+        };
+        let frames = Value::List(Rc::new(RefCell::new((0..100).map(frame).collect())));
+        let entry = || dict(vec![("frames", frames.clone())]);
+        let mut b = TraceBuilder::new();
+        let mut stacks = Stacks::default();
+        let first = stacks.of(&entry(), &mut b);
+        for _ in 0..1000 {
+            assert_eq!(stacks.of(&entry(), &mut b), first);
+        }
+        // 100 frames formatted once, not 100,100 times.
+        assert_eq!(stacks.formatted, 100);
+        // The twin: a list of its own per entry formats its frames again (each is new).
+        let own = dict(vec![(
+            "frames",
+            Value::List(Rc::new(RefCell::new(vec![frame(7)]))),
+        )]);
+        assert!(stacks.of(&own, &mut b).is_some());
+        assert_eq!(stacks.formatted, 101);
+    }
 }

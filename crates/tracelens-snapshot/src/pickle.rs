@@ -68,6 +68,16 @@ impl Value {
     pub(crate) fn is_dict(&self) -> bool {
         matches!(self, Value::Dict(_))
     }
+
+    /// The address of a list's or dict's shared storage: the same for every use of one
+    /// memoized container, so work on it can be done once.
+    pub(crate) fn shared_id(&self) -> Option<usize> {
+        match self {
+            Value::List(l) => Some(Rc::as_ptr(l) as usize),
+            Value::Dict(d) => Some(Rc::as_ptr(d) as usize),
+            _ => None,
+        }
+    }
 }
 
 fn list(items: Vec<Value>) -> Value {
