@@ -341,16 +341,14 @@ fn first_words(text: &str, max: usize) -> String {
     }
 }
 
-/// `text` without credentials: query strings of URLs (signatures, SAS tokens) cut, and the
-/// value of every secret in the environment or the AWS profile replaced by `***`.
+/// `text` without credentials: the user info (`user:password@`) and query strings
+/// (signatures, SAS tokens) of URLs cut, and the value of every secret in the environment or
+/// the AWS profile replaced by `***`.
 #[must_use]
 pub fn redact(text: &str) -> String {
     let mut out: String = text
         .split(' ')
-        .map(|word| match (word.find("://"), word.find('?')) {
-            (Some(scheme), Some(query)) if query > scheme => format!("{}?…", &word[..query]),
-            _ => word.to_string(),
-        })
+        .map(url_without_credentials)
         .collect::<Vec<_>>()
         .join(" ");
     for secret in secrets() {
@@ -359,6 +357,25 @@ pub fn redact(text: &str) -> String {
         }
     }
     out
+}
+
+/// A word of a message with any URL in it printed without its user info and query.
+fn url_without_credentials(word: &str) -> String {
+    let Some(scheme) = word.find("://") else {
+        return word.to_string();
+    };
+    let host_at = scheme + 3;
+    let (head, rest) = word.split_at(host_at);
+    // The authority ends at the path, query or fragment.
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let rest = match rest[..authority_end].rfind('@') {
+        Some(at) => &rest[at + 1..],
+        None => rest,
+    };
+    match rest.find('?') {
+        Some(query) => format!("{head}{}?…", &rest[..query]),
+        None => format!("{head}{rest}"),
+    }
 }
 
 /// Values that must never be printed: every environment variable whose name says secret,
@@ -413,6 +430,12 @@ mod tests {
     fn messages_lose_query_strings_and_known_secrets() {
         let said = redact("GET https://acct.blob.core.windows.net/c/x?sig=SECRETSIG&se=1 failed");
         assert_eq!(said, "GET https://acct.blob.core.windows.net/c/x?… failed");
+        // An endpoint with a password in it (AWS_ENDPOINT_URL, AZURE_ENDPOINT) loses it.
+        let said = redact("connect (http://minio:hunter2secret@10.0.0.5:9000/b?x=1) refused");
+        assert_eq!(said, "connect (http://10.0.0.5:9000/b?… refused");
+        assert_eq!(redact("http://u@h"), "http://h");
+        // Not a URL: an @ in a word stays.
+        assert_eq!(redact("rank@0 failed"), "rank@0 failed");
         assert_eq!(
             xml_code("403: <Error><Code>SignatureDoesNotMatch</Code></Error>"),
             Some("SignatureDoesNotMatch")
