@@ -1619,8 +1619,8 @@ pub(crate) fn refine_with_efficiency(
     Some((top.class, advice))
 }
 
-/// Matrix multiplies whose counted time is mostly below the ridge point (`flops_bytes`: their
-/// FLOPs and bytes; `memory_percent`: the share of their time): more rows per multiply.
+/// Matrix multiplies whose counted time is mostly below the ridge point (`(flops, bytes)`:
+/// theirs; `memory_percent`: the share of their time): more rows per multiply.
 fn memory_bound_gemm_advice(
     efficiency: &crate::views::efficiency::Efficiency,
     precision: Option<Precision>,
@@ -1645,7 +1645,7 @@ fn memory_bound_gemm_advice(
         _ => " and store weights in fewer bits: INT8 or INT4 weight-only quantization",
     };
     format!(
-        "they run memory-bound ({:.0} FLOP per byte moved{ridge}: {memory_percent} % of their counted time): each multiply reads its weights for few rows, as small batches and LLM decode do; put more rows through each multiply (a larger batch, more concurrent requests){fewer_bits}",
+        "they run memory-bound ({:.0} FLOP per byte moved{ridge}: {memory_percent} % of their counted time): each multiply reads its weights for few rows, as small batches and LLM decode do; put more rows through each multiply (a larger batch; in serving, more concurrent requests){fewer_bits}",
         flops / bytes,
     )
 }

@@ -89,7 +89,11 @@ impl Detector for ExposedCommunication {
         if collective_op(top) == CollectiveOp::Sharded && cx.framework().pytorch() && !fsdp {
             let last = last_alone(cx, comm);
             f.fix = format!(
-                "No FSDP in the trace: these all-gathers and reduce-scatters come from tensor or sequence parallelism (DTensor's parallelize_module, Megatron-LM). Gather less first: keep layer outputs sharded where the next layer takes them so (use_local_output, loss_parallel for a sharded output head) and gather 16-bit rather than 32-bit tensors; then overlap the rest with the neighbouring layers' compute (async tensor parallelism: torch._inductor.config._micro_pipeline_tp = True under torch.compile; Megatron-LM --tp-comm-overlap).{}",
+                "No FSDP in the trace: these all-gathers and reduce-scatters come from tensor or sequence parallelism (DTensor's parallelize_module, Megatron-LM). Gather less first: keep layer outputs sharded where the next layer takes them so (use_local_output, loss_parallel for a sharded output head) and gather 16-bit rather than 32-bit tensors; then overlap the rest with the neighbouring layers' compute ({}).{}",
+                match cx.framework().at_least(ASYNC_TP) {
+                    Some(false) => "Megatron-LM --tp-comm-overlap; PyTorch's async tensor parallelism needs 2.5 or later",
+                    _ => "async tensor parallelism: torch._inductor.config._micro_pipeline_tp = True under torch.compile; Megatron-LM --tp-comm-overlap",
+                },
                 last.map_or(String::new(), |ns| format!(
                     " The last collective ({}) runs after every compute kernel of the window: nothing is left to hide it under, so only gathering less shortens it.",
                     format_ms(ns)
@@ -118,6 +122,11 @@ impl Detector for ExposedCommunication {
         vec![f]
     }
 }
+
+/// The PyTorch that overlaps tensor-parallel collectives with matrix multiplies under
+/// torch.compile (async TP, `_micro_pipeline_tp`).
+const ASYNC_TP: crate::measure::environment::TorchVersion =
+    crate::measure::environment::TorchVersion::new(2, 5);
 
 /// The duration of the window's last collective kernel when no compute kernel of the focus
 /// device starts after it ends, and it is a tenth of the exposed time or more.
